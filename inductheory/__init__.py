@@ -1,0 +1,53 @@
+"""inductheory: a theory simulator for the idealized induction task behind chunked KV-cache
+phase sensitivity ("Periodic Weak Spots", THEORY.md).
+
+Importing the package enables JAX float64: every check of a theorem runs in double precision.
+"""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+from ._config import Task, TheoryAssumptionWarning, welch_bound
+from ._contexts import balanced_contexts, query_slots, sample_contexts
+from ._gates import (
+    LinearGates,
+    OracleGates,
+    SharedGates,
+    distinct_within_blocks,
+    hard_selection,
+    selected_offsets,
+    shared_gates_from_logits,
+    uniform_gates,
+)
+from ._geometry import (
+    DenseGeometry,
+    ExactGeometry,
+    approximate_geometry,
+    dimension_for_eps,
+    make_geometry,
+    measure_eps,
+)
+from ._loss import (
+    monte_carlo_loss,
+    monte_carlo_phase_accuracy,
+    monte_carlo_phase_losses,
+    phase_accuracy,
+    phase_gap,
+    phase_losses,
+    population_loss,
+    query_losses,
+    shared_logits,
+)
+from ._model import (
+    attention_to_target,
+    block_attention,
+    cross_entropy,
+    dense_logits,
+    exact_logits,
+    head_outputs,
+    query_logits,
+    top1_correct,
+)
+
+__version__ = "0.1.0"

@@ -1,0 +1,157 @@
+"""The validated task configuration of THEORY.md §2–§3."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import equinox as eqx
+
+
+class TheoryAssumptionWarning(UserWarning):
+    """A legal setting that lies outside an assumption of the paper's theorems."""
+
+
+def _require_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _require_real(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    return float(value)
+
+
+def welch_bound(N: int, dim: int) -> float:
+    """Smallest possible coherence of `N` unit vectors in `R^dim`.
+
+    $\\max_{i \\ne j} |\\langle v_i, v_j \\rangle| \\ge \\sqrt{(N - d) / (d (N - 1))}$ for $N > d$, and 0
+    otherwise (orthonormal vectors exist).
+
+    **Arguments:**
+    - `N`: number of unit vectors.
+    - `dim`: their dimension.
+
+    **Returns:** the Welch lower bound on the realized eps.
+
+    ```python
+    welch_bound(4096, 255)  # ~0.06
+    ```
+    """
+    if N <= dim:
+        return 0.0
+    return math.sqrt((N - dim) / (dim * (N - 1)))
+
+
+class Task(eqx.Module):
+    """The idealized induction task and its embedding geometry.
+
+    L blocks of S offsets hold L*S distinct tokens out of a vocabulary of N; H heads each compress a
+    block into one key and one value before the query is known; attention over blocks has inverse
+    temperature `gamma`, the tied unembedding has scale `beta`; embeddings satisfy
+    $|\\langle x, x' \\rangle - \\kappa - 1\\{x = x'\\}| \\le \\varepsilon$.
+
+    Geometry: exact (`eps = 0`, the default) or approximate, given the dimension `d` of the
+    embedding space, a target `eps`, or both (then `d` must be large enough for `eps`).
+
+    **Arguments:**
+    - `L`, `S`, `H`, `N`: blocks, offsets per block, heads, vocabulary size.
+    - `gamma`: attention inverse temperature, in (0, 1] for the theorems.
+    - `beta`: unembedding scale, > 0.
+    - `kappa`: shared component of the embeddings, >= 0 (> 0 for the theorems).
+    - `eps`: target geometry error; `None` or 0 with `d=None` means exact geometry.
+    - `d`: embedding dimension of the approximate geometry.
+
+    Raises `ValueError` for ill-defined settings and warns with `TheoryAssumptionWarning` for legal
+    settings outside the theorems' assumptions (L < 4, S < 3, H >= S, gamma > 1, kappa = 0).
+
+    ```python
+    task = Task(L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0)
+    task.n_queries  # 24
+    ```
+    """
+
+    L: int = eqx.field(static=True)
+    S: int = eqx.field(static=True)
+    H: int = eqx.field(static=True)
+    N: int = eqx.field(static=True)
+    gamma: float = eqx.field(static=True, default=1.0)
+    beta: float = eqx.field(static=True, default=1.0)
+    kappa: float = eqx.field(static=True, default=1.0)
+    eps: float | None = eqx.field(static=True, default=None)
+    d: int | None = eqx.field(static=True, default=None)
+
+    def __check_init__(self):
+        _require_int("L", self.L, 2)
+        _require_int("S", self.S, 2)
+        _require_int("H", self.H, 1)
+        _require_int("N", self.N, 1)
+        if self.N < self.L * self.S:
+            raise ValueError(
+                f"N must be >= L*S = {self.L * self.S} (contexts hold L*S distinct tokens), got N={self.N}"
+            )
+        gamma = _require_real("gamma", self.gamma)
+        if gamma <= 0:
+            raise ValueError(f"gamma must be > 0, got {gamma}")
+        beta = _require_real("beta", self.beta)
+        if beta <= 0:
+            raise ValueError(f"beta must be > 0, got {beta}")
+        kappa = _require_real("kappa", self.kappa)
+        if kappa < 0:
+            raise ValueError(f"kappa must be >= 0, got {kappa}")
+        if self.eps is not None:
+            eps = _require_real("eps", self.eps)
+            if not 0 <= eps < 1:
+                raise ValueError(f"eps must lie in [0, 1), got {eps}")
+            if eps == 0 and self.d is not None:
+                raise ValueError("eps = 0 is the exact geometry, which has no dimension d; drop d or give eps > 0")
+        if self.d is not None:
+            _require_int("d", self.d, 2)
+            if self.eps is not None and self.eps > 0:
+                bound = welch_bound(self.N, self.d - 1)
+                if bound > self.eps:
+                    raise ValueError(
+                        f"d = {self.d} is too small for eps = {self.eps}: N = {self.N} unit vectors in "
+                        f"R^{self.d - 1} have coherence >= {bound:.4g} (Welch bound)"
+                    )
+        self._warn_outside_theorems()
+
+    def _warn_outside_theorems(self) -> None:
+        broken = []
+        if self.L < 4:
+            broken.append(f"L >= 4 (got L={self.L}; A(w) need not be convex)")
+        if self.S < 3:
+            broken.append(f"S >= 3 (got S={self.S})")
+        if self.H >= self.S:
+            broken.append(f"H < S (got H={self.H}, S={self.S})")
+        if self.gamma > 1:
+            broken.append(f"gamma <= 1 (got gamma={self.gamma}; A(w) need not be convex)")
+        if self.kappa == 0:
+            broken.append("kappa > 0 (got kappa=0)")
+        for assumption in broken:
+            warnings.warn(
+                f"outside the theorems' assumptions: {assumption}", TheoryAssumptionWarning, stacklevel=3
+            )
+
+    @property
+    def exact(self) -> bool:
+        """Whether the geometry is exact (eps = 0)."""
+        return self.d is None and not self.eps
+
+    @property
+    def n_queries(self) -> int:
+        """Number of query slots per context, L*(S-1)."""
+        return self.L * (self.S - 1)
+
+    @property
+    def n_outside(self) -> int:
+        """Number of vocabulary tokens outside any one context, N - L*S."""
+        return self.N - self.L * self.S
+
+    def to_dict(self) -> dict:
+        """Every parameter, for JSON summaries."""
+        return {f: getattr(self, f) for f in ("L", "S", "H", "N", "gamma", "beta", "kappa", "eps", "d")}

@@ -1,0 +1,162 @@
+"""Gate classes of THEORY.md §5: oracle (per-context), block-shared, linear; hard selections."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from ._geometry import Geometry
+
+
+def _check_gate_pair(key, value, trailing: str) -> None:
+    if key.shape != value.shape:
+        raise ValueError(f"key and value gates must have the same shape, got {key.shape} and {value.shape}")
+    need = len(trailing.split())
+    if key.ndim < need:
+        raise ValueError(f"gates must have shape (..., {', '.join(trailing.split())}), got {key.shape}")
+
+
+class OracleGates(eqx.Module):
+    """Compression weights of the oracle class: any probability vectors per context, head and block.
+
+    $p^K_{h,l}, p^V_{h,l} \\in \\Delta^{S-1}$, free to depend on the context but never on the query.
+
+    **Arguments:**
+    - `key`: $p^K$, shape (..., H, L, S); leading axes index contexts.
+    - `value`: $p^V$, same shape.
+    """
+
+    key: Float[Array, "*contexts heads blocks offsets"]
+    value: Float[Array, "*contexts heads blocks offsets"]
+
+    def __check_init__(self):
+        _check_gate_pair(self.key, self.value, "heads blocks offsets")
+
+    def for_context(self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -> "OracleGates":
+        del geometry, tokens
+        return self
+
+
+class SharedGates(eqx.Module):
+    """Gates shared by every block and context: one (key, value) pair of simplex vectors per head.
+
+    Under exact geometry the population loss of shared gates has the closed form of THEORY.md §4
+    (`population_loss`).
+
+    **Arguments:**
+    - `key`: $p^K_h$, shape (H, S).
+    - `value`: $p^V_h$, shape (H, S).
+
+    ```python
+    g = hard_selection(4, [0, 2])  # head 0 selects offset 0, head 1 offset 2
+    g.key.shape  # (2, 4)
+    ```
+    """
+
+    key: Float[Array, "heads offsets"]
+    value: Float[Array, "heads offsets"]
+
+    def __check_init__(self):
+        _check_gate_pair(self.key, self.value, "heads offsets")
+
+    def for_blocks(self, L: int) -> OracleGates:
+        """The same gates repeated for each of L blocks."""
+        rep = lambda p: jnp.broadcast_to(p[..., None, :], p.shape[:-1] + (L, p.shape[-1]))
+        return OracleGates(key=rep(self.key), value=rep(self.value))
+
+    def for_context(self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -> OracleGates:
+        del geometry
+        return self.for_blocks(tokens.shape[0])
+
+
+class LinearGates(eqx.Module):
+    """The linear gate class: $p^B_{h,l}(r) = \\mathrm{softmax}_r \\langle c^B_{h,r}, x_{l,r} \\rangle$.
+
+    One vector per head h, branch B in (K, V) and offset r, shared by all contexts and blocks.
+    Under exact geometry `dim = N + 1` and inner products are gathers.
+
+    **Arguments:**
+    - `c`: shape (H, 2, S, d); `c[:, 0]` is the key branch, `c[:, 1]` the value branch.
+    """
+
+    c: Float[Array, "heads 2 offsets dim"]
+
+    def __check_init__(self):
+        if self.c.ndim != 4 or self.c.shape[1] != 2:
+            raise ValueError(f"c must have shape (H, 2, S, d), got {self.c.shape}")
+
+    def for_context(self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -> OracleGates:
+        """The gates this class produces for one context."""
+        p = jax.nn.softmax(geometry.offset_scores(self.c, tokens), axis=-1)
+        return OracleGates(key=p[:, 0], value=p[:, 1])
+
+    def biases(self, geometry: Geometry) -> Float[Array, "heads 2 offsets"]:
+        """$b_{h,B,r} = \\langle c^B_{h,r}, m \\rangle$, m the mean embedding (the static part)."""
+        return self.c @ geometry.mean_embedding()
+
+    def rotate(self, delta: int) -> "LinearGates":
+        """Gate rotation of THEORY.md §9: $\\tilde c_{h,r} = c_{h,(r - \\delta) \\bmod S}$."""
+        return LinearGates(c=jnp.roll(self.c, delta, axis=2))
+
+
+Gates = OracleGates | SharedGates | LinearGates
+
+
+def hard_selection(S: int, offsets) -> SharedGates:
+    """Shared gates where head h selects offset r_h: $p^K_h = e_{r_h}$, $p^V_h = e_{r_h + 1}$.
+
+    **Arguments:**
+    - `S`: offsets per block.
+    - `offsets`: one offset per head, each in 0..S-2.
+    """
+    offsets = np.asarray(offsets, dtype=int).reshape(-1)
+    if offsets.size == 0:
+        raise ValueError("offsets must name one offset per head (H >= 1)")
+    bad = offsets[(offsets < 0) | (offsets > S - 2)]
+    if bad.size:
+        raise ValueError(f"selected offsets must lie in 0..S-2 = 0..{S - 2} (the value sits at r+1), got {bad.tolist()}")
+    eye = jnp.eye(S)
+    return SharedGates(key=eye[offsets], value=eye[offsets + 1])
+
+
+def uniform_gates(H: int, S: int) -> SharedGates:
+    """Shared gates averaging every offset: $p^K_h = p^V_h = 1/S$."""
+    p = jnp.full((H, S), 1.0 / S)
+    return SharedGates(key=p, value=p)
+
+
+def shared_gates_from_logits(logits: Float[Array, "heads 2 offsets"]) -> SharedGates:
+    """Static gates $p = \\mathrm{softmax}(b)$ from biases b of shape (H, 2, S)."""
+    p = jax.nn.softmax(logits, axis=-1)
+    return SharedGates(key=p[:, 0], value=p[:, 1])
+
+
+def selected_offsets(
+    key: Float[Array, "*batch offsets"], value: Float[Array, "*batch offsets"], delta: float
+) -> Int[Array, "*batch"]:
+    """The offset r a gate pair delta-selects, or -1.
+
+    A pair selects r when $p^K(r) \\ge 1 - \\delta$ and $p^V(r+1) \\ge 1 - \\delta$ (r <= S-2). For
+    delta < 1/2 at most one r qualifies.
+
+    **Arguments:**
+    - `key`, `value`: gate probabilities, any leading shape.
+    - `delta`: tolerance in (0, 1/2).
+
+    **Returns:** int array of the leading shape, -1 where no offset is selected.
+    """
+    if not 0 < delta < 0.5:
+        raise ValueError(f"delta must lie in (0, 1/2), got {delta}")
+    ok = (key[..., :-1] >= 1 - delta) & (value[..., 1:] >= 1 - delta)
+    return jnp.where(jnp.any(ok, axis=-1), jnp.argmax(ok, axis=-1), -1)
+
+
+def distinct_within_blocks(offsets: Int[Array, "*batch heads blocks"]) -> Bool[Array, "*batch"]:
+    """Whether, in every block, the heads' selected offsets are pairwise distinct (and all >= 0)."""
+    same = offsets[..., :, None, :] == offsets[..., None, :, :]
+    H = offsets.shape[-2]
+    off_diag = ~jnp.eye(H, dtype=bool)[:, :, None]
+    return jnp.all(offsets >= 0, axis=(-2, -1)) & ~jnp.any(same & off_diag, axis=(-3, -2, -1))

@@ -1,0 +1,205 @@
+"""Embedding geometries of THEORY.md §3: exact (structured) and approximate (dense)."""
+
+from __future__ import annotations
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+from ._config import Task
+
+# Largest N for which ExactGeometry.embeddings() builds the dense N x (N+1) realization.
+DENSE_EXACT_MAX_N = 8192
+# Largest N*d (float64 entries) an approximate geometry may hold: 800 MB.
+DENSE_MAX_ENTRIES = 100_000_000
+
+
+class ExactGeometry(eqx.Module):
+    """Exact geometry, eps = 0: $x_i = \\sqrt{\\kappa} e_0 + e_{i+1} \\in R^{N+1}$ (0-based token i).
+
+    Never materializes the N x (N+1) embedding: $\\langle c, x_i \\rangle = \\sqrt{\\kappa} c_0 + c_{i+1}$
+    is a gather, O(1) per slot, and memory is O(N) per gate vector.
+
+    **Arguments:**
+    - `N`: vocabulary size.
+    - `kappa`: shared component, so that $\\langle x_i, x_j \\rangle = \\kappa + 1\\{i = j\\}$.
+
+    ```python
+    geo = ExactGeometry(N=10**6, kappa=1.0)
+    geo.dim  # 1000001
+    ```
+    """
+
+    N: int = eqx.field(static=True)
+    kappa: float = eqx.field(static=True)
+
+    def __check_init__(self):
+        if self.N < 1:
+            raise ValueError(f"N must be >= 1, got {self.N}")
+        if self.kappa < 0:
+            raise ValueError(f"kappa must be >= 0, got {self.kappa}")
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension d = N + 1."""
+        return self.N + 1
+
+    @property
+    def eps(self) -> float:
+        return 0.0
+
+    def offset_scores(
+        self, c: Float[Array, "*batch offsets dim"], tokens: Int[Array, "blocks offsets"]
+    ) -> Float[Array, "*batch blocks offsets"]:
+        """$\\langle c_r, x_{t_{l,r}} \\rangle$ for every block l and offset r of a context, by gather."""
+        S = tokens.shape[-1]
+        return math.sqrt(self.kappa) * c[..., None, :, 0] + c[..., jnp.arange(S)[None, :], 1 + tokens]
+
+    def mean_embedding(self) -> Float[Array, " dim"]:
+        """$m = \\frac1N \\sum_i x_i = (\\sqrt\\kappa, 1/N, \\dots, 1/N)$."""
+        return jnp.concatenate([jnp.array([math.sqrt(self.kappa)]), jnp.full((self.N,), 1.0 / self.N)])
+
+    def embeddings(self) -> Float[Array, "vocab dim"]:
+        """The dense N x (N+1) realization, for small N only (tests and the dense path)."""
+        if self.N > DENSE_EXACT_MAX_N:
+            raise ValueError(
+                f"N = {self.N} is too large to materialize the N x (N+1) exact embedding "
+                f"(limit {DENSE_EXACT_MAX_N}); use the structured exact path"
+            )
+        eye = jnp.eye(self.N)
+        return jnp.concatenate([jnp.full((self.N, 1), math.sqrt(self.kappa)), eye], axis=1)
+
+    def dense(self) -> "DenseGeometry":
+        """The same geometry as an explicit embedding matrix (small N only)."""
+        return DenseGeometry(embeddings=self.embeddings(), kappa=self.kappa, eps=0.0)
+
+
+class DenseGeometry(eqx.Module):
+    """Any geometry given by an explicit embedding matrix (one row per token).
+
+    Approximate geometries (eps > 0) are dense: see `approximate_geometry`.
+
+    **Arguments:**
+    - `embeddings`: the N x d matrix of token embeddings.
+    - `kappa`: the shared component the geometry is meant to have.
+    - `eps`: its realized error $\\max |\\langle x, x' \\rangle - \\kappa - 1\\{x = x'\\}|$.
+    """
+
+    embeddings: Float[Array, "vocab dim"]
+    kappa: float = eqx.field(static=True)
+    eps: float = eqx.field(static=True)
+
+    @property
+    def N(self) -> int:
+        return self.embeddings.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.embeddings.shape[1]
+
+    def offset_scores(
+        self, c: Float[Array, "*batch offsets dim"], tokens: Int[Array, "blocks offsets"]
+    ) -> Float[Array, "*batch blocks offsets"]:
+        """$\\langle c_r, x_{t_{l,r}} \\rangle$ for every block l and offset r of a context."""
+        return jnp.einsum("...rd,lrd->...lr", c, self.embeddings[tokens])
+
+    def mean_embedding(self) -> Float[Array, " dim"]:
+        return jnp.mean(self.embeddings, axis=0)
+
+    def dense(self) -> "DenseGeometry":
+        return self
+
+
+Geometry = ExactGeometry | DenseGeometry
+
+
+def measure_eps(embeddings: Float[Array, "vocab dim"], kappa: float, *, chunk: int = 2048) -> float:
+    """Realized geometry error of any embedding matrix.
+
+    $\\varepsilon = \\max_{x, x'} |\\langle x, x' \\rangle - \\kappa - 1\\{x = x'\\}|$, computed in row
+    chunks so that the N x N Gram matrix is never held at once.
+
+    **Arguments:**
+    - `embeddings`: N x d matrix, one row per token.
+    - `kappa`: the shared component to subtract.
+    - `chunk`: rows per block of the Gram matrix.
+
+    **Returns:** eps as a Python float.
+
+    ```python
+    measure_eps(ExactGeometry(N=16, kappa=1.0).embeddings(), 1.0)  # 0.0
+    ```
+    """
+    E = jnp.asarray(embeddings)
+    N = E.shape[0]
+    worst = 0.0
+    for start in range(0, N, chunk):
+        rows = E[start : start + chunk]
+        gram = rows @ E.T - kappa
+        gram = gram.at[jnp.arange(rows.shape[0]), start + jnp.arange(rows.shape[0])].add(-1.0)
+        worst = max(worst, float(jnp.max(jnp.abs(gram))))
+    return worst
+
+
+def _random_directions(key: PRNGKeyArray, N: int, dim: int) -> Float[Array, "vocab dim"]:
+    v = jax.random.normal(key, (N, dim))
+    return v / jnp.linalg.norm(v, axis=1, keepdims=True)
+
+
+def dimension_for_eps(N: int, eps: float) -> int:
+    """A first guess of d for random directions to reach coherence `eps`.
+
+    A pair of random unit vectors in R^{d'} has $P(|\\langle v, w \\rangle| > t) \\approx 2 e^{-d' t^2 / 2}$;
+    a union bound over the N^2/2 pairs gives $d' \\approx 4 \\log N / \\varepsilon^2$, and d = d' + 1
+    adds the shared direction u.
+    """
+    return max(2, math.ceil(4 * math.log(max(N, 2)) / eps**2) + 1)
+
+
+def approximate_geometry(task: Task, key: PRNGKeyArray, *, max_tries: int = 20) -> DenseGeometry:
+    """Approximate geometry $x_i = \\sqrt\\kappa\\, u + v_i$ with random unit $v_i \\perp u$.
+
+    With `task.d` given, draws the directions in R^{d-1} and reports the realized eps. With only
+    `task.eps`, starts from `dimension_for_eps` and enlarges d by 25% until the realized eps is at
+    most the target (deterministic for a given key).
+
+    **Arguments:**
+    - `task`: the configuration; must have `d` or `eps > 0`.
+    - `key`: PRNG key for the random directions.
+
+    **Returns:** a `DenseGeometry` whose `eps` is the measured value.
+    """
+    if task.exact:
+        raise ValueError("task has exact geometry (eps = 0, no d); use ExactGeometry or make_geometry")
+    d = task.d if task.d is not None else dimension_for_eps(task.N, task.eps)
+    for attempt in range(max_tries):
+        if task.N * d > DENSE_MAX_ENTRIES:
+            raise ValueError(
+                f"approximate geometry with N = {task.N} needs d = {d} for eps = {task.eps}: "
+                f"N*d = {task.N * d} entries exceeds {DENSE_MAX_ENTRIES}; lower N or raise eps"
+            )
+        v = _random_directions(jax.random.fold_in(key, attempt), task.N, d - 1)
+        E = jnp.concatenate([jnp.full((task.N, 1), math.sqrt(task.kappa)), v], axis=1)
+        eps = measure_eps(E, task.kappa)
+        if task.d is not None or eps <= task.eps:
+            return DenseGeometry(embeddings=E, kappa=task.kappa, eps=eps)
+        d = math.ceil(1.25 * d)
+    raise ValueError(f"could not reach eps <= {task.eps} within {max_tries} enlargements of d")
+
+
+def make_geometry(task: Task, key: PRNGKeyArray | None = None) -> Geometry:
+    """The geometry a task asks for: `ExactGeometry` when exact, else `approximate_geometry`.
+
+    ```python
+    geo = make_geometry(Task(L=4, S=3, H=1, N=64, eps=0.3), jax.random.key(0))
+    geo.eps <= 0.3  # True
+    ```
+    """
+    if task.exact:
+        return ExactGeometry(N=task.N, kappa=task.kappa)
+    if key is None:
+        raise ValueError("an approximate geometry (eps > 0 or d given) needs a PRNG key")
+    return approximate_geometry(task, key)

@@ -1,0 +1,133 @@
+"""Population losses and per-phase accuracy: the closed form of shared gates and Monte Carlo."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
+
+from ._config import Task
+from ._gates import Gates, OracleGates, SharedGates
+from ._geometry import Geometry
+from ._model import block_attention, cross_entropy, query_logits, top1_correct
+
+
+def shared_logits(task: Task, gates: SharedGates):
+    """Per-phase logits of shared gates under exact geometry, blocks collapsed (THEORY.md §4).
+
+    With every block using the same $p^K_h, p^V_h$, a query at phase r* sees, up to the shift
+    $\\beta H \\kappa$, the logits $s^*_r = \\beta \\sum_h A(p^K_h(r^*)) p^V_h(r)$ in its own block,
+    $s^o_r = \\beta \\sum_h \\frac{1 - A(p^K_h(r^*))}{L-1} p^V_h(r)$ in each of the L-1 other blocks
+    (multiplicity L-1) and 0 for the N - L*S tokens outside. The loss is the same for every context
+    and every block l*, so this is the population.
+
+    **Returns:** `(logits, log_multiplicity, target)` with shapes (S-1, 2S+1), (2S+1,), (S-1,); row
+    r* is the query phase, the target is column r*+1.
+    """
+    S, L = task.S, task.L
+    phases = jnp.arange(S - 1)
+    a_target, a_other = block_attention(gates.key[:, : S - 1], task.gamma, L)  # (H, S-1)
+    s_own = task.beta * jnp.einsum("hp,hr->pr", a_target, gates.value)
+    s_other = task.beta * jnp.einsum("hp,hr->pr", a_other, gates.value)
+    logits = jnp.concatenate([s_own, s_other, jnp.zeros((S - 1, 1))], axis=1)
+    log_outside = math.log(task.n_outside) if task.n_outside > 0 else -math.inf
+    log_mult = jnp.concatenate([jnp.zeros(S), jnp.full(S, math.log(L - 1)), jnp.array([log_outside])])
+    return logits, log_mult, phases + 1
+
+
+def phase_losses(task: Task, gates: SharedGates) -> Float[Array, " phases"]:
+    """Exact cross-entropy of a query at each phase r* = 0..S-2, shared gates, exact geometry."""
+    return cross_entropy(*shared_logits(task, gates))
+
+
+def population_loss(task: Task, gates: SharedGates) -> Float[Array, ""]:
+    """Exact population loss of block-shared gates under exact geometry (closed form, THEORY.md §4).
+
+    $\\bar L(p) = \\frac{1}{S-1} \\sum_{r^*} \\big[\\log\\big(N - LS + \\sum_r e^{s^*_r} + (L-1) \\sum_r
+    e^{s^o_r}\\big) - s^*_{r^*+1}\\big]$; kappa cancels.
+
+    **Arguments:**
+    - `task`: configuration (exact geometry).
+    - `gates`: `SharedGates` of shape (H, S).
+
+    **Returns:** the scalar loss.
+
+    ```python
+    task = Task(L=8, S=4, H=2, N=4096, beta=4.0)
+    population_loss(task, hard_selection(4, [0, 2]))
+    ```
+    """
+    return jnp.mean(phase_losses(task, gates))
+
+
+def phase_accuracy(task: Task, gates: SharedGates) -> Float[Array, " phases"]:
+    """Exact per-phase top-1 accuracy of shared gates under exact geometry (0 or 1 per phase)."""
+    return top1_correct(*shared_logits(task, gates)).astype(jnp.float64)
+
+
+def phase_gap(accuracy: Float[Array, " phases"]) -> Float[Array, ""]:
+    """Max minus min of a per-phase accuracy curve (THEORY.md §9)."""
+    return jnp.max(accuracy) - jnp.min(accuracy)
+
+
+def _per_context(task, geometry, gates: Gates, contexts, outcome, batch_size):
+    def one(g, tokens):
+        logits = query_logits(task, geometry, g.for_context(geometry, tokens), tokens)
+        return outcome(*logits)
+
+    batched = isinstance(gates, OracleGates) and gates.key.ndim == 4
+    if batched and gates.key.shape[0] != contexts.shape[0]:
+        raise ValueError(f"got oracle gates for {gates.key.shape[0]} contexts but {contexts.shape[0]} contexts")
+    if batch_size is None:
+        return jax.vmap(one, in_axes=(0 if batched else None, 0))(gates, contexts)
+    if batched:
+        return jax.lax.map(lambda gt: one(*gt), (gates, contexts), batch_size=batch_size)
+    return jax.lax.map(lambda t: one(gates, t), contexts, batch_size=batch_size)
+
+
+def query_losses(
+    task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
+) -> Float[Array, "contexts queries"]:
+    """Cross-entropy of every enumerated query of every context (queries as in `query_slots`).
+
+    **Arguments:**
+    - `task`, `geometry`: the configuration and its realized geometry.
+    - `gates`: `SharedGates`, `LinearGates`, or `OracleGates` of shape (M, H, L, S) (one per context).
+    - `contexts`: token ids (M, L, S).
+    - `batch_size`: contexts evaluated at once (`None`: all); bounds memory for large M.
+    """
+    return _per_context(task, geometry, gates, contexts, cross_entropy, batch_size)
+
+
+def monte_carlo_loss(
+    task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
+) -> Float[Array, ""]:
+    """Population loss estimated on a fixed sample of M contexts, every query enumerated.
+
+    $\\hat L = \\frac{1}{M L (S-1)} \\sum_{m} \\sum_{(l^*, r^*)} \\mathrm{CE}_m(l^*, r^*)$; deterministic
+    given the sample, so it can drive an ODE right-hand side.
+
+    ```python
+    ctx = sample_contexts(jax.random.key(0), task, 256)
+    monte_carlo_loss(task, ExactGeometry(task.N, task.kappa), hard_selection(task.S, [0, 1]), ctx)
+    ```
+    """
+    return jnp.mean(query_losses(task, geometry, gates, contexts, batch_size=batch_size))
+
+
+def monte_carlo_phase_accuracy(
+    task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
+) -> Float[Array, " phases"]:
+    """Per-phase top-1 accuracy over a sample of contexts (all blocks pooled), shape (S-1,)."""
+    correct = _per_context(task, geometry, gates, contexts, top1_correct, batch_size)
+    return jnp.mean(correct.reshape(-1, task.L, task.S - 1).astype(jnp.float64), axis=(0, 1))
+
+
+def monte_carlo_phase_losses(
+    task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
+) -> Float[Array, " phases"]:
+    """Per-phase cross-entropy over a sample of contexts (all blocks pooled), shape (S-1,)."""
+    losses = query_losses(task, geometry, gates, contexts, batch_size=batch_size)
+    return jnp.mean(losses.reshape(-1, task.L, task.S - 1), axis=(0, 1))

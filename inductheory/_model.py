@@ -1,0 +1,150 @@
+"""The compressed multi-head model of THEORY.md §2: a dense path and the exact-geometry path of §4.
+
+Both paths return, for every enumerated query slot of one context, a row of logits, the log
+multiplicity of each logit (how many vocabulary tokens share it) and the index of the target, so
+that cross-entropy and top-1 accuracy are computed in one place (`cross_entropy`, `top1_correct`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int
+
+from ._config import Task
+from ._contexts import query_slots
+from ._gates import OracleGates
+from ._geometry import ExactGeometry, Geometry
+
+# Relative margin under which the target's logit counts as tied with a competitor (tie = wrong).
+TIE_TOLERANCE = 1e-9
+
+
+def block_attention(w, gamma: float, L: int):
+    """Attention on the query's block and on each other block under exact geometry.
+
+    With $w = p^K_{h,l^*}(r^*)$ the key weight on the query's slot, block scores are
+    $\\gamma\\kappa + \\gamma w 1\\{l = l^*\\}$, so
+    $a_{l^*} = A(w) = e^{\\gamma w} / (e^{\\gamma w} + L - 1)$ and $a_l = 1 / (e^{\\gamma w} + L - 1)$.
+    Both come from the same denominator so that equal inputs give bit-equal weights (ties stay ties).
+
+    **Arguments:**
+    - `w`: key weight(s) on the query slot, any shape.
+    - `gamma`, `L`: attention inverse temperature and number of blocks.
+
+    **Returns:** `(a_target, a_other)`, each of the shape of `w`.
+    """
+    e = jnp.exp(gamma * jnp.asarray(w))
+    denom = e + (L - 1)
+    return e / denom, 1.0 / denom
+
+
+def attention_to_target(w, gamma: float, L: int):
+    """$A(w) = e^{\\gamma w} / (e^{\\gamma w} + L - 1) = \\sigma(\\gamma w - \\log(L-1))$ (THEORY.md §4)."""
+    return block_attention(w, gamma, L)[0]
+
+
+def _log_outside(task: Task) -> float:
+    return math.log(task.n_outside) if task.n_outside > 0 else -math.inf
+
+
+def exact_logits(task: Task, gates: OracleGates):
+    """Logits of one context under exact geometry, without embeddings (THEORY.md §4).
+
+    For query (l*, r*), the logit of context token (l, r) is, up to the common shift
+    $\\beta H \\kappa$, $s_{l,r} = \\beta \\sum_h a_{h,l} p^V_{h,l}(r)$; the N - L*S tokens outside the
+    context all have logit 0 and are one column with log multiplicity log(N - L*S). Tokens do not
+    enter: every context with distinct tokens has the same logits.
+
+    **Arguments:**
+    - `task`: the configuration (exact geometry).
+    - `gates`: `OracleGates` of shape (H, L, S) for this context.
+
+    **Returns:** `(logits, log_multiplicity, target)` with shapes (Q, L*S+1), (L*S+1,), (Q,), Q =
+    L*(S-1) in the order of `query_slots`.
+    """
+    L, S = task.L, task.S
+    lstar, rstar = query_slots(L, S)
+    w = gates.key[:, lstar, rstar]  # (H, Q)
+    a_target, a_other = block_attention(w, task.gamma, L)
+    is_target = jnp.arange(L)[None, None, :] == lstar[None, :, None]
+    a = jnp.where(is_target, a_target[..., None], a_other[..., None])  # (H, Q, L)
+    s = task.beta * jnp.einsum("hql,hlr->qlr", a, gates.value).reshape(len(lstar), L * S)
+    logits = jnp.concatenate([s, jnp.zeros((len(lstar), 1), s.dtype)], axis=1)
+    log_mult = jnp.concatenate([jnp.zeros(L * S), jnp.array([_log_outside(task)])])
+    return logits, log_mult, jnp.asarray(lstar * S + rstar + 1)
+
+
+def head_outputs(
+    task: Task, embeddings: Float[Array, "vocab dim"], tokens: Int[Array, "blocks offsets"], gates: OracleGates
+) -> Float[Array, "queries heads dim"]:
+    """Head outputs $o_h = \\sum_l a_{h,l} v_{h,l}$ of the dense model for every query slot.
+
+    $k_{h,l} = \\sum_r p^K_{h,l}(r) x_{l,r}$, $v_{h,l} = \\sum_r p^V_{h,l}(r) x_{l,r}$,
+    $a_{h,\\cdot} = \\mathrm{softmax}_l \\gamma \\langle q, k_{h,l} \\rangle$, q = x at the query slot.
+    """
+    lstar, rstar = query_slots(task.L, task.S)
+    X = embeddings[tokens]  # (L, S, d)
+    k = jnp.einsum("hls,lsd->hld", gates.key, X)
+    v = jnp.einsum("hls,lsd->hld", gates.value, X)
+    q = X[lstar, rstar]  # (Q, d)
+    a = jax.nn.softmax(task.gamma * jnp.einsum("qd,hld->qhl", q, k), axis=-1)
+    return jnp.einsum("qhl,hld->qhd", a, v)
+
+
+def dense_logits(
+    task: Task, embeddings: Float[Array, "vocab dim"], tokens: Int[Array, "blocks offsets"], gates: OracleGates
+):
+    """Logits over the whole vocabulary, $z_x = \\beta \\langle x, \\sum_h o_h \\rangle$ (tied unembedding).
+
+    The general path: any embeddings, the literal model of THEORY.md §2.
+
+    **Returns:** `(logits, log_multiplicity, target)` with shapes (Q, N), (N,), (Q,).
+    """
+    lstar, rstar = query_slots(task.L, task.S)
+    o = jnp.sum(head_outputs(task, embeddings, tokens, gates), axis=1)
+    logits = task.beta * o @ embeddings.T
+    return logits, jnp.zeros(embeddings.shape[0]), tokens[lstar, rstar + 1]
+
+
+def query_logits(task: Task, geometry: Geometry, gates: OracleGates, tokens: Int[Array, "blocks offsets"]):
+    """Logits of one context on the path its geometry allows: `exact_logits` or `dense_logits`."""
+    if isinstance(geometry, ExactGeometry):
+        return exact_logits(task, gates)
+    return dense_logits(task, geometry.embeddings, tokens, gates)
+
+
+def cross_entropy(
+    logits: Float[Array, "queries vocab"], log_multiplicity: Float[Array, " vocab"], target: Int[Array, " queries"]
+) -> Float[Array, " queries"]:
+    """$-\\log \\mathrm{softmax}(z)_y$ with columns of multiplicity $e^{\\text{log\\_multiplicity}}$ (log-sum-exp)."""
+    z_y = jnp.take_along_axis(logits, target[:, None], axis=1)[:, 0]
+    return jax.nn.logsumexp(logits + log_multiplicity, axis=1) - z_y
+
+
+def top1_correct(
+    logits: Float[Array, "queries vocab"], log_multiplicity: Float[Array, " vocab"], target: Int[Array, " queries"]
+) -> Bool[Array, " queries"]:
+    """Top-1 over the whole vocabulary: the target logit strictly above every other (ties are wrong).
+
+    A competitor within `TIE_TOLERANCE * (1 + |z_y|)` of the target counts as a tie. Columns with
+    zero multiplicity (log multiplicity -inf) are not competitors.
+    """
+    z_y = jnp.take_along_axis(logits, target[:, None], axis=1)[:, 0]
+    cols = jnp.arange(logits.shape[1])[None, :]
+    rivals = jnp.where((cols == target[:, None]) | jnp.isneginf(log_multiplicity)[None, :], -jnp.inf, logits)
+    return z_y > jnp.max(rivals, axis=1) + TIE_TOLERANCE * (1 + jnp.abs(z_y))
+
+
+__all__ = [
+    "attention_to_target",
+    "block_attention",
+    "cross_entropy",
+    "dense_logits",
+    "exact_logits",
+    "head_outputs",
+    "query_logits",
+    "top1_correct",
+]

@@ -1,0 +1,41 @@
+"""The `inductheory` command line: one module per subcommand, each with `register(subparsers)`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import warnings
+
+# Each name is a module inductheory/cli/_<name>.py exposing register(subparsers).
+SUBCOMMANDS = ("loss",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="inductheory",
+        description="Theory simulator for the idealized induction task behind chunked KV-cache phase sensitivity.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"inductheory.cli._{name}").register(sub)
+    return parser
+
+
+def _format_warning(message, category, filename, lineno, line=None):
+    return f"inductheory: warning: {message}\n"
+
+
+def main(argv=None) -> int:
+    warnings.formatwarning = _format_warning
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ValueError as err:
+        print(f"inductheory {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
