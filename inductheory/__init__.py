@@ -51,3 +51,32 @@ from ._model import (
 )
 
 __version__ = "0.1.0"
+
+# Gradient flow of the linear gate class (Theorem 2) and effective-offset measures.
+from ._flow import (
+    FlowConfig,
+    check_flow,
+    full_statistics,
+    full_vector_field,
+    head_selection,
+    integrate,
+    reduced_loss,
+    reduced_statistics,
+    reduced_vector_field,
+    sample_gates,
+    sample_loss,
+    solve_full,
+    solve_reduced,
+)
+from ._flow_run import (
+    distinct_fraction,
+    flow_sample,
+    independent_distinct_baseline,
+    offset_histogram,
+    run_flow,
+    sample_size,
+    seed_keys,
+    sharded_seed_map,
+)
+from ._init import ball_projection, ball_uniform, initial_biases, initial_gate_vectors, project_to_mean
+from ._measures import effective_number, effective_offsets, entropy
