@@ -80,3 +80,17 @@ from ._flow_run import (
 )
 from ._init import ball_projection, ball_uniform, initial_biases, initial_gate_vectors, project_to_mean
 from ._measures import effective_number, effective_offsets, entropy
+
+# Theorem 1: global minimization over the oracle class (issue 4)
+from ._oracle import OracleMinimizer, OracleResult, classify, context_geometry, minimize_oracle, project_simplex
+from ._oracle_regime import fit_log_threshold, oracle_point, regime_map
+from ._vertices import (
+    VertexResult,
+    all_vertex_configs,
+    best_vertex,
+    block_multiset_configs,
+    context_loss,
+    n_block_multisets,
+    vertex_gates,
+    vertex_losses,
+)

@@ -1,0 +1,310 @@
+"""Global minimization of one context's loss over the oracle class (THEORY.md §5, Theorem 1 of §7).
+
+The oracle class lets every head h and block l of a context pick any $p^K_{h,l}, p^V_{h,l}$ in the
+simplex $\\Delta^{S-1}$: the domain is a product of 2HL simplices and the per-context loss
+(`context_loss`) is smooth but not convex on it, with many local minima (every hard selection
+with a strictly positive gradient gap is one). `minimize_oracle` is a multi-start local method
+with an honest boundary treatment; `best_vertex` (in `_vertices`) enumerates the hard selections.
+"""
+
+from __future__ import annotations
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+from ._config import Task
+from ._gates import OracleGates, distinct_within_blocks, selected_offsets
+from ._geometry import DenseGeometry, ExactGeometry, Geometry
+from ._vertices import context_loss, vertex_gates
+
+
+class OracleMinimizer(eqx.Module):
+    """Settings of the multi-start minimizer over the oracle class (immutable, validated).
+
+    **Method.** Each simplex vector is parametrized by softmax logits, $p = \\mathrm{softmax}(z)$,
+    which removes the constraints, and each start is minimized by BFGS (`optimistix.BFGS`, a
+    quasi-Newton method: superlinear near interior minima, and near a vertex minimum with a
+    positive gradient gap it drives the off-vertex masses to 0 geometrically, as Newton does on
+    $e^{-z}$). All starts run at once under `vmap`. Logits have two known defects at the
+    boundary, where Theorem 1's optima sit: a vertex is only approached (the logits diverge), and a
+    mass that collapsed early cannot come back (its logit gradient $p_i (g_i - \\langle g, p
+    \\rangle)$ vanishes) even where the gradient g asks for it, leaving non-KKT points. Hence each
+    BFGS run is followed by `polish_steps` of projected gradient descent in p with an Armijo step
+    (Euclidean projection onto the simplex: reaches faces exactly and reopens masses), repeated
+    for `rounds` rounds (the next BFGS starts from the polished point with masses reopened by
+    `reopen`). Finally every mass below `snap` is set to exactly 0 (renormalized) if that does
+    not raise the loss, so a reported vertex is a vertex. Stationarity is certified by the
+    Frank-Wolfe gap $\\sum_{h,l,B} (\\langle g, p \\rangle - \\min_r g_r)$, which is 0 exactly at
+    KKT points of the product of simplices (at a vertex $e_r$: $g_r \\le g_i$ for every i).
+
+    **Starts.** `restarts` random starts with logits $z \\sim \\mathcal N(0, \\text{init\\_scale}^2)$,
+    plus optional seeds (vertex configurations, e.g. the best enumerated ones) started at
+    $(1 - \\eta) e + \\eta u$ with u a random point of the simplex and $\\eta$ = `vertex_jitter`, so
+    that a local search from a good vertex may also leave it if a better non-vertex point is near.
+
+    **Arguments:**
+    - `restarts`: number of random starts, >= 1.
+    - `steps`: BFGS steps per start and round, >= 1.
+    - `polish_steps`: projected-gradient steps per round, >= 0.
+    - `rounds`: BFGS + polish rounds, >= 1.
+    - `reopen`: mass mixed in from the uniform distribution between rounds, in (0, 1).
+    - `init_scale`: standard deviation of the random initial logits, > 0.
+    - `vertex_jitter`: $\\eta$ in (0, 1) for seeded starts.
+    - `snap`: masses below this are set to 0 by the polish, in [0, 1/2).
+    - `delta`: hard-selection tolerance: key mass >= 1 - delta at r, value mass >= 1 - delta at r+1,
+      in (0, 1/2).
+    - `tol`: BFGS rtol = atol, > 0.
+
+    ```python
+    config = OracleMinimizer(restarts=16, steps=300)
+    ```
+    """
+
+    restarts: int = eqx.field(static=True, default=32)
+    steps: int = eqx.field(static=True, default=300)
+    polish_steps: int = eqx.field(static=True, default=300)
+    rounds: int = eqx.field(static=True, default=2)
+    reopen: float = eqx.field(static=True, default=1e-3)
+    init_scale: float = eqx.field(static=True, default=2.0)
+    vertex_jitter: float = eqx.field(static=True, default=0.1)
+    snap: float = eqx.field(static=True, default=1e-6)
+    delta: float = eqx.field(static=True, default=1e-3)
+    tol: float = eqx.field(static=True, default=1e-12)
+
+    def __check_init__(self):
+        for name, low in (("restarts", 1), ("steps", 1), ("polish_steps", 0), ("rounds", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if not 0 < self.reopen < 1:
+            raise ValueError(f"reopen must lie in (0, 1), got {self.reopen!r}")
+        if not (math.isfinite(self.init_scale) and self.init_scale > 0):
+            raise ValueError(f"init_scale must be > 0, got {self.init_scale!r}")
+        if not 0 < self.vertex_jitter < 1:
+            raise ValueError(f"vertex_jitter must lie in (0, 1), got {self.vertex_jitter!r}")
+        if not 0 <= self.snap < 0.5:
+            raise ValueError(f"snap must lie in [0, 1/2), got {self.snap!r}")
+        if not 0 < self.delta < 0.5:
+            raise ValueError(f"delta must lie in (0, 1/2), got {self.delta!r}")
+        if not (math.isfinite(self.tol) and self.tol > 0):
+            raise ValueError(f"tol must be > 0, got {self.tol!r}")
+
+
+def context_geometry(geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -> Geometry:
+    """The same per-context model in a smaller basis: embeddings projected on the context's span.
+
+    Every vector the model forms for one context (query, keys, values, head outputs) lies in the
+    span of the context's L*S embeddings, and logits are inner products of vocabulary embeddings
+    with such vectors. With U an orthonormal basis of that span, replacing every embedding x by
+    $U^T x$ preserves all those inner products, hence every logit, exactly; the dense path then
+    costs O(N L S) per query instead of O(N d). Exact geometry is returned unchanged.
+
+    **Arguments:**
+    - `geometry`: any geometry.
+    - `tokens`: the context (L, S).
+
+    **Returns:** a `DenseGeometry` with N x (at most L*S) embeddings and the original eps.
+    """
+    if isinstance(geometry, ExactGeometry):
+        return geometry
+    X = geometry.embeddings[tokens.reshape(-1)]  # (LS, d)
+    U, _ = jnp.linalg.qr(X.T)  # (d, min(d, LS)), orthonormal columns spanning the context
+    return DenseGeometry(embeddings=geometry.embeddings @ U, kappa=geometry.kappa, eps=geometry.eps)
+
+
+class OracleResult(eqx.Module):
+    """The outcome of `minimize_oracle` for one context.
+
+    **Fields:**
+    - `loss`: the best per-context loss found (over all starts, after polish).
+    - `gates`: its `OracleGates` (H, L, S).
+    - `offsets`: `selected_offsets` of the best gates (H, L), -1 where not delta-hard.
+    - `hard`: every head and block delta-selects some r.
+    - `distinct`: hard, and the heads' offsets differ within every block.
+    - `fw_gap`: Frank-Wolfe stationarity gap at the best gates (0 at KKT points).
+    - `start_losses`, `start_hard`: loss and hardness of every start's end point (random starts
+      first, then seeded ones).
+    - `n_random`: how many of the starts were random.
+    """
+
+    loss: float
+    gates: OracleGates
+    offsets: np.ndarray
+    hard: bool
+    distinct: bool
+    fw_gap: float
+    start_losses: np.ndarray
+    start_hard: np.ndarray
+    n_random: int = eqx.field(static=True)
+
+    @property
+    def best_random_loss(self) -> float:
+        """The best loss reached from the random starts alone (no vertex seeds)."""
+        return float(np.min(self.start_losses[: self.n_random]))
+
+
+def _loss_of(task, geometry, tokens):
+    return lambda key, value: context_loss(task, geometry, OracleGates(key=key, value=value), tokens)
+
+
+def project_simplex(v: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
+    """Euclidean projection of each row onto the probability simplex.
+
+    $\\Pi(v) = \\max(v - \\tau, 0)$ with $\\tau$ chosen so that the result sums to 1: with u the
+    entries sorted decreasingly, $\\rho = \\max\\{j : u_j - (\\sum_{i \\le j} u_i - 1)/j > 0\\}$ and
+    $\\tau = (\\sum_{i \\le \\rho} u_i - 1)/\\rho$.
+    """
+    u = -jnp.sort(-v, axis=-1)
+    css = jnp.cumsum(u, axis=-1) - 1.0
+    j = jnp.arange(1, v.shape[-1] + 1)
+    rho = jnp.sum(u - css / j > 0, axis=-1, keepdims=True)
+    tau = jnp.take_along_axis(css, rho - 1, axis=-1) / rho
+    return jnp.maximum(v - tau, 0.0)
+
+
+# Largest projected-gradient step: beyond it p - t g loses p to rounding (the projection subtracts
+# a threshold of the size of t g).
+_MAX_STEP = 1e4
+
+
+def _projected_gradient(f, p, steps: int):
+    """Projected gradient descent on the product of simplices with an adaptive Armijo step.
+
+    Unlike logits, the projection reaches the boundary exactly and lets a zero mass come back
+    when its gradient asks for it, so it finds the active set that BFGS on logits cannot.
+    """
+    value_and_grad = jax.value_and_grad(f)
+
+    def step(_, carry):
+        p, fp, g, t = carry
+        c = project_simplex(p - t * g)
+        fc = f(c)
+        ok = fc <= fp + 1e-4 * jnp.sum(g * (c - p))
+        fc_new, g_new = value_and_grad(jnp.where(ok, c, p))
+        return (
+            jnp.where(ok, c, p),
+            jnp.where(ok, fc, fp),
+            jnp.where(ok, g_new, g),
+            jnp.where(ok, jnp.minimum(1.5 * t, _MAX_STEP), 0.5 * t),
+        )
+
+    fp, g = value_and_grad(p)
+    p, fp, _, _ = jax.lax.fori_loop(0, steps, step, (p, fp, g, jnp.asarray(1.0)))
+    return p, fp
+
+
+@eqx.filter_jit
+def _descend(task: Task, geometry: Geometry, tokens, z0, config: OracleMinimizer):
+    loss = _loss_of(task, geometry, tokens)
+    f = lambda p: loss(p[0], p[1])
+    solver = optx.BFGS(rtol=config.tol, atol=config.tol)
+    objective = lambda z, _: f(jax.nn.softmax(z, axis=-1))
+
+    def round_(_, carry):
+        z, _, _ = carry
+        sol = optx.minimise(objective, solver, z, max_steps=config.steps, throw=False)
+        p, value = _projected_gradient(f, jax.nn.softmax(sol.value, axis=-1), config.polish_steps)
+        # a next round restarts BFGS from the polished point, every mass slightly reopened
+        return jnp.log((1 - config.reopen) * p + config.reopen / task.S), p, value
+
+    def one(z):
+        init = (z, jax.nn.softmax(z, axis=-1), f(jax.nn.softmax(z, axis=-1)))
+        _, p, value = jax.lax.fori_loop(0, config.rounds, round_, init)
+        snapped = jnp.where(p < config.snap, 0.0, p)
+        snapped = snapped / jnp.sum(snapped, axis=-1, keepdims=True)
+        snapped_value = f(snapped)
+        keep = snapped_value <= value
+        p = jnp.where(keep, snapped, p)
+        value = jnp.where(keep, snapped_value, value)
+        g = jax.grad(f)(p)
+        fw = jnp.sum(jnp.sum(g * p, axis=-1) - jnp.min(g, axis=-1))
+        return p, value, fw
+
+    return jax.vmap(one)(z0)
+
+
+def _starts(key: PRNGKeyArray, task: Task, config: OracleMinimizer, seeds) -> Float[Array, "starts 2 H L S"]:
+    shape = (2, task.H, task.L, task.S)
+    k_random, k_seed = jax.random.split(key)
+    z = config.init_scale * jax.random.normal(k_random, (config.restarts,) + shape)
+    if seeds is None or len(seeds) == 0:
+        return z
+    seeds = jnp.asarray(seeds)
+    g = vertex_gates(task.S, seeds)
+    vertex = jnp.stack([g.key, g.value], axis=1)  # (k, 2, H, L, S)
+    u = jax.nn.softmax(jax.random.normal(k_seed, vertex.shape), axis=-1)
+    p = (1 - config.vertex_jitter) * vertex + config.vertex_jitter * u
+    return jnp.concatenate([z, jnp.log(p)], axis=0)
+
+
+def classify(gates: OracleGates, delta: float) -> tuple[np.ndarray, bool, bool]:
+    """Hard-selection classification of oracle gates of one context.
+
+    **Arguments:**
+    - `gates`: `OracleGates` (H, L, S).
+    - `delta`: tolerance of `selected_offsets`.
+
+    **Returns:** `(offsets, hard, distinct)`: the selected offset per head and block (H, L; -1
+    where none), whether every head and block selects, and whether moreover the heads' offsets
+    are distinct within every block (`distinct_within_blocks`).
+    """
+    offsets = np.asarray(selected_offsets(gates.key, gates.value, delta))
+    hard = bool(np.all(offsets >= 0))
+    return offsets, hard, bool(distinct_within_blocks(jnp.asarray(offsets)))
+
+
+def minimize_oracle(
+    task: Task,
+    geometry: Geometry,
+    tokens: Int[Array, "blocks offsets"],
+    key: PRNGKeyArray,
+    config: OracleMinimizer = OracleMinimizer(),
+    *,
+    seeds: Int[Array, "seeds heads blocks"] | None = None,
+) -> OracleResult:
+    """Minimize one context's loss over the oracle class (multi-start BFGS on logits + polish).
+
+    Minimizes $\\ell_X(p) = \\frac{1}{L(S-1)} \\sum_{(l^*, r^*)} \\mathrm{CE}(l^*, r^*)$ over
+    $p^K_{h,l}, p^V_{h,l} \\in \\Delta^{S-1}$ (see `OracleMinimizer` for the method). Under exact
+    geometry every context gives the same function, so one context is the population problem.
+    For a dense geometry pass `context_geometry(geometry, tokens)` to make it cheap.
+
+    **Arguments:**
+    - `task`, `geometry`, `tokens`: the context.
+    - `key`: PRNG key of the random starts; the same key gives the same result.
+    - `config`: an `OracleMinimizer`.
+    - `seeds`: optional vertex configurations (k, H, L) to start from as well.
+
+    **Returns:** an `OracleResult`.
+
+    ```python
+    task = Task(L=4, S=3, H=2, N=4096, beta=2.0)
+    res = minimize_oracle(task, ExactGeometry(task.N, task.kappa), tokens, jax.random.key(0))
+    res.hard, res.distinct
+    ```
+    """
+    z0 = _starts(key, task, config, seeds)
+    p, values, fw = _descend(task, geometry, tokens, z0, config)
+    values = np.asarray(values)
+    values = np.where(np.isfinite(values), values, np.inf)
+    best = int(np.argmin(values))
+    gates = OracleGates(key=p[best, 0], value=p[best, 1])
+    offsets, hard, distinct = classify(gates, config.delta)
+    start_hard = np.asarray(jnp.all(selected_offsets(p[:, 0], p[:, 1], config.delta) >= 0, axis=(-2, -1)))
+    return OracleResult(
+        loss=float(values[best]),
+        gates=gates,
+        offsets=offsets,
+        hard=hard,
+        distinct=distinct,
+        fw_gap=float(fw[best]),
+        start_losses=values,
+        start_hard=start_hard,
+        n_random=config.restarts,
+    )

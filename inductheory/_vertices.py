@@ -1,0 +1,180 @@
+"""Hard selections of the oracle class (THEORY.md §5, §7): vertex gates and their enumeration.
+
+A vertex configuration gives every head h and block l of one context an offset $r_{h,l}$ in
+0..S-2 and sets $p^K_{h,l} = e_{r_{h,l}}$, $p^V_{h,l} = e_{r_{h,l}+1}$. Its loss is evaluated by
+the one per-context loss (`context_loss`, i.e. `query_logits` + `cross_entropy`); nothing here
+re-derives a formula.
+
+Which configurations must be enumerated:
+- Any geometry: all $(S-1)^{HL}$ configurations (`all_vertex_configs`).
+- Exact geometry: the per-context loss is invariant under permuting the blocks (every block
+  plays the same role in §4: $a_{h,l} = (1 - A)/(L-1)$ off the query's block, whatever l is).
+  It is *not* invariant under permuting heads inside one block, because head h's attention
+  mass in the query's block sets its weights in the other blocks. So a block's configuration is
+  an ordered H-tuple (one of $C = (S-1)^H$ types) and the loss depends only on the multiset of
+  the L block types: $\\binom{C + L - 1}{L}$ representatives (`block_multiset_configs`),
+  e.g. 12870 instead of $3^{16} \\approx 4.3 \\cdot 10^7$ at H=2, L=8, S=4.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from ._config import Task
+from ._gates import OracleGates
+from ._geometry import ExactGeometry, Geometry
+from ._model import cross_entropy, query_logits
+
+# Most vertex configurations `best_vertex` evaluates.
+MAX_VERTICES = 1 << 20
+
+
+def context_loss(
+    task: Task, geometry: Geometry, gates: OracleGates, tokens: Int[Array, "blocks offsets"]
+) -> Float[Array, ""]:
+    """Loss of one context: the mean cross-entropy over its L*(S-1) enumerated queries.
+
+    $\\ell_X(p) = \\frac{1}{L(S-1)} \\sum_{(l^*, r^*)} \\mathrm{CE}(l^*, r^*)$, on the structured
+    exact path for `ExactGeometry` and the dense path otherwise (`query_logits`).
+
+    **Arguments:**
+    - `task`, `geometry`: configuration and realized geometry.
+    - `gates`: `OracleGates` of shape (H, L, S) for this context.
+    - `tokens`: the context's token ids (L, S).
+
+    **Returns:** the scalar loss.
+
+    ```python
+    context_loss(task, ExactGeometry(task.N, task.kappa), vertex_gates(task.S, r), tokens)
+    ```
+    """
+    return jnp.mean(cross_entropy(*query_logits(task, geometry, gates, tokens)))
+
+
+def vertex_gates(S: int, offsets: Int[Array, "*batch heads blocks"]) -> OracleGates:
+    """Oracle gates of a vertex configuration: $p^K_{h,l} = e_{r_{h,l}}$, $p^V_{h,l} = e_{r_{h,l}+1}$.
+
+    **Arguments:**
+    - `S`: offsets per block.
+    - `offsets`: int array (..., H, L) with entries in 0..S-2 (not checked inside jit).
+
+    **Returns:** `OracleGates` of shape (..., H, L, S).
+    """
+    offsets = jnp.asarray(offsets)
+    eye = jnp.eye(S)
+    return OracleGates(key=eye[offsets], value=eye[offsets + 1])
+
+
+def all_vertex_configs(H: int, L: int, S: int) -> Int[np.ndarray, "configs heads blocks"]:
+    """Every vertex configuration, $(S-1)^{HL}$ of them, as an int array (n, H, L)."""
+    n = (S - 1) ** (H * L)
+    if n > MAX_VERTICES:
+        raise ValueError(f"(S-1)^(H*L) = {n} vertex configurations exceed the limit {MAX_VERTICES}")
+    digits = np.unravel_index(np.arange(n), (S - 1,) * (H * L))
+    return np.stack(digits, axis=-1).reshape(n, H, L).astype(np.int32)
+
+
+def n_block_multisets(H: int, L: int, S: int) -> int:
+    """$\\binom{(S-1)^H + L - 1}{L}$: vertex configurations up to a permutation of the blocks."""
+    return math.comb((S - 1) ** H + L - 1, L)
+
+
+def block_multiset_configs(H: int, L: int, S: int) -> Int[np.ndarray, "configs heads blocks"]:
+    """One vertex configuration per multiset of L block types (blocks in sorted type order).
+
+    A block type is an ordered tuple $(r_{0,l}, \\dots, r_{H-1,l})$; under exact geometry these
+    representatives cover every configuration's loss (see the module docstring).
+    """
+    n = n_block_multisets(H, L, S)
+    if n > MAX_VERTICES:
+        raise ValueError(f"{n} block multisets exceed the limit {MAX_VERTICES}")
+    C = (S - 1) ** H
+    types = np.stack(np.unravel_index(np.arange(C), (S - 1,) * H), axis=-1)  # (C, H)
+    combos = np.fromiter(
+        itertools.chain.from_iterable(itertools.combinations_with_replacement(range(C), L)), dtype=np.int64
+    ).reshape(n, L)
+    return np.transpose(types[combos], (0, 2, 1)).astype(np.int32)  # (n, H, L)
+
+
+def vertex_losses(
+    task: Task,
+    geometry: Geometry,
+    tokens: Int[Array, "blocks offsets"],
+    configs: Int[Array, "configs heads blocks"],
+    *,
+    batch_size: int = 4096,
+) -> Float[Array, " configs"]:
+    """Per-context loss of each vertex configuration (`context_loss` of `vertex_gates`)."""
+    configs = jnp.asarray(configs)
+    one = lambda r: context_loss(task, geometry, vertex_gates(task.S, r), tokens)
+    return _map(one, configs, batch_size)
+
+
+@eqx.filter_jit
+def _map(fn, xs, batch_size):
+    return jax.lax.map(fn, xs, batch_size=min(batch_size, xs.shape[0]))
+
+
+class VertexResult(eqx.Module):
+    """The best hard selections of one context.
+
+    **Fields:**
+    - `loss`: the smallest vertex loss.
+    - `offsets`: its configuration (H, L).
+    - `top_offsets`, `top_losses`: the `k` best configurations (k, H, L) and losses, ascending.
+    - `n_evaluated`: how many configurations were evaluated.
+    - `method`: "block-multisets" (exact geometry) or "exhaustive".
+    """
+
+    loss: float
+    offsets: np.ndarray
+    top_offsets: np.ndarray
+    top_losses: np.ndarray
+    n_evaluated: int = eqx.field(static=True)
+    method: str = eqx.field(static=True)
+
+
+def best_vertex(
+    task: Task, geometry: Geometry, tokens: Int[Array, "blocks offsets"], *, k: int = 8, exhaustive: bool | None = None
+) -> VertexResult:
+    """The best hard selection of one context, by enumeration.
+
+    Under exact geometry the block multisets suffice (block-permutation invariance); otherwise all
+    $(S-1)^{HL}$ configurations are evaluated. `exhaustive=True` forces the full enumeration
+    (a check of the symmetry reduction).
+
+    **Arguments:**
+    - `task`, `geometry`, `tokens`: the context.
+    - `k`: how many of the best configurations to return (e.g. as seeds of `minimize_oracle`).
+    - `exhaustive`: `None` chooses by geometry.
+
+    **Returns:** a `VertexResult`.
+
+    ```python
+    task = Task(L=4, S=3, H=2, N=1024, beta=2.0)
+    best_vertex(task, ExactGeometry(task.N, task.kappa), sample_contexts(key, task, 1)[0]).offsets
+    ```
+    """
+    if exhaustive is None:
+        exhaustive = not isinstance(geometry, ExactGeometry)
+    if exhaustive:
+        configs, method = all_vertex_configs(task.H, task.L, task.S), "exhaustive"
+    else:
+        configs, method = block_multiset_configs(task.H, task.L, task.S), "block-multisets"
+    losses = np.asarray(vertex_losses(task, geometry, tokens, configs))
+    order = np.argsort(losses, kind="stable")[: max(1, k)]
+    return VertexResult(
+        loss=float(losses[order[0]]),
+        offsets=configs[order[0]],
+        top_offsets=configs[order],
+        top_losses=losses[order],
+        n_evaluated=len(configs),
+        method=method,
+    )
