@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,6 +28,7 @@ def _distinct_tokens(key: PRNGKeyArray, N: int, k: int) -> Int[Array, " k"]:
     return jax.random.permutation(shuffle_key, chosen)
 
 
+@partial(jax.jit, static_argnums=(1, 2))
 def sample_contexts(key: PRNGKeyArray, task: Task, M: int) -> Int[Array, "contexts blocks offsets"]:
     """M i.i.d. contexts, each L*S distinct tokens drawn uniformly without replacement from N.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
@@ -37,6 +38,7 @@ def shared_logits(task: Task, gates: SharedGates):
     return logits, log_mult, phases + 1
 
 
+@eqx.filter_jit
 def phase_losses(task: Task, gates: SharedGates) -> Float[Array, " phases"]:
     """Exact cross-entropy of a query at each phase r* = 0..S-2, shared gates, exact geometry."""
     return cross_entropy(*shared_logits(task, gates))
@@ -62,6 +64,7 @@ def population_loss(task: Task, gates: SharedGates) -> Float[Array, ""]:
     return jnp.mean(phase_losses(task, gates))
 
 
+@eqx.filter_jit
 def phase_accuracy(task: Task, gates: SharedGates) -> Float[Array, " phases"]:
     """Exact per-phase top-1 accuracy of shared gates under exact geometry (0 or 1 per phase)."""
     return top1_correct(*shared_logits(task, gates)).astype(jnp.float64)
@@ -87,6 +90,7 @@ def _per_context(task, geometry, gates: Gates, contexts, outcome, batch_size):
     return jax.lax.map(lambda t: one(gates, t), contexts, batch_size=batch_size)
 
 
+@eqx.filter_jit
 def query_losses(
     task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
 ) -> Float[Array, "contexts queries"]:
@@ -101,6 +105,7 @@ def query_losses(
     return _per_context(task, geometry, gates, contexts, cross_entropy, batch_size)
 
 
+@eqx.filter_jit
 def monte_carlo_loss(
     task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
 ) -> Float[Array, ""]:
@@ -117,6 +122,7 @@ def monte_carlo_loss(
     return jnp.mean(query_losses(task, geometry, gates, contexts, batch_size=batch_size))
 
 
+@eqx.filter_jit
 def monte_carlo_phase_accuracy(
     task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
 ) -> Float[Array, " phases"]:
@@ -125,6 +131,7 @@ def monte_carlo_phase_accuracy(
     return jnp.mean(correct.reshape(-1, task.L, task.S - 1).astype(jnp.float64), axis=(0, 1))
 
 
+@eqx.filter_jit
 def monte_carlo_phase_losses(
     task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
 ) -> Float[Array, " phases"]:

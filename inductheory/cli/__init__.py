@@ -22,19 +22,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _format_warning(message, category, filename, lineno, line=None):
-    return f"inductheory: warning: {message}\n"
-
-
 def main(argv=None) -> int:
-    warnings.formatwarning = _format_warning
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except ValueError as err:
-        print(f"inductheory {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    shown = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        # Settings outside the theorems' assumptions: one plain line each, as soon as they occur.
+        if str(message) not in shown:
+            shown.add(str(message))
+            print(f"inductheory: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        try:
+            return int(args.func(args) or 0)
+        except ValueError as err:
+            print(f"inductheory {args.command}: error: {err}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":
