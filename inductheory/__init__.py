@@ -94,3 +94,10 @@ from ._vertices import (
     vertex_gates,
     vertex_losses,
 )
+from ._interventions import (
+    knockout_phase_accuracy,
+    knockout_phase_losses,
+    mean_head_outputs,
+    monte_carlo_knockout,
+    rotate_gates,
+)

@@ -1,0 +1,94 @@
+"""The paper's causal interventions (THEORY.md §9): gate rotation and head knockout."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
+
+from ._config import Task
+from ._contexts import query_slots
+from ._gates import Gates, LinearGates, SharedGates
+from ._geometry import DenseGeometry
+from ._loss import shared_logits
+from ._model import cross_entropy, head_outputs, top1_correct
+
+
+def rotate_gates(gates: SharedGates | LinearGates, delta: int) -> SharedGates | LinearGates:
+    """Shift offset-specific gate parameters cyclically: $\\tilde p_r = p_{(r - \\delta) \\bmod S}$.
+
+    A head that selected r selects (r + delta) mod S afterwards, so the per-phase accuracy curve
+    shifts by delta (as long as no selection wraps past the last offset).
+    """
+    if isinstance(gates, LinearGates):
+        return gates.rotate(delta)
+    return SharedGates(key=jnp.roll(gates.key, delta, axis=-1), value=jnp.roll(gates.value, delta, axis=-1))
+
+
+def _knocked_out_logits(task: Task, gates: SharedGates, heads):
+    # Replacing o_h by its population mean m adds beta <x, m> = beta (kappa + 1/N) to every logit
+    # (exact geometry, shared gates: every slot's token is uniform on V), so only the head's
+    # token-specific term beta a_h p^V_h disappears from the relative logits.
+    mask = jnp.ones(task.H).at[jnp.asarray(heads)].set(0.0)
+    return shared_logits(task, SharedGates(key=gates.key, value=gates.value * mask[:, None]))
+
+
+@eqx.filter_jit
+def knockout_phase_losses(task: Task, gates: SharedGates, heads) -> Float[Array, " phases"]:
+    """Exact per-phase loss with the outputs of `heads` replaced by their mean over prompts.
+
+    Closed form under exact geometry for shared gates: $E[o_h] = m$, the mean embedding, whose
+    logit contribution is the same for every token.
+    """
+    return cross_entropy(*_knocked_out_logits(task, gates, heads))
+
+
+@eqx.filter_jit
+def knockout_phase_accuracy(task: Task, gates: SharedGates, heads) -> Float[Array, " phases"]:
+    """Exact per-phase top-1 accuracy with the outputs of `heads` mean-ablated (see `knockout_phase_losses`)."""
+    return top1_correct(*_knocked_out_logits(task, gates, heads)).astype(jnp.float64)
+
+
+@eqx.filter_jit
+def mean_head_outputs(
+    task: Task, geometry: DenseGeometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"]
+) -> Float[Array, "heads dim"]:
+    """$\\mu_h = E[o_h]$ over a sample of prompts (contexts x enumerated queries), dense path."""
+
+    def one(tokens):
+        return jnp.mean(head_outputs(task, geometry.embeddings, tokens, gates.for_context(geometry, tokens)), axis=0)
+
+    return jnp.mean(jax.vmap(one)(contexts), axis=0)
+
+
+@eqx.filter_jit
+def monte_carlo_knockout(
+    task: Task,
+    geometry: DenseGeometry,
+    gates: Gates,
+    contexts: Int[Array, "contexts blocks offsets"],
+    mean_outputs: Float[Array, "heads dim"],
+    heads,
+):
+    """Per-phase (loss, accuracy) with the outputs of `heads` replaced by `mean_outputs` (dense path).
+
+    The literal intervention of THEORY.md §9 for any gates and embeddings:
+    $z = \\beta E (\\sum_{h \\notin K} o_h + \\sum_{h \\in K} \\mu_h)$.
+
+    **Returns:** `(phase_losses, phase_accuracy)`, each of shape (S-1,).
+    """
+    knocked = jnp.zeros(task.H, bool).at[jnp.asarray(heads)].set(True)
+    lstar, rstar = query_slots(task.L, task.S)
+    E = geometry.embeddings
+
+    def one(tokens):
+        o = head_outputs(task, E, tokens, gates.for_context(geometry, tokens))
+        o = jnp.where(knocked[None, :, None], mean_outputs[None], o).sum(axis=1)
+        logits, target = task.beta * o @ E.T, tokens[lstar, rstar + 1]
+        log_mult = jnp.zeros(E.shape[0])
+        return cross_entropy(logits, log_mult, target), top1_correct(logits, log_mult, target)
+
+    losses, correct = jax.vmap(one)(contexts)
+    per_phase = lambda x: jnp.mean(x.reshape(-1, task.L, task.S - 1).astype(jnp.float64), axis=(0, 1))
+    return per_phase(losses), per_phase(correct)
