@@ -132,6 +132,20 @@ def main() -> None:
     D = split_advantage(beta, gamma, L, K)
     check_zero(sp.expand(sp.exp(2 * (same - opp)) - sp.exp(2 * D)),
                "split advantage: same - opposite = (1/2) log(1 + K (e^{-beta A1} - e^{-beta A0})^2/(1 + K e^{-beta(A1+A0)})^2)")
+    # Stable form: with X = beta A1, Y = beta A0 and a = e^{X/2}, b = e^{Y/2} (positive),
+    # K (e^{-X} - e^{-Y})^2 / (1 + K e^{-(X+Y)})^2 = 4 ell''(X + Y) sinh^2((X - Y)/2).
+    X, Y = sp.symbols("X Y", real=True)
+    ratio = K * (sp.exp(-X) - sp.exp(-Y)) ** 2 / (1 + K * sp.exp(-(X + Y))) ** 2
+    stable = 4 * logistic_loss_d2(X + Y, K) * sp.sinh((X - Y) / 2) ** 2
+    ea, eb = sp.symbols("a b", positive=True)
+    to_ab = lambda e: sp.powsimp(sp.expand(e.rewrite(sp.exp)), combine="exp").subs(
+        {X: 2 * sp.log(ea), Y: 2 * sp.log(eb)})
+    check_zero(sp.cancel(sp.expand_log(to_ab(ratio - stable), force=True)),
+               "D = (1/2) log(1 + 4 ell''(beta (A1 + A0)) sinh^2(beta (A1 - A0)/2)) (the stable form)",
+               simplifier=sp.simplify)
+    A1v, A0v = attention_A(1, gamma, L), attention_A(0, gamma, L)
+    check_zero(sp.exp(2 * D) - 1 - ratio.subs({X: beta * A1v, Y: beta * A0v}), "D's log argument is 1 + ratio(beta A1, beta A0)",
+               simplifier=sp.expand)
     # Sign for all beta, gamma, K > 0 and L >= 2: the log's argument exceeds 1 iff A1 != A0.
     A1, A0 = attention_A(1, gamma, n + 1), attention_A(0, gamma, n + 1)
     t = sp.Symbol("t", positive=True)  # e^gamma = 1 + t, t > 0 for gamma > 0
