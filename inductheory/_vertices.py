@@ -9,11 +9,12 @@ Which configurations must be enumerated:
 - Any geometry: all $(S-1)^{HL}$ configurations (`all_vertex_configs`).
 - Exact geometry: the per-context loss is invariant under permuting the blocks (every block
   plays the same role in §4: $a_{h,l} = (1 - A)/(L-1)$ off the query's block, whatever l is).
-  It is *not* invariant under permuting heads inside one block, because head h's attention
-  mass in the query's block sets its weights in the other blocks. So a block's configuration is
-  an ordered H-tuple (one of $C = (S-1)^H$ types) and the loss depends only on the multiset of
-  the L block types: $\\binom{C + L - 1}{L}$ representatives (`block_multiset_configs`),
-  e.g. 12870 instead of $3^{16} \\approx 4.3 \\cdot 10^7$ at H=2, L=8, S=4.
+  So the loss depends only on the multiset of the L block types, a block type being the ordered
+  H-tuple $(r_{0,l}, \\dots, r_{H-1,l})$ (one of $C = (S-1)^H$): $\\binom{C + L - 1}{L}$
+  representatives (`block_multiset_configs`), e.g. 12870 instead of $3^{16} \\approx 4.3 \\cdot 10^7$
+  at H=2, L=8, S=4. (Permuting the heads inside one block is a further symmetry for H = 2 but not
+  in general for H >= 3, where a block with two coinciding heads weighs the others' attention
+  unevenly; it is not used.)
 """
 
 from __future__ import annotations
