@@ -101,3 +101,16 @@ from ._interventions import (
     monte_carlo_knockout,
     rotate_gates,
 )
+
+# The two-head toy of THEORY.md §8 (issue 5)
+from ._toy import (
+    ToyConfig,
+    corner_losses,
+    escape_rates,
+    logistic_loss,
+    split_advantage,
+    toy_flow,
+    toy_gradient,
+    toy_loss,
+    toy_margins,
+)

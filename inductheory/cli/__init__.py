@@ -8,7 +8,7 @@ import sys
 import warnings
 
 # Each name is a module inductheory/cli/_<name>.py exposing register(subparsers).
-SUBCOMMANDS = ("loss", "flow", "oracle", "reproduce")
+SUBCOMMANDS = ("loss", "flow", "oracle", "reproduce", "toy")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,52 @@
+"""`inductheory toy`: closed-form quantities of the two-head toy (THEORY.md §8)."""
+
+from __future__ import annotations
+
+from .._toy import ToyConfig, corner_losses, escape_rates, split_advantage, toy_loss
+from ._common import add_json_argument, format_table, print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "toy",
+        help="closed forms of the two-head toy: corner losses, split advantage, escape rates",
+        description="Closed-form quantities of the two-head toy of THEORY.md §8: the loss with both heads on "
+        "the same offset and with the heads split, the split advantage (their difference, > 0), and the "
+        "escape rates of the logit gradient flow from p = (1/2, 1/2) along (1, 1) and (1, -1).",
+    )
+    g = p.add_argument_group("toy")
+    g.add_argument("--beta", type=float, default=4.0, help="unembedding scale, > 0 (default 4.0)")
+    g.add_argument("--gamma", type=float, default=1.0, help="attention inverse temperature, > 0 (default 1.0)")
+    g.add_argument("--L", type=int, default=8, help="blocks, >= 2 (default 8)")
+    g.add_argument("--K", type=float, default=100.0, help="competing mass in log(1 + K e^-m), > 0 (default 100.0)")
+    add_json_argument(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    config = ToyConfig(beta=args.beta, gamma=args.gamma, L=args.L, K=args.K)
+    same, opposite = corner_losses(config)
+    symmetric, antisymmetric = escape_rates(config)
+    result = {
+        "config": config.to_dict(),
+        "loss_center": float(toy_loss(config, [0.5, 0.5])),
+        "loss_same_corner": float(same),
+        "loss_opposite_corners": float(opposite),
+        "split_advantage": float(split_advantage(config)),
+        "escape_rate_symmetric": float(symmetric),
+        "escape_rate_antisymmetric": float(antisymmetric),
+    }
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"two-head toy: {config.to_dict()}")
+    rows = [
+        ("loss at p = (1/2, 1/2)", f"{result['loss_center']:.10g}"),
+        ("loss, same corner", f"{result['loss_same_corner']:.10g}"),
+        ("loss, opposite corners", f"{result['loss_opposite_corners']:.10g}"),
+        ("split advantage (same - opposite)", f"{result['split_advantage']:.6g}"),
+        ("escape rate along (1, 1)", f"{result['escape_rate_symmetric']:.6g}"),
+        ("escape rate along (1, -1)", f"{result['escape_rate_antisymmetric']:.6g}"),
+    ]
+    print(format_table(["quantity", "value"], rows))
+    return 0
