@@ -101,7 +101,7 @@ def _run_sweep(args, task, config) -> int:
     N_grid, beta_grid = _ints(args.N_grid), _floats(args.beta_grid)
     eps_grid = _floats(args.eps_grid) if args.eps_grid is not None else [task.eps or 0.0]
     maps = []
-    total = len(eps_grid) * len(N_grid) * len(beta_grid)
+    total = len(eps_grid) * len(beta_grid) * (len(N_grid) + args.refine)  # refinement may stop early
     with Progress(total, "oracle sweep", enabled=not args.quiet) as bar:
         for eps in eps_grid:
             t = with_point(task, eps=eps or None, d=None if eps else task.d)
