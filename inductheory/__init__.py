@@ -64,6 +64,7 @@ from ._flow import (
     reduced_statistics,
     reduced_vector_field,
     sample_gates,
+    selection_margin,
     sample_loss,
     solve_full,
     solve_reduced,

@@ -24,6 +24,7 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optimistix as optx
 from jaxtyping import Array, Float, Int, PyTree
 
 from ._config import Task, TheoryAssumptionWarning
@@ -256,6 +257,17 @@ def head_selection(worst: Float[Array, "heads 2 offsets"], delta: float) -> Int[
     return jnp.where(jnp.any(ok, axis=-1), jnp.argmax(ok, axis=-1), -1)
 
 
+def selection_margin(worst: Float[Array, "heads 2 offsets"], delta: float) -> Float[Array, ""]:
+    """A continuous function of the gates that is >= 0 exactly when every head delta-selects.
+
+    $g = \min_h \max_{r \le S-2} \min(p^K_{\min}(r), p^V_{\min}(r+1)) - (1 - \delta)$; the
+    Event finds its zero crossing with a Newton root find, so the reported time to selection is the
+    crossing time itself, not the end of a solver step.
+    """
+    pair = jnp.minimum(worst[:, 0, :-1], worst[:, 1, 1:])
+    return jnp.min(jnp.max(pair, axis=-1)) - (1 - delta)
+
+
 def _windows(p: Float[Array, "contexts heads 2 blocks offsets"]) -> Float[Array, "windows heads 2 offsets"]:
     M, H, _, L, S = p.shape
     return jnp.moveaxis(p, 3, 1).reshape(M * L, H, 2, S)
@@ -315,13 +327,16 @@ def integrate(
     - `worst_masses`: state -> (H, 2, S) minimum gate masses over windows (drives the Event).
 
     **Returns:** dict with `t` (n_save + 2,), each statistic with a leading time axis (NaN after the
-    end), `final` (statistics at the end), `t_final`, `key_offsets`, `value_offsets` (H,) at the end
-    (-1 where none), `selected` (H,), `status`, `result` (diffrax code), `num_steps`,
+    end), `final` (statistics at the end), `t_final` (the event time when selected), `key_offsets`,
+    `value_offsets` (H,) at the end (-1 where none; read with delta * (1 + 1e-6), the root finder's slack), `selected` (H,), `state` (the final state), `status`, `result` (diffrax code), `num_steps`,
     `num_accepted_steps`, `num_rejected_steps`.
     """
     delta = config.delta
     term = diffrax.ODETerm(lambda t, y, args: vector_field(y))
-    event = diffrax.Event(lambda t, y, args, **kw: jnp.all(head_selection(worst_masses(y), delta) >= 0))
+    event = diffrax.Event(
+        lambda t, y, args, **kw: selection_margin(worst_masses(y), delta),
+        root_finder=optx.Newton(rtol=1e-10, atol=1e-10),
+    )
     saveat = diffrax.SaveAt(
         subs=[
             diffrax.SubSaveAt(t0=True, ts=config.save_times(), fn=lambda t, y, args: statistics(y)),
@@ -339,6 +354,9 @@ def integrate(
     final = statistics(y_end)
     worst = worst_masses(y_end)
     finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves((y_end, vector_field(y_end), final))]))
+    # At the event the margin is zero only up to the root finder's tolerance: read the final
+    # selection with a relative slack of 1e-6 on delta.
+    delta = delta * (1 + 1e-6)
     heads = head_selection(worst, delta)
     status = jnp.select(
         [~finite, sol.result == diffrax.RESULTS.event_occurred, sol.result == diffrax.RESULTS.successful,
@@ -346,7 +364,7 @@ def integrate(
         [NONFINITE, SELECTED, T_MAX, MAX_STEPS], SOLVER_ERROR,
     )
     return dict(
-        t=jnp.where(jnp.isfinite(traj_t), traj_t, jnp.nan), **traj, final=final, t_final=t_end,
+        t=jnp.where(jnp.isfinite(traj_t), traj_t, jnp.nan), **traj, final=final, t_final=t_end, state=y_end,
         key_offsets=_branch_offsets(worst[:, 0], delta), value_offsets=_branch_offsets(worst[:, 1], delta),
         selected=heads, status=status, result=sol.result._value,
         num_steps=sol.stats["num_steps"], num_accepted_steps=sol.stats["num_accepted_steps"],
@@ -399,6 +417,7 @@ __all__ = [
     "reduced_loss",
     "reduced_statistics",
     "reduced_vector_field",
+    "selection_margin",
     "sample_gates",
     "sample_loss",
     "solve_full",

@@ -13,7 +13,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from ._config import Task
 from ._contexts import balanced_contexts, sample_contexts
@@ -74,6 +74,7 @@ def one_seed(task: Task, config: FlowConfig):
         if config.init == "projected":
             c0 = project_to_mean(c0, geometry)
         out = solve_full(task, config, geometry, contexts, c0)
+        del out["state"]  # (H, 2, S, d) per seed: too large to keep for many seeds; biases are saved
         if task.exact:
             out["reduced_selected"] = solve_reduced(task, config, LinearGates(c0).biases(geometry))["selected"]
         return out
@@ -84,17 +85,16 @@ def one_seed(task: Task, config: FlowConfig):
 def sharded_seed_map(fn, devices=None):
     """jit(vmap(fn)) over a leading seed axis, split across `devices` (default: all local devices).
 
-    Uses `jax.shard_map` on a 1-d `Mesh` named "seeds": each device integrates its own seeds in its
-    own while loop (no cross-device synchronization per step); the shared argument is replicated.
-    The seed count must be a multiple of the number of devices (`run_flow` pads).
+    The seed axis is sharded with a `NamedSharding` on a 1-d `Mesh` named "seeds" and the shared
+    argument is replicated; XLA's SPMD partitioner splits the batched solver loop so that each device
+    integrates its own seeds. (`jax.shard_map` is not used: diffrax's Newton event root find fails to
+    trace inside it.) The seed count must be a multiple of the number of devices (`run_flow` pads).
     """
     devices = list(jax.devices() if devices is None else devices)
     mesh = Mesh(np.asarray(devices), ("seeds",))
-    mapped = jax.shard_map(
-        jax.vmap(fn, in_axes=(0, None)), mesh=mesh, in_specs=(P("seeds"), P()), out_specs=P("seeds"),
-        check_vma=False,
-    )
-    return jax.jit(mapped), len(devices)
+    batched, replicated = NamedSharding(mesh, P("seeds")), NamedSharding(mesh, P())
+    mapped = jax.jit(jax.vmap(fn, in_axes=(0, None)), in_shardings=(batched, replicated), out_shardings=batched)
+    return mapped, len(devices)
 
 
 def independent_distinct_baseline(H: int, S: int) -> float:

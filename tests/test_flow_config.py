@@ -1,0 +1,75 @@
+"""FlowConfig validation and Theorem 2 assumption warnings."""
+
+import warnings
+
+import pytest
+
+import inductheory as it
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(rho=0.0), "rho"),
+        (dict(rho=-1.0), "rho"),
+        (dict(delta=0.5), "delta"),
+        (dict(delta=0.0), "delta"),
+        (dict(t_max=0.0), "t_max"),
+        (dict(solver="euler"), "solver"),
+        (dict(rtol=0.0), "rtol"),
+        (dict(atol=-1e-9), "atol"),
+        (dict(max_steps=0), "max_steps"),
+        (dict(M=0), "M"),
+        (dict(dynamics="other"), "dynamics"),
+        (dict(sample="stratified"), "sample"),
+        (dict(init="zero"), "init"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(n_save=0), "n_save"),
+        (dict(t_save_min=2e6), "t_save_min"),
+        (dict(rho=float("nan")), "rho"),
+    ],
+)
+def test_invalid_settings_name_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        it.FlowConfig(**kwargs)
+
+
+def test_large_rho_warns():
+    with pytest.warns(it.TheoryAssumptionWarning, match="rho"):
+        it.FlowConfig(rho=2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        it.FlowConfig(rho=0.1)
+
+
+def test_check_flow_geometry():
+    approx = it.Task(L=4, S=3, H=1, N=64, eps=0.6)
+    with pytest.raises(ValueError, match="exact geometry"):
+        it.check_flow(approx, it.FlowConfig(dynamics="reduced"))
+    with pytest.warns(it.TheoryAssumptionWarning, match="eps = 0"):
+        it.check_flow(approx, it.FlowConfig(dynamics="full"))
+    with pytest.warns(it.TheoryAssumptionWarning, match="log"):
+        it.check_flow(it.Task(L=4, S=3, H=1, N=12), it.FlowConfig(rho=1e-3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        it.check_flow(it.Task(L=4, S=3, H=1, N=4096), it.FlowConfig(rho=1e-3))
+
+
+def test_balanced_sample_size_rounds_up_to_whole_permutations():
+    task = it.Task(L=8, S=4, H=2, N=10**5)
+    assert it.sample_size(task, it.FlowConfig(M=16384)) == 25000  # two permutations of N/L = 12500
+    assert it.sample_size(task, it.FlowConfig(M=12500)) == 12500
+    assert it.sample_size(task, it.FlowConfig(M=16384, sample="iid")) == 16384
+
+
+def test_independent_baseline_by_hand():
+    assert it.independent_distinct_baseline(1, 4) == 1.0
+    assert it.independent_distinct_baseline(2, 4) == pytest.approx(2 / 3)
+    assert it.independent_distinct_baseline(3, 5) == pytest.approx(1 * 3 / 4 * 2 / 4)
+
+
+def test_distinct_fraction_and_histogram():
+    selected = [[0, 1], [1, 1], [2, -1], [2, 0]]
+    assert it.distinct_fraction(selected) == pytest.approx(0.5)
+    hist = it.offset_histogram(selected, 4)
+    assert hist.tolist() == [[1, 1, 2], [1, 2, 0]]

@@ -1,0 +1,140 @@
+"""The reduced flow: its vector field against the general code path, monotone loss, statuses, Theorem 2."""
+
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import inductheory as it
+from inductheory._flow import STATUSES
+
+
+def _task(**kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        return it.Task(**kw)
+
+
+def _sample_gradient(task, contexts, b):
+    """jax.grad of monte_carlo_loss of LinearGates with c in span(m) and <c, m> = b."""
+    geo = it.ExactGeometry(N=task.N, kappa=task.kappa)
+    m = geo.mean_embedding()
+    c = b[..., None] * m / (m @ m)
+    G = jax.grad(lambda x: it.monte_carlo_loss(task, geo, it.LinearGates(x), contexts))(c)
+    return G, geo, m
+
+
+@settings(max_examples=5, deadline=None)
+@given(
+    L=st.integers(4, 5), S=st.integers(3, 4), H=st.integers(1, 2), k=st.integers(1, 2),
+    gamma=st.floats(0.2, 1.0), beta=st.floats(0.5, 6.0), kappa=st.floats(0.1, 2.0), seed=st.integers(0, 2**31 - 1),
+)
+def test_reduced_field_is_the_projected_sample_gradient(L, S, H, k, gamma, beta, kappa, seed):
+    task = _task(L=L, S=S, H=H, N=L * S * k, gamma=gamma, beta=beta, kappa=kappa)
+    key = jax.random.key(seed)
+    b = 2.0 * jax.random.normal(key, (H, 2, S))
+    contexts = it.balanced_contexts(jax.random.fold_in(key, 1), task, 1)
+    G, geo, m = _sample_gradient(task, contexts, b)
+    # invariance: on a balanced sample the gradient stays in span(m)
+    np.testing.assert_allclose(G - it.project_to_mean(G, geo), 0.0, atol=1e-13 * (1 + float(jnp.max(jnp.abs(G)))))
+    # d<c, m>/dt = -<G, m> equals (kappa + 1/N) times -grad Lbar
+    np.testing.assert_allclose(-(G @ m), it.reduced_vector_field(task, b), rtol=1e-9, atol=1e-14)
+
+
+def test_iid_sample_breaks_the_invariance():
+    task = _task(L=4, S=3, H=1, N=24, beta=4.0)
+    b = jax.random.normal(jax.random.key(0), (1, 2, 3))
+    contexts = it.sample_contexts(jax.random.key(1), task, 8)
+    G, geo, m = _sample_gradient(task, contexts, b)
+    off = jnp.linalg.norm(G - it.project_to_mean(G, geo))
+    assert float(off) > 1e-3 * float(jnp.linalg.norm(G))
+
+
+@pytest.fixture(scope="module")
+def reduced_run():
+    task = it.Task(L=8, S=4, H=2, N=10**5, beta=4.0)
+    return task, it.run_flow(task, it.FlowConfig(rho=0.1, t_max=1e6), 16)
+
+
+def test_loss_never_increases(reduced_run):
+    _, out = reduced_run
+    loss = out["per_seed"]["loss"]
+    for row in loss:
+        row = row[np.isfinite(row)]
+        assert len(row) > 10
+        assert np.all(np.diff(row) <= 1e-12 * np.abs(row[:-1]))
+        assert row[-1] < row[0] - 0.1
+
+
+def test_event_stops_at_first_selection(reduced_run):
+    task, out = reduced_run
+    ps = out["per_seed"]
+    delta = out["config"]["delta"]
+    assert np.all(ps["status"] == STATUSES.index("selected"))
+    for i in range(len(ps["status"])):
+        p = jax.nn.softmax(ps["state"][i], axis=-1)
+        # at the end every head selects r (key) and r + 1 (value), by the library's rule
+        # (the event time is a root of the selection margin, found to the root finder's tolerance)
+        sel = np.asarray(it.selected_offsets(p[:, 0], p[:, 1], delta * (1 + 1e-6)))
+        assert abs(float(it.selection_margin(p, delta))) < 1e-8
+        assert np.all(sel >= 0) and np.all(sel == ps["selected"][i])
+        # ... and at every saved time before the end some head had not selected yet
+        before = np.isfinite(ps["t"][i]) & (ps["t"][i] < ps["t_final"][i])
+        m = ps["mass"][i][before]
+        assert not np.any(np.all(np.asarray(it.selected_offsets(m[:, :, 0], m[:, :, 1], delta)) >= 0, axis=1))
+        # statistics at the end are those of the final state
+        np.testing.assert_allclose(ps["final"]["mass"][i], p, rtol=1e-12)
+        assert np.all(ps["final"]["static_offsets"][i] < 1.01)
+
+
+def test_same_seed_same_numbers(reduced_run):
+    task, out = reduced_run
+    again = it.run_flow(task, it.FlowConfig(rho=0.1, t_max=1e6), 16)
+    np.testing.assert_array_equal(again["per_seed"]["t_final"], out["per_seed"]["t_final"])
+    np.testing.assert_array_equal(again["per_seed"]["state"], out["per_seed"]["state"])
+    # a seed's numbers do not depend on the chunking (up to the vectorized arithmetic)
+    chunked = it.run_flow(task, it.FlowConfig(rho=0.1, t_max=1e6), 4, chunk=2)
+    np.testing.assert_array_equal(chunked["per_seed"]["selected"], out["per_seed"]["selected"][:4])
+    np.testing.assert_allclose(chunked["per_seed"]["t_final"], out["per_seed"]["t_final"][:4], rtol=1e-8)
+    np.testing.assert_allclose(chunked["per_seed"]["state"], out["per_seed"]["state"][:4], rtol=1e-8)
+
+
+def _statuses(task, config, b0, field=None):
+    field = field or (lambda b: it.reduced_vector_field(task, b))
+    return jax.jit(
+        lambda b: it.integrate(field, b, config, lambda y: it.reduced_statistics(task, y), lambda y: jax.nn.softmax(y, -1))
+    )(b0)
+
+
+def test_failures_are_explicit_statuses():
+    task = it.Task(L=4, S=3, H=1, N=1000, beta=4.0)
+    b0 = it.initial_biases(jax.random.key(0), task, 0.1)
+    short = _statuses(task, it.FlowConfig(t_max=1.0, t_save_min=1e-3), b0)
+    assert STATUSES[int(short["status"])] == "t_max" and int(short["selected"][0]) == -1
+    few = _statuses(task, it.FlowConfig(max_steps=3), b0)
+    assert STATUSES[int(few["status"])] == "max_steps"
+    nan = _statuses(task, it.FlowConfig(), b0, field=lambda b: b * jnp.nan)
+    assert STATUSES[int(nan["status"])] == "nonfinite"
+
+
+@settings(max_examples=3, deadline=None)
+@given(
+    L=st.integers(4, 8), S=st.integers(3, 5), h=st.floats(0, 1), logN=st.floats(4, 6),
+    beta=st.floats(0.5, 4.0), gamma=st.floats(0.5, 1.0), kappa=st.floats(0.5, 2.0), logrho=st.floats(-2, math.log10(0.5)),
+    seed=st.integers(0, 1000),
+)
+def test_theorem2_reduced_every_seed_selects(L, S, h, logN, beta, gamma, kappa, logrho, seed):
+    """Theorem 2 (reduced): eps = 0, small rho, large N: every head of every seed selects key r, value r+1."""
+    H = 1 + int(h * (S - 2))
+    task = it.Task(L=L, S=S, H=H, N=int(10**logN), beta=beta, gamma=gamma, kappa=kappa)
+    out = it.run_flow(task, it.FlowConfig(rho=10**logrho, t_max=1e7), 8, seed=seed)
+    ps = out["per_seed"]
+    assert np.all(ps["status"] == STATUSES.index("selected")), ps["status"]
+    assert np.all(ps["key_offsets"] >= 0)
+    np.testing.assert_array_equal(ps["value_offsets"], ps["key_offsets"] + 1)
+    np.testing.assert_array_equal(ps["selected"], ps["key_offsets"])
