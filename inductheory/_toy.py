@@ -10,7 +10,6 @@ symbolically in `proofs/toy.py` (derivation in `proofs/README.md`).
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import diffrax

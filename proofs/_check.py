@@ -5,7 +5,6 @@ Never a bare `assert` (stripped by `python -O`): every claim goes through `check
 
 from __future__ import annotations
 
-import random
 import sys
 import time
 import traceback
@@ -42,28 +41,6 @@ def check_positive(expr, message: str) -> None:
     if sp.sympify(expr).is_positive is not True:
         raise ProofError(f"{message}: cannot prove {expr} > 0")
     print(f"  ok: {message}")
-
-
-def check_numeric_zero(expr, symbols_ranges: dict, message: str, *, points: int = 200, seed: int = 0,
-                       digits: int = 50, tol=sp.Rational(1, 10**35)) -> None:
-    """Dense numerical check: |expr| < tol at `points` random rational points, `digits` precision.
-
-    `symbols_ranges` maps each free symbol to a tuple `(low, high)` (rationals) or a list of allowed values.
-    Used only where a symbolic simplification is out of reach (the .md says so).
-    """
-    rng = random.Random(seed)
-    for _ in range(points):
-        subs = {}
-        for s, rng_ in symbols_ranges.items():
-            if isinstance(rng_, list):
-                subs[s] = sp.sympify(rng.choice(list(rng_)))
-            else:
-                lo, hi = (sp.Rational(v) for v in rng_)
-                subs[s] = lo + (hi - lo) * sp.Rational(rng.randint(1, 9999), 10000)
-        value = sp.N(expr.subs(subs), digits)
-        if not abs(value) < tol:
-            raise ProofError(f"{message}: {value} at {subs}")
-    print(f"  ok: {message} (numerically, {points} rational points, {digits} digits)")
 
 
 def run(main) -> None:

@@ -109,11 +109,11 @@ def main() -> None:
     orth, rate = subspace_residuals(H, L, S, N, balanced, block_symmetric=True)
     check(all(o == 0 for o in orth), "balanced sample (cyclic offset rotations), block-symmetric F: gradient in span(m)")
     check(all(r == 0 for r in rate), "balanced sample, block-symmetric F: db/dt = -(kappa + 1/N) dLbar/db")
-    H, L, S, N = 1, 3, 3, 18
-    base = [[[0, 1, 2], [3, 4, 5], [6, 7, 8]], [[9, 10, 11], [12, 13, 14], [15, 16, 17]]]
+    H, L, S, N = 1, 3, 3, 9
+    base = [[[0, 1, 2], [3, 4, 5], [6, 7, 8]]]
     orth, rate = subspace_residuals(H, L, S, N, rotations(base, S), block_symmetric=True)
     check(all(o == 0 for o in orth) and all(r == 0 for r in rate),
-          "balanced sample L=3, S=3, N=18 (2 contexts x 3 rotations), block-symmetric F: invariance and reduced rate")
+          "balanced sample L=3, S=3, N=9 (3 rotations of a context), block-symmetric F: invariance and reduced rate")
     orth, _ = subspace_residuals(1, 2, 2, 4, [[[0, 1], [2, 3]]], block_symmetric=True)
     check(any(o != 0 for o in orth), "a single unbalanced context: the gradient leaves span(m) (invariance needs balance)")
     orth, _ = subspace_residuals(1, 2, 2, 4, balanced, block_symmetric=False)
