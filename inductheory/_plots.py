@@ -129,3 +129,30 @@ def plot_coverage(data: dict):
         ax.set_title(f"time to selection vs {key}")
     fig.tight_layout()
     return fig
+
+
+def plot_toy_landscape(data: dict):
+    grid, loss = _arr(data["grid"]), _arr(data["loss"])
+    fig, ax = plt.subplots(figsize=(6.4, 5.6))
+    cs = ax.contourf(grid, grid, loss.T, levels=30, cmap="viridis")
+    fig.colorbar(cs, ax=ax, label="toy loss")
+    for i, traj in enumerate(data["trajectories"]):
+        traj = _arr(traj)
+        ax.plot(traj[:, 0], traj[:, 1], "w-", lw=1.2)
+        ax.plot(traj[0, 0], traj[0, 1], "wo", ms=3)
+        ax.plot(traj[-1, 0], traj[-1, 1], "r*", ms=9)
+    for (x, y), label in (((1, 1), "same"), ((0, 0), "same"), ((1, 0), "opposite"), ((0, 1), "opposite")):
+        value = data["corner_same"] if label == "same" else data["corner_opposite"]
+        ax.annotate(f"{label}\n{value:.4f}", (x, y), xytext=(0.5 + 0.38 * (2 * x - 1), 0.5 + 0.42 * (2 * y - 1)),
+                    color="w", ha="center", fontsize=8)
+    for (dx, dy), rate, name in (((1, 1), data["escape_symmetric"], "sym"), ((1, -1), data["escape_antisymmetric"], "anti")):
+        ax.annotate("", xy=(0.5 + 0.15 * dx, 0.5 + 0.15 * dy), xytext=(0.5, 0.5),
+                    arrowprops=dict(arrowstyle="->", color="orange", lw=2))
+        ax.text(0.5 + 0.17 * dx, 0.5 + 0.17 * dy, f"{name} rate\n{rate:.3g}", color="orange", fontsize=8)
+    c = data["config"]
+    ax.set_xlabel("p1 (head 1 key weight on offset 0)")
+    ax.set_ylabel("p2 (head 2 key weight on offset 0)")
+    ax.set_title(f"two-head toy, beta={c['beta']} gamma={c['gamma']} L={c['L']} K={c['K']}\n"
+                 f"split advantage {data['split_advantage']:.3g}")
+    fig.tight_layout()
+    return fig
