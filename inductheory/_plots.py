@@ -156,3 +156,55 @@ def plot_toy_landscape(data: dict):
                  f"split advantage {data['split_advantage']:.3g}")
     fig.tight_layout()
     return fig
+
+
+def plot_theorem1_oracle(data: dict):
+    fig = plt.figure(figsize=(15, 7.5))
+    grid = fig.add_gridspec(2, 3, width_ratios=[1, 1, 1.25])
+    for col, (label, ex) in enumerate(data["examples"].items()):
+        for row, branch in enumerate(BRANCHES):
+            ax = fig.add_subplot(grid[row, col])
+            p = _arr(ex[branch])  # (H, L, S)
+            H, L, S = p.shape
+            ax.imshow(p.reshape(H * L, S), vmin=0, vmax=1, cmap="magma", aspect="auto")
+            ax.set_yticks(range(H * L), [f"h{h} l{l}" for h in range(H) for l in range(L)], fontsize=6)
+            ax.set_xticks(range(S))
+            ax.set_xlabel("offset r")
+            ax.set_title(f"{label}: N={ex['N']} beta={ex['beta']} {branch} gates\n"
+                         f"hard={ex['hard_selection']} distinct={ex['distinct_heads']}", fontsize=9)
+    ax = fig.add_subplot(grid[:, 2])
+    share = _arr(data["share_hard_distinct"])
+    N_grid, beta_grid = data["N_grid"], data["beta_grid"]
+    im = ax.imshow(share, origin="lower", aspect="auto", cmap="RdYlGn", vmin=0, vmax=1,
+                   extent=(-0.5, len(N_grid) - 0.5, -0.5, len(beta_grid) - 0.5))
+    ax.set_xticks(range(len(N_grid)), [str(n) for n in N_grid], rotation=45)
+    ax.set_yticks(range(len(beta_grid)), [str(b) for b in beta_grid])
+    for i, b in enumerate(data["boundary"]):
+        if b["N_star"] is not None:
+            j = N_grid.index(b["N_star"])
+            ax.plot([j - 0.5, j - 0.5], [i - 0.5, i + 0.5], "k-", lw=3)
+    fig.colorbar(im, ax=ax, label="minimizer is hard with distinct heads")
+    fit = data.get("fit")
+    ax.set_title("regime map; black: boundary N*(beta)" + (f"\nlog N* ~ {fit['intercept']:.2f} + {fit['slope']:.3f} beta" if fit else ""))
+    ax.set_xlabel("N")
+    ax.set_ylabel("beta")
+    fig.tight_layout()
+    return fig
+
+
+def plot_approximate_geometry(data: dict):
+    rows = data["rows"]
+    eps = [r["eps"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(eps, [r["oracle_share_hard"] for r in rows], "o-", label="oracle minimizer hard")
+    ax.plot(eps, [r["oracle_share_hard_distinct"] for r in rows], "s--", label="oracle minimizer hard, distinct heads")
+    ax.plot([r["flow_eps"] for r in rows], [r["flow_share_hard"] for r in rows], "^-", label="full flow ends hard")
+    for r in rows:
+        ax.annotate(f"d={r['d']}", (r["eps"], r["oracle_share_hard"]), textcoords="offset points", xytext=(0, 6), fontsize=7)
+    ax.set_xlabel("realized eps")
+    ax.set_ylabel("share")
+    ax.set_ylim(-0.05, 1.05)
+    ax.legend(fontsize=8)
+    ax.set_title("hard selection under approximate geometry")
+    fig.tight_layout()
+    return fig
