@@ -7,6 +7,7 @@ approximate geometry `fold_in(key(s), 3)`.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -97,6 +98,12 @@ def sharded_seed_map(fn, devices=None):
     return mapped, len(devices)
 
 
+@functools.lru_cache(maxsize=16)
+def _compiled(task: Task, config: FlowConfig, devices: tuple):
+    # one jitted function per (task, config, devices): repeated runs reuse XLA's compilation cache
+    return sharded_seed_map(one_seed(task, config), devices)
+
+
 def independent_distinct_baseline(H: int, S: int) -> float:
     """Probability that H independent uniform choices among the S-1 offsets are pairwise distinct:
     $\\prod_{i<H} (S-1-i)/(S-1)$."""
@@ -148,7 +155,7 @@ def run_flow(
         shared = (geometry, contexts)
         sample = {"M": int(contexts.shape[0]), "M_requested": config.M, "sample": config.sample,
                   "geometry": type(geometry).__name__, "dim": geometry.dim, "eps_realized": geometry.eps}
-    mapped, n_dev = sharded_seed_map(one_seed(task, config), devices)
+    mapped, n_dev = _compiled(task, config, tuple(jax.devices() if devices is None else devices))
     if chunk is None:
         chunk = 4096 if config.dynamics == "reduced" else 2 * n_dev
     chunk = min(chunk, seeds)

@@ -29,7 +29,7 @@ def _sample_gradient(task, contexts, b):
     return G, geo, m
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=3, deadline=None)
 @given(
     L=st.integers(4, 5), S=st.integers(3, 4), H=st.integers(1, 2), k=st.integers(1, 2),
     gamma=st.floats(0.2, 1.0), beta=st.floats(0.5, 6.0), kappa=st.floats(0.1, 2.0), seed=st.integers(0, 2**31 - 1),
