@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import optimistix as optx
 from jaxtyping import Array, Float, Int, PyTree
 
-from ._config import Task, TheoryAssumptionWarning
-from ._gates import LinearGates, shared_gates_from_logits
+from ._config import Task, TheoryAssumptionWarning, _require_int, _require_real
+from ._gates import LinearGates, selected_offsets, shared_gates_from_logits
 from ._geometry import Geometry
 from ._loss import monte_carlo_loss, population_loss
 from ._measures import effective_number, effective_offsets
@@ -46,17 +46,6 @@ INITS = ("ball", "projected")
 # Per-seed outcome codes, in this order (`STATUSES[code]`).
 STATUSES = ("selected", "t_max", "max_steps", "nonfinite", "solver_error")
 SELECTED, T_MAX, MAX_STEPS, NONFINITE, SOLVER_ERROR = range(len(STATUSES))
-
-
-def _real(name, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    return float(value)
-
-
-def _int(name, value, minimum) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 class FlowConfig(eqx.Module):
@@ -106,27 +95,27 @@ class FlowConfig(eqx.Module):
     def __check_init__(self):
         if self.dynamics not in DYNAMICS:
             raise ValueError(f"dynamics must be one of {DYNAMICS}, got {self.dynamics!r}")
-        if _real("rho", self.rho) <= 0:
+        if _require_real("rho", self.rho) <= 0:
             raise ValueError(f"rho must be > 0, got {self.rho}")
-        if not 0 < _real("delta", self.delta) < 0.5:
+        if not 0 < _require_real("delta", self.delta) < 0.5:
             raise ValueError(f"delta must satisfy 0 < delta < 1/2, got {self.delta}")
-        if _real("t_max", self.t_max) <= 0:
+        if _require_real("t_max", self.t_max) <= 0:
             raise ValueError(f"t_max must be > 0, got {self.t_max}")
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {tuple(SOLVERS)}, got {self.solver!r}")
         for name in ("rtol", "atol"):
-            if _real(name, getattr(self, name)) <= 0:
+            if _require_real(name, getattr(self, name)) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        _int("max_steps", self.max_steps, 1)
-        _int("M", self.M, 1)
+        _require_int("max_steps", self.max_steps, 1)
+        _require_int("M", self.M, 1)
         if self.sample not in SAMPLES:
             raise ValueError(f"sample must be one of {SAMPLES}, got {self.sample!r}")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
         if self.batch_size is not None:
-            _int("batch_size", self.batch_size, 1)
-        _int("n_save", self.n_save, 1)
-        if not 0 < _real("t_save_min", self.t_save_min) < self.t_max:
+            _require_int("batch_size", self.batch_size, 1)
+        _require_int("n_save", self.n_save, 1)
+        if not 0 < _require_real("t_save_min", self.t_save_min) < self.t_max:
             raise ValueError(f"t_save_min must satisfy 0 < t_save_min < t_max = {self.t_max}, got {self.t_save_min}")
         if self.rho >= 1:
             warnings.warn(
@@ -252,15 +241,13 @@ def head_selection(worst: Float[Array, "heads 2 offsets"], delta: float) -> Int[
     Selection at r: $\\min p^K(r) \\ge 1 - \\delta$ and $\\min p^V(r + 1) \\ge 1 - \\delta$, minima over
     the sample's contexts and blocks (same rule as `selected_offsets`).
     """
-    key, value = worst[:, 0], worst[:, 1]
-    ok = (key[:, :-1] >= 1 - delta) & (value[:, 1:] >= 1 - delta)
-    return jnp.where(jnp.any(ok, axis=-1), jnp.argmax(ok, axis=-1), -1)
+    return selected_offsets(worst[:, 0], worst[:, 1], delta)
 
 
 def selection_margin(worst: Float[Array, "heads 2 offsets"], delta: float) -> Float[Array, ""]:
     """A continuous function of the gates that is >= 0 exactly when every head delta-selects.
 
-    $g = \min_h \max_{r \le S-2} \min(p^K_{\min}(r), p^V_{\min}(r+1)) - (1 - \delta)$; the
+    $g = \\min_h \\max_{r \\le S-2} \\min(p^K_{\\min}(r), p^V_{\\min}(r+1)) - (1 - \\delta)$; the
     Event finds its zero crossing with a Newton root find, so the reported time to selection is the
     crossing time itself, not the end of a solver step.
     """
