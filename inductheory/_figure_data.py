@@ -1,5 +1,5 @@
 """The computations behind each theorem figure (see `_reproduce`). Every expensive call goes
-through `cache(params, compute)` so that a rerun with the same parameters reuses it."""
+through `_io.cached(cache_dir, params, compute)` so that a rerun with the same parameters reuses it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ._config import Task, TheoryAssumptionWarning
 from ._flow import STATUSES, FlowConfig
 from ._flow_run import independent_distinct_baseline, run_flow
 from ._gates import shared_gates_from_logits
+from ._io import cached
 from ._interventions import knockout_phase_accuracy, knockout_phase_losses, rotate_gates
 from ._loss import phase_accuracy, phase_gap, phase_losses
 
@@ -25,7 +26,7 @@ def task_of(**params) -> Task:
         return Task(**params)
 
 
-def flow_runs(task: Task, config: FlowConfig, seeds: int, cache, *, seed: int = 0, trajectories: bool = False) -> dict:
+def flow_runs(task: Task, config: FlowConfig, seeds: int, cache_dir, *, seed: int = 0, trajectories: bool = False) -> dict:
     """Per-seed outcomes of `run_flow` (and trajectories if asked), cached by every parameter."""
     params = {"kind": "flow", "task": task.to_dict(), "config": config.to_dict(), "seeds": seeds, "seed": seed,
               "trajectories": trajectories}
@@ -47,7 +48,7 @@ def flow_runs(task: Task, config: FlowConfig, seeds: int, cache, *, seed: int = 
                        avg_offsets=ps["avg_offsets"], loss=ps["loss"])
         return res
 
-    return cache(params, compute)
+    return cached(cache_dir, params, compute)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,10 +63,10 @@ def _theorem2_setups(quick: bool):
     return (reduced_task, reduced, 3 if quick else 6), (full_task, full, 2 if quick else 4)
 
 
-def theorem2_trajectories(quick: bool, cache) -> dict:
+def theorem2_trajectories(quick: bool, cache_dir) -> dict:
     runs = {}
     for label, (task, config, seeds) in zip(("reduced", "full"), _theorem2_setups(quick)):
-        r = flow_runs(task, config, seeds, cache, trajectories=True)
+        r = flow_runs(task, config, seeds, cache_dir, trajectories=True)
         runs[label] = {"task": task.to_dict(), "config": config.to_dict(), "M": r["sample"].get("M"),
                        **{k: r[k] for k in ("t", "mass", "key_offsets", "value_offsets", "t_final", "status", "loss")}}
     selected = {k: int(np.sum(np.asarray(v["status"]) == "selected")) for k, v in runs.items()}
@@ -79,9 +80,9 @@ def theorem2_trajectories(quick: bool, cache) -> dict:
     }
 
 
-def effective_offsets_figure(quick: bool, cache) -> dict:
+def effective_offsets_figure(quick: bool, cache_dir) -> dict:
     task, config, seeds = _theorem2_setups(quick)[1]
-    r = flow_runs(task, config, seeds, cache, trajectories=True)
+    r = flow_runs(task, config, seeds, cache_dir, trajectories=True)
     static, avg = np.asarray(r["static_offsets"], float), np.asarray(r["avg_offsets"], float)
     last = lambda a: np.array([row[np.isfinite(row[:, 0, 0])][-1] for row in a])  # final saved value per seed
     return {
@@ -111,21 +112,21 @@ def _reduced(quick: bool, **changes) -> tuple[FlowConfig, int]:
 _BASE = dict(L=8, N=4096, gamma=1.0, beta=4.0, kappa=1.0)
 
 
-def weak_spots(quick: bool, cache) -> dict:
+def weak_spots(quick: bool, cache_dir) -> dict:
     shapes = [(1, 4), (2, 4)] if quick else [(1, 4), (2, 4), (3, 4), (2, 6), (3, 6), (3, 8)]
     config, seeds = _reduced(quick)
     shown = 3  # converged models drawn per (H, S)
     models = []
     for H, S in shapes:
         task = task_of(**_BASE, S=S, H=H)
-        run = flow_runs(task, config, seeds, cache)
+        run = flow_runs(task, config, seeds, cache_dir)
         curves = [np.asarray(phase_accuracy(task, _converged_gates(run, i))).tolist() for i in range(seeds)]
         models.append({"H": H, "S": S, "selected": run["selected"][:shown], "accuracy": curves[:shown],
                        "gap": [float(phase_gap(jnp.asarray(c))) for c in curves]})
     # rotation and knockout on one converged model
     H, S = (2, 4) if quick else (2, 6)
     task = task_of(**_BASE, S=S, H=H)
-    run = flow_runs(task, config, seeds, cache)
+    run = flow_runs(task, config, seeds, cache_dir)
     gates = _converged_gates(run, 0)
     rotation = {str(d): np.asarray(phase_accuracy(task, rotate_gates(gates, d))).tolist() for d in range(0, S - 1)}
     knockout = {
@@ -143,12 +144,12 @@ def weak_spots(quick: bool, cache) -> dict:
     }
 
 
-def coverage(quick: bool, cache) -> dict:
+def coverage(quick: bool, cache_dir) -> dict:
     config, seeds = _reduced(quick)
     shapes = [(2, 4), (3, 4)] if quick else [(2, 3), (2, 4), (3, 4), (2, 6), (3, 6), (4, 6), (5, 6)]
     distinct = []
     for H, S in shapes:
-        run = flow_runs(task_of(**_BASE, S=S, H=H), config, seeds, cache)
+        run = flow_runs(task_of(**_BASE, S=S, H=H), config, seeds, cache_dir)
         distinct.append({"H": H, "S": S, "distinct_fraction": run["summary"]["distinct_fraction"],
                          "baseline": independent_distinct_baseline(H, S),
                          "selected_fraction": run["summary"]["selected_fraction"]})
@@ -156,7 +157,7 @@ def coverage(quick: bool, cache) -> dict:
     kappas = [0.5, 1.0, 2.0] if quick else [0.25, 0.5, 1.0, 2.0, 4.0]
 
     def times(task, cfg):
-        t = np.asarray(flow_runs(task, cfg, seeds, cache)["t_final"], float)
+        t = np.asarray(flow_runs(task, cfg, seeds, cache_dir)["t_final"], float)
         return {"median": float(np.median(t)), "q25": float(np.quantile(t, 0.25)), "q75": float(np.quantile(t, 0.75))}
 
     base = {**_BASE, "S": 4, "H": 2}
@@ -178,7 +179,7 @@ def coverage(quick: bool, cache) -> dict:
 # The two-head toy
 
 
-def toy_landscape(quick: bool, cache) -> dict:
+def toy_landscape(quick: bool, cache_dir) -> dict:
     from ._toy import ToyConfig, corner_losses, escape_rates, split_advantage, toy_flow, toy_loss
 
     config = ToyConfig(beta=4.0, gamma=1.0, L=8, K=100.0)
@@ -206,59 +207,49 @@ def toy_landscape(quick: bool, cache) -> dict:
 # Theorem 1: oracle minimizers and the regime map; approximate geometry
 
 
-def _oracle_point(task: Task, config, cache, *, contexts: int = 1, seeds: int = 8, seed: int = 0) -> dict:
+def _oracle_point(task: Task, config, cache_dir, *, contexts: int = 1, seeds: int = 8, seed: int = 0) -> dict:
     import jax
 
     from ._oracle_regime import oracle_point, point_params
 
     params = point_params(task, config, seed=seed, contexts=contexts, seeds=seeds)
-    return cache(params, lambda: oracle_point(task, jax.random.key(seed), config, contexts=contexts, seeds=seeds))
+    return cached(cache_dir, params, lambda: oracle_point(task, jax.random.key(seed), config, contexts=contexts, seeds=seeds))
 
 
-def theorem1_oracle(quick: bool, cache) -> dict:
+def theorem1_oracle(quick: bool, cache_dir) -> dict:
     from ._oracle import OracleMinimizer
-    from ._oracle_regime import fit_log_threshold, regime_map
+    from ._oracle_regime import regime_map
 
     config = OracleMinimizer(restarts=8 if quick else 32)
     shape = dict(L=4, S=4, H=2, gamma=1.0, kappa=1.0)
+    N_grid = [16, 64, 256] if quick else [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    beta_grid = [6.0, 10.0] if quick else [4.0, 6.0, 8.0, 10.0, 12.0]
+    regime = regime_map(task_of(**shape, N=N_grid[-1], beta=beta_grid[0]), N_grid, beta_grid, config=config,
+                        directory=cache_dir, refine=0 if quick else 2)
+    by_point = {(p["task"]["N"], p["task"]["beta"]): p for p in regime["points"]}
+    share = [[by_point[(N, beta)]["share_hard_distinct"] for N in N_grid] for beta in beta_grid]
     examples = {}
-    for label, (N, beta) in {"inside": (1024, 4.0), "outside": (16, 8.0)}.items():
-        point = _oracle_point(task_of(**shape, N=N, beta=beta), config, cache)
+    for label, (N, beta) in {"inside": (256, 6.0) if quick else (1024, 4.0), "outside": (16, 10.0) if quick else (16, 8.0)}.items():
+        point = _oracle_point(task_of(**shape, N=N, beta=beta), config, cache_dir)  # a grid point: cached
         ctx = point["contexts"][0]
         examples[label] = {"N": N, "beta": beta, "key": ctx["gates"]["key"], "value": ctx["gates"]["value"],
                            "best_loss": point["best_loss"], "best_vertex_loss": point["best_vertex_loss"],
                            "hard_selection": point["hard_selection"], "distinct_heads": point["distinct_heads"]}
-    N_grid = [16, 64, 256] if quick else [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
-    beta_grid = [6.0, 10.0] if quick else [4.0, 6.0, 8.0, 10.0, 12.0]
-    template = task_of(**shape, N=4096, beta=4.0)
-    points = {}
-
-    def run_point(N, beta):
-        key = (N, beta)
-        if key not in points:
-            points[key] = _oracle_point(task_of(**shape, N=N, beta=beta), config, cache)
-        return points[key]
-
-    grid = [[run_point(N, beta) for N in N_grid] for beta in beta_grid]
-    share = [[p["share_hard_distinct"] for p in row] for row in grid]
-    boundary = []
-    for beta, row in zip(beta_grid, share):
-        ok = [s == 1.0 for s in row]
-        star = next((N for i, N in enumerate(N_grid) if all(ok[i:])), None)
-        below = max((N for N, good in zip(N_grid, ok) if not good and (star is None or N < star)), default=None)
-        boundary.append({"beta": beta, "N_star": star, "N_below": below, "bracketed": star is not None and below is not None})
-    fit = fit_log_threshold(boundary)
-    del regime_map, template  # the library's map adds bisection refinement; the figure uses the plain grid
+    boundary, fit = regime["boundary"], regime["fit"]
     return {
         "examples": examples, "N_grid": N_grid, "beta_grid": beta_grid, "share_hard_distinct": share,
-        "gap": [[p["gap"] for p in row] for row in grid], "boundary": boundary, "fit": fit,
-        "parameters": {"task": "L=4 S=4 H=2 gamma=1 kappa=1, exact geometry", "minimizer": f"{config.restarts} restarts + 8 vertex seeds"},
-        "findings": "boundary N*(beta): " + ", ".join(f"beta={b['beta']}: {b['N_star']}" for b in boundary)
+        "gap": [[by_point[(N, beta)]["gap"] for N in N_grid] for beta in beta_grid], "boundary": boundary, "fit": fit,
+        "parameters": {"task": "L=4 S=4 H=2 gamma=1 kappa=1, exact geometry",
+                       "minimizer": f"{config.restarts} restarts + 8 vertex seeds",
+                       "boundary": "smallest grid N from which every larger N is hard with distinct heads"
+                                   + ("" if quick else ", refined by 2 bisection steps in log N")},
+        "findings": "boundary N*(beta) in (N_below, N*]: "
+                    + ", ".join(f"beta={b['beta']}: ({b['N_below']}, {b['N_star']}]" for b in boundary)
                     + (f"; log N* ~ {fit['intercept']:.2f} + {fit['slope']:.3f} beta" if fit else ""),
     }
 
 
-def approximate_geometry_figure(quick: bool, cache) -> dict:
+def approximate_geometry_figure(quick: bool, cache_dir) -> dict:
     from ._oracle import OracleMinimizer
 
     shape = dict(L=4, S=3, H=2, N=240, gamma=1.0, beta=4.0, kappa=1.0)
@@ -269,8 +260,8 @@ def approximate_geometry_figure(quick: bool, cache) -> dict:
     rows = []
     for d in dims:
         task = task_of(**shape, d=d)
-        point = _oracle_point(task, oracle_config, cache, contexts=contexts, seeds=4)
-        flow = flow_runs(task, flow_config, seeds, cache)
+        point = _oracle_point(task, oracle_config, cache_dir, contexts=contexts, seeds=4)
+        flow = flow_runs(task, flow_config, seeds, cache_dir)
         status = np.asarray(flow["status"])
         keys, values = np.asarray(flow["key_offsets"]), np.asarray(flow["value_offsets"])
         hard = (status == "selected") & np.all((keys >= 0) & (values == keys + 1), axis=1)

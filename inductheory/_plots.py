@@ -179,10 +179,15 @@ def plot_theorem1_oracle(data: dict):
                    extent=(-0.5, len(N_grid) - 0.5, -0.5, len(beta_grid) - 0.5))
     ax.set_xticks(range(len(N_grid)), [str(n) for n in N_grid], rotation=45)
     ax.set_yticks(range(len(beta_grid)), [str(b) for b in beta_grid])
+    # boundary at the geometric middle of its bracket (N_below, N*], in grid-index coordinates
+    logs, idx = np.log(N_grid), np.arange(len(N_grid))
+    xs, ys = [], []
     for i, b in enumerate(data["boundary"]):
         if b["N_star"] is not None:
-            j = N_grid.index(b["N_star"])
-            ax.plot([j - 0.5, j - 0.5], [i - 0.5, i + 0.5], "k-", lw=3)
+            mid = np.log(b["N_star"]) if b["N_below"] is None else 0.5 * (np.log(b["N_star"]) + np.log(b["N_below"]))
+            xs.append(float(np.interp(mid, logs, idx)) - (0.5 if b["N_below"] is None else 0.0))
+            ys.append(i)
+    ax.plot(xs, ys, "ko-", lw=2)
     fig.colorbar(im, ax=ax, label="minimizer is hard with distinct heads")
     fit = data.get("fit")
     ax.set_title("regime map; black: boundary N*(beta)" + (f"\nlog N* ~ {fit['intercept']:.2f} + {fit['slope']:.3f} beta" if fit else ""))

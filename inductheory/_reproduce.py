@@ -1,8 +1,8 @@
 """`reproduce`: regenerate every theorem figure, its data and figures/README.md.
 
-Each figure is a `Figure` entry: a claim, a `compute(quick, cache)` that returns JSON-able data
-(every expensive piece goes through `_io.cached`, keyed by its parameters, so an interrupted run
-resumes), and a `plot(data)` that draws it. Data are written to `<out>/data/<name>.json`, the
+Each figure is a `Figure` entry: a claim, a `compute(quick, cache_dir)` that returns JSON-able
+data (every expensive piece goes through `_io.cached(cache_dir, ...)`, keyed by its parameters, so
+an interrupted run resumes), and a `plot(data)` that draws it. Data are written to `<out>/data/<name>.json`, the
 drawings to `<out>/<name>.png` and `.pdf`.
 """
 
@@ -25,7 +25,7 @@ class Figure:
     name: str
     title: str
     claim: str
-    compute: Callable[[bool, Callable], dict]
+    compute: Callable[[bool, Path | None], dict]
     plot: Callable[[dict], object]
 
 
@@ -98,8 +98,6 @@ def reproduce(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ._io import cached
-
     figures = _registry()
     if only:
         unknown = sorted(set(only) - {f.name for f in figures})
@@ -109,12 +107,11 @@ def reproduce(
     out = Path(out)
     (out / "data").mkdir(parents=True, exist_ok=True)
     mode_cache = None if cache_dir is None else Path(cache_dir) / ("quick" if quick else "full")
-    cache = lambda params, compute: cached(mode_cache, params, compute)
     results: dict[str, dict] = {}
     with Progress(len(figures), "reproduce", enabled=progress) as bar:
         for f in figures:
             start = time.perf_counter()
-            data = f.compute(quick, cache)
+            data = f.compute(quick, mode_cache)
             data["wall_s"] = round(time.perf_counter() - start, 3)
             write_json_atomic(out / "data" / f"{f.name}.json", data)
             fig = f.plot(data)
