@@ -299,8 +299,9 @@ def _figures():
                weak_spots, _plots.plot_weak_spots),
         Figure("coverage", "Coverage: do heads split the offsets?",
                "Gradient flow does not enforce complementary coverage: the share of seeds whose heads selected "
-               "pairwise distinct offsets stays near the baseline of independent uniform choices. Time to "
-               "selection grows like log(1/rho) and falls like 1/(kappa + 1/N).",
+               "pairwise distinct offsets stays close to (slightly above) the baseline of independent uniform "
+               "choices, so phases stay uncovered. The time to selection is measured against rho (it grows "
+               "slowly as rho shrinks) and against kappa (the reduced rate kappa + 1/N sets the time scale).",
                coverage, _plots.plot_coverage),
         Figure("toy_landscape", "The two-head toy: sharpening is fast, splitting is slow",
                "In the two-head toy p = (1/2, 1/2) is a local maximum of the loss, unstable in both the symmetric "

@@ -1,0 +1,113 @@
+"""`inductheory reproduce --quick`: the committed figure data are what the command produces."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import inductheory._figure_data as figure_data
+from inductheory._reproduce import figure_names, reproduce
+from inductheory.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SKIP_KEYS = {"wall_s", "findings"}  # timing, and a text rendering of numbers compared below
+
+
+def assert_same_numbers(new, old, path="data", rtol=1e-6, atol=1e-9):
+    if isinstance(old, dict):
+        assert isinstance(new, dict) and set(new) == set(old), f"{path}: keys {sorted(new)} != {sorted(old)}"
+        for k in old:
+            if k not in SKIP_KEYS:
+                assert_same_numbers(new[k], old[k], f"{path}.{k}", rtol, atol)
+    elif isinstance(old, list):
+        assert isinstance(new, list) and len(new) == len(old), f"{path}: lengths differ"
+        for i, (a, b) in enumerate(zip(new, old)):
+            assert_same_numbers(a, b, f"{path}[{i}]", rtol, atol)
+    elif isinstance(old, (int, float)) and not isinstance(old, bool):
+        assert isinstance(new, (int, float)) and math.isclose(new, old, rel_tol=rtol, abs_tol=atol), f"{path}: {new} != {old}"
+    else:
+        assert new == old, f"{path}: {new!r} != {old!r}"
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("figures")
+    cache = tmp_path_factory.mktemp("cache")
+    results = reproduce(out, quick=True, cache_dir=cache, progress=False)
+    return out, cache, results
+
+
+def test_quick_run_makes_every_figure(quick_run):
+    out, _, results = quick_run
+    assert sorted(results) == sorted(figure_names())
+    for name in figure_names():
+        for ext in ("png", "pdf"):
+            assert (out / f"{name}.{ext}").stat().st_size > 1000
+        assert (out / "data" / f"{name}.json").exists()
+    readme = (out / "README.md").read_text()
+    assert all(f"({name}.png)" in readme for name in figure_names())
+
+
+def test_committed_quick_data_are_reproduced(quick_run):
+    out, _, _ = quick_run
+    committed = ROOT / "figures" / "quick" / "data"
+    for name in figure_names():
+        old = json.loads((committed / f"{name}.json").read_text())
+        new = json.loads((out / "data" / f"{name}.json").read_text())
+        assert_same_numbers(new, old, name)
+
+
+def test_committed_full_figures_exist_with_their_data():
+    for name in figure_names():
+        for suffix in (".png", ".pdf"):
+            assert (ROOT / "figures" / f"{name}{suffix}").exists(), name
+        assert (ROOT / "figures" / "data" / f"{name}.json").exists(), name
+    readme = (ROOT / "figures" / "README.md").read_text()
+    assert "inductheory reproduce" in readme and "Mode: full" in readme
+
+
+def test_a_rerun_resumes_from_the_cache(quick_run, tmp_path, monkeypatch):
+    _, cache, results = quick_run
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("recomputed a cached result")
+
+    monkeypatch.setattr(figure_data, "run_flow", refuse)
+    again = reproduce(tmp_path, quick=True, cache_dir=cache, progress=False, only=["weak_spots", "coverage"])
+    for name in ("weak_spots", "coverage"):
+        assert_same_numbers(json.loads(json.dumps(again[name])), results[name], name)
+
+
+def test_an_interrupted_run_keeps_what_it_finished(tmp_path, monkeypatch):
+    calls = []
+    original = figure_data.flow_runs
+
+    def interrupt_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(figure_data, "flow_runs", interrupt_second)
+    with pytest.raises(KeyboardInterrupt):
+        reproduce(tmp_path / "out", quick=True, cache_dir=tmp_path / "cache", progress=False, only=["weak_spots"])
+    finished = list((tmp_path / "cache").rglob("*.json"))
+    assert len(finished) == 1  # the first flow batch was written atomically before the interruption
+    assert not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+def test_cli_lists_figures_and_rejects_unknown_ones(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    assert capsys.readouterr().out.split() == figure_names()
+    assert main(["reproduce", "--only", "nope", "--out", "/tmp/inductheory-none"]) == 2
+    assert "unknown figure" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_committed_full_data_are_reproduced(tmp_path):
+    reproduce(tmp_path, quick=False, cache_dir=tmp_path / "cache", progress=False)
+    for name in figure_names():
+        old = json.loads((ROOT / "figures" / "data" / f"{name}.json").read_text())
+        new = json.loads((tmp_path / "data" / f"{name}.json").read_text())
+        assert_same_numbers(new, old, name)
