@@ -8,7 +8,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from ._config import Task, TheoryAssumptionWarning, welch_bound
+from ._config import Task, TheoryAssumptionWarning, quiet_task, welch_bound
 from ._contexts import balanced_contexts, query_slots, sample_contexts
 from ._gates import (
     LinearGates,

@@ -155,3 +155,20 @@ class Task(eqx.Module):
     def to_dict(self) -> dict:
         """Every parameter, for JSON summaries."""
         return {f: getattr(self, f) for f in ("L", "S", "H", "N", "gamma", "beta", "kappa", "eps", "d")}
+
+    def require_exact(self, what: str) -> None:
+        """Raise `ValueError` unless the geometry is exact: `what` relies on THEORY.md §4."""
+        if not self.exact:
+            raise ValueError(
+                f"{what} needs exact geometry (eps = 0); this task is approximate (eps={self.eps}, d={self.d})"
+            )
+
+
+def quiet_task(**params) -> Task:
+    """A `Task` built with `TheoryAssumptionWarning` silenced (sweeps that leave the regime on purpose).
+
+    Invalid settings still raise `ValueError`.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TheoryAssumptionWarning)
+        return Task(**params)

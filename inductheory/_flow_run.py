@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from ._config import Task
+from ._config import Task, _require_int
 from ._contexts import balanced_contexts, sample_contexts
 from ._flow import STATUSES, FlowConfig, check_flow, solve_full, solve_reduced
 from ._gates import LinearGates, distinct_within_blocks
@@ -113,7 +113,7 @@ def independent_distinct_baseline(H: int, S: int) -> float:
 def distinct_fraction(selected) -> float:
     """Fraction of seeds whose heads all selected, at pairwise distinct offsets. `selected`: (seeds, H)."""
     selected = jnp.asarray(selected)
-    return float(jnp.mean(distinct_within_blocks(selected[..., None])))
+    return float(np.mean(np.asarray(distinct_within_blocks(selected[..., None]))))
 
 
 def offset_histogram(selected, S: int) -> np.ndarray:
@@ -158,6 +158,7 @@ def run_flow(
     mapped, n_dev = _compiled(task, config, tuple(jax.devices() if devices is None else devices))
     if chunk is None:
         chunk = 4096 if config.dynamics == "reduced" else 2 * n_dev
+    _require_int("chunk", chunk, 1)
     chunk = min(chunk, seeds)
     chunk = n_dev * math.ceil(chunk / n_dev)
     parts, compile_s, start = [], None, time.perf_counter()

@@ -112,7 +112,10 @@ def hard_selection(S: int, offsets) -> SharedGates:
     - `S`: offsets per block.
     - `offsets`: one offset per head, each in 0..S-2.
     """
-    offsets = np.asarray(offsets, dtype=int).reshape(-1)
+    raw = np.asarray(offsets).reshape(-1)
+    if raw.size and not np.all(np.equal(np.mod(raw, 1), 0)):
+        raise ValueError(f"selected offsets must be integers, got {raw.tolist()}")
+    offsets = raw.astype(int)
     if offsets.size == 0:
         raise ValueError("offsets must name one offset per head (H >= 1)")
     bad = offsets[(offsets < 0) | (offsets > S - 2)]
@@ -150,7 +153,11 @@ def selected_offsets(
     """
     if not 0 < delta < 0.5:
         raise ValueError(f"delta must lie in (0, 1/2), got {delta}")
-    ok = (key[..., :-1] >= 1 - delta) & (value[..., 1:] >= 1 - delta)
+    return first_offset((key[..., :-1] >= 1 - delta) & (value[..., 1:] >= 1 - delta))
+
+
+def first_offset(ok: Bool[Array, "*batch offsets"]) -> Int[Array, "*batch"]:
+    """The first offset where `ok` holds, or -1 where it holds nowhere."""
     return jnp.where(jnp.any(ok, axis=-1), jnp.argmax(ok, axis=-1), -1)
 
 

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from ._config import Task
+from ._config import Task, welch_bound
 
 # Largest N for which ExactGeometry.embeddings() builds the dense N x (N+1) realization.
 DENSE_EXACT_MAX_N = 8192
@@ -39,8 +39,8 @@ class ExactGeometry(eqx.Module):
     def __check_init__(self):
         if self.N < 1:
             raise ValueError(f"N must be >= 1, got {self.N}")
-        if self.kappa < 0:
-            raise ValueError(f"kappa must be >= 0, got {self.kappa}")
+        if not (math.isfinite(self.kappa) and self.kappa >= 0):
+            raise ValueError(f"kappa must be a finite number >= 0, got {self.kappa}")
 
     @property
     def dim(self) -> int:
@@ -184,6 +184,11 @@ def approximate_geometry(task: Task, key: PRNGKeyArray, *, max_tries: int = 20) 
         v = _random_directions(jax.random.fold_in(key, attempt), task.N, d - 1)
         E = jnp.concatenate([jnp.full((task.N, 1), math.sqrt(task.kappa)), v], axis=1)
         eps = measure_eps(E, task.kappa)
+        if task.d is not None and task.eps and eps > task.eps:
+            raise ValueError(
+                f"d = {task.d} realizes eps = {eps:.4g} > the requested eps = {task.eps} "
+                f"(Welch bound {welch_bound(task.N, task.d - 1):.3g}); raise d, or give only eps"
+            )
         if task.d is not None or eps <= task.eps:
             return DenseGeometry(embeddings=E, kappa=task.kappa, eps=eps)
         d = math.ceil(1.25 * d)

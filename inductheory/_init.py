@@ -26,6 +26,11 @@ from ._config import Task
 from ._geometry import Geometry
 
 
+def _check_radius(rho) -> None:
+    if isinstance(rho, (int, float)) and not rho > 0:  # traced radii are the caller's business
+        raise ValueError(f"rho must be > 0, got {rho}")
+
+
 def ball_uniform(key: PRNGKeyArray, shape: tuple[int, ...], rho: float) -> Float[Array, "..."]:
     """A vector uniform in the Euclidean ball of radius `rho` in $R^{\\prod shape}$ (materialized).
 
@@ -42,6 +47,7 @@ def ball_uniform(key: PRNGKeyArray, shape: tuple[int, ...], rho: float) -> Float
     c0 = ball_uniform(jax.random.key(0), (2, 2, 4, 101), 0.1)
     ```
     """
+    _check_radius(rho)
     kz, ku = jax.random.split(key)
     z = jax.random.normal(kz, shape)
     D = math.prod(shape)
@@ -63,6 +69,7 @@ def ball_projection(key: PRNGKeyArray, n: int, D: int, rho: float) -> Float[Arra
 
     **Returns:** float64 array of shape (n,).
     """
+    _check_radius(rho)
     if not 1 <= n <= D:
         raise ValueError(f"need 1 <= n <= D, got n={n}, D={D}")
     kz, kw, ku = jax.random.split(key, 3)

@@ -8,11 +8,10 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ._config import Task
-from ._contexts import query_slots
 from ._gates import Gates, LinearGates, SharedGates
 from ._geometry import DenseGeometry
-from ._loss import shared_logits
-from ._model import cross_entropy, head_outputs, top1_correct
+from ._loss import per_phase_mean, shared_logits
+from ._model import cross_entropy, head_outputs, logits_from_outputs, top1_correct
 
 
 def rotate_gates(gates: SharedGates | LinearGates, delta: int) -> SharedGates | LinearGates:
@@ -79,16 +78,12 @@ def monte_carlo_knockout(
     **Returns:** `(phase_losses, phase_accuracy)`, each of shape (S-1,).
     """
     knocked = jnp.zeros(task.H, bool).at[jnp.asarray(heads)].set(True)
-    lstar, rstar = query_slots(task.L, task.S)
     E = geometry.embeddings
 
     def one(tokens):
         o = head_outputs(task, E, tokens, gates.for_context(geometry, tokens))
-        o = jnp.where(knocked[None, :, None], mean_outputs[None], o).sum(axis=1)
-        logits, target = task.beta * o @ E.T, tokens[lstar, rstar + 1]
-        log_mult = jnp.zeros(E.shape[0])
-        return cross_entropy(logits, log_mult, target), top1_correct(logits, log_mult, target)
+        logits = logits_from_outputs(task, E, tokens, jnp.where(knocked[None, :, None], mean_outputs[None], o).sum(axis=1))
+        return cross_entropy(*logits), top1_correct(*logits)
 
     losses, correct = jax.vmap(one)(contexts)
-    per_phase = lambda x: jnp.mean(x.reshape(-1, task.L, task.S - 1).astype(jnp.float64), axis=(0, 1))
-    return per_phase(losses), per_phase(correct)
+    return per_phase_mean(task, losses), per_phase_mean(task, correct)

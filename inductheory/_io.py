@@ -17,17 +17,17 @@ def _to_jsonable(obj):
         return {str(k): _to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_to_jsonable(v) for v in obj]
-    if isinstance(obj, (np.generic,)):
-        return obj.item()
+    if isinstance(obj, np.generic):
+        return _to_jsonable(obj.item())
     if hasattr(obj, "shape") and hasattr(obj, "tolist"):  # numpy or jax arrays
-        return np.asarray(obj).tolist()
+        return _to_jsonable(np.asarray(obj).tolist())
     if isinstance(obj, float) and not np.isfinite(obj):
         return None if np.isnan(obj) else ("inf" if obj > 0 else "-inf")
     return obj
 
 
 def to_json(obj: Any, **kwargs) -> str:
-    """JSON text of results holding numpy/JAX arrays and scalars (NaN becomes null)."""
+    """JSON text of results holding numpy/JAX arrays and scalars (NaN becomes null, +-inf "inf"/"-inf")."""
     return json.dumps(_to_jsonable(obj), **kwargs)
 
 

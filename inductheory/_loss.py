@@ -12,7 +12,7 @@ from jaxtyping import Array, Float, Int
 from ._config import Task
 from ._gates import Gates, OracleGates, SharedGates
 from ._geometry import Geometry
-from ._model import block_attention, cross_entropy, query_logits, top1_correct
+from ._model import block_attention, cross_entropy, log_outside_count, query_logits, top1_correct
 
 
 def shared_logits(task: Task, gates: SharedGates):
@@ -27,14 +27,14 @@ def shared_logits(task: Task, gates: SharedGates):
     **Returns:** `(logits, log_multiplicity, target)` with shapes (S-1, 2S+1), (2S+1,), (S-1,); row
     r* is the query phase, the target is column r*+1.
     """
+    task.require_exact("the closed form of shared gates")
     S, L = task.S, task.L
     phases = jnp.arange(S - 1)
     a_target, a_other = block_attention(gates.key[:, : S - 1], task.gamma, L)  # (H, S-1)
     s_own = task.beta * jnp.einsum("hp,hr->pr", a_target, gates.value)
     s_other = task.beta * jnp.einsum("hp,hr->pr", a_other, gates.value)
     logits = jnp.concatenate([s_own, s_other, jnp.zeros((S - 1, 1))], axis=1)
-    log_outside = math.log(task.n_outside) if task.n_outside > 0 else -math.inf
-    log_mult = jnp.concatenate([jnp.zeros(S), jnp.full(S, math.log(L - 1)), jnp.array([log_outside])])
+    log_mult = jnp.concatenate([jnp.zeros(S), jnp.full(S, math.log(L - 1)), jnp.array([log_outside_count(task)])])
     return logits, log_mult, phases + 1
 
 
@@ -127,8 +127,7 @@ def monte_carlo_phase_accuracy(
     task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
 ) -> Float[Array, " phases"]:
     """Per-phase top-1 accuracy over a sample of contexts (all blocks pooled), shape (S-1,)."""
-    correct = _per_context(task, geometry, gates, contexts, top1_correct, batch_size)
-    return jnp.mean(correct.reshape(-1, task.L, task.S - 1).astype(jnp.float64), axis=(0, 1))
+    return per_phase_mean(task, _per_context(task, geometry, gates, contexts, top1_correct, batch_size))
 
 
 @eqx.filter_jit
@@ -136,5 +135,9 @@ def monte_carlo_phase_losses(
     task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
 ) -> Float[Array, " phases"]:
     """Per-phase cross-entropy over a sample of contexts (all blocks pooled), shape (S-1,)."""
-    losses = query_losses(task, geometry, gates, contexts, batch_size=batch_size)
-    return jnp.mean(losses.reshape(-1, task.L, task.S - 1), axis=(0, 1))
+    return per_phase_mean(task, query_losses(task, geometry, gates, contexts, batch_size=batch_size))
+
+
+def per_phase_mean(task: Task, per_query: Float[Array, "contexts queries"]) -> Float[Array, " phases"]:
+    """Mean over contexts and blocks of a per-query quantity (queries ordered as `query_slots`)."""
+    return jnp.mean(per_query.reshape(-1, task.L, task.S - 1).astype(jnp.float64), axis=(0, 1))

@@ -46,7 +46,8 @@ def attention_to_target(w, gamma: float, L: int):
     return block_attention(w, gamma, L)[0]
 
 
-def _log_outside(task: Task) -> float:
+def log_outside_count(task: Task) -> float:
+    """log(N - L*S), the log multiplicity of the out-of-context logit column (-inf when N = L*S)."""
     return math.log(task.n_outside) if task.n_outside > 0 else -math.inf
 
 
@@ -65,6 +66,7 @@ def exact_logits(task: Task, gates: OracleGates):
     **Returns:** `(logits, log_multiplicity, target)` with shapes (Q, L*S+1), (L*S+1,), (Q,), Q =
     L*(S-1) in the order of `query_slots`.
     """
+    task.require_exact("exact_logits")
     L, S = task.L, task.S
     lstar, rstar = query_slots(L, S)
     w = gates.key[:, lstar, rstar]  # (H, Q)
@@ -73,7 +75,7 @@ def exact_logits(task: Task, gates: OracleGates):
     a = jnp.where(is_target, a_target[..., None], a_other[..., None])  # (H, Q, L)
     s = task.beta * jnp.einsum("hql,hlr->qlr", a, gates.value).reshape(len(lstar), L * S)
     logits = jnp.concatenate([s, jnp.zeros((len(lstar), 1), s.dtype)], axis=1)
-    log_mult = jnp.concatenate([jnp.zeros(L * S), jnp.array([_log_outside(task)])])
+    log_mult = jnp.concatenate([jnp.zeros(L * S), jnp.array([log_outside_count(task)])])
     return logits, log_mult, jnp.asarray(lstar * S + rstar + 1)
 
 
@@ -103,10 +105,19 @@ def dense_logits(
 
     **Returns:** `(logits, log_multiplicity, target)` with shapes (Q, N), (N,), (Q,).
     """
+    return logits_from_outputs(task, embeddings, tokens, jnp.sum(head_outputs(task, embeddings, tokens, gates), axis=1))
+
+
+def logits_from_outputs(
+    task: Task, embeddings: Float[Array, "vocab dim"], tokens: Int[Array, "blocks offsets"],
+    outputs: Float[Array, "queries dim"],
+):
+    """Tied unembedding of the summed head outputs: $z = \beta E o$, targets $t_{l^*, r^*+1}$.
+
+    **Returns:** `(logits, log_multiplicity, target)` with shapes (Q, N), (N,), (Q,).
+    """
     lstar, rstar = query_slots(task.L, task.S)
-    o = jnp.sum(head_outputs(task, embeddings, tokens, gates), axis=1)
-    logits = task.beta * o @ embeddings.T
-    return logits, jnp.zeros(embeddings.shape[0]), tokens[lstar, rstar + 1]
+    return task.beta * outputs @ embeddings.T, jnp.zeros(embeddings.shape[0]), tokens[lstar, rstar + 1]
 
 
 def query_logits(task: Task, geometry: Geometry, gates: OracleGates, tokens: Int[Array, "blocks offsets"]):
@@ -145,6 +156,8 @@ __all__ = [
     "dense_logits",
     "exact_logits",
     "head_outputs",
+    "log_outside_count",
+    "logits_from_outputs",
     "query_logits",
     "top1_correct",
 ]

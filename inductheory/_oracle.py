@@ -9,7 +9,6 @@ with an honest boundary treatment; `best_vertex` (in `_vertices`) enumerates the
 
 from __future__ import annotations
 
-import math
 
 import equinox as eqx
 import jax
@@ -18,7 +17,7 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from ._config import Task
+from ._config import Task, _require_int, _require_real
 from ._gates import OracleGates, distinct_within_blocks, selected_offsets
 from ._geometry import DenseGeometry, ExactGeometry, Geometry
 from ._vertices import context_loss, vertex_gates
@@ -79,20 +78,18 @@ class OracleMinimizer(eqx.Module):
 
     def __check_init__(self):
         for name, low in (("restarts", 1), ("steps", 1), ("polish_steps", 0), ("rounds", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if not 0 < self.reopen < 1:
+            _require_int(name, getattr(self, name), low)
+        if not 0 < _require_real("reopen", self.reopen) < 1:
             raise ValueError(f"reopen must lie in (0, 1), got {self.reopen!r}")
-        if not (math.isfinite(self.init_scale) and self.init_scale > 0):
+        if _require_real("init_scale", self.init_scale) <= 0:
             raise ValueError(f"init_scale must be > 0, got {self.init_scale!r}")
-        if not 0 < self.vertex_jitter < 1:
+        if not 0 < _require_real("vertex_jitter", self.vertex_jitter) < 1:
             raise ValueError(f"vertex_jitter must lie in (0, 1), got {self.vertex_jitter!r}")
-        if not 0 <= self.snap < 0.5:
+        if not 0 <= _require_real("snap", self.snap) < 0.5:
             raise ValueError(f"snap must lie in [0, 1/2), got {self.snap!r}")
-        if not 0 < self.delta < 0.5:
+        if not 0 < _require_real("delta", self.delta) < 0.5:
             raise ValueError(f"delta must lie in (0, 1/2), got {self.delta!r}")
-        if not (math.isfinite(self.tol) and self.tol > 0):
+        if _require_real("tol", self.tol) <= 0:
             raise ValueError(f"tol must be > 0, got {self.tol!r}")
 
 

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from typing import Callable
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from ._config import Task, TheoryAssumptionWarning
+from ._config import Task, quiet_task
 from ._contexts import sample_contexts
 from ._geometry import make_geometry
 from ._io import cached
-from ._oracle import OracleMinimizer, context_geometry, minimize_oracle
-from ._vertices import best_vertex
+from ._oracle import OracleMinimizer, classify, context_geometry, minimize_oracle
+from ._vertices import best_vertex, vertex_gates
 
 
 def config_dict(config: OracleMinimizer) -> dict:
@@ -58,8 +58,9 @@ def oracle_point(
       `tolerance * (1 + |vertex loss|)`.
 
     **Returns:** a JSON-able dict: `best_loss` (mean over contexts of the per-context minimum),
-    `best_vertex_loss`, `gap` (largest best-vertex-minus-optimum over contexts, >= 0 up to
-    rounding), `hard_selection` / `distinct_heads` (in every context), `share_hard`,
+    `best_vertex_loss`, `gap` (largest best-vertex-minus-optimum over contexts, >= 0; a local
+    search that ends above the best vertex is replaced by that vertex and flagged in
+    `minimizer_failed` / `share_minimizer_failed`), `hard_selection` / `distinct_heads` (in every context), `share_hard`,
     `share_hard_distinct`, `share_beats_vertex`, the realized `eps`, and per-context records
     (`contexts`) with losses, offsets and gates.
 
@@ -69,6 +70,8 @@ def oracle_point(
     """
     if contexts < 1:
         raise ValueError(f"contexts must be >= 1, got {contexts}")
+    if seeds < 0:
+        raise ValueError(f"seeds must be >= 0 (vertex starts), got {seeds}")
     k_geo, k_ctx, k_min = jax.random.split(key, 3)
     geometry = make_geometry(task, k_geo)
     tokens_all = sample_contexts(k_ctx, task, contexts)
@@ -80,21 +83,33 @@ def oracle_point(
         res = minimize_oracle(
             task, geo, tokens, jax.random.fold_in(k_min, m), config, seeds=vertex.top_offsets[:seeds] if seeds else None
         )
-        gap = vertex.loss - res.loss
+        slack = tolerance * (1 + abs(vertex.loss))
+        # A vertex is a feasible oracle point: if the local search ended above the best vertex, the
+        # vertex is the best point found, and it is the one classified.
+        failed = res.loss > vertex.loss + slack
+        if failed:
+            gates = vertex_gates(task.S, jnp.asarray(vertex.offsets))
+            offsets, hard, distinct = classify(gates, config.delta)
+        else:
+            gates, offsets, hard, distinct = res.gates, res.offsets, res.hard, res.distinct
+        best = min(res.loss, vertex.loss)
+        gap = vertex.loss - best
         records.append(
             {
-                "best_loss": res.loss,
+                "best_loss": best,
+                "minimizer_loss": res.loss,
+                "minimizer_failed": bool(failed),
                 "best_random_loss": res.best_random_loss,
                 "best_vertex_loss": vertex.loss,
                 "gap": gap,
-                "beats_vertex": bool(gap > tolerance * (1 + abs(vertex.loss))),
-                "hard_selection": res.hard,
-                "distinct_heads": res.distinct,
-                "offsets": res.offsets,
+                "beats_vertex": bool(gap > slack),
+                "hard_selection": hard,
+                "distinct_heads": distinct,
+                "offsets": offsets,
                 "vertex_offsets": vertex.offsets,
                 "fw_gap": res.fw_gap,
                 "share_starts_hard": float(np.mean(res.start_hard)),
-                "gates": {"key": res.gates.key, "value": res.gates.value},
+                "gates": {"key": gates.key, "value": gates.value},
                 "vertex_method": vertex.method,
                 "n_vertices": vertex.n_evaluated,
             }
@@ -116,16 +131,14 @@ def oracle_point(
         "share_hard_distinct": float(distinct.mean()),
         "share_beats_vertex": float(np.mean([r["beats_vertex"] for r in records])),
         "max_fw_gap": float(max(r["fw_gap"] for r in records)),
+        "share_minimizer_failed": float(np.mean([r["minimizer_failed"] for r in records])),
         "contexts": records,
     }
 
 
 def with_point(task: Task, **changes) -> Task:
     """`task` with some parameters changed (assumption warnings silenced: the caller chose them)."""
-    params = {**task.to_dict(), **changes}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TheoryAssumptionWarning)
-        return Task(**params)
+    return quiet_task(**{**task.to_dict(), **changes})
 
 
 def point_params(task: Task, config: OracleMinimizer, *, seed: int, contexts: int, seeds: int) -> dict:
@@ -188,6 +201,10 @@ def regime_map(
     """
     N_grid = sorted(int(n) for n in N_grid)
     beta_grid = sorted(float(b) for b in beta_grid)
+    if not N_grid or not beta_grid:
+        raise ValueError("N_grid and beta_grid must each hold at least one value")
+    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
+        raise ValueError(f"refine must be an integer >= 0, got {refine!r}")
 
     def run(N: int, beta: float) -> dict:
         t = with_point(task, N=N, beta=beta)

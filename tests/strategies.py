@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 
 import jax.numpy as jnp
 import numpy as np
@@ -11,11 +10,7 @@ from hypothesis import strategies as st
 import inductheory as it
 
 
-def make_task(**kwargs) -> it.Task:
-    """A Task built with assumption warnings silenced (strategies may leave the theorem regime)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
-        return it.Task(**kwargs)
+make_task = it.quiet_task  # strategies may leave the theorems' regime on purpose
 
 
 @st.composite

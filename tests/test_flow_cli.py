@@ -20,7 +20,9 @@ def test_flow_cli_json_and_files(tmp_path, capsys):
         assert [v - k for k, v in zip(seed["key_offsets"], seed["value_offsets"])] == [1, 1]
         assert seed["t_selection"] > 0 and seed["num_steps"] > 0
     s = report["summary"]
-    assert 0 <= s["distinct_fraction"] <= 1
+    # the summary agrees with the per-seed offsets it summarizes
+    distinct = [len(set(seed["key_offsets"])) == 2 for seed in report["seeds"]]
+    assert s["distinct_fraction"] == sum(distinct) / 3
     assert abs(s["distinct_baseline_independent_uniform"] - 2 / 3) < 1e-12
     assert np.sum(s["offset_histogram"]) == 6
     assert json.loads((tmp_path / "flow.json").read_text())["summary"] == s

@@ -2,6 +2,7 @@
 
 import warnings
 
+import jax
 import pytest
 
 import inductheory as it
@@ -73,3 +74,13 @@ def test_distinct_fraction_and_histogram():
     assert it.distinct_fraction(selected) == pytest.approx(0.5)
     hist = it.offset_histogram(selected, 4)
     assert hist.tolist() == [[1, 1, 2], [1, 2, 0]]
+
+
+def test_bad_radius_and_chunk_are_errors():
+    with pytest.raises(ValueError, match="rho must be > 0"):
+        it.ball_uniform(jax.random.key(0), (4,), 0.0)
+    with pytest.raises(ValueError, match="rho must be > 0"):
+        it.ball_projection(jax.random.key(0), 2, 10, -1.0)
+    task = it.Task(L=4, S=3, H=1, N=4096)
+    with pytest.raises(ValueError, match="chunk must be >= 1"):
+        it.run_flow(task, it.FlowConfig(), 2, chunk=0)

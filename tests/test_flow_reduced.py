@@ -1,7 +1,6 @@
 """The reduced flow: its vector field against the general code path, monotone loss, statuses, Theorem 2."""
 
 import math
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -14,10 +13,7 @@ import inductheory as it
 from inductheory._flow import STATUSES
 
 
-def _task(**kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
-        return it.Task(**kw)
+_task = it.quiet_task
 
 
 def _sample_gradient(task, contexts, b):

@@ -1,7 +1,6 @@
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given
@@ -91,3 +90,14 @@ def test_eps_that_needs_too_much_memory_is_refused():
 
 def test_dimension_for_eps_grows_like_log_n_over_eps_squared():
     assert it.dimension_for_eps(4096, 0.1) == math.ceil(4 * math.log(4096) / 0.01) + 1
+
+
+def test_a_dimension_that_misses_the_requested_eps_is_an_error():
+    task = make_task(L=4, S=3, H=1, N=256, eps=0.3, d=64)  # passes the Welch bound, misses in practice
+    with pytest.raises(ValueError, match="realizes eps"):
+        it.make_geometry(task, jax.random.key(0))
+
+
+def test_exact_geometry_rejects_a_nan_kappa():
+    with pytest.raises(ValueError, match="kappa"):
+        it.ExactGeometry(N=10, kappa=float("nan"))

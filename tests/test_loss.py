@@ -139,3 +139,18 @@ def test_selected_offsets_classify_hard_and_soft_gates():
         it.selected_offsets(g.key, g.value, 0.7)
     offs = jnp.array([[[0, 1], [1, 0]], [[0, 1], [0, 2]]])  # (batch=2, heads=2, blocks=2)
     assert it.distinct_within_blocks(offs).tolist() == [True, False]
+
+
+def test_closed_forms_refuse_an_approximate_geometry():
+    task = make_task(L=4, S=3, H=2, N=64, eps=0.3)
+    gates = it.hard_selection(3, [0, 1])
+    for closed_form in (it.population_loss, it.phase_accuracy, it.phase_losses):
+        with pytest.raises(ValueError, match="needs exact geometry"):
+            closed_form(task, gates)
+    with pytest.raises(ValueError, match="needs exact geometry"):
+        it.exact_logits(task, gates.for_blocks(task.L))
+
+
+def test_hard_selection_rejects_fractional_offsets():
+    with pytest.raises(ValueError, match="must be integers"):
+        it.hard_selection(4, [0.7, 1])

@@ -68,6 +68,8 @@ def _check_minimizer_in_regime(task, seed, contexts=1, distinct=True):
         # the numerical optimum does not beat the best vertex (beyond rounding) ...
         assert c["gap"] <= 1e-9 * (1 + abs(c["best_vertex_loss"]))
         assert c["best_loss"] <= c["best_vertex_loss"] + 1e-9
+        # the local search itself reached the best vertex's loss (no fallback to the vertex)
+        assert not c["minimizer_failed"] and c["minimizer_loss"] <= c["best_vertex_loss"] + 1e-9
         # ... and is itself a hard selection, with distinct heads at eps = 0
         assert c["hard_selection"], c["offsets"]
         if distinct:

@@ -99,23 +99,31 @@ def run(args) -> int:
 
 def _run_sweep(args, task, config) -> int:
     N_grid, beta_grid = _ints(args.N_grid), _floats(args.beta_grid)
-    eps_grid = _floats(args.eps_grid) if args.eps_grid is not None else [task.eps or 0.0]
+    if args.eps_grid is not None:
+        if args.d is not None:
+            raise ValueError("--eps-grid and --d exclude each other: each grid eps chooses its own dimension d")
+        # eps = 0: the exact geometry; eps > 0: an approximate geometry with d chosen for that eps
+        tasks = [with_point(task, eps=eps or None, d=None) for eps in _floats(args.eps_grid)]
+    else:
+        tasks = [task]
+    if not tasks or not N_grid or not beta_grid:
+        raise ValueError("--N-grid, --beta-grid and --eps-grid must each hold at least one value")
     maps = []
-    total = len(eps_grid) * len(beta_grid) * (len(N_grid) + args.refine)  # refinement may stop early
+    total = len(tasks) * len(beta_grid) * (len(N_grid) + args.refine)  # refinement may stop early
     with Progress(total, "oracle sweep", enabled=not args.quiet) as bar:
-        for eps in eps_grid:
-            t = with_point(task, eps=eps or None, d=None if eps else task.d)
+        for t in tasks:
             result = regime_map(
                 t, N_grid, beta_grid, seed=args.seed, config=config, contexts=_contexts(args, t.exact),
                 seeds=args.seeds, refine=args.refine, directory=args.out,
                 on_point=lambda s: bar.update(note=f"N={s['task']['N']} beta={s['task']['beta']} ok={s['ok']}"),
             )
-            maps.append({"eps": eps, **result})
+            maps.append({"eps": t.eps or 0.0, "d": t.d, "exact": t.exact, **result})
     if args.json:
         print_json({"task": task.to_dict(), "config": config_dict(config), "maps": maps})
         return 0
     for mp in maps:
-        print(f"\neps = {mp['eps']}: share of contexts whose oracle minimizer is a hard selection (+distinct)")
+        geometry = "exact geometry" if mp["exact"] else f"eps = {mp['eps']}, d = {mp['d'] or 'chosen for eps'}"
+        print(f"\n{geometry}: share of contexts whose oracle minimizer is a hard selection (+distinct)")
         share = {(s["task"]["beta"], s["task"]["N"]): s for s in mp["points"]}
         rows = []
         for beta in sorted(beta_grid):
