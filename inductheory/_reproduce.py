@@ -112,8 +112,8 @@ def reproduce(
         for f in figures:
             start = time.perf_counter()
             data = f.compute(quick, mode_cache)
+            write_json_atomic(out / "data" / f"{f.name}.json", data)  # numbers only: no timings
             data["wall_s"] = round(time.perf_counter() - start, 3)
-            write_json_atomic(out / "data" / f"{f.name}.json", data)
             fig = f.plot(data)
             _save(fig, out / f.name)
             plt.close(fig)
