@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int, PRNGKeyArray
 
-from ._config import Task
+from ._config import Task, _require_int
 
 
 def _distinct_tokens(key: PRNGKeyArray, N: int, k: int) -> Int[Array, " k"]:
@@ -70,8 +70,7 @@ def balanced_contexts(key: PRNGKeyArray, task: Task, permutations: int) -> Int[A
     L, S, N = task.L, task.S, task.N
     if N % (L * S):
         raise ValueError(f"balanced samples need L*S = {L * S} to divide N = {N}")
-    if permutations < 1:
-        raise ValueError(f"permutations must be >= 1, got {permutations}")
+    _require_int("permutations", permutations, 1)
     perms = jax.vmap(lambda k: jax.random.permutation(k, N))(jax.random.split(key, permutations))
     base = perms.reshape(-1, L, S).astype(jnp.int32)
     rotations = jnp.stack([jnp.roll(base, s, axis=2) for s in range(S)], axis=1)
