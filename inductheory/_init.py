@@ -101,8 +101,7 @@ def initial_biases(key: PRNGKeyArray, task: Task, rho: float) -> Float[Array, "h
     b0 = initial_biases(jax.random.key(0), Task(L=8, S=4, H=2, N=10**6), 0.1)
     ```
     """
-    if not task.exact:
-        raise ValueError("the reduced flow needs exact geometry (eps = 0): drop eps/d")
+    task.require_exact("the reduced flow")
     n = 2 * task.H * task.S
     D = n * (task.N + 1)
     x = ball_projection(key, n, D, rho)

@@ -249,6 +249,14 @@ def regime_map(
     return {"points": points, "boundary": boundary, "fit": fit_log_threshold(boundary)}
 
 
+def log_boundary(b: dict) -> float:
+    """log of the boundary estimate: the geometric middle $\\sqrt{N^* N_{below}}$ of a bracket, or
+    $\\log N^*$ when nothing below it failed."""
+    if b["N_below"] is None:
+        return math.log(b["N_star"])
+    return 0.5 * (math.log(b["N_star"]) + math.log(b["N_below"]))
+
+
 def fit_log_threshold(boundary: list[dict]) -> dict | None:
     """Least-squares line $\\log N^* = a + b \\beta$ through the bracketed boundaries.
 
@@ -256,7 +264,7 @@ def fit_log_threshold(boundary: list[dict]) -> dict | None:
 
     **Returns:** `{"slope": b, "intercept": a, "n": count}`, or None with fewer than 2 points.
     """
-    rows = [(b["beta"], 0.5 * (math.log(b["N_star"]) + math.log(b["N_below"]))) for b in boundary if b["bracketed"]]
+    rows = [(b["beta"], log_boundary(b)) for b in boundary if b["bracketed"]]
     if len(rows) < 2:
         return None
     x, y = np.array(rows).T

@@ -8,6 +8,8 @@ matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ._oracle_regime import log_boundary
+
 BRANCHES = ("key", "value")
 
 
@@ -184,7 +186,7 @@ def plot_theorem1_oracle(data: dict):
     xs, ys = [], []
     for i, b in enumerate(data["boundary"]):
         if b["N_star"] is not None:
-            mid = np.log(b["N_star"]) if b["N_below"] is None else 0.5 * (np.log(b["N_star"]) + np.log(b["N_below"]))
+            mid = log_boundary(b)
             xs.append(float(np.interp(mid, logs, idx)) - (0.5 if b["N_below"] is None else 0.0))
             ys.append(i)
     ax.plot(xs, ys, "ko-", lw=2)
