@@ -53,18 +53,17 @@ from ._model import (
 __version__ = "0.1.0"
 
 # Gradient flow of the linear gate class (Theorem 2) and effective-offset measures.
+from ._flow_config import FlowConfig, check_flow
+from ._dynamics import AbstractDynamics, FullDynamics, ReducedDynamics, head_selection, selection_margin
+from ._solution import STATUSES, FlowSolution, Status
 from ._flow import (
-    FlowConfig,
-    check_flow,
     full_statistics,
     full_vector_field,
-    head_selection,
     integrate,
     reduced_loss,
     reduced_statistics,
     reduced_vector_field,
     sample_gates,
-    selection_margin,
     sample_loss,
     solve_full,
     solve_reduced,

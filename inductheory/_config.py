@@ -7,23 +7,46 @@ import numbers
 import warnings
 
 import equinox as eqx
+import jax
+import numpy as np
+from jaxtyping import Array, Float, Int
 
 
 class TheoryAssumptionWarning(UserWarning):
     """A legal setting that lies outside an assumption of the paper's theorems."""
 
 
-def _require_int(name: str, value, minimum: int) -> None:
+def _concrete(name: str, value):
+    """A Python/NumPy scalar from `value`; 0-d arrays are unwrapped, tracers refused."""
+    if isinstance(value, jax.core.Tracer):
+        raise ValueError(
+            f"{name} must be a concrete number: configurations are validated outside jit "
+            "(to vary it under jit or vmap, build one configuration per value and stack them, see `sweep`)"
+        )
+    if isinstance(value, (np.ndarray, jax.Array)) and value.ndim == 0:
+        return value.item()
+    return value
+
+
+def _require_int(name: str, value, minimum: int) -> int:
+    value = _concrete(name, value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
 
 
 def _require_real(name: str, value) -> float:
+    value = _concrete(name, value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     return float(value)
+
+
+def traced_value(value, dtype=np.float64) -> np.ndarray:
+    """A validated scalar stored as a 0-d array: a traced leaf under `eqx.filter_jit` and `vmap`."""
+    return np.asarray(value, dtype=dtype)
 
 
 def welch_bound(N: int, dim: int) -> float:
@@ -78,46 +101,51 @@ class Task(eqx.Module):
     L: int = eqx.field(static=True)
     S: int = eqx.field(static=True)
     H: int = eqx.field(static=True)
-    N: int = eqx.field(static=True)
-    gamma: float = eqx.field(static=True, default=1.0)
-    beta: float = eqx.field(static=True, default=1.0)
-    kappa: float = eqx.field(static=True, default=1.0)
-    eps: float | None = eqx.field(static=True, default=None)
-    d: int | None = eqx.field(static=True, default=None)
+    N: Int[Array, ""]
+    gamma: Float[Array, ""]
+    beta: Float[Array, ""]
+    kappa: Float[Array, ""]
+    eps: float | None = eqx.field(static=True)
+    d: int | None = eqx.field(static=True)
 
-    def __check_init__(self):
-        _require_int("L", self.L, 2)
-        _require_int("S", self.S, 2)
-        _require_int("H", self.H, 1)
-        _require_int("N", self.N, 1)
-        if self.N < self.L * self.S:
+    def __init__(self, L: int, S: int, H: int, N: int, gamma: float = 1.0, beta: float = 1.0,
+                 kappa: float = 1.0, eps: float | None = None, d: int | None = None):
+        self.L = _require_int("L", L, 2)
+        self.S = _require_int("S", S, 2)
+        self.H = _require_int("H", H, 1)
+        N = _require_int("N", N, 1)
+        if N < self.L * self.S:
             raise ValueError(
-                f"N must be >= L*S = {self.L * self.S} (contexts hold L*S distinct tokens), got N={self.N}"
+                f"N must be >= L*S = {self.L * self.S} (contexts hold L*S distinct tokens), got N={N}"
             )
-        gamma = _require_real("gamma", self.gamma)
+        gamma = _require_real("gamma", gamma)
         if gamma <= 0:
             raise ValueError(f"gamma must be > 0, got {gamma}")
-        beta = _require_real("beta", self.beta)
+        beta = _require_real("beta", beta)
         if beta <= 0:
             raise ValueError(f"beta must be > 0, got {beta}")
-        kappa = _require_real("kappa", self.kappa)
+        kappa = _require_real("kappa", kappa)
         if kappa < 0:
             raise ValueError(f"kappa must be >= 0, got {kappa}")
-        if self.eps is not None:
-            eps = _require_real("eps", self.eps)
+        if eps is not None:
+            eps = _require_real("eps", eps)
             if not 0 <= eps < 1:
                 raise ValueError(f"eps must lie in [0, 1), got {eps}")
-            if eps == 0 and self.d is not None:
+            if eps == 0 and d is not None:
                 raise ValueError("eps = 0 is the exact geometry, which has no dimension d; drop d or give eps > 0")
-        if self.d is not None:
-            _require_int("d", self.d, 2)
-            if self.eps is not None and self.eps > 0:
-                bound = welch_bound(self.N, self.d - 1)
-                if bound > self.eps:
+        if d is not None:
+            d = _require_int("d", d, 2)
+            if eps is not None and eps > 0:
+                bound = welch_bound(N, d - 1)
+                if bound > eps:
                     raise ValueError(
-                        f"d = {self.d} is too small for eps = {self.eps}: N = {self.N} unit vectors in "
-                        f"R^{self.d - 1} have coherence >= {bound:.4g} (Welch bound)"
+                        f"d = {d} is too small for eps = {eps}: N = {N} unit vectors in "
+                        f"R^{d - 1} have coherence >= {bound:.4g} (Welch bound)"
                     )
+        # Scalars are 0-d arrays: changing them reuses compiled programs (shape fields are static).
+        self.N = traced_value(N, np.int64)
+        self.gamma, self.beta, self.kappa = traced_value(gamma), traced_value(beta), traced_value(kappa)
+        self.eps, self.d = eps, d
         self._warn_outside_theorems()
 
     def _warn_outside_theorems(self) -> None:
@@ -128,9 +156,9 @@ class Task(eqx.Module):
             broken.append(f"S >= 3 (got S={self.S})")
         if self.H >= self.S:
             broken.append(f"H < S (got H={self.H}, S={self.S})")
-        if self.gamma > 1:
-            broken.append(f"gamma <= 1 (got gamma={self.gamma}; A(w) need not be convex)")
-        if self.kappa == 0:
+        if float(self.gamma) > 1:
+            broken.append(f"gamma <= 1 (got gamma={float(self.gamma)}; A(w) need not be convex)")
+        if float(self.kappa) == 0:
             broken.append("kappa > 0 (got kappa=0)")
         for assumption in broken:
             warnings.warn(
@@ -148,13 +176,24 @@ class Task(eqx.Module):
         return self.L * (self.S - 1)
 
     @property
-    def n_outside(self) -> int:
-        """Number of vocabulary tokens outside any one context, N - L*S."""
+    def n_outside(self) -> Int[Array, ""]:
+        """Number of vocabulary tokens outside any one context, N - L*S (traced with N)."""
         return self.N - self.L * self.S
 
+    @property
+    def vocabulary(self) -> int:
+        """N as a Python int, for the paths where N sets a shape (sampling, full flows, dense
+        geometries); raises inside jit, where N is traced."""
+        return int(self.N)
+
     def to_dict(self) -> dict:
-        """Every parameter, for JSON summaries."""
-        return {f: getattr(self, f) for f in ("L", "S", "H", "N", "gamma", "beta", "kappa", "eps", "d")}
+        """Every parameter as a Python number, for JSON summaries and cache keys."""
+        return {"L": self.L, "S": self.S, "H": self.H, "N": int(self.N), "gamma": float(self.gamma),
+                "beta": float(self.beta), "kappa": float(self.kappa), "eps": self.eps, "d": self.d}
+
+    def replace(self, **changes) -> "Task":
+        """A new, validated task with some parameters changed."""
+        return Task(**{**self.to_dict(), **changes})
 
     def require_exact(self, what: str) -> None:
         """Raise `ValueError` unless the geometry is exact: `what` relies on THEORY.md §4."""

@@ -28,7 +28,6 @@ def _distinct_tokens(key: PRNGKeyArray, N: int, k: int) -> Int[Array, " k"]:
     return jax.random.permutation(shuffle_key, chosen)
 
 
-@partial(jax.jit, static_argnums=(1, 2))
 def sample_contexts(key: PRNGKeyArray, task: Task, M: int) -> Int[Array, "contexts blocks offsets"]:
     """M i.i.d. contexts, each L*S distinct tokens drawn uniformly without replacement from N.
 
@@ -46,11 +45,14 @@ def sample_contexts(key: PRNGKeyArray, task: Task, M: int) -> Int[Array, "contex
     ctx.shape  # (8, 4, 3)
     ```
     """
-    if M < 1:
-        raise ValueError(f"M must be >= 1, got {M}")
-    keys = jax.random.split(key, M)
-    flat = jax.vmap(lambda k: _distinct_tokens(k, task.N, task.L * task.S))(keys)
-    return flat.reshape(M, task.L, task.S)
+    M = _require_int("M", M, 1)
+    return _sample_contexts(key, task.L, task.S, task.vocabulary, M)
+
+
+@partial(jax.jit, static_argnums=(1, 2, 3, 4))
+def _sample_contexts(key, L: int, S: int, N: int, M: int):
+    flat = jax.vmap(lambda k: _distinct_tokens(k, N, L * S))(jax.random.split(key, M))
+    return flat.reshape(M, L, S)
 
 
 def balanced_contexts(key: PRNGKeyArray, task: Task, permutations: int) -> Int[Array, "contexts blocks offsets"]:
@@ -67,7 +69,7 @@ def balanced_contexts(key: PRNGKeyArray, task: Task, permutations: int) -> Int[A
 
     **Returns:** int32 ids of shape (P * N / L, L, S) (that is P * (N / (L*S)) * S contexts).
     """
-    L, S, N = task.L, task.S, task.N
+    L, S, N = task.L, task.S, task.vocabulary
     if N % (L * S):
         raise ValueError(f"balanced samples need L*S = {L * S} to divide N = {N}")
     _require_int("permutations", permutations, 1)

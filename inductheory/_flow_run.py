@@ -18,9 +18,13 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from ._config import Task, _require_int
 from ._contexts import balanced_contexts, sample_contexts
-from ._flow import STATUSES, FlowConfig, check_flow, solve_full, solve_reduced
+import equinox as eqx
+
+from ._flow import solve_full, solve_reduced
+from ._flow_config import FlowConfig, check_flow
 from ._gates import LinearGates, distinct_within_blocks
-from ._geometry import make_geometry
+from ._geometry import ExactGeometry, make_geometry
+from ._solution import Status
 from ._init import initial_biases, initial_gate_vectors, project_to_mean
 from ._progress import Progress
 
@@ -29,7 +33,7 @@ def sample_size(task: Task, config: FlowConfig) -> int:
     """Contexts actually used: M, rounded up to a multiple of N/L for balanced samples."""
     if config.sample == "iid":
         return config.M
-    per_permutation = task.N // task.L
+    per_permutation = task.vocabulary // task.L
     return per_permutation * max(1, math.ceil(config.M / per_permutation))
 
 
@@ -47,7 +51,7 @@ def flow_sample(task: Task, config: FlowConfig, seed: int = 0):
     if config.sample == "iid":
         contexts = sample_contexts(ckey, task, config.M)
     else:
-        contexts = balanced_contexts(ckey, task, sample_size(task, config) // (task.N // task.L))
+        contexts = balanced_contexts(ckey, task, sample_size(task, config) // (task.vocabulary // task.L))
     return geometry, contexts
 
 
@@ -57,51 +61,84 @@ def seed_keys(seed: int, indices) -> jax.Array:
     return jax.vmap(lambda i: jax.random.key_data(jax.random.fold_in(flow, i)))(jnp.asarray(indices))
 
 
-def one_seed(task: Task, config: FlowConfig):
-    """The per-seed function `(key_data, (geometry, contexts)) -> outputs` of the configured dynamics.
+def one_lane(task: Task, config: FlowConfig, key_data, shared) -> dict:
+    """One flow: the seed `key_data` under `task` and `config` (per-lane values, traced).
 
     Reduced: b(0) = `initial_biases`. Full: c(0) = `initial_gate_vectors` (or its projection on span(m)
-    with `init="projected"`); under exact geometry it also runs the reduced flow from the exact
-    projection $b(0) = \\langle c(0), m \\rangle$ and returns its selection as `reduced_selected`.
+    with `init="projected"`) on the shared `(geometry, contexts)`; under exact geometry it also runs
+    the reduced flow from the exact projection $b(0) = \\langle c(0), m \\rangle$ and returns its
+    selection as `reduced_selected`.
+
+    **Returns:** `FlowSolution.to_dict()` (without the state for the full dynamics: (H, 2, S, d) per
+    seed is too large to keep for many seeds; the biases are saved).
     """
+    key = jax.random.wrap_key_data(key_data)
     if config.dynamics == "reduced":
-        def fn(kd, shared):
-            return solve_reduced(task, config, initial_biases(jax.random.wrap_key_data(kd), task, config.rho))
-        return fn
-
-    def fn(kd, shared):
-        geometry, contexts = shared
-        c0 = initial_gate_vectors(jax.random.wrap_key_data(kd), task, geometry, config.rho)
-        if config.init == "projected":
-            c0 = project_to_mean(c0, geometry)
-        out = solve_full(task, config, geometry, contexts, c0)
-        del out["state"]  # (H, 2, S, d) per seed: too large to keep for many seeds; biases are saved
-        if task.exact:
-            out["reduced_selected"] = solve_reduced(task, config, LinearGates(c0).biases(geometry))["selected"]
-        return out
-
-    return fn
+        return solve_reduced(task, config, initial_biases(key, task, config.rho)).to_dict()
+    geometry, contexts = shared
+    if isinstance(geometry, ExactGeometry):
+        geometry = eqx.tree_at(lambda g: g.kappa, geometry, task.kappa)  # kappa is traced per lane
+    c0 = initial_gate_vectors(key, task, geometry, config.rho)
+    if config.init == "projected":
+        c0 = project_to_mean(c0, geometry)
+    out = solve_full(task, config, geometry, contexts, c0).to_dict(state=False)
+    if task.exact:
+        out["reduced_selected"] = solve_reduced(task, config, LinearGates(c0).biases(geometry)).selected
+    return out
 
 
 def sharded_seed_map(fn, devices=None):
-    """jit(vmap(fn)) over a leading seed axis, split across `devices` (default: all local devices).
+    """jit(vmap(fn)) over a leading lane axis of every argument but the last (shared), split across
+    `devices` (default: all local devices).
 
-    The seed axis is sharded with a `NamedSharding` on a 1-d `Mesh` named "seeds" and the shared
-    argument is replicated; XLA's SPMD partitioner splits the batched solver loop so that each device
-    integrates its own seeds. (`jax.shard_map` is not used: diffrax's Newton event root find fails to
-    trace inside it.) The seed count must be a multiple of the number of devices (`run_flow` pads).
+    `fn(*per_lane, shared)`. The lane axis is sharded with a `NamedSharding` on a 1-d `Mesh` named
+    "seeds" and the shared argument is replicated; XLA's SPMD partitioner splits the batched solver
+    loop so that each device integrates its own lanes. (`jax.shard_map` is not used: diffrax's Newton
+    event root find fails to trace inside it.) The lane count must be a multiple of the number of
+    devices (`run_flow` and `sweep` pad).
+
+    **Returns:** `(mapped, n_devices)`.
     """
     devices = list(jax.devices() if devices is None else devices)
     mesh = Mesh(np.asarray(devices), ("seeds",))
     batched, replicated = NamedSharding(mesh, P("seeds")), NamedSharding(mesh, P())
-    mapped = jax.jit(jax.vmap(fn, in_axes=(0, None)), in_shardings=(batched, replicated), out_shardings=batched)
+    n_args = fn.__code__.co_argcount if hasattr(fn, "__code__") else 2
+    in_axes = (0,) * (n_args - 1) + (None,)
+    mapped = jax.jit(jax.vmap(fn, in_axes=in_axes), in_shardings=(batched,) * (n_args - 1) + (replicated,),
+                     out_shardings=batched)
     return mapped, len(devices)
 
 
-@functools.lru_cache(maxsize=16)
-def _compiled(task: Task, config: FlowConfig, devices: tuple):
-    # one jitted function per (task, config, devices): repeated runs reuse XLA's compilation cache
-    return sharded_seed_map(one_seed(task, config), devices)
+@functools.lru_cache(maxsize=8)
+def lane_map(devices: tuple):
+    """The compiled-once `sharded_seed_map(one_lane)` for these devices.
+
+    One function object per device set, so jax's jit cache is keyed on the static part only (task
+    shape, dynamics, solver, budgets, lane count): new values of any traced scalar reuse the program.
+    """
+    return sharded_seed_map(one_lane, devices)
+
+
+def broadcast_lanes(tree, n: int):
+    """Every array leaf of `tree` repeated along a new leading axis of length n."""
+    return jax.tree.map(lambda x: np.broadcast_to(np.asarray(x), (n,) + np.shape(x)), tree)
+
+
+def stack_lanes(trees: list):
+    """Validated configurations (same static part) stacked along a new leading axis."""
+    return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *trees)
+
+
+def run_lanes(tasks, configs, keys, shared, devices=None) -> dict:
+    """Run `one_lane` over stacked lanes (leading axis n, padded to the device count); numpy out."""
+    mapped, n_dev = lane_map(tuple(jax.devices() if devices is None else devices))
+    n = keys.shape[0]
+    pad = (-n) % n_dev
+    if pad:
+        tasks, configs, keys = (jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[-1:], pad, 0)]), t)
+                                for t in (tasks, configs, np.asarray(keys)))
+    out = jax.device_get(mapped(tasks, configs, keys, shared))
+    return jax.tree.map(lambda a: np.asarray(a)[:n], out)
 
 
 def independent_distinct_baseline(H: int, S: int) -> float:
@@ -155,7 +192,7 @@ def run_flow(
         shared = (geometry, contexts)
         sample = {"M": int(contexts.shape[0]), "M_requested": config.M, "sample": config.sample,
                   "geometry": type(geometry).__name__, "dim": geometry.dim, "eps_realized": geometry.eps}
-    mapped, n_dev = _compiled(task, config, tuple(jax.devices() if devices is None else devices))
+    n_dev = len(jax.devices() if devices is None else devices)
     if chunk is None:
         chunk = 4096 if config.dynamics == "reduced" else 2 * n_dev
     _require_int("chunk", chunk, 1)
@@ -166,11 +203,12 @@ def run_flow(
         for lo in range(0, seeds, chunk):
             idx = np.arange(lo, lo + chunk)
             t0 = time.perf_counter()
-            out = jax.device_get(mapped(seed_keys(seed, idx), shared))
+            out = run_lanes(broadcast_lanes(task, chunk), broadcast_lanes(config, chunk), seed_keys(seed, idx),
+                            shared, devices)
             if compile_s is None:
                 compile_s = time.perf_counter() - t0
             n = min(chunk, seeds - lo)
-            parts.append(jax.tree.map(lambda a: np.asarray(a)[:n], out))
+            parts.append(jax.tree.map(lambda a: a[:n], out))
             bar.update(n)
     per_seed = jax.tree.map(lambda *a: np.concatenate(a), *parts)
     selected = per_seed["selected"]
@@ -178,13 +216,13 @@ def run_flow(
     summary = {
         "seeds": seeds,
         "devices": n_dev,
-        "selected_fraction": float(np.mean(status == STATUSES.index("selected"))),
+        "selected_fraction": float(np.mean(status == Status.SELECTED)),
         "value_is_key_plus_one_fraction": float(np.mean(np.all(
             (per_seed["key_offsets"] >= 0) & (per_seed["value_offsets"] == per_seed["key_offsets"] + 1), axis=1))),
         "distinct_fraction": distinct_fraction(selected),
         "distinct_baseline_independent_uniform": independent_distinct_baseline(task.H, task.S),
         "offset_histogram": offset_histogram(selected, task.S),
-        "status_counts": {s: int(np.sum(status == i)) for i, s in enumerate(STATUSES)},
+        "status_counts": {s.label: int(np.sum(status == s)) for s in Status},
         "wall_s": time.perf_counter() - start,
         "first_chunk_s_including_compile": compile_s,
     }
@@ -200,9 +238,13 @@ __all__ = [
     "flow_sample",
     "independent_distinct_baseline",
     "offset_histogram",
-    "one_seed",
+    "broadcast_lanes",
+    "lane_map",
+    "one_lane",
+    "run_lanes",
     "run_flow",
     "sample_size",
     "seed_keys",
     "sharded_seed_map",
+    "stack_lanes",
 ]

@@ -151,7 +151,7 @@ def selected_offsets(
 
     **Returns:** int array of the leading shape, -1 where no offset is selected.
     """
-    if not 0 < delta < 0.5:
+    if not isinstance(delta, jax.core.Tracer) and not 0 < float(delta) < 0.5:  # traced: validated upstream
         raise ValueError(f"delta must lie in (0, 1/2), got {delta}")
     return first_offset((key[..., :-1] >= 1 - delta) & (value[..., 1:] >= 1 - delta))
 

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from ._config import Task, welch_bound
+from ._config import Task, _require_int, _require_real, traced_value, welch_bound
 
 # Largest N for which ExactGeometry.embeddings() builds the dense N x (N+1) realization.
 DENSE_EXACT_MAX_N = 8192
@@ -34,13 +34,14 @@ class ExactGeometry(eqx.Module):
     """
 
     N: int = eqx.field(static=True)
-    kappa: float = eqx.field(static=True)
+    kappa: Float[Array, ""]
 
-    def __check_init__(self):
-        if self.N < 1:
-            raise ValueError(f"N must be >= 1, got {self.N}")
-        if not (math.isfinite(self.kappa) and self.kappa >= 0):
-            raise ValueError(f"kappa must be a finite number >= 0, got {self.kappa}")
+    def __init__(self, N: int, kappa: float):
+        self.N = _require_int("N", N, 1)
+        kappa = _require_real("kappa", kappa)
+        if kappa < 0:
+            raise ValueError(f"kappa must be a finite number >= 0, got {kappa}")
+        self.kappa = traced_value(kappa)
 
     @property
     def dim(self) -> int:
@@ -56,11 +57,11 @@ class ExactGeometry(eqx.Module):
     ) -> Float[Array, "*batch blocks offsets"]:
         """$\\langle c_r, x_{t_{l,r}} \\rangle$ for every block l and offset r of a context, by gather."""
         S = tokens.shape[-1]
-        return math.sqrt(self.kappa) * c[..., None, :, 0] + c[..., jnp.arange(S)[None, :], 1 + tokens]
+        return jnp.sqrt(self.kappa) * c[..., None, :, 0] + c[..., jnp.arange(S)[None, :], 1 + tokens]
 
     def mean_embedding(self) -> Float[Array, " dim"]:
         """$m = \\frac1N \\sum_i x_i = (\\sqrt\\kappa, 1/N, \\dots, 1/N)$."""
-        return jnp.concatenate([jnp.array([math.sqrt(self.kappa)]), jnp.full((self.N,), 1.0 / self.N)])
+        return jnp.concatenate([jnp.sqrt(self.kappa)[None], jnp.full((self.N,), 1.0 / self.N)])
 
     def embeddings(self) -> Float[Array, "vocab dim"]:
         """The dense N x (N+1) realization, for small N only (tests and the dense path)."""
@@ -70,11 +71,11 @@ class ExactGeometry(eqx.Module):
                 f"(limit {DENSE_EXACT_MAX_N}); use the structured exact path"
             )
         eye = jnp.eye(self.N)
-        return jnp.concatenate([jnp.full((self.N, 1), math.sqrt(self.kappa)), eye], axis=1)
+        return jnp.concatenate([jnp.full((self.N, 1), jnp.sqrt(self.kappa)), eye], axis=1)
 
     def dense(self) -> "DenseGeometry":
         """The same geometry as an explicit embedding matrix (small N only)."""
-        return DenseGeometry(embeddings=self.embeddings(), kappa=self.kappa, eps=0.0)
+        return DenseGeometry(embeddings=self.embeddings(), kappa=float(self.kappa), eps=0.0)
 
 
 class DenseGeometry(eqx.Module):
@@ -174,23 +175,24 @@ def approximate_geometry(task: Task, key: PRNGKeyArray, *, max_tries: int = 20) 
     """
     if task.exact:
         raise ValueError("task has exact geometry (eps = 0, no d); use ExactGeometry or make_geometry")
-    d = task.d if task.d is not None else dimension_for_eps(task.N, task.eps)
+    N, kappa = task.vocabulary, float(task.kappa)
+    d = task.d if task.d is not None else dimension_for_eps(N, task.eps)
     for attempt in range(max_tries):
-        if task.N * d > DENSE_MAX_ENTRIES:
+        if N * d > DENSE_MAX_ENTRIES:
             raise ValueError(
-                f"approximate geometry with N = {task.N} needs d = {d} for eps = {task.eps}: "
-                f"N*d = {task.N * d} entries exceeds {DENSE_MAX_ENTRIES}; lower N or raise eps"
+                f"approximate geometry with N = {N} needs d = {d} for eps = {task.eps}: "
+                f"N*d = {N * d} entries exceeds {DENSE_MAX_ENTRIES}; lower N or raise eps"
             )
-        v = _random_directions(jax.random.fold_in(key, attempt), task.N, d - 1)
-        E = jnp.concatenate([jnp.full((task.N, 1), math.sqrt(task.kappa)), v], axis=1)
-        eps = measure_eps(E, task.kappa)
+        v = _random_directions(jax.random.fold_in(key, attempt), N, d - 1)
+        E = jnp.concatenate([jnp.full((N, 1), math.sqrt(kappa)), v], axis=1)
+        eps = measure_eps(E, kappa)
         if task.d is not None and task.eps and eps > task.eps:
             raise ValueError(
                 f"d = {task.d} realizes eps = {eps:.4g} > the requested eps = {task.eps} "
-                f"(Welch bound {welch_bound(task.N, task.d - 1):.3g}); raise d, or give only eps"
+                f"(Welch bound {welch_bound(N, task.d - 1):.3g}); raise d, or give only eps"
             )
         if task.d is not None or eps <= task.eps:
-            return DenseGeometry(embeddings=E, kappa=task.kappa, eps=eps)
+            return DenseGeometry(embeddings=E, kappa=kappa, eps=eps)
         d = math.ceil(1.25 * d)
     raise ValueError(f"could not reach eps <= {task.eps} within {max_tries} enlargements of d")
 
@@ -204,7 +206,7 @@ def make_geometry(task: Task, key: PRNGKeyArray | None = None) -> Geometry:
     ```
     """
     if task.exact:
-        return ExactGeometry(N=task.N, kappa=task.kappa)
+        return ExactGeometry(N=task.vocabulary, kappa=task.kappa)
     if key is None:
         raise ValueError("an approximate geometry (eps > 0 or d given) needs a PRNG key")
     return approximate_geometry(task, key)

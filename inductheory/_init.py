@@ -70,16 +70,17 @@ def ball_projection(key: PRNGKeyArray, n: int, D: int, rho: float) -> Float[Arra
     **Returns:** float64 array of shape (n,).
     """
     _check_radius(rho)
-    if not 1 <= n <= D:
+    if not isinstance(D, jax.core.Tracer) and not 1 <= n <= D:
         raise ValueError(f"need 1 <= n <= D, got n={n}, D={D}")
     kz, kw, ku = jax.random.split(key, 3)
     z = jax.random.normal(kz, (n,))
-    w = 2.0 * jax.random.gamma(kw, (D - n) / 2.0) if D > n else 0.0
+    # chi-square of the remaining D - n coordinates (none when D = n); D may be traced
+    w = jnp.where(D > n, 2.0 * jax.random.gamma(kw, jnp.maximum((D - n) / 2.0, 0.5)), 0.0)
     u = jax.random.uniform(ku, ())
     return rho * u ** (1.0 / D) * z / jnp.sqrt(jnp.sum(z**2) + w)
 
 
-def mean_norm_squared(task: Task) -> float:
+def mean_norm_squared(task: Task) -> Float[Array, ""]:
     """$|m|^2 = \\kappa + 1/N$ under exact geometry: the rate factor of the reduced flow."""
     return task.kappa + 1.0 / task.N
 
@@ -103,9 +104,9 @@ def initial_biases(key: PRNGKeyArray, task: Task, rho: float) -> Float[Array, "h
     """
     task.require_exact("the reduced flow")
     n = 2 * task.H * task.S
-    D = n * (task.N + 1)
+    D = n * (jnp.asarray(task.N, jnp.float64) + 1)  # traced with N (float: D can exceed int32)
     x = ball_projection(key, n, D, rho)
-    return math.sqrt(mean_norm_squared(task)) * x.reshape(task.H, 2, task.S)
+    return jnp.sqrt(mean_norm_squared(task)) * x.reshape(task.H, 2, task.S)
 
 
 def initial_gate_vectors(key: PRNGKeyArray, task: Task, geometry: Geometry, rho: float) -> Float[Array, "heads 2 offsets dim"]:

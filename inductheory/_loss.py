@@ -34,7 +34,7 @@ def shared_logits(task: Task, gates: SharedGates):
     s_own = task.beta * jnp.einsum("hp,hr->pr", a_target, gates.value)
     s_other = task.beta * jnp.einsum("hp,hr->pr", a_other, gates.value)
     logits = jnp.concatenate([s_own, s_other, jnp.zeros((S - 1, 1))], axis=1)
-    log_mult = jnp.concatenate([jnp.zeros(S), jnp.full(S, math.log(L - 1)), jnp.array([log_outside_count(task)])])
+    log_mult = jnp.concatenate([jnp.zeros(S), jnp.full(S, math.log(L - 1)), log_outside_count(task)[None]])
     return logits, log_mult, phases + 1
 
 

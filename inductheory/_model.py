@@ -7,8 +7,6 @@ that cross-entropy and top-1 accuracy are computed in one place (`cross_entropy`
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
@@ -46,9 +44,9 @@ def attention_to_target(w, gamma: float, L: int):
     return block_attention(w, gamma, L)[0]
 
 
-def log_outside_count(task: Task) -> float:
+def log_outside_count(task: Task) -> Float[Array, ""]:
     """log(N - L*S), the log multiplicity of the out-of-context logit column (-inf when N = L*S)."""
-    return math.log(task.n_outside) if task.n_outside > 0 else -math.inf
+    return jnp.log(jnp.asarray(task.n_outside, dtype=jnp.float64))
 
 
 def exact_logits(task: Task, gates: OracleGates):
@@ -75,7 +73,7 @@ def exact_logits(task: Task, gates: OracleGates):
     a = jnp.where(is_target, a_target[..., None], a_other[..., None])  # (H, Q, L)
     s = task.beta * jnp.einsum("hql,hlr->qlr", a, gates.value).reshape(len(lstar), L * S)
     logits = jnp.concatenate([s, jnp.zeros((len(lstar), 1), s.dtype)], axis=1)
-    log_mult = jnp.concatenate([jnp.zeros(L * S), jnp.array([log_outside_count(task)])])
+    log_mult = jnp.concatenate([jnp.zeros(L * S), log_outside_count(task)[None]])
     return logits, log_mult, jnp.asarray(lstar * S + rstar + 1)
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inductheory as it
-from inductheory._flow import STATUSES
+from inductheory import STATUSES
 
 
 def test_structured_and_dense_exact_fields_agree():
@@ -29,8 +29,8 @@ def test_full_flow_in_span_m_follows_the_reduced_flow():
     cfg = it.FlowConfig(dynamics="full", M=1, rtol=1e-11, atol=1e-13, t_max=1e5, n_save=24, t_save_min=1.0)
     geo, contexts = it.flow_sample(task, cfg, seed=3)
     c0 = it.project_to_mean(it.initial_gate_vectors(jax.random.key(7), task, geo, 0.1), geo)
-    full = jax.jit(lambda c: it.solve_full(task, cfg, geo, contexts, c))(c0)
-    red = jax.jit(lambda b: it.solve_reduced(task, cfg, b))(it.LinearGates(c0).biases(geo))
+    full = jax.jit(it.solve_full)(task, cfg, geo, contexts, c0).to_dict()
+    red = jax.jit(it.solve_reduced)(task, cfg, it.LinearGates(c0).biases(geo)).to_dict()
     for out in (full, red):
         assert STATUSES[int(out["status"])] == "selected"
     both = np.isfinite(full["t"]) & np.isfinite(red["t"])

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inductheory as it
-from inductheory._flow import STATUSES
+from inductheory import STATUSES
 
 
 _task = it.quiet_task
@@ -100,11 +100,15 @@ def test_same_seed_same_numbers(reduced_run):
     np.testing.assert_allclose(chunked["per_seed"]["state"], out["per_seed"]["state"][:4], rtol=1e-8)
 
 
-def _statuses(task, config, b0, field=None):
-    field = field or (lambda b: it.reduced_vector_field(task, b))
-    return jax.jit(
-        lambda b: it.integrate(field, b, config, lambda y: it.reduced_statistics(task, y), lambda y: jax.nn.softmax(y, -1))
-    )(b0)
+class _NaNField(it.ReducedDynamics):
+    """The reduced dynamics with a vector field that is NaN everywhere."""
+
+    def vector_field(self, b):
+        return b * jnp.nan
+
+
+def _statuses(task, config, b0, dynamics=it.ReducedDynamics):
+    return jax.jit(it.integrate)(dynamics(task), b0, config).to_dict()
 
 
 def test_failures_are_explicit_statuses():
@@ -114,7 +118,7 @@ def test_failures_are_explicit_statuses():
     assert STATUSES[int(short["status"])] == "t_max" and int(short["selected"][0]) == -1
     few = _statuses(task, it.FlowConfig(max_steps=3), b0)
     assert STATUSES[int(few["status"])] == "max_steps"
-    nan = _statuses(task, it.FlowConfig(), b0, field=lambda b: b * jnp.nan)
+    nan = _statuses(task, it.FlowConfig(), b0, dynamics=_NaNField)
     assert STATUSES[int(nan["status"])] == "nonfinite"
 
 

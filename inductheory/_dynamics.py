@@ -1,0 +1,190 @@
+"""Gradient-flow dynamics of the linear gate class (THEORY.md §6) behind one contract.
+
+A dynamics says what the state is and how it moves: its `vector_field`, the `statistics` saved along
+the way, and the worst-case gate masses over windows (`worst_masses`) from which selection is read.
+`integrate` (in `_flow`) takes any dynamics; a new one subclasses `AbstractDynamics` here.
+
+- `ReducedDynamics`: the exact flow on the symmetric subspace c in span(m), state b of shape (H, 2, S):
+  $\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L(b)$, $\\bar L$ = `population_loss` of
+  `shared_gates_from_logits(b)` (exact geometry).
+- `FullDynamics`: $\\dot c = -\\nabla_c \\hat L(c)$, state c of shape (H, 2, S, d), $\\hat L$ =
+  `monte_carlo_loss` of `LinearGates(c)` on a fixed sample of contexts (every query enumerated).
+"""
+
+from __future__ import annotations
+
+import abc
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int, PyTree
+
+from ._config import Task
+from ._gates import LinearGates, first_offset, selected_offsets, shared_gates_from_logits
+from ._geometry import Geometry
+from ._init import mean_norm_squared
+from ._loss import monte_carlo_loss, population_loss
+from ._measures import effective_number, effective_offsets
+
+
+def head_selection(worst: Float[Array, "heads 2 offsets"], delta) -> Int[Array, " heads"]:
+    """The offset r each head delta-selects uniformly (worst-case masses), or -1.
+
+    Selection at r: $\\min p^K(r) \\ge 1 - \\delta$ and $\\min p^V(r + 1) \\ge 1 - \\delta$, minima over
+    the windows (same rule as `selected_offsets`).
+    """
+    return selected_offsets(worst[:, 0], worst[:, 1], delta)
+
+
+def branch_offsets(worst: Float[Array, "heads offsets"], delta) -> Int[Array, " heads"]:
+    """Per head, the first offset whose worst-case mass in one branch is >= 1 - delta, or -1."""
+    return first_offset(worst >= 1 - delta)
+
+
+def selection_margin(worst: Float[Array, "heads 2 offsets"], delta) -> Float[Array, ""]:
+    """A continuous function of the gates that is >= 0 exactly when every head delta-selects.
+
+    $g = \\min_h \\max_{r \\le S-2} \\min(p^K_{\\min}(r), p^V_{\\min}(r+1)) - (1 - \\delta)$; the
+    selection Event finds its zero crossing with a Newton root find, so the reported time to
+    selection is the crossing time itself, not the end of a solver step.
+    """
+    pair = jnp.minimum(worst[:, 0, :-1], worst[:, 1, 1:])
+    return jnp.min(jnp.max(pair, axis=-1)) - (1 - delta)
+
+
+class AbstractDynamics(eqx.Module):
+    """What `integrate` needs of a gradient flow over gates.
+
+    Subclasses implement `vector_field(y)`, `statistics(y)` (a dict of arrays saved along the
+    trajectory; must hold `loss`) and `worst_masses(y)` (shape (H, 2, S): the smallest gate mass of
+    each head, branch and offset over all windows, which drives selection).
+    """
+
+    @abc.abstractmethod
+    def vector_field(self, y: PyTree) -> PyTree:
+        """The time derivative of the state."""
+
+    @abc.abstractmethod
+    def statistics(self, y: PyTree) -> dict:
+        """Statistics of the state saved along the trajectory."""
+
+    @abc.abstractmethod
+    def worst_masses(self, y: PyTree) -> Float[Array, "heads 2 offsets"]:
+        """Minimum gate masses over windows."""
+
+    def margin(self, y: PyTree, delta) -> Float[Array, ""]:
+        """`selection_margin` of the state: >= 0 exactly when every head delta-selects."""
+        return selection_margin(self.worst_masses(y), delta)
+
+    def selected(self, y: PyTree, delta) -> Int[Array, " heads"]:
+        """`head_selection` of the state: the offset each head delta-selects, or -1."""
+        return head_selection(self.worst_masses(y), delta)
+
+
+class ReducedDynamics(AbstractDynamics):
+    """The exact flow on span(m): $\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L(b)$ (THEORY.md §6).
+
+    On c in span(m), $\\langle c^B_{h,r}, x \\rangle = b_{h,B,r}$ for every token, so $L(c) = \\bar L(b)$
+    with $b = \\langle c, m \\rangle$; the gradient $\\nabla_b \\bar L \\otimes m$ stays in span(m) and
+    $\\dot b = \\langle \\dot c, m \\rangle = -|m|^2 \\nabla_b \\bar L$, $|m|^2 = \\kappa + 1/N$.
+
+    **Arguments:**
+    - `task`: exact-geometry configuration (its scalars are traced).
+
+    ```python
+    dyn = ReducedDynamics(Task(L=8, S=4, H=2, N=4096, beta=4.0))
+    dyn.vector_field(jnp.zeros((2, 2, 4)))  # zero at the uniform point
+    ```
+    """
+
+    task: Task
+
+    def loss(self, b: Float[Array, "heads 2 offsets"]) -> Float[Array, ""]:
+        """$\\bar L(b)$ = `population_loss(task, shared_gates_from_logits(b))`."""
+        return population_loss(self.task, shared_gates_from_logits(b))
+
+    def vector_field(self, b: Float[Array, "heads 2 offsets"]) -> Float[Array, "heads 2 offsets"]:
+        return -mean_norm_squared(self.task) * jax.grad(self.loss)(b)
+
+    def statistics(self, b: Float[Array, "heads 2 offsets"]) -> dict:
+        """`mass` and `worst` (H, 2, S) (equal: gates are static, every window has p = softmax(b)),
+        `loss` (), `static_offsets` and `avg_offsets` (H, 2) (equal), `biases` (H, 2, S)."""
+        p = jax.nn.softmax(b, axis=-1)
+        eff = effective_number(p)
+        return dict(mass=p, worst=p, loss=self.loss(b), static_offsets=eff, avg_offsets=eff, biases=b)
+
+    def worst_masses(self, b: Float[Array, "heads 2 offsets"]) -> Float[Array, "heads 2 offsets"]:
+        return jax.nn.softmax(b, axis=-1)
+
+
+def _windows(p: Float[Array, "contexts heads 2 blocks offsets"]) -> Float[Array, "windows heads 2 offsets"]:
+    M, H, _, L, S = p.shape
+    return jnp.moveaxis(p, 3, 1).reshape(M * L, H, 2, S)
+
+
+class FullDynamics(AbstractDynamics):
+    """$\\dot c = -\\nabla_c \\hat L(c)$ for the linear class on a fixed sample of contexts.
+
+    Under `ExactGeometry` the scores are gathers and the gradient a scatter-add: O(M L S H) work
+    plus O(H S N) memory, never an N x (N+1) matrix. Selection is required uniformly over the
+    sample: `worst_masses` are minima over every context and block.
+
+    **Arguments:**
+    - `task`, `geometry`: configuration and realized geometry.
+    - `contexts`: token ids (M, L, S).
+    - `batch_size`: contexts per batch in the loss (`None`: all at once).
+    """
+
+    task: Task
+    geometry: Geometry
+    contexts: Int[Array, "contexts blocks offsets"]
+    batch_size: int | None = eqx.field(static=True, default=None)
+
+    def loss(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, ""]:
+        """$\\hat L(c)$ = `monte_carlo_loss` of `LinearGates(c)` on the fixed sample."""
+        return monte_carlo_loss(self.task, self.geometry, LinearGates(c), self.contexts, batch_size=self.batch_size)
+
+    def vector_field(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "heads 2 offsets dim"]:
+        return -jax.grad(self.loss)(c)
+
+    def gates(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "contexts heads 2 blocks offsets"]:
+        """Gate probabilities $p^B_{h,l}(r)$ of `LinearGates(c)` in every context of the sample."""
+        gates = LinearGates(c)
+
+        def one(tokens):
+            g = gates.for_context(self.geometry, tokens)
+            return jnp.stack([g.key, g.value], axis=1)
+
+        if self.batch_size is None:
+            return jax.vmap(one)(self.contexts)
+        return jax.lax.map(one, self.contexts, batch_size=self.batch_size)
+
+    def statistics(self, c: Float[Array, "heads 2 offsets dim"]) -> dict:
+        """Statistics over the sample's M*L windows (context, block): `mass` (H, 2, S) averaged,
+        `worst` (H, 2, S) minimum, `loss` () on the sample, `static_offsets` and `avg_offsets`
+        (H, 2) of THEORY.md §9, `biases` (H, 2, S) = $\\langle c, m \\rangle$.
+
+        Our formalization: the effective offsets are measured on the training sample's own windows,
+        not on held-out ones as in the paper (THEORY.md §9); on a balanced sample started in span(m)
+        the two coincide, since the gates are then the same in every window.
+        """
+        w = _windows(self.gates(c))
+        static, avg = effective_offsets(jnp.moveaxis(w, 0, -2))
+        return dict(
+            mass=jnp.mean(w, axis=0), worst=jnp.min(w, axis=0), loss=self.loss(c),
+            static_offsets=static, avg_offsets=avg, biases=LinearGates(c).biases(self.geometry),
+        )
+
+    def worst_masses(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "heads 2 offsets"]:
+        return jnp.min(_windows(self.gates(c)), axis=0)
+
+
+__all__ = [
+    "AbstractDynamics",
+    "FullDynamics",
+    "ReducedDynamics",
+    "branch_offsets",
+    "head_selection",
+    "selection_margin",
+]

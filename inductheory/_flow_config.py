@@ -1,0 +1,157 @@
+"""Settings of a gradient-flow run (THEORY.md §6): which dynamics, initial radius, solver, budget."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import diffrax
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._config import Task, TheoryAssumptionWarning, _require_int, _require_real, traced_value
+
+SOLVERS = {
+    "tsit5": diffrax.Tsit5,
+    "dopri5": diffrax.Dopri5,
+    "dopri8": diffrax.Dopri8,
+    "bosh3": diffrax.Bosh3,
+    "heun": diffrax.Heun,
+}
+DYNAMICS = ("reduced", "full")
+SAMPLES = ("balanced", "iid")
+INITS = ("ball", "projected")
+# Fields that set a program (static) and fields that flow through it (0-d arrays, traced).
+STATIC_FIELDS = ("dynamics", "solver", "max_steps", "M", "sample", "init", "batch_size", "n_save")
+TRACED_FIELDS = ("rho", "delta", "t_max", "rtol", "atol", "t_save_min")
+
+
+class FlowConfig(eqx.Module):
+    """Everything about a gradient-flow run except the task.
+
+    Fields that set the compiled program (dynamics, solver, step budget, sample and save sizes) are
+    static; the numbers (`rho`, `delta`, `t_max`, `rtol`, `atol`, `t_save_min`) are stored as 0-d
+    arrays, so changing them reuses the compiled program.
+
+    **Arguments:**
+    - `dynamics`: `"reduced"` (2HS-dimensional exact flow) or `"full"` (d-dimensional linear class on
+      a Monte-Carlo sample).
+    - `rho`: radius of the ball-uniform c(0), > 0 (small for Theorem 2).
+    - `delta`: selection tolerance in (0, 1/2).
+    - `t_max`: final time, > 0.
+    - `solver`: one of `SOLVERS` (adaptive, with an embedded error estimate).
+    - `rtol`, `atol`: PID controller tolerances, > 0.
+    - `max_steps`: solver step budget.
+    - `M`: contexts in the sample (full dynamics). Balanced samples hold a multiple of N/L contexts;
+      `M` is rounded up to one (see `sample_size`).
+    - `sample`: `"balanced"` (default, `balanced_contexts`) or `"iid"` (`sample_contexts`).
+    - `init`: full dynamics only: `"ball"` (c(0) ball-uniform) or `"projected"` (its projection on
+      span(m), token-specific components zero).
+    - `batch_size`: contexts per batch in the loss (`None`: all at once); bounds memory.
+    - `n_save`: number of log-spaced save times in [`t_save_min`, `t_max`] (plus t = 0; the end state is
+      reported separately as `final`).
+    - `t_save_min`: first save time, in (0, t_max).
+
+    Raises `ValueError` naming the parameter and its constraint; warns with
+    `TheoryAssumptionWarning` when rho >= 1 (Theorem 2 needs a small init).
+
+    ```python
+    config = FlowConfig(dynamics="reduced", rho=0.1, delta=1e-3, t_max=1e6)
+    ```
+    """
+
+    dynamics: str = eqx.field(static=True)
+    rho: Float[Array, ""]
+    delta: Float[Array, ""]
+    t_max: Float[Array, ""]
+    solver: str = eqx.field(static=True)
+    rtol: Float[Array, ""]
+    atol: Float[Array, ""]
+    max_steps: int = eqx.field(static=True)
+    M: int = eqx.field(static=True)
+    sample: str = eqx.field(static=True)
+    init: str = eqx.field(static=True)
+    batch_size: int | None = eqx.field(static=True)
+    n_save: int = eqx.field(static=True)
+    t_save_min: Float[Array, ""]
+
+    def __init__(self, dynamics: str = "reduced", rho: float = 0.1, delta: float = 1e-3, t_max: float = 1e6,
+                 solver: str = "tsit5", rtol: float = 1e-8, atol: float = 1e-10, max_steps: int = 100_000,
+                 M: int = 1024, sample: str = "balanced", init: str = "ball", batch_size: int | None = None,
+                 n_save: int = 64, t_save_min: float = 1e-2):
+        if dynamics not in DYNAMICS:
+            raise ValueError(f"dynamics must be one of {DYNAMICS}, got {dynamics!r}")
+        rho = _require_real("rho", rho)
+        if rho <= 0:
+            raise ValueError(f"rho must be > 0, got {rho}")
+        delta = _require_real("delta", delta)
+        if not 0 < delta < 0.5:
+            raise ValueError(f"delta must satisfy 0 < delta < 1/2, got {delta}")
+        t_max = _require_real("t_max", t_max)
+        if t_max <= 0:
+            raise ValueError(f"t_max must be > 0, got {t_max}")
+        if solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {tuple(SOLVERS)}, got {solver!r}")
+        rtol, atol = _require_real("rtol", rtol), _require_real("atol", atol)
+        for name, value in (("rtol", rtol), ("atol", atol)):
+            if value <= 0:
+                raise ValueError(f"{name} must be > 0, got {value}")
+        max_steps = _require_int("max_steps", max_steps, 1)
+        M = _require_int("M", M, 1)
+        if sample not in SAMPLES:
+            raise ValueError(f"sample must be one of {SAMPLES}, got {sample!r}")
+        if init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {init!r}")
+        if batch_size is not None:
+            batch_size = _require_int("batch_size", batch_size, 1)
+        n_save = _require_int("n_save", n_save, 1)
+        t_save_min = _require_real("t_save_min", t_save_min)
+        if not 0 < t_save_min < t_max:
+            raise ValueError(f"t_save_min must satisfy 0 < t_save_min < t_max = {t_max}, got {t_save_min}")
+        if rho >= 1:
+            warnings.warn(
+                f"outside Theorem 2's assumptions: small initialization (got rho={rho} >= 1)",
+                TheoryAssumptionWarning,
+                stacklevel=2,
+            )
+        self.dynamics, self.solver, self.max_steps, self.M = dynamics, solver, max_steps, M
+        self.sample, self.init, self.batch_size, self.n_save = sample, init, batch_size, n_save
+        self.rho, self.delta, self.t_max = traced_value(rho), traced_value(delta), traced_value(t_max)
+        self.rtol, self.atol, self.t_save_min = traced_value(rtol), traced_value(atol), traced_value(t_save_min)
+
+    def to_dict(self) -> dict:
+        """Every parameter as a Python value, for JSON summaries and cache keys."""
+        names = ("dynamics", "rho", "delta", "t_max", "solver", "rtol", "atol", "max_steps", "M", "sample",
+                 "init", "batch_size", "n_save", "t_save_min")
+        return {n: float(getattr(self, n)) if n in TRACED_FIELDS else getattr(self, n) for n in names}
+
+    def replace(self, **changes) -> "FlowConfig":
+        """A new, validated configuration with some parameters changed."""
+        return FlowConfig(**{**self.to_dict(), **changes})
+
+    def save_times(self) -> Float[Array, " n_save"]:
+        """The log-spaced save times $t_{\\min} (t_{\\max} / t_{\\min})^{k/(n-1)}$."""
+        return jnp.geomspace(self.t_save_min, self.t_max, self.n_save)
+
+
+def check_flow(task: Task, config: FlowConfig) -> None:
+    """Validate a task against a flow configuration.
+
+    Raises `ValueError` for the reduced dynamics outside exact geometry (the reduction of §6 needs
+    eps = 0). Warns with `TheoryAssumptionWarning` for eps > 0 (Theorem 2 assumes eps = 0) and when
+    N is not large relative to log(e / rho) (here: N < 10 log(e / rho)).
+    """
+    if config.dynamics == "reduced" and not task.exact:
+        raise ValueError("dynamics='reduced' needs exact geometry (eps = 0): drop eps/d or use dynamics='full'")
+    if not task.exact:
+        warnings.warn("outside Theorem 2's assumptions: eps = 0 (the task has an approximate geometry)",
+                      TheoryAssumptionWarning, stacklevel=2)
+    rho, N = float(config.rho), int(task.N)
+    if N < 10 * math.log(math.e / rho):
+        warnings.warn(f"outside Theorem 2's assumptions: N large relative to log(e/rho) "
+                      f"(N = {N}, log(e/rho) = {math.log(math.e / rho):.3g})",
+                      TheoryAssumptionWarning, stacklevel=2)
+
+
+__all__ = ["DYNAMICS", "FlowConfig", "INITS", "SAMPLES", "SOLVERS", "check_flow"]
