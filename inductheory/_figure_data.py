@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._config import Task, TheoryAssumptionWarning, quiet_task
-from ._flow import STATUSES, FlowConfig
+from ._flow_config import FlowConfig
+from ._solution import STATUSES
 from ._flow_run import independent_distinct_baseline, run_flow
 from ._gates import shared_gates_from_logits
 from ._io import cached

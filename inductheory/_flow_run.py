@@ -25,6 +25,7 @@ from ._flow_config import FlowConfig, check_flow
 from ._gates import LinearGates, distinct_within_blocks
 from ._geometry import ExactGeometry, make_geometry
 from ._solution import Status
+from ._lanes import broadcast_lanes, stack_lanes
 from ._init import initial_biases, initial_gate_vectors, project_to_mean
 from ._progress import Progress
 
@@ -117,16 +118,6 @@ def lane_map(devices: tuple):
     shape, dynamics, solver, budgets, lane count): new values of any traced scalar reuse the program.
     """
     return sharded_seed_map(one_lane, devices)
-
-
-def broadcast_lanes(tree, n: int):
-    """Every array leaf of `tree` repeated along a new leading axis of length n."""
-    return jax.tree.map(lambda x: np.broadcast_to(np.asarray(x), (n,) + np.shape(x)), tree)
-
-
-def stack_lanes(trees: list):
-    """Validated configurations (same static part) stacked along a new leading axis."""
-    return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *trees)
 
 
 def run_lanes(tasks, configs, keys, shared, devices=None) -> dict:

@@ -72,6 +72,27 @@ def parameter_key(params: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def load_cached(directory, params: dict):
+    """The stored result for `params` in `directory`, or None if no finished one is there."""
+    if directory is None:
+        return None
+    path = Path(directory) / f"{parameter_key(params)}.json"
+    if not path.exists():
+        return None
+    with open(path) as f:
+        stored = json.load(f)
+    if stored.get("params") == json.loads(to_json(params)):
+        return stored["result"]
+    return None
+
+
+def store_cached(directory, params: dict, result: dict) -> dict:
+    """Store `result` for `params` atomically (nothing with `directory=None`); returns it as JSON data."""
+    if directory is not None:
+        write_json_atomic(Path(directory) / f"{parameter_key(params)}.json", {"params": params, "result": result})
+    return json.loads(to_json(result))
+
+
 def cached(directory, params: dict, compute: Callable[[], dict]) -> dict:
     """The result for `params`, read from `directory` if a previous run finished it, else computed.
 
@@ -81,12 +102,7 @@ def cached(directory, params: dict, compute: Callable[[], dict]) -> dict:
     """
     if directory is None:
         return compute()
-    path = Path(directory) / f"{parameter_key(params)}.json"
-    if path.exists():
-        with open(path) as f:
-            stored = json.load(f)
-        if stored.get("params") == json.loads(to_json(params)):
-            return stored["result"]
-    result = compute()
-    write_json_atomic(path, {"params": params, "result": result})
-    return json.loads(to_json(result))
+    stored = load_cached(directory, params)
+    if stored is not None:
+        return stored
+    return store_cached(directory, params, compute())

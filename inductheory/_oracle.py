@@ -198,6 +198,15 @@ def _projected_gradient(f, p, steps: int):
 
 @eqx.filter_jit
 def _descend(task: Task, geometry: Geometry, tokens, z0, config: OracleMinimizer):
+    return descend(task, geometry, tokens, z0, config)
+
+
+def descend(task: Task, geometry: Geometry, tokens, z0: Float[Array, "starts 2 H L S"], config: OracleMinimizer):
+    """The local searches of `minimize_oracle` from every start (pure: jit and vmap it).
+
+    **Returns:** `(p, values, fw)`: the end points (starts, 2, H, L, S), their losses and
+    Frank-Wolfe gaps.
+    """
     loss = _loss_of(task, geometry, tokens)
     f = lambda p: loss(p[0], p[1])
     solver = optx.BFGS(rtol=config.tol, atol=config.tol)
@@ -226,7 +235,8 @@ def _descend(task: Task, geometry: Geometry, tokens, z0, config: OracleMinimizer
     return jax.vmap(one)(z0)
 
 
-def _starts(key: PRNGKeyArray, task: Task, config: OracleMinimizer, seeds) -> Float[Array, "starts 2 H L S"]:
+def starts(key: PRNGKeyArray, task: Task, config: OracleMinimizer, seeds) -> Float[Array, "starts 2 H L S"]:
+    """Initial logits: `config.restarts` random starts, then one jittered start per seed vertex."""
     shape = (2, task.H, task.L, task.S)
     k_random, k_seed = jax.random.split(key)
     z = config.init_scale * jax.random.normal(k_random, (config.restarts,) + shape)
@@ -286,8 +296,12 @@ def minimize_oracle(
     res.hard, res.distinct
     ```
     """
-    z0 = _starts(key, task, config, seeds)
-    p, values, fw = _descend(task, geometry, tokens, z0, config)
+    z0 = starts(key, task, config, seeds)
+    return oracle_result(*_descend(task, geometry, tokens, z0, config), config)
+
+
+def oracle_result(p, values, fw, config: OracleMinimizer) -> OracleResult:
+    """The `OracleResult` of the local searches' end points (`descend`'s outputs for one context)."""
     values = np.asarray(values)
     values = np.where(np.isfinite(values), values, np.inf)
     best = int(np.argmin(values))

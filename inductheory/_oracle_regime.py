@@ -19,12 +19,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import equinox as eqx
+
 from ._config import Task, quiet_task
 from ._contexts import sample_contexts
-from ._geometry import make_geometry
-from ._io import cached
-from ._oracle import OracleMinimizer, classify, context_geometry, minimize_oracle
-from ._vertices import best_vertex, vertex_gates
+from ._lanes import lane, stack_lanes
+from ._geometry import ExactGeometry, make_geometry
+from ._io import load_cached, store_cached
+from ._oracle import OracleMinimizer, OracleResult, classify, context_geometry, descend, minimize_oracle, oracle_result, starts
+from ._vertices import VertexResult, best_vertex, context_loss, vertex_configs, vertex_gates
 
 
 def config_dict(config: OracleMinimizer) -> dict:
@@ -72,6 +75,10 @@ def oracle_point(
         raise ValueError(f"contexts must be >= 1, got {contexts}")
     if seeds < 0:
         raise ValueError(f"seeds must be >= 0 (vertex starts), got {seeds}")
+    if task.exact and contexts == 1:
+        # every context is equivalent under exact geometry: the compiled batched path, one point
+        return exact_oracle_points(stack_lanes([task]), jnp.asarray(jax.random.key_data(key))[None], config,
+                                   seeds=seeds, tolerance=tolerance, template=task)[0]
     k_geo, k_ctx, k_min = jax.random.split(key, 3)
     geometry = make_geometry(task, k_geo)
     tokens_all = sample_contexts(k_ctx, task, contexts)
@@ -83,44 +90,101 @@ def oracle_point(
         res = minimize_oracle(
             task, geo, tokens, jax.random.fold_in(k_min, m), config, seeds=vertex.top_offsets[:seeds] if seeds else None
         )
-        slack = tolerance * (1 + abs(vertex.loss))
-        # A vertex is a feasible oracle point: if the local search ended above the best vertex, the
-        # vertex is the best point found, and it is the one classified.
-        failed = res.loss > vertex.loss + slack
-        if failed:
-            gates = vertex_gates(task.S, jnp.asarray(vertex.offsets))
-            offsets, hard, distinct = classify(gates, config.delta)
-        else:
-            gates, offsets, hard, distinct = res.gates, res.offsets, res.hard, res.distinct
-        best = min(res.loss, vertex.loss)
-        gap = vertex.loss - best
-        records.append(
-            {
-                "best_loss": best,
-                "minimizer_loss": res.loss,
-                "minimizer_failed": bool(failed),
-                "best_random_loss": res.best_random_loss,
-                "best_vertex_loss": vertex.loss,
-                "gap": gap,
-                "beats_vertex": bool(gap > slack),
-                "hard_selection": hard,
-                "distinct_heads": distinct,
-                "offsets": offsets,
-                "vertex_offsets": vertex.offsets,
-                "fw_gap": res.fw_gap,
-                "share_starts_hard": float(np.mean(res.start_hard)),
-                "gates": {"key": gates.key, "value": gates.value},
-                "vertex_method": vertex.method,
-                "n_vertices": vertex.n_evaluated,
-            }
-        )
+        records.append(context_record(task, config, res, vertex, tolerance))
+    return point_summary(task, geometry, records, seeds)
+
+
+@eqx.filter_jit
+def _exact_points(tasks: Task, keys, config: OracleMinimizer, geometry, configs, seeds: int):
+    def one(task, key_data):
+        _, _, k_min = jax.random.split(jax.random.wrap_key_data(key_data), 3)
+        tokens = jnp.arange(task.L * task.S).reshape(task.L, task.S)  # the exact path never reads tokens
+        losses = jax.lax.map(lambda r: context_loss(task, geometry, vertex_gates(task.S, r), tokens), configs,
+                             batch_size=min(4096, configs.shape[0]))
+        order = jnp.argsort(losses, stable=True)[: max(seeds, 1)]
+        z0 = starts(jax.random.fold_in(k_min, 0), task, config, configs[order[:seeds]] if seeds else None)
+        return (losses[order], order, *descend(task, geometry, tokens, z0, config))
+
+    return jax.vmap(one)(tasks, keys)
+
+
+def exact_oracle_points(tasks: Task, keys, config: OracleMinimizer = OracleMinimizer(), *, seeds: int = 8,
+                        tolerance: float = 1e-9, template: Task) -> list[dict]:
+    """`oracle_point` of many exact-geometry tasks at once (one context each), vmapped.
+
+    Under exact geometry one context is the population problem; the vertex enumeration, the seeded
+    starts and the local searches of every point run as one compiled, vectorized program that
+    depends only on the static part (L, S, H, the minimizer's settings, the number of points).
+
+    **Arguments:**
+    - `tasks`: validated exact-geometry tasks stacked along a leading axis (`stack_lanes`).
+    - `keys`: raw PRNG key data, one row per point (the key of `oracle_point`).
+    - `config`, `seeds`, `tolerance`: as in `oracle_point`.
+    - `template`: one of the tasks, as concrete numbers (the shape and the geometry kind).
+
+    **Returns:** one `oracle_point` dict per point.
+    """
+    template.require_exact("exact_oracle_points")
+    # The exact path reads neither the geometry's N nor its kappa (both cancel, THEORY.md §4); a fixed
+    # placeholder keeps N, which is static in `ExactGeometry`, out of the compiled program's key.
+    geometry = ExactGeometry(template.L * template.S, 1.0)
+    configs, method = vertex_configs(template, geometry)
+    top_losses, order, p, values, fw = jax.device_get(
+        _exact_points(tasks, jnp.asarray(keys), config, geometry, jnp.asarray(configs), seeds))
+    points = []
+    for i in range(len(keys)):
+        task = lane(tasks, i)
+        top = configs[order[i]]
+        vertex = VertexResult(loss=float(top_losses[i][0]), offsets=top[0], top_offsets=top,
+                              top_losses=np.asarray(top_losses[i]), n_evaluated=len(configs), method=method)
+        res = oracle_result(p[i], values[i], fw[i], config)
+        points.append(point_summary(task, geometry, [context_record(task, config, res, vertex, tolerance)], seeds))
+    return points
+
+
+def context_record(task: Task, config: OracleMinimizer, res: OracleResult, vertex: VertexResult,
+                   tolerance: float) -> dict:
+    """One context's record of `oracle_point`: the minimizer's best against the best vertex."""
+    slack = tolerance * (1 + abs(vertex.loss))
+    # A vertex is a feasible oracle point: if the local search ended above the best vertex, the
+    # vertex is the best point found, and it is the one classified.
+    failed = res.loss > vertex.loss + slack
+    if failed:
+        gates = vertex_gates(task.S, jnp.asarray(vertex.offsets))
+        offsets, hard, distinct = classify(gates, config.delta)
+    else:
+        gates, offsets, hard, distinct = res.gates, res.offsets, res.hard, res.distinct
+    best = min(res.loss, vertex.loss)
+    gap = vertex.loss - best
+    return {
+        "best_loss": best,
+        "minimizer_loss": res.loss,
+        "minimizer_failed": bool(failed),
+        "best_random_loss": res.best_random_loss,
+        "best_vertex_loss": vertex.loss,
+        "gap": gap,
+        "beats_vertex": bool(gap > slack),
+        "hard_selection": hard,
+        "distinct_heads": distinct,
+        "offsets": offsets,
+        "vertex_offsets": vertex.offsets,
+        "fw_gap": res.fw_gap,
+        "share_starts_hard": float(np.mean(res.start_hard)),
+        "gates": {"key": gates.key, "value": gates.value},
+        "vertex_method": vertex.method,
+        "n_vertices": vertex.n_evaluated,
+    }
+
+
+def point_summary(task: Task, geometry, records: list[dict], seeds: int) -> dict:
+    """The `oracle_point` dict of a task from its per-context records."""
     hard = np.array([r["hard_selection"] for r in records])
     distinct = np.array([r["distinct_heads"] for r in records])
     return {
         "task": task.to_dict(),
         "eps": float(geometry.eps),
-        "dim": int(geometry.dim),
-        "n_contexts": contexts,
+        "dim": int(task.N) + 1 if isinstance(geometry, ExactGeometry) else int(geometry.dim),
+        "n_contexts": len(records),
         "seeds": seeds,
         "best_loss": float(np.mean([r["best_loss"] for r in records])),
         "best_vertex_loss": float(np.mean([r["best_vertex_loss"] for r in records])),
@@ -206,46 +270,56 @@ def regime_map(
     if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
         raise ValueError(f"refine must be an integer >= 0, got {refine!r}")
 
-    def run(N: int, beta: float) -> dict:
-        t = with_point(task, N=N, beta=beta)
-        params = point_params(t, config, seed=seed, contexts=contexts, seeds=seeds)
-        point = cached(
-            directory,
-            params,
-            lambda: oracle_point(t, jax.random.key(seed), config, contexts=contexts, seeds=seeds),
-        )
-        summary = summary_of(point)
-        summary["ok"] = criterion(point, t)
-        if on_point is not None:
-            on_point(summary)
-        return summary
+    def run_many(pairs: list[tuple[int, float]]) -> list[dict]:
+        tasks = [with_point(task, N=N, beta=beta) for N, beta in pairs]
+        params = [point_params(t, config, seed=seed, contexts=contexts, seeds=seeds) for t in tasks]
+        found = [load_cached(directory, p) for p in params]
+        todo = [i for i, f in enumerate(found) if f is None]
+        if todo and task.exact and contexts == 1:
+            # every missing point in one vectorized call
+            key = jax.random.key_data(jax.random.key(seed))
+            fresh = exact_oracle_points(stack_lanes([tasks[i] for i in todo]), np.stack([key] * len(todo)), config,
+                                        seeds=seeds, template=tasks[todo[0]])
+        else:
+            fresh = [oracle_point(tasks[i], jax.random.key(seed), config, contexts=contexts, seeds=seeds) for i in todo]
+        for i, point in zip(todo, fresh):
+            found[i] = store_cached(directory, params[i], point)
+        summaries = []
+        for t, point in zip(tasks, found):
+            summary = summary_of(point)
+            summary["ok"] = criterion(point, t)
+            if on_point is not None:
+                on_point(summary)
+            summaries.append(summary)
+        return summaries
 
-    points, boundary = [], []
-    for beta in beta_grid:
-        ok = {}
-        for N in N_grid:
-            s = run(N, beta)
-            points.append(s)
-            ok[N] = s["ok"]
+    points = run_many([(N, beta) for beta in beta_grid for N in N_grid])
+    brackets = {}
+    for b, beta in enumerate(beta_grid):
+        ok = {N: s["ok"] for N, s in zip(N_grid, points[b * len(N_grid):(b + 1) * len(N_grid)])}
         N_star, N_below = None, None
         for i, N in enumerate(N_grid):
             if all(ok[n] for n in N_grid[i:]):
-                N_star = N
-                N_below = N_grid[i - 1] if i > 0 else None
+                N_star, N_below = N, (N_grid[i - 1] if i > 0 else None)
                 break
-        if N_star is not None and N_below is not None:
-            lo, hi = N_below, N_star
-            for _ in range(refine):
+        brackets[beta] = [N_below, N_star]
+    # bisection in log N, one vectorized call per step for every bracketed beta
+    for _ in range(refine):
+        mids = {}
+        for beta, (lo, hi) in brackets.items():
+            if lo is not None and hi is not None:
                 mid = int(round(math.sqrt(lo * hi)))
-                if mid <= lo or mid >= hi:
-                    break
-                s = run(mid, beta)
-                points.append(s)
-                lo, hi = (lo, mid) if s["ok"] else (mid, hi)
-            N_star, N_below = hi, lo
-        boundary.append(
-            {"beta": beta, "N_star": N_star, "N_below": N_below, "bracketed": N_star is not None and N_below is not None}
-        )
+                if lo < mid < hi:
+                    mids[beta] = mid
+        if not mids:
+            break
+        for (beta, mid), s in zip(mids.items(), run_many([(mid, beta) for beta, mid in mids.items()])):
+            points.append(s)
+            brackets[beta] = [brackets[beta][0], mid] if s["ok"] else [mid, brackets[beta][1]]
+    boundary = [
+        {"beta": beta, "N_star": hi, "N_below": lo, "bracketed": hi is not None and lo is not None}
+        for beta, (lo, hi) in brackets.items()
+    ]
     return {"points": points, "boundary": boundary, "fit": fit_log_threshold(boundary)}
 
 

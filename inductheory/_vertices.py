@@ -112,15 +112,32 @@ def vertex_losses(
     *,
     batch_size: int = 4096,
 ) -> Float[Array, " configs"]:
-    """Per-context loss of each vertex configuration (`context_loss` of `vertex_gates`)."""
+    """Per-context loss of each vertex configuration (`context_loss` of `vertex_gates`).
+
+    Compiled once per shape (task, geometry and configurations are arguments, not closures), so a
+    new beta or N reuses the program.
+    """
     configs = jnp.asarray(configs)
-    one = lambda r: context_loss(task, geometry, vertex_gates(task.S, r), tokens)
-    return _map(one, configs, batch_size)
+    return _vertex_losses(task, geometry, jnp.asarray(tokens), configs, min(batch_size, configs.shape[0]))
 
 
 @eqx.filter_jit
-def _map(fn, xs, batch_size):
-    return jax.lax.map(fn, xs, batch_size=min(batch_size, xs.shape[0]))
+def _vertex_losses(task, geometry, tokens, configs, batch_size: int):
+    one = lambda r: context_loss(task, geometry, vertex_gates(task.S, r), tokens)
+    return jax.lax.map(one, configs, batch_size=batch_size)
+
+
+def vertex_configs(task: Task, geometry: Geometry, exhaustive: bool | None = None) -> tuple[np.ndarray, str]:
+    """The configurations `best_vertex` enumerates and the method's name.
+
+    Under exact geometry the block multisets suffice (block-permutation invariance); otherwise, or
+    with `exhaustive=True`, all $(S-1)^{HL}$ configurations.
+    """
+    if exhaustive is None:
+        exhaustive = not isinstance(geometry, ExactGeometry)
+    if exhaustive:
+        return all_vertex_configs(task.H, task.L, task.S), "exhaustive"
+    return block_multiset_configs(task.H, task.L, task.S), "block-multisets"
 
 
 class VertexResult(eqx.Module):
@@ -163,14 +180,16 @@ def best_vertex(
     best_vertex(task, ExactGeometry(task.N, task.kappa), sample_contexts(key, task, 1)[0]).offsets
     ```
     """
-    if exhaustive is None:
-        exhaustive = not isinstance(geometry, ExactGeometry)
-    if exhaustive:
-        configs, method = all_vertex_configs(task.H, task.L, task.S), "exhaustive"
-    else:
-        configs, method = block_multiset_configs(task.H, task.L, task.S), "block-multisets"
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an integer >= 1 (configurations to return), got {k!r}")
+    configs, method = vertex_configs(task, geometry, exhaustive)
     losses = np.asarray(vertex_losses(task, geometry, tokens, configs))
-    order = np.argsort(losses, kind="stable")[: max(1, k)]
+    return vertex_result(configs, losses, k, method)
+
+
+def vertex_result(configs: np.ndarray, losses: np.ndarray, k: int, method: str) -> VertexResult:
+    """The `VertexResult` of evaluated configurations: the k best, ascending (stable order)."""
+    order = np.argsort(losses, kind="stable")[:k]
     return VertexResult(
         loss=float(losses[order[0]]),
         offsets=configs[order[0]],

@@ -8,7 +8,7 @@ import sys
 import warnings
 
 # Each name is a module inductheory/cli/_<name>.py exposing register(subparsers).
-SUBCOMMANDS = ("loss", "flow", "oracle", "reproduce", "toy")
+SUBCOMMANDS = ("loss", "flow", "oracle", "sweep", "reproduce", "toy")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from .._paths import enable_compilation_cache
+
+    enable_compilation_cache()  # a second run of the same shape reuses compiled programs
     shown = set()
 
     def show(message, category, filename, lineno, file=None, line=None):

@@ -6,6 +6,7 @@ import argparse
 
 from .._config import Task
 from .._io import to_json
+from .._table import format_table  # noqa: F401 (re-exported for the subcommands)
 
 
 def add_task_arguments(parser: argparse.ArgumentParser, *, L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0):
@@ -37,12 +38,3 @@ def add_json_argument(parser: argparse.ArgumentParser) -> None:
 
 def print_json(obj) -> None:
     print(to_json(obj, indent=2, sort_keys=True))
-
-
-def format_table(headers, rows) -> str:
-    """A plain aligned text table."""
-    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)

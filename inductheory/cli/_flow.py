@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .._flow import SOLVERS, STATUSES, FlowConfig
+from .._flow_config import SOLVERS, FlowConfig
+from .._solution import STATUSES
 from .._flow_run import run_flow
 from .._io import write_json_atomic, write_npz_atomic
 from ._common import add_json_argument, add_task_arguments, format_table, print_json, task_from_args
@@ -21,13 +22,23 @@ def register(sub) -> None:
         "delta-selection and solver statistics, and across seeds the fraction with distinct offsets.",
     )
     add_task_arguments(p)
+    add_flow_arguments(p)
+    p.add_argument("--seeds", type=int, default=16, help="number of seeds (default 16)")
+    p.add_argument("--chunk", type=int, default=None, help="seeds per compiled call (default automatic)")
+    p.add_argument("--out", type=Path, default=None, help="directory for flow.npz (trajectories) and flow.json")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    add_json_argument(p)
+    p.set_defaults(func=run)
+
+
+def add_flow_arguments(p) -> None:
+    """The FlowConfig options (shared with `inductheory sweep flow`)."""
     f = p.add_argument_group("flow")
     f.add_argument("--dynamics", choices=("reduced", "full"), default="reduced",
                    help="reduced: exact 2HS-dim flow on span(m); full: d-dim flow on a sample (default reduced)")
     f.add_argument("--rho", type=float, default=0.1, help="radius of the ball-uniform c(0) (default 0.1)")
     f.add_argument("--delta", type=float, default=1e-3, help="selection tolerance (default 1e-3)")
     f.add_argument("--t-max", type=float, default=1e6, help="final time (default 1e6)")
-    f.add_argument("--seeds", type=int, default=16, help="number of seeds (default 16)")
     f.add_argument("--M", type=int, default=1024, help="contexts in the sample, full dynamics (default 1024)")
     f.add_argument("--sample", choices=("balanced", "iid"), default="balanced", help="sample kind (default balanced)")
     f.add_argument("--init", choices=("ball", "projected"), default="ball",
@@ -40,11 +51,14 @@ def register(sub) -> None:
     s.add_argument("--max-steps", type=int, default=100_000, help="solver step budget (default 100000)")
     s.add_argument("--n-save", type=int, default=64, help="log-spaced save times (default 64)")
     s.add_argument("--t-save-min", type=float, default=1e-2, help="first save time (default 1e-2)")
-    s.add_argument("--chunk", type=int, default=None, help="seeds per compiled call (default automatic)")
-    p.add_argument("--out", type=Path, default=None, help="directory for flow.npz (trajectories) and flow.json")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-    add_json_argument(p)
-    p.set_defaults(func=run)
+
+
+def flow_config_from_args(args) -> FlowConfig:
+    return FlowConfig(
+        dynamics=args.dynamics, rho=args.rho, delta=args.delta, t_max=args.t_max, solver=args.solver,
+        rtol=args.rtol, atol=args.atol, max_steps=args.max_steps, M=args.M, sample=args.sample, init=args.init,
+        batch_size=args.batch_size, n_save=args.n_save, t_save_min=args.t_save_min,
+    )
 
 
 def _none_if_negative(a):
@@ -73,7 +87,6 @@ def flow_report(result: dict) -> dict:
             "num_steps": int(ps["num_steps"][i]),
             "num_accepted_steps": int(ps["num_accepted_steps"][i]),
             "num_rejected_steps": int(ps["num_rejected_steps"][i]),
-            "diffrax_result": int(ps["result"][i]),
         }
         if "reduced_selected" in ps:
             entry["reduced_selected_offsets"] = _none_if_negative(ps["reduced_selected"][i])
@@ -98,11 +111,7 @@ def trajectory_arrays(result: dict) -> dict:
 
 def run(args) -> int:
     task = task_from_args(args)
-    config = FlowConfig(
-        dynamics=args.dynamics, rho=args.rho, delta=args.delta, t_max=args.t_max, solver=args.solver,
-        rtol=args.rtol, atol=args.atol, max_steps=args.max_steps, M=args.M, sample=args.sample, init=args.init,
-        batch_size=args.batch_size, n_save=args.n_save, t_save_min=args.t_save_min,
-    )
+    config = flow_config_from_args(args)
     result = run_flow(task, config, args.seeds, seed=args.seed, chunk=args.chunk, progress=not args.quiet)
     report = flow_report(result)
     if args.out is not None:

@@ -35,14 +35,7 @@ def register(sub) -> None:
         "(eps, beta, N) written point by point to --out (resumable).",
     )
     add_task_arguments(p)
-    m = p.add_argument_group("minimizer")
-    m.add_argument("--restarts", type=int, default=32, help="random starts (default 32)")
-    m.add_argument("--steps", type=int, default=300, help="BFGS steps per start and round (default 300)")
-    m.add_argument("--polish-steps", type=int, default=300, help="projected-gradient steps per round (default 300)")
-    m.add_argument("--rounds", type=int, default=2, help="BFGS + polish rounds (default 2)")
-    m.add_argument("--seeds", type=int, default=8, help="best vertices also used as starts (default 8; 0: none)")
-    m.add_argument("--delta", type=float, default=1e-3, help="hard-selection tolerance (default 1e-3)")
-    m.add_argument("--contexts", type=int, default=None, help="contexts M (default 1 for eps = 0, 8 otherwise)")
+    add_minimizer_arguments(p)
     s = p.add_argument_group("sweep")
     s.add_argument("--sweep", action="store_true", help="regime map over the grids below")
     s.add_argument("--N-grid", type=str, default="64,256,1024,4096,16384", help="vocabulary sizes")
@@ -53,6 +46,18 @@ def register(sub) -> None:
     s.add_argument("--quiet", action="store_true", help="no progress display")
     add_json_argument(p)
     p.set_defaults(func=run)
+
+
+def add_minimizer_arguments(p) -> None:
+    """The OracleMinimizer options and the oracle point's sizes (shared with `inductheory sweep oracle`)."""
+    m = p.add_argument_group("minimizer")
+    m.add_argument("--restarts", type=int, default=32, help="random starts (default 32)")
+    m.add_argument("--steps", type=int, default=300, help="BFGS steps per start and round (default 300)")
+    m.add_argument("--polish-steps", type=int, default=300, help="projected-gradient steps per round (default 300)")
+    m.add_argument("--rounds", type=int, default=2, help="BFGS + polish rounds (default 2)")
+    m.add_argument("--seeds", type=int, default=8, help="best vertices also used as starts (default 8; 0: none)")
+    m.add_argument("--delta", type=float, default=1e-3, help="hard-selection tolerance (default 1e-3)")
+    m.add_argument("--contexts", type=int, default=None, help="contexts M (default 1 for eps = 0, 8 otherwise)")
 
 
 def _config(args) -> OracleMinimizer:

@@ -1,0 +1,504 @@
+"""Sweeps: a grid of parameter values run as one vectorized computation, returned as a labeled dataset.
+
+A sweep takes a template (a `Task`, and a `FlowConfig`, an `OracleMinimizer` or gates), a grid of
+values for some of its traced scalars, and returns an `xarray.Dataset` whose dimensions are named
+after the grid parameters (then seed, head, offset, ...), with every fixed parameter and the library
+version in its attributes.
+
+How it runs. The grid points (crossed with seeds for flows) are cut into blocks of a fixed number of
+points; every block is one call of one compiled program (vmap over the block, sharded over local
+devices), padded with copies of its last point, so a sweep over k points compiles exactly the
+programs a sweep over one point compiles. Only parameters that set a shape are looped in Python:
+N (and kappa under an approximate geometry) for the full flow, every parameter for the oracle
+under an approximate geometry. With `out`, each finished block is written atomically
+(`blocks/block-NNNNN.nc`) beside a manifest of the sweep's parameters, so an interrupted sweep
+resumes at its first unfinished block; the assembled dataset is `sweep.nc`. With a Dask
+`distributed` scheduler address, blocks are computed by the cluster's workers (same blocks, same
+programs, same numbers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import jax
+import numpy as np
+
+from ._config import Task
+from ._flow_config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
+from ._flow_run import (
+    distinct_fraction,
+    flow_sample,
+    independent_distinct_baseline,
+    run_lanes,
+    seed_keys,
+)
+from ._gates import SharedGates
+from ._io import to_json, write_json_atomic
+from ._lanes import stack_lanes
+from ._loss import phase_accuracy, phase_gap, phase_losses
+from ._oracle import OracleMinimizer
+from ._oracle_regime import config_dict, exact_oracle_points, oracle_point
+from ._progress import Progress
+from ._table import format_table
+from ._solution import STATUSES, Status
+
+KINDS = ("loss", "flow", "oracle")
+TASK_FIELDS = ("N", "gamma", "beta", "kappa")
+# Points per block (a fixed shape: every block is padded to it). Flows: lanes = points x seeds.
+DEFAULT_BLOCK = {"loss": 256, "oracle": 8}
+FLOW_LANES = 1024
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSpec:
+    """Everything a sweep's numbers depend on, as plain data (picklable, JSON-able)."""
+
+    kind: str
+    task: dict
+    settings: dict
+    grid: dict
+    seeds: int
+    seed: int
+    block: int
+    extra: dict
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _check_grid(kind: str, task: Task, grid: dict) -> dict[str, list]:
+    if not grid:
+        raise ValueError("grid must name at least one parameter, e.g. grid={'beta': [2, 4, 8]}")
+    allowed = TASK_FIELDS + (FLOW_FIELDS if kind == "flow" else ())
+    clean = {}
+    for name, values in grid.items():
+        if name not in allowed:
+            raise ValueError(f"grid parameter {name!r} is not swept by a {kind} sweep; choose from {list(allowed)}")
+        values = list(np.atleast_1d(np.asarray(values)).tolist()) if not isinstance(values, (list, tuple)) else list(values)
+        if not values:
+            raise ValueError(f"grid parameter {name!r} has no values")
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"grid values of {name!r} must be finite numbers, got {v!r}")
+        if name == "N" and any(float(v) != int(v) for v in values):
+            raise ValueError(f"grid values of 'N' must be integers, got {values}")
+        clean[name] = [int(v) for v in values] if name == "N" else [float(v) for v in values]
+    return clean
+
+
+def grid_points(grid: dict[str, list]) -> list[dict]:
+    """The cartesian product of the grid, first parameter slowest (C order)."""
+    names = list(grid)
+    return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
+
+
+def _split(point: dict) -> tuple[dict, dict]:
+    return ({k: v for k, v in point.items() if k in TASK_FIELDS},
+            {k: v for k, v in point.items() if k not in TASK_FIELDS})
+
+
+def _outer_names(spec: SweepSpec) -> tuple[str, ...]:
+    """Grid parameters that set a shape or a sample (looped, not vectorized)."""
+    exact = not spec.task.get("eps") and spec.task.get("d") is None
+    if spec.kind == "flow" and spec.settings["dynamics"] == "full":
+        return ("N",) if exact else ("N", "kappa")
+    if spec.kind == "oracle" and not exact:
+        return tuple(spec.grid)
+    return ()
+
+
+def blocks_of(spec: SweepSpec) -> list[list[int]]:
+    """Point indices of each block: consecutive points sharing their looped parameters, at most
+    `spec.block` per block."""
+    points = grid_points(spec.grid)
+    outer = _outer_names(spec)
+    groups: dict[tuple, list[int]] = {}
+    for i, p in enumerate(points):
+        groups.setdefault(tuple(p.get(n) for n in outer), []).append(i)
+    size = 1 if spec.kind == "oracle" and outer else spec.block
+    return [idx[j:j + size] for idx in groups.values() for j in range(0, len(idx), size)]
+
+
+def _tasks(spec: SweepSpec, points: list[dict]) -> list[Task]:
+    import warnings
+
+    from ._config import TheoryAssumptionWarning
+
+    with warnings.catch_warnings():  # the template was checked; grid points leave the regime on purpose
+        warnings.simplefilter("ignore", TheoryAssumptionWarning)
+        return [Task(**{**spec.task, **_split(p)[0]}) for p in points]
+
+
+def _padded(items: list, size: int) -> list:
+    return items + [items[-1]] * (size - len(items))
+
+
+def compute_block(spec: SweepSpec, indices: list[int]) -> dict[str, np.ndarray]:
+    """The arrays of one block of grid points (leading axis: the block's points, padding removed).
+
+    Pure function of `spec` and `indices`: what a local run or a Dask worker computes.
+    """
+    points = [grid_points(spec.grid)[i] for i in indices]
+    n = len(points)
+    if spec.kind == "loss":
+        return _loss_block(spec, _padded(points, spec.block), n)
+    if spec.kind == "flow":
+        return _flow_block(spec, points)
+    return _oracle_block(spec, points)
+
+
+def _loss_block(spec: SweepSpec, points: list[dict], n: int) -> dict:
+    tasks = stack_lanes(_tasks(spec, points))
+    gates = SharedGates(key=np.asarray(spec.extra["gates_key"]), value=np.asarray(spec.extra["gates_value"]))
+    losses, accuracy = jax.device_get(_loss_map(tasks, gates))
+    losses, accuracy = np.asarray(losses)[:n], np.asarray(accuracy)[:n]
+    return {"loss": losses.mean(axis=-1), "phase_loss": losses, "phase_accuracy": accuracy,
+            "phase_gap": np.asarray(jax.vmap(phase_gap)(accuracy))}
+
+
+@jax.jit
+def _loss_map(tasks, gates):
+    return jax.vmap(lambda t: (phase_losses(t, gates), phase_accuracy(t, gates)))(tasks)
+
+
+def _flow_block(spec: SweepSpec, points: list[dict]) -> dict:
+    n, seeds = len(points), spec.seeds
+    padded = _padded(points, spec.block)
+    tasks = _tasks(spec, padded)
+    configs = [FlowConfig(**{**spec.settings, **_split(p)[1]}) for p in padded]
+    shared = (None, None)
+    if spec.settings["dynamics"] == "full":
+        shared = flow_sample(tasks[0], configs[0], spec.seed)
+    keys = np.asarray(seed_keys(spec.seed, np.arange(seeds)))
+    lane_tasks = stack_lanes([t for t in tasks for _ in range(seeds)])
+    lane_configs = stack_lanes([c for c in configs for _ in range(seeds)])
+    lane_keys = np.tile(keys, (len(padded), 1))
+    out = run_lanes(lane_tasks, lane_configs, lane_keys, shared)
+    shape = lambda a: a.reshape((len(padded), seeds) + a.shape[1:])[:n]
+    selected = shape(out["selected"])
+    status = shape(out["status"])
+    arrays = {
+        "selected": selected, "key_offsets": shape(out["key_offsets"]), "value_offsets": shape(out["value_offsets"]),
+        "status": status, "t_final": shape(out["t_final"]), "final_loss": shape(out["final"]["loss"]),
+        "final_mass": shape(out["final"]["mass"]), "num_steps": shape(out["num_steps"]),
+        "selected_fraction": np.mean(status == Status.SELECTED, axis=1),
+        "distinct_fraction": np.array([distinct_fraction(s) for s in selected]),
+    }
+    arrays["value_is_key_plus_one_fraction"] = np.mean(np.all(
+        (arrays["key_offsets"] >= 0) & (arrays["value_offsets"] == arrays["key_offsets"] + 1), axis=-1), axis=1)
+    if "reduced_selected" in out:
+        arrays["reduced_selected"] = shape(out["reduced_selected"])
+    return arrays
+
+
+_ORACLE_SCALARS = ("best_loss", "best_vertex_loss", "gap", "hard_selection", "distinct_heads", "share_hard",
+                   "share_hard_distinct", "share_beats_vertex", "max_fw_gap", "share_minimizer_failed", "eps")
+
+
+def _oracle_block(spec: SweepSpec, points: list[dict]) -> dict:
+    config = OracleMinimizer(**spec.settings)
+    tasks = _tasks(spec, points)
+    contexts, vertex_starts = spec.extra["contexts"], spec.extra["vertex_starts"]
+    key = jax.random.key(spec.seed)
+    if tasks[0].exact and contexts == 1:
+        padded = _padded(tasks, spec.block)
+        keys = np.stack([np.asarray(jax.random.key_data(key))] * len(padded))
+        results = exact_oracle_points(stack_lanes(padded), keys, config, seeds=vertex_starts,
+                                      template=tasks[0])[: len(points)]
+    else:
+        results = [oracle_point(t, key, config, contexts=contexts, seeds=vertex_starts) for t in tasks]
+    arrays = {k: np.array([r[k] for r in results]) for k in _ORACLE_SCALARS}
+    arrays["offsets"] = np.array([[c["offsets"] for c in r["contexts"]] for r in results])
+    return arrays
+
+
+_DIMS = {
+    "phase_loss": ("phase",), "phase_accuracy": ("phase",),
+    "selected": ("seed", "head"), "key_offsets": ("seed", "head"), "value_offsets": ("seed", "head"),
+    "reduced_selected": ("seed", "head"), "status": ("seed",), "t_final": ("seed",), "final_loss": ("seed",),
+    "final_mass": ("seed", "head", "branch", "offset"), "num_steps": ("seed",),
+    "offsets": ("context", "head", "block"),
+}
+
+
+def assemble(spec: SweepSpec, parts: dict[int, dict[str, np.ndarray]]):
+    """The dataset of a sweep from its blocks' arrays (`parts[b]` for block b)."""
+    import xarray as xr
+
+    blocks = blocks_of(spec)
+    n_points = sum(len(b) for b in blocks)
+    names = sorted(parts[0])
+    flat = {}
+    for name in names:
+        first = parts[0][name]
+        full = np.empty((n_points,) + first.shape[1:], dtype=first.dtype)
+        for b, idx in enumerate(blocks):
+            full[idx] = parts[b][name]
+        flat[name] = full
+    grid_dims = list(spec.grid)
+    shape = tuple(len(spec.grid[d]) for d in grid_dims)
+    data_vars = {}
+    for name, arr in flat.items():
+        if name == "status":
+            arr = np.asarray(STATUSES)[arr]
+        data_vars[name] = (grid_dims + list(_DIMS.get(name, ())), arr.reshape(shape + arr.shape[1:]))
+    coords = {d: spec.grid[d] for d in grid_dims}
+    if spec.kind == "flow":
+        coords.update(seed=np.arange(spec.seeds), branch=["key", "value"])
+    attrs = {"kind": spec.kind, "inductheory_version": _version(), "seed": spec.seed,
+             "parameters": to_json({"task": spec.task, "settings": spec.settings, "extra": spec.extra,
+                                    "seeds": spec.seeds, "block": spec.block}, sort_keys=True)}
+    for k, v in {**spec.task, **spec.settings}.items():
+        if k not in spec.grid and isinstance(v, (int, float, str)) and not isinstance(v, bool):
+            attrs[k] = v
+    if spec.kind == "flow":
+        attrs["distinct_baseline_independent_uniform"] = independent_distinct_baseline(spec.task["H"], spec.task["S"])
+    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+
+
+def _write_block(path: Path, arrays: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _read_block(path: Path) -> dict | None:
+    try:
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    except Exception:  # a damaged block is recomputed
+        return None
+
+
+def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = False):
+    """Compute every block of `spec` (locally or on a Dask cluster), resuming from `out`; assemble."""
+    blocks = blocks_of(spec)
+    parts: dict[int, dict] = {}
+    block_dir = None
+    if out is not None:
+        out = Path(out)
+        block_dir = out / "blocks"
+        block_dir.mkdir(parents=True, exist_ok=True)
+        manifest = out / "sweep.json"
+        wanted = json.loads(to_json({"spec": spec.to_dict(), "inductheory_version": _version()}, sort_keys=True))
+        if manifest.exists():
+            stored = json.loads(manifest.read_text())
+            if stored != wanted:
+                raise ValueError(f"--out {out} holds a different sweep (see {manifest}); choose another directory")
+        else:
+            write_json_atomic(manifest, wanted)
+        for b in range(len(blocks)):
+            path = block_dir / f"block-{b:05d}.npz"
+            if path.exists():
+                arrays = _read_block(path)
+                if arrays is not None:
+                    parts[b] = arrays
+    todo = [b for b in range(len(blocks)) if b not in parts]
+    total = sum(len(b) for b in blocks)
+    with Progress(total, f"sweep {spec.kind}", enabled=progress) as bar:
+        bar.update(total - sum(len(blocks[b]) for b in todo), note="(resumed)" if len(todo) < len(blocks) else "")
+
+        def finish(b, arrays):
+            parts[b] = arrays
+            if block_dir is not None:
+                _write_block(block_dir / f"block-{b:05d}.npz", arrays)
+            bar.update(len(blocks[b]))
+
+        if scheduler is None:
+            for b in todo:
+                finish(b, compute_block(spec, blocks[b]))
+        else:
+            _run_on_cluster(spec, blocks, todo, scheduler, finish)
+    ds = assemble(spec, parts)
+    if out is not None:
+        _write_dataset(ds, out / "sweep.nc")
+        (out / "summary.txt").write_text(summary_table(ds) + "\n")
+    return ds
+
+
+def _run_on_cluster(spec, blocks, todo, scheduler, finish) -> None:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise ValueError("a scheduler address needs dask.distributed: pip install 'inductheory[distributed]'") from None
+    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    try:
+        futures = {client.submit(compute_block, spec, blocks[b], pure=False): b for b in todo}
+        for future in as_completed(futures):
+            finish(futures[future], future.result())
+    finally:
+        if client is not scheduler:
+            client.close()
+
+
+def _write_dataset(ds, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        ds.to_netcdf(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _point_keys(kind: str) -> tuple[str, ...]:
+    return {
+        "loss": ("loss", "phase_accuracy", "phase_gap"),
+        "flow": ("distinct_fraction", "selected_fraction", "value_is_key_plus_one_fraction"),
+        "oracle": ("best_loss", "best_vertex_loss", "gap", "hard_selection", "distinct_heads"),
+    }[kind]
+
+
+def summary_table(ds) -> str:
+    """A plain text table: one row per grid point, its parameters and headline results."""
+    kind = ds.attrs["kind"]
+    dims = json.loads(ds.attrs["parameters"])["extra"]["grid_order"]
+    keys = _point_keys(kind)
+    rows = []
+    for point in points_of(ds):
+        rows.append([point[d] for d in dims] + [_fmt(point[k]) for k in keys])
+    return format_table(dims + list(keys), rows)
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, list):
+        return ",".join(_fmt(x) for x in v)
+    return v
+
+
+def points_of(ds) -> list[dict]:
+    """One dict per grid point: its parameter values and the single-point command's result keys
+    (loss: `loss`, `phase_accuracy`, `phase_gap`; flow: `key_offsets`, `value_offsets`, `selected`,
+    `status` per seed and the across-seed fractions; oracle: `best_loss`, `hard_selection`,
+    `distinct_heads`, ...)."""
+    kind = ds.attrs["kind"]
+    grid_dims = json.loads(ds.attrs["parameters"])["extra"]["grid_order"]
+    per_point = {
+        "loss": ("loss", "phase_loss", "phase_accuracy", "phase_gap"),
+        "flow": ("key_offsets", "value_offsets", "selected", "status", "t_final", "distinct_fraction",
+                 "selected_fraction", "value_is_key_plus_one_fraction"),
+        "oracle": _ORACLE_SCALARS + ("offsets",),
+    }[kind]
+    out = []
+    for values in itertools.product(*(ds.coords[d].values.tolist() for d in grid_dims)):
+        sel = ds.sel(dict(zip(grid_dims, values)))
+        entry = dict(zip(grid_dims, values))
+        for k in per_point:
+            if k in sel:
+                v = sel[k].values
+                entry[k] = v.tolist() if v.ndim else v.item()
+        out.append(entry)
+    return out
+
+
+def sweep(
+    kind: str,
+    task: Task,
+    grid: dict[str, Sequence[float]],
+    *,
+    config: FlowConfig | OracleMinimizer | None = None,
+    gates: SharedGates | None = None,
+    seeds: int = 64,
+    seed: int = 0,
+    contexts: int = 1,
+    vertex_starts: int = 8,
+    block: int | None = None,
+    out: str | os.PathLike | None = None,
+    scheduler: Any = None,
+    progress: bool = False,
+):
+    """Run `kind` ("loss", "flow" or "oracle") at every point of a grid; return an `xarray.Dataset`.
+
+    **Arguments:**
+    - `kind`: `"loss"` (exact population loss and per-phase accuracy of shared `gates`), `"flow"`
+      (gradient flows of `seeds` seeds under `config`, a `FlowConfig`) or `"oracle"` (Theorem 1 at
+      each point, `config` an `OracleMinimizer`).
+    - `task`: the template task; grid values replace its fields.
+    - `grid`: `{name: values}`; names among N, gamma, beta, kappa (every kind) and rho, delta,
+      t_max, rtol, atol, t_save_min (flows). The dataset's dimensions follow the grid's order.
+    - `seeds`, `seed`: flows: seeds 0..seeds-1 under base seed `seed` (the keys of `run_flow`: a
+      seed's numbers do not depend on the grid). Oracle: the PRNG seed of every point.
+    - `contexts`, `vertex_starts`: oracle: contexts per point and best vertices used as starts.
+    - `block`: grid points per compiled call (default: 256 loss, 8 oracle, 1024 // seeds flow);
+      every block is padded to it.
+    - `out`: directory for the resumable blocks, `sweep.nc` and `summary.txt` (`None`: in memory).
+    - `scheduler`: a Dask `distributed` scheduler address or `Client` (blocks on its workers).
+    - `progress`: show progress on stderr.
+
+    **Returns:** the dataset: dimensions named after the grid parameters, then `seed`, `head`,
+    `branch`, `offset`, `phase`, `context`, `block` as the kind needs; every fixed parameter and the
+    library version in `attrs`.
+
+    ```python
+    ds = sweep("flow", Task(L=8, S=4, H=2, N=4096, beta=4.0), {"beta": [2, 4, 8], "N": [256, 4096]},
+               config=FlowConfig(rho=0.1), seeds=256)
+    ds.distinct_fraction.sel(beta=4.0)
+    ```
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    grid = _check_grid(kind, task, grid)
+    extra: dict = {}
+    if kind == "loss":
+        task.require_exact("sweep('loss') (the closed form of shared gates)")
+        if gates is None:
+            raise ValueError("sweep('loss') needs gates (e.g. hard_selection(S, offsets))")
+        if gates.key.shape != (task.H, task.S):
+            raise ValueError(f"gates must have shape (H, S) = ({task.H}, {task.S}), got {gates.key.shape}")
+        extra = {"gates_key": np.asarray(gates.key).tolist(), "gates_value": np.asarray(gates.value).tolist()}
+        settings = {}
+    elif kind == "flow":
+        config = FlowConfig() if config is None else config
+        if not isinstance(config, FlowConfig):
+            raise ValueError(f"sweep('flow') needs a FlowConfig, got {type(config).__name__}")
+        check_flow(task, config)
+        settings = config.to_dict()
+        if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+            raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
+    else:
+        config = OracleMinimizer() if config is None else config
+        if not isinstance(config, OracleMinimizer):
+            raise ValueError(f"sweep('oracle') needs an OracleMinimizer, got {type(config).__name__}")
+        settings = config_dict(config)
+        extra = {"contexts": int(contexts), "vertex_starts": int(vertex_starts)}
+        if contexts < 1 or vertex_starts < 0:
+            raise ValueError(f"contexts must be >= 1 and vertex_starts >= 0, got {contexts}, {vertex_starts}")
+    if block is None:
+        block = max(1, FLOW_LANES // seeds) if kind == "flow" else DEFAULT_BLOCK[kind]
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise ValueError(f"block must be an integer >= 1, got {block!r}")
+    if kind != "flow":
+        seeds = 0
+    extra["grid_order"] = list(grid)
+    spec = SweepSpec(kind=kind, task=task.to_dict(), settings=settings, grid=grid, seeds=seeds, seed=seed,
+                     block=block, extra=extra)
+    return run_spec(spec, out=out, scheduler=scheduler, progress=progress)
+
+
+__all__ = ["KINDS", "SweepSpec", "assemble", "blocks_of", "compute_block", "grid_points", "points_of",
+           "run_spec", "summary_table", "sweep"]
