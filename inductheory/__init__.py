@@ -55,7 +55,7 @@ __version__ = "0.1.0"
 # Gradient flow of the linear gate class (Theorem 2) and effective-offset measures.
 from ._flow_config import FlowConfig, check_flow
 from ._dynamics import AbstractDynamics, FullDynamics, ReducedDynamics, head_selection, selection_margin
-from ._solution import STATUSES, FlowSolution, Status
+from ._solution import STATUSES, FlowSolution, Status, status_names
 from ._flow import (
     full_statistics,
     full_vector_field,
@@ -83,7 +83,10 @@ from ._measures import effective_number, effective_offsets, entropy
 
 # Theorem 1: global minimization over the oracle class (issue 4)
 from ._oracle import OracleMinimizer, OracleResult, classify, context_geometry, minimize_oracle, project_simplex
-from ._oracle_regime import fit_log_threshold, oracle_point, regime_map
+from ._oracle_regime import exact_oracle_points, fit_log_threshold, oracle_point, regime_map
+from ._lanes import broadcast_lanes, stack_lanes
+from ._sweep import points_of, summary_table, sweep
+from ._paths import enable_compilation_cache, user_cache_dir
 from ._vertices import (
     VertexResult,
     all_vertex_configs,

@@ -164,15 +164,18 @@ def compute_block(spec: SweepSpec, indices: list[int]) -> dict[str, np.ndarray]:
 def _loss_block(spec: SweepSpec, points: list[dict], n: int) -> dict:
     tasks = stack_lanes(_tasks(spec, points))
     gates = SharedGates(key=np.asarray(spec.extra["gates_key"]), value=np.asarray(spec.extra["gates_value"]))
-    losses, accuracy = jax.device_get(_loss_map(tasks, gates))
-    losses, accuracy = np.asarray(losses)[:n], np.asarray(accuracy)[:n]
-    return {"loss": losses.mean(axis=-1), "phase_loss": losses, "phase_accuracy": accuracy,
-            "phase_gap": np.asarray(jax.vmap(phase_gap)(accuracy))}
+    out = jax.device_get(_loss_map(tasks, gates))
+    return {name: np.asarray(value)[:n] for name, value in out.items()}
 
 
 @jax.jit
 def _loss_map(tasks, gates):
-    return jax.vmap(lambda t: (phase_losses(t, gates), phase_accuracy(t, gates)))(tasks)
+    def one(task):
+        losses, accuracy = phase_losses(task, gates), phase_accuracy(task, gates)
+        return {"loss": losses.mean(), "phase_loss": losses, "phase_accuracy": accuracy,
+                "phase_gap": phase_gap(accuracy)}
+
+    return jax.vmap(one)(tasks)
 
 
 def _flow_block(spec: SweepSpec, points: list[dict]) -> dict:
