@@ -11,6 +11,7 @@ jax.config.update("jax_enable_x64", True)
 from ._config import Task, TheoryAssumptionWarning, quiet_task, welch_bound
 from ._contexts import balanced_contexts, query_slots, sample_contexts
 from ._gates import (
+    AbstractGates,
     LinearGates,
     OracleGates,
     SharedGates,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import abc
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -19,7 +21,39 @@ def _check_gate_pair(key, value, trailing: str) -> None:
         raise ValueError(f"gates must have shape (..., {', '.join(trailing.split())}), got {key.shape}")
 
 
-class OracleGates(eqx.Module):
+class AbstractGates(eqx.Module):
+    """What a gate class provides (THEORY.md §5). Losses, measures and flows accept any subclass.
+
+    - `for_context(geometry, tokens)`: the simplex weights $p^K_{h,l}, p^V_{h,l}$ this class gives
+      one context, as `OracleGates` of shape (H, L, S).
+    - `n_offsets`: the number S of offsets a gate weighs.
+    - `parameter_shape`: the shape of the class's free parameters.
+    - `symmetric_reduction(geometry)`: the block-shared gates the class reduces to on the symmetric
+      subspace (exact closed forms apply to them), or None where it has none.
+
+    A new gate class subclasses this and implements the three abstract members.
+    """
+
+    @abc.abstractmethod
+    def for_context(self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -> "OracleGates":
+        """The gates of one context."""
+
+    @property
+    @abc.abstractmethod
+    def parameter_shape(self) -> tuple[int, ...]:
+        """Shape of the free parameters."""
+
+    @property
+    def n_offsets(self) -> int:
+        """Offsets per block, S."""
+        return self.parameter_shape[-1]
+
+    def symmetric_reduction(self, geometry: Geometry | None = None) -> "SharedGates | None":
+        """Block-shared gates equal to this class's gates in every context, or None."""
+        return None
+
+
+class OracleGates(AbstractGates):
     """Compression weights of the oracle class: any probability vectors per context, head and block.
 
     $p^K_{h,l}, p^V_{h,l} \\in \\Delta^{S-1}$, free to depend on the context but never on the query.
@@ -39,8 +73,13 @@ class OracleGates(eqx.Module):
         del geometry, tokens
         return self
 
+    @property
+    def parameter_shape(self) -> tuple[int, ...]:
+        """(2, ..., H, L, S): a key and a value simplex vector per head and block (per context)."""
+        return (2,) + tuple(self.key.shape)
 
-class SharedGates(eqx.Module):
+
+class SharedGates(AbstractGates):
     """Gates shared by every block and context: one (key, value) pair of simplex vectors per head.
 
     Under exact geometry the population loss of shared gates has the closed form of THEORY.md §4
@@ -71,8 +110,17 @@ class SharedGates(eqx.Module):
         del geometry
         return self.for_blocks(tokens.shape[0])
 
+    @property
+    def parameter_shape(self) -> tuple[int, ...]:
+        """(2, H, S): a key and a value simplex vector per head."""
+        return (2,) + tuple(self.key.shape)
 
-class LinearGates(eqx.Module):
+    def symmetric_reduction(self, geometry: Geometry | None = None) -> "SharedGates":
+        """Shared gates are their own reduction."""
+        return self
+
+
+class LinearGates(AbstractGates):
     """The linear gate class: $p^B_{h,l}(r) = \\mathrm{softmax}_r \\langle c^B_{h,r}, x_{l,r} \\rangle$.
 
     One vector per head h, branch B in (K, V) and offset r, shared by all contexts and blocks.
@@ -93,6 +141,27 @@ class LinearGates(eqx.Module):
         p = jax.nn.softmax(geometry.offset_scores(self.c, tokens), axis=-1)
         return OracleGates(key=p[:, 0], value=p[:, 1])
 
+    @property
+    def parameter_shape(self) -> tuple[int, ...]:
+        """(H, 2, S, d): one vector per head, branch and offset."""
+        return tuple(self.c.shape)
+
+    @property
+    def n_offsets(self) -> int:
+        return self.c.shape[2]
+
+    def symmetric_reduction(self, geometry: Geometry | None = None) -> "SharedGates | None":
+        """On c in span(m) (exact geometry), every token scores $b = \\langle c, m \\rangle$: the gates are
+        `shared_gates_from_logits(biases)`. None when c has components off span(m) (then the gates
+        depend on the tokens)."""
+        if geometry is None:
+            raise ValueError("the linear class's reduction needs the geometry (its mean embedding)")
+        m = geometry.mean_embedding()
+        off = self.c - (self.c @ m / (m @ m))[..., None] * m
+        if float(jnp.max(jnp.abs(off))) > 1e-12 * (1.0 + float(jnp.max(jnp.abs(self.c)))):
+            return None
+        return shared_gates_from_logits(self.biases(geometry))
+
     def biases(self, geometry: Geometry) -> Float[Array, "heads 2 offsets"]:
         """$b_{h,B,r} = \\langle c^B_{h,r}, m \\rangle$, m the mean embedding (the static part)."""
         return self.c @ geometry.mean_embedding()
@@ -102,7 +171,7 @@ class LinearGates(eqx.Module):
         return LinearGates(c=jnp.roll(self.c, delta, axis=2))
 
 
-Gates = OracleGates | SharedGates | LinearGates
+Gates = AbstractGates
 
 
 def hard_selection(S: int, offsets) -> SharedGates:

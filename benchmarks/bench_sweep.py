@@ -1,0 +1,123 @@
+"""Benchmarks of the sweeps (not a test): `python benchmarks/bench_sweep.py [--sections ...]`.
+
+Every ratio is measured side by side in one run (the machine is noisy):
+- oracle: a 64-point (beta x N) regime map at L4 S4 H2 as one vectorized sweep (compile included)
+  vs the same points one by one through the code before traced scalars (a checkout of
+  `--baseline-ref`, run in a subprocess: every point compiled its own programs there).
+- flow: a reduced-flow sweep of 64 parameter points x 256 seeds, wall time including compilation.
+- cli: two runs of `inductheory flow --seeds 64 --dynamics reduced` in fresh processes sharing a
+  fresh persistent compilation cache (the second one is the "cache warm" time).
+- seeds: per-seed cost of the batched reduced flow at 64, 1024 and 4096 seeds (steady state).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import inductheory as it
+
+ROOT = Path(__file__).resolve().parents[1]
+BETAS = [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0]
+NS = [16, 32, 64, 128, 256, 512, 1024, 4096]
+
+
+def bench_oracle(ref: str, baseline_points: int) -> None:
+    task = it.Task(L=4, S=4, H=2, N=1024, beta=4.0)
+    print(f"\n== oracle regime map: L4 S4 H2, {len(BETAS)} betas x {len(NS)} N = {len(BETAS) * len(NS)} points, "
+          "default OracleMinimizer (32 restarts + 8 vertex starts)")
+    t0 = time.perf_counter()
+    ds = it.sweep("oracle", task, {"beta": BETAS, "N": NS})
+    new = time.perf_counter() - t0
+    print(f"vectorized sweep (compile included): {new:.1f} s, hard share {float(ds.hard_selection.mean()):.3f}")
+    pts = [(b, n) for b in BETAS for n in NS][:baseline_points]
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(f"git -C {ROOT} archive {ref} inductheory | tar -x -C {tmp}", shell=True, check=True)
+        script = textwrap.dedent(f"""
+            import time, jax, inductheory as it
+            t0 = time.perf_counter(); hard = []
+            for beta, N in {pts!r}:
+                p = it.oracle_point(it.quiet_task(L=4, S=4, H=2, N=N, beta=beta), jax.random.key(0))
+                hard.append((beta, N, p["hard_selection"], p["best_loss"]))
+            print(time.perf_counter() - t0); print(repr(hard))
+        """)
+        env = {**os.environ, "PYTHONPATH": tmp}
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True, cwd=tmp)
+    old_s, old_hard = out.stdout.strip().splitlines()
+    old = float(old_s)
+    old_hard = eval(old_hard)  # noqa: S307 (our own subprocess's repr)
+    same = all(bool(ds.hard_selection.sel(beta=b, N=n)) == h and abs(float(ds.best_loss.sel(beta=b, N=n)) - l) < 1e-9
+               for b, n, h, l in old_hard)
+    scale = len(BETAS) * len(NS) / len(pts)
+    print(f"one by one at {ref} ({len(pts)} points): {old:.1f} s"
+          + (f", x{scale:.0f} extrapolated = {old * scale:.1f} s" if scale != 1 else ""))
+    print(f"ratio: {old * scale / new:.1f}x; same hard/not-hard verdicts and losses (1e-9): {same}")
+
+
+def bench_flow() -> None:
+    task = it.Task(L=8, S=4, H=2, N=4096, beta=4.0)
+    grid = {"beta": [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0], "rho": [1e-3, 3e-3, 1e-2, 0.03, 0.05, 0.1, 0.2, 0.3]}
+    print("\n== reduced-flow sweep: 64 points (8 beta x 8 rho) x 256 seeds, L8 S4 H2 N4096")
+    t0 = time.perf_counter()
+    ds = it.sweep("flow", task, grid, config=it.FlowConfig(), seeds=256)
+    wall = time.perf_counter() - t0
+    print(f"wall including compile: {wall:.1f} s; selected {float(ds.selected_fraction.mean()):.3f} of flows; "
+          f"distinct fraction at beta 4: {ds.distinct_fraction.sel(beta=4.0).values.round(3).tolist()}")
+
+
+def bench_cli() -> None:
+    print("\n== `inductheory flow --seeds 64 --dynamics reduced`, two fresh processes, one fresh compilation cache")
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "INDUCTHEORY_CACHE_DIR": cache}
+        for label in ("first (cold cache)", "second (warm cache)"):
+            t0 = time.perf_counter()
+            subprocess.run(["inductheory", "flow", "--seeds", "64", "--dynamics", "reduced", "--quiet", "--json"],
+                           env=env, check=True, capture_output=True)
+            print(f"{label}: {time.perf_counter() - t0:.2f} s wall")
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import inductheory"], check=True)
+        print(f"(python -c 'import inductheory' alone: {time.perf_counter() - t0:.2f} s)")
+
+
+def bench_seeds() -> None:
+    task = it.Task(L=8, S=4, H=2, N=10**6, beta=4.0)
+    config = it.FlowConfig()
+    print("\n== batched reduced flow (run_flow), per-seed cost in steady state")
+    for seeds in (64, 1024, 4096):
+        it.run_flow(task, config, seeds, chunk=seeds)
+        t0 = time.perf_counter()
+        it.run_flow(task, config, seeds, chunk=seeds)
+        dt = time.perf_counter() - t0
+        print(f"{seeds:5d} seeds: {dt:.3f} s, {1e3 * dt / seeds:.3f} ms per seed")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sections", default="oracle,flow,cli,seeds")
+    p.add_argument("--baseline-ref", default="c953f28", help="git revision of the one-by-one baseline")
+    p.add_argument("--baseline-points", type=int, default=64, help="oracle points run by the baseline")
+    args = p.parse_args()
+    print(f"jax {jax.__version__}, devices {jax.devices()}, {os.cpu_count()} CPUs")
+    sections = args.sections.split(",")
+    if "oracle" in sections:
+        bench_oracle(args.baseline_ref, args.baseline_points)
+    if "flow" in sections:
+        bench_flow()
+    if "cli" in sections:
+        bench_cli()
+    if "seeds" in sections:
+        bench_seeds()
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=4)
+    main()
