@@ -27,9 +27,31 @@ def stack_lanes(trees: list):
     return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *trees)
 
 
+def shard_lanes(tree, devices=None):
+    """Place the leading (lane) axis of every array leaf across `devices` (default: all local ones).
+
+    Computation follows data: a jitted, vmapped function of sharded lanes is split by XLA across the
+    devices, each computing its own lanes. The lane count must be a multiple of the device count
+    (pad first); with one device the tree is returned unchanged.
+    """
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    devices = list(jax.devices() if devices is None else devices)
+    if len(devices) == 1:
+        return tree
+    sharding = NamedSharding(Mesh(np.asarray(devices), ("lanes",)), PartitionSpec("lanes"))
+    return jax.device_put(tree, sharding)
+
+
+def padded_size(n: int, devices=None) -> int:
+    """n rounded up to a multiple of the number of devices."""
+    k = len(jax.devices() if devices is None else devices)
+    return k * -(-n // k)
+
+
 def lane(tree, i: int):
     """The i-th configuration of a stacked pytree."""
     return jax.tree.map(lambda x: x[i], tree)
 
 
-__all__ = ["broadcast_lanes", "lane", "stack_lanes"]
+__all__ = ["broadcast_lanes", "lane", "padded_size", "shard_lanes", "stack_lanes"]

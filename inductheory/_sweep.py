@@ -42,7 +42,7 @@ from ._flow_run import (
 )
 from ._gates import SharedGates
 from ._io import to_json, write_json_atomic
-from ._lanes import stack_lanes
+from ._lanes import padded_size, shard_lanes, stack_lanes
 from ._loss import phase_accuracy, phase_gap, phase_losses
 from ._oracle import OracleMinimizer
 from ._oracle_regime import config_dict, exact_oracle_points, oracle_point
@@ -162,7 +162,7 @@ def compute_block(spec: SweepSpec, indices: list[int]) -> dict[str, np.ndarray]:
 
 
 def _loss_block(spec: SweepSpec, points: list[dict], n: int) -> dict:
-    tasks = stack_lanes(_tasks(spec, points))
+    tasks = shard_lanes(stack_lanes(_tasks(spec, _padded(points, padded_size(len(points))))))
     gates = SharedGates(key=np.asarray(spec.extra["gates_key"]), value=np.asarray(spec.extra["gates_value"]))
     out = jax.device_get(_loss_map(tasks, gates))
     return {name: np.asarray(value)[:n] for name, value in out.items()}
@@ -218,10 +218,10 @@ def _oracle_block(spec: SweepSpec, points: list[dict]) -> dict:
     contexts, vertex_starts = spec.extra["contexts"], spec.extra["vertex_starts"]
     key = jax.random.key(spec.seed)
     if tasks[0].exact and contexts == 1:
-        padded = _padded(tasks, spec.block)
+        padded = _padded(tasks, padded_size(spec.block))
         keys = np.stack([np.asarray(jax.random.key_data(key))] * len(padded))
-        results = exact_oracle_points(stack_lanes(padded), keys, config, seeds=vertex_starts,
-                                      template=tasks[0])[: len(points)]
+        results = exact_oracle_points(shard_lanes(stack_lanes(padded)), shard_lanes(keys), config,
+                                      seeds=vertex_starts, template=tasks[0])[: len(points)]
     else:
         results = [oracle_point(t, key, config, contexts=contexts, seeds=vertex_starts) for t in tasks]
     arrays = {k: np.array([r[k] for r in results]) for k in _ORACLE_SCALARS}

@@ -1,11 +1,10 @@
 """Seeds sharded over several (forced host) devices give the numbers of the unsharded run."""
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from forced_devices import run_on_host_devices
 
 SCRIPT = textwrap.dedent(
     """
@@ -33,11 +32,7 @@ SCRIPT = textwrap.dedent(
 
 
 def _run(full: bool):
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
-    script = f"FULL = {full}\n" + SCRIPT
-    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert proc.stdout.strip().endswith("OK")
+    run_on_host_devices(f"FULL = {full}\n" + SCRIPT)
 
 
 def test_sharded_equals_unsharded():
