@@ -23,6 +23,7 @@ import dataclasses
 import itertools
 import json
 import math
+import numbers
 import os
 import tempfile
 from pathlib import Path
@@ -92,7 +93,7 @@ def _check_grid(kind: str, task: Task, grid: dict) -> dict[str, list]:
         if not values:
             raise ValueError(f"grid parameter {name!r} has no values")
         for v in values:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
                 raise ValueError(f"grid values of {name!r} must be finite numbers, got {v!r}")
         if name == "N" and any(float(v) != int(v) for v in values):
             raise ValueError(f"grid values of 'N' must be integers, got {values}")
