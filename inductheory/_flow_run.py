@@ -147,8 +147,7 @@ def run_flow(
     ```
     """
     check_flow(task, config)
-    if seeds < 1:
-        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    _require_int("seeds", seeds, 1)  # also refuses bool (seeds=True) and floats
     shared, sample = (None, None), {}
     if config.dynamics == "full":
         geometry, contexts = flow_sample(task, config, seed)
@@ -175,15 +174,20 @@ def run_flow(
     per_seed = jax.tree.map(lambda *a: np.concatenate(a), *parts)
     selected = per_seed["selected"]
     status = per_seed["status"]
+    # Distinct fraction and histogram over the seeds that selected (status "selected"), never over
+    # failed or unfinished ones; NaN when none selected. `selected_seeds` says how many they cover.
+    ok = status == STATUSES.index("selected")
     summary = {
         "seeds": seeds,
         "devices": n_dev,
-        "selected_fraction": float(np.mean(status == STATUSES.index("selected"))),
+        "selected_seeds": int(np.sum(ok)),
+        "failed_seeds": int(np.sum(np.isin(status, [STATUSES.index(s) for s in ("max_steps", "nonfinite", "solver_error")]))),
+        "selected_fraction": float(np.mean(ok)),
         "value_is_key_plus_one_fraction": float(np.mean(np.all(
             (per_seed["key_offsets"] >= 0) & (per_seed["value_offsets"] == per_seed["key_offsets"] + 1), axis=1))),
-        "distinct_fraction": distinct_fraction(selected),
+        "distinct_fraction": distinct_fraction(selected[ok]) if ok.any() else float("nan"),
         "distinct_baseline_independent_uniform": independent_distinct_baseline(task.H, task.S),
-        "offset_histogram": offset_histogram(selected, task.S),
+        "offset_histogram": offset_histogram(selected[ok], task.S),
         "status_counts": {s: int(np.sum(status == i)) for i, s in enumerate(STATUSES)},
         "wall_s": time.perf_counter() - start,
         "first_chunk_s_including_compile": compile_s,
