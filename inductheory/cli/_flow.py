@@ -90,7 +90,7 @@ def _diffrax_names() -> dict:
     try:
         import diffrax
 
-        return {item._value: name for name, item in diffrax.RESULTS._name_to_item.items()}
+        return {int(item._value): name for name, item in diffrax.RESULTS._name_to_item.items()}
     except Exception:  # a diffrax without the private table: the status name is the outcome anyway
         return {}
 
