@@ -20,7 +20,7 @@ F64, I32 = 8, 4
 SOLVER_STATES = 16
 # Reverse-mode differentiation keeps the forward intermediates: about this many logit-sized
 # arrays per context and query in the loss's backward pass.
-BACKWARD_COPIES = 4
+BACKWARD_COPIES = 3
 # Row chunk of the eps measurement (`measure_eps`).
 EPS_CHUNK = 2048
 # The environment variable that overrides the detected memory (bytes), for tests and for users
@@ -124,11 +124,13 @@ def contexts_bytes(M: int, L: int, S: int) -> int:
     return I32 * M * L * S
 
 
-def loss_bytes(M: int, L: int, S: int, H: int, columns: int) -> int:
+def loss_bytes(M: int, L: int, S: int, H: int, columns: int, hidden: int | None = None) -> int:
     """One loss evaluation with its gradient on M contexts: per context and query a row of
-    `columns` logits (L*S+1 under exact geometry, N on a dense one), head outputs and attention."""
+    `columns` logits (L*S+1 under exact geometry, N on a dense one) and the heads' attention and
+    outputs in a `hidden`-dimensional space (default L*S+1: the gathered exact path)."""
     Q = L * (S - 1)
-    per_context = Q * columns + Q * H * (L + columns) + 2 * H * 2 * L * S
+    hidden = L * S + 1 if hidden is None else hidden
+    per_context = Q * columns + Q * H * (L + hidden) + 2 * H * 2 * L * S
     return F64 * BACKWARD_COPIES * M * per_context
 
 
@@ -157,7 +159,7 @@ def flow_bytes(
         out["contexts"] = contexts_bytes(M, L, S)
         out["solver_state"] = F64 * chunk * SOLVER_STATES * H * 2 * S * dim
         batch = M if batch_size is None else min(M, batch_size)
-        out["loss"] = chunk * loss_bytes(batch, L, S, H, L * S + 1 if exact else N)
+        out["loss"] = chunk * loss_bytes(batch, L, S, H, L * S + 1 if exact else N, None if exact else dim)
     out["total"] = sum(out.values())
     return out
 
@@ -176,13 +178,17 @@ def oracle_bytes(
     """
     exact = d is None and not eps
     columns = L * S + 1 if exact else N
+    hidden = L * S + 1 if exact else L * S  # dense: the context's own basis (`context_geometry`)
     n = 2 * H * L * S
     starts = restarts + vertex_starts
+    # vertices evaluated per batch: min(4096, configurations); exact geometry enumerates block multisets
+    configs = math.comb((S - 1) ** H + L - 1, L) if exact else (S - 1) ** (H * L)
+    per_vertex = loss_bytes(1, L, S, H, columns, hidden) // BACKWARD_COPIES
     out = {
         "geometry": geometry_bytes(N, eps, d) + (0 if exact else F64 * N * L * S),  # + per-context basis
         "contexts": contexts_bytes(contexts, L, S),
-        "starts": F64 * starts * (n * n + 8 * n) + starts * loss_bytes(1, L, S, H, columns),
-        "vertices": 4096 * loss_bytes(1, L, S, H, columns) // BACKWARD_COPIES,
+        "starts": F64 * starts * (n * n + 8 * n) + starts * loss_bytes(1, L, S, H, columns, hidden),
+        "vertices": min(4096, configs) * per_vertex,
     }
     out["total"] = sum(out.values())
     return out

@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 ok, 1 invalid result or failed seeds, 2 bad argument, 3 not enough memory, "
         "130 interrupted. INDUCTHEORY_DEBUG=1 shows tracebacks of unexpected errors.",
     )
+    from .._io import library_version
+
+    parser.add_argument("--version", action="version", version=f"inductheory {library_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
     for name in SUBCOMMANDS:
         importlib.import_module(f"inductheory.cli._{name}").register(sub)

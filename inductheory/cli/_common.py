@@ -13,6 +13,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 from .._config import Task
@@ -111,7 +112,7 @@ def float_type(name: str, low: float | None = None, high: float | None = None, *
     return parse
 
 
-def list_type(name: str, kind: str = "float", low=None, high=None, *, low_open=False):
+def list_type(name: str, kind: str = "float", low=None, high=None, *, low_open=False, high_open=False):
     """argparse `type=`: a comma-separated list of ints or finite floats; empty items are errors
     (`0,,2`), an empty string is an empty list (the command decides whether that is allowed)."""
 
@@ -123,7 +124,7 @@ def list_type(name: str, kind: str = "float", low=None, high=None, *, low_open=F
             raise argparse.ArgumentTypeError(f"{name} has an empty item: {text!r}")
         if kind == "int":
             return [_parse_int(x, name, low, high) for x in items]
-        return [_parse_float(x, name, low, high, low_open) for x in items]
+        return [_parse_float(x, name, low, high, low_open, high_open) for x in items]
 
     parse.__name__ = name
     return parse
@@ -139,21 +140,22 @@ output_dir_type.__name__ = "output directory"
 
 
 def check_output_dir(text) -> Path:
-    """`text` as a directory that can be written, or `argparse.ArgumentTypeError` naming why."""
+    """`text` as a directory that can be written, or `argparse.ArgumentTypeError` naming why.
+
+    Creates the directory (and parents) and writes and removes a probe file in it: the only
+    reliable test (permission bits say nothing for root or on read-only file systems)."""
     if str(text).strip() == "":
         raise argparse.ArgumentTypeError("the output directory must not be empty")
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{path} exists and is not a directory")
-    probe = path
-    while not probe.exists():  # the nearest existing ancestor must let us create the rest
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        raise argparse.ArgumentTypeError(f"{probe} is not a directory, cannot create {path} under it")
-    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"{probe} is not writable")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".inductheory-probe.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise argparse.ArgumentTypeError(f"cannot write into {path}: {err.strerror or err}") from None
     return path
 
 

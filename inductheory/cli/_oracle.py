@@ -36,7 +36,7 @@ SWEEP_FLAGS = {"N_grid": "--N-grid", "beta_grid": "--beta-grid", "eps_grid": "--
                "out": "--out"}
 N_GRID = list_type("--N-grid", "int", 1, TOKEN_ID_MAX)
 BETA_GRID = list_type("--beta-grid", "float", 0, low_open=True)
-EPS_GRID = list_type("--eps-grid", "float", 0, 1)
+EPS_GRID = list_type("--eps-grid", "float", 0, 1, high_open=True)
 
 
 def register(sub) -> None:
