@@ -333,6 +333,8 @@ def run_case(case: Case) -> tuple[str, str]:
         with _environment(case.env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 code = main(argv)
+            except SystemExit as exit_:  # a command line would see this exit status, no traceback
+                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
             except BaseException:  # noqa: BLE001 - anything escaping main is a traceback for the user
                 return "traceback", traceback.format_exc(limit=3)
         out, err = out.getvalue(), err.getvalue()
