@@ -156,3 +156,9 @@ def test_available_bytes_reads_the_machine(monkeypatch):
     monkeypatch.delenv(_memory.ENV_MAX_BYTES, raising=False)
     value, source = _memory.available_bytes()
     assert value is None or value > 0
+
+
+def test_ball_radius_must_be_finite_and_not_bool():
+    for rho in (float("inf"), float("nan"), True, 0.0):
+        with pytest.raises(ValueError, match="rho must be > 0"):
+            it.ball_uniform(jax.random.key(0), (4,), rho)
