@@ -11,7 +11,6 @@ A case is `Case(argv, expect, match, env, check)`:
 - `expect="ok"`: exit 0 and `check(stdout)` (default: any JSON printed parses and holds no NaN/null
   outside the keys that may legitimately be null);
 - `expect="error"`: exit != 0 and exactly one `error:` line on stderr containing `match`;
-- `expect="either"`: either of the above (settings whose outcome depends on the machine).
 `{tmp}` in an argument is replaced by a fresh temporary directory, `{file}` by an existing file.
 """
 
@@ -292,6 +291,8 @@ def cases() -> list[Case]:
         # --- flow: runs
         OK(["flow", *TINY_FLOW, "--seeds", "2", "--json"], flow_check, "flow-ok"),
         OK(["flow", *TINY_FLOW, "--seeds", "2", "--out", "{tmp}"]),
+        OK(["flow", "--N", str(2**53), "--seeds", "2", "--t-max", "1e4", "--n-save", "4", "--quiet", "--json",
+            "--allow-failures"], flow_check),
         E(["flow", *TINY_FLOW, "--seeds", "2", "--max-steps", "2"], "seeds failed", "failed-seeds"),
         OK(["flow", *TINY_FLOW, "--seeds", "2", "--max-steps", "2", "--allow-failures"]),
         OK(["flow", "--L", "4", "--S", "3", "--H", "1", "--N", "96", "--dynamics", "full", "--M", "24", "--seeds", "1",
