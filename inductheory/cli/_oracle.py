@@ -99,11 +99,8 @@ def run(args) -> int:
         raise CLIError("--seeds was renamed --vertex-starts (flow's --seeds counts flow seeds; here it meant "
                        "the number of best vertices used as starts)")
     given = [flag for name, flag in SWEEP_FLAGS.items() if getattr(args, name) is not None]
-    if not args.sweep:
-        if given:
-            raise CLIError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'} with --sweep")
-        if args.quiet:
-            pass  # harmless: a single point shows no progress anyway
+    if not args.sweep and given:
+        raise CLIError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'} with --sweep")
     task = task_from_args(args)
     config = _config(args)
     if args.sweep:
