@@ -25,6 +25,9 @@ from ._flow_config import FlowConfig, check_flow
 from ._gates import LinearGates, distinct_within_blocks
 from ._geometry import ExactGeometry, make_geometry
 from ._solution import Status
+
+# Statuses that are failures (not merely unfinished by t_max).
+FAILURES = (Status.MAX_STEPS, Status.NONFINITE, Status.SOLVER_ERROR)
 from ._lanes import broadcast_lanes, stack_lanes
 from ._init import initial_biases, initial_gate_vectors, project_to_mean
 from ._progress import Progress
@@ -144,6 +147,13 @@ def distinct_fraction(selected) -> float:
     return float(np.mean(np.asarray(distinct_within_blocks(selected[..., None]))))
 
 
+def selected_distinct_fraction(selected, status) -> float:
+    """`distinct_fraction` over the seeds whose flow selected (status `SELECTED`), never over failed or
+    unfinished ones; NaN when none selected. `selected`: (seeds, H), `status`: (seeds,)."""
+    ok = np.asarray(status) == Status.SELECTED
+    return distinct_fraction(np.asarray(selected)[ok]) if ok.any() else float("nan")
+
+
 def offset_histogram(selected, S: int) -> np.ndarray:
     """Counts of selected offsets 0..S-2 per head, shape (H, S-1) (heads without a selection left out)."""
     selected = np.asarray(selected)
@@ -175,8 +185,7 @@ def run_flow(
     ```
     """
     check_flow(task, config)
-    if seeds < 1:
-        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    _require_int("seeds", seeds, 1)  # also refuses bool (seeds=True) and floats
     shared, sample = (None, None), {}
     if config.dynamics == "full":
         geometry, contexts = flow_sample(task, config, seed)
@@ -204,15 +213,20 @@ def run_flow(
     per_seed = jax.tree.map(lambda *a: np.concatenate(a), *parts)
     selected = per_seed["selected"]
     status = per_seed["status"]
+    # Distinct fraction and histogram over the seeds that selected (status "selected"), never over
+    # failed or unfinished ones; NaN when none selected. `selected_seeds` says how many they cover.
+    ok = status == Status.SELECTED
     summary = {
         "seeds": seeds,
         "devices": n_dev,
-        "selected_fraction": float(np.mean(status == Status.SELECTED)),
+        "selected_seeds": int(np.sum(ok)),
+        "failed_seeds": int(np.sum(np.isin(status, list(FAILURES)))),
+        "selected_fraction": float(np.mean(ok)),
         "value_is_key_plus_one_fraction": float(np.mean(np.all(
             (per_seed["key_offsets"] >= 0) & (per_seed["value_offsets"] == per_seed["key_offsets"] + 1), axis=1))),
-        "distinct_fraction": distinct_fraction(selected),
+        "distinct_fraction": selected_distinct_fraction(selected, status),
         "distinct_baseline_independent_uniform": independent_distinct_baseline(task.H, task.S),
-        "offset_histogram": offset_histogram(selected, task.S),
+        "offset_histogram": offset_histogram(selected[ok], task.S),
         "status_counts": {s.label: int(np.sum(status == s)) for s in Status},
         "wall_s": time.perf_counter() - start,
         "first_chunk_s_including_compile": compile_s,

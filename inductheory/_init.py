@@ -27,8 +27,9 @@ from ._geometry import Geometry
 
 
 def _check_radius(rho) -> None:
-    if isinstance(rho, (int, float)) and not rho > 0:  # traced radii are the caller's business
-        raise ValueError(f"rho must be > 0, got {rho}")
+    # traced radii are the caller's business; concrete ones must be finite and > 0 (not bool)
+    if isinstance(rho, bool) or (isinstance(rho, (int, float)) and not 0 < rho < math.inf):
+        raise ValueError(f"rho must be > 0 and finite, got {rho!r}")
 
 
 def ball_uniform(key: PRNGKeyArray, shape: tuple[int, ...], rho: float) -> Float[Array, "..."]:

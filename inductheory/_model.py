@@ -18,6 +18,9 @@ from ._geometry import ExactGeometry, Geometry
 
 # Relative margin under which the target's logit counts as tied with a competitor (tie = wrong).
 TIE_TOLERANCE = 1e-9
+# block_attention switches to the shifted form e^{-gamma w} above this gamma*w (any value well
+# below log(max float64) ~ 709 works; 30 keeps every gamma <= 1 result bit-identical).
+_SHIFT_ABOVE = 30.0
 
 
 def block_attention(w, gamma: float, L: int):
@@ -28,15 +31,26 @@ def block_attention(w, gamma: float, L: int):
     $a_{l^*} = A(w) = e^{\\gamma w} / (e^{\\gamma w} + L - 1)$ and $a_l = 1 / (e^{\\gamma w} + L - 1)$.
     Both come from the same denominator so that equal inputs give bit-equal weights (ties stay ties).
 
+    Stable for any gamma > 0: for $u = \\gamma w \\le$ `_SHIFT_ABOVE` the formula above is used as
+    written (so every result with gamma <= 1 is bit-identical to the plain form); above it numerator
+    and denominator are divided by $e^{u}$, $a_{l^*} = 1 / (1 + (L-1) e^{-u})$,
+    $a_l = e^{-u} / (1 + (L-1) e^{-u})$ — again one shared denominator — so gamma = 1e6 gives
+    $a_{l^*} \\to 1$, $a_l \\to 0$ instead of inf/inf = NaN. Both branches see clipped inputs
+    (the double-`where` trick), so gradients are finite too.
+
     **Arguments:**
     - `w`: key weight(s) on the query slot, any shape.
     - `gamma`, `L`: attention inverse temperature and number of blocks.
 
     **Returns:** `(a_target, a_other)`, each of the shape of `w`.
     """
-    e = jnp.exp(gamma * jnp.asarray(w))
+    u = gamma * jnp.asarray(w)
+    low = u <= _SHIFT_ABOVE
+    e = jnp.exp(jnp.where(low, u, 0.0))
     denom = e + (L - 1)
-    return e / denom, 1.0 / denom
+    e_neg = jnp.exp(-jnp.where(low, _SHIFT_ABOVE, u))  # e^{-u} <= e^{-30}: no overflow
+    denom_neg = 1.0 + (L - 1) * e_neg
+    return jnp.where(low, e / denom, 1.0 / denom_neg), jnp.where(low, 1.0 / denom, e_neg / denom_neg)
 
 
 def attention_to_target(w, gamma: float, L: int):

@@ -7,7 +7,8 @@ from pathlib import Path
 
 
 def user_cache_dir() -> Path:
-    """`$XDG_CACHE_HOME/inductheory`, or `~/.cache/inductheory` when XDG_CACHE_HOME is unset.
+    """`$XDG_CACHE_HOME/inductheory`, or `~/.cache/inductheory` when XDG_CACHE_HOME is unset or
+    relative (the XDG spec says relative values are ignored).
 
     `INDUCTHEORY_CACHE_DIR` overrides both. Holds the persistent JAX compilation cache (`jax/`) and
     cached results of long computations.
@@ -15,8 +16,9 @@ def user_cache_dir() -> Path:
     override = os.environ.get("INDUCTHEORY_CACHE_DIR")
     if override:
         return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "inductheory"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "inductheory"
 
 
 def enable_compilation_cache(directory: str | os.PathLike | None = None) -> Path | None:

@@ -35,7 +35,7 @@ import numpy as np
 from ._config import Task
 from ._flow_config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
 from ._flow_run import (
-    distinct_fraction,
+    selected_distinct_fraction,
     flow_sample,
     independent_distinct_baseline,
     run_lanes,
@@ -200,7 +200,7 @@ def _flow_block(spec: SweepSpec, points: list[dict]) -> dict:
         "status": status, "t_final": shape(out["t_final"]), "final_loss": shape(out["final"]["loss"]),
         "final_mass": shape(out["final"]["mass"]), "num_steps": shape(out["num_steps"]),
         "selected_fraction": np.mean(status == Status.SELECTED, axis=1),
-        "distinct_fraction": np.array([distinct_fraction(s) for s in selected]),
+        "distinct_fraction": np.array([selected_distinct_fraction(s, st) for s, st in zip(selected, status)]),
     }
     arrays["value_is_key_plus_one_fraction"] = np.mean(np.all(
         (arrays["key_offsets"] >= 0) & (arrays["value_offsets"] == arrays["key_offsets"] + 1), axis=-1), axis=1)

@@ -84,7 +84,7 @@ def _A1(w, gamma, L):
 
 def _A2(w, gamma, L):
     a = _A(w, gamma, L)
-    return gamma**2 * a * (1 - a) * (1 - 2 * a)
+    return gamma * (gamma * a * (1 - a)) * (1 - 2 * a)  # not gamma**2: no overflow for gamma > 1e154
 
 
 def _ell(m, K):
@@ -98,6 +98,17 @@ def _ell1(m, K):
 def _ell2(m, K):
     x = jnp.log(K) - m
     return jax.nn.sigmoid(x) * jax.nn.sigmoid(-x)
+
+
+def _log_ell2(m, K):
+    # log l''(m) = log sigma(x) + log sigma(-x), x = log K - m: finite where l'' underflows to 0
+    x = jnp.log(K) - m
+    return -(jax.nn.softplus(x) + jax.nn.softplus(-x))
+
+
+def _log_sinh(x):
+    # log sinh(x) for x > 0 without overflow (x ~ 1e154) or cancellation (x ~ 1e-300)
+    return x + jnp.log(-jnp.expm1(-2 * x)) - jnp.log(2.0)
 
 
 def _margins(p, beta, gamma, L):
@@ -233,7 +244,9 @@ def split_advantage(config: ToyConfig) -> Float[Array, ""]:
     """
     beta, gamma, L, K = _params(config)
     A1, A0 = _A(1.0, gamma, L), _A(0.0, gamma, L)
-    return 0.5 * jnp.log1p(4 * _ell2(beta * (A1 + A0), K) * jnp.sinh(beta * (A1 - A0) / 2) ** 2)
+    # log1p(4 l'' sinh^2) = softplus(log 4 + log l'' + 2 log sinh): no overflow at beta ~ 1e154
+    log_term = jnp.log(4.0) + _log_ell2(beta * (A1 + A0), K) + 2 * _log_sinh(beta * (A1 - A0) / 2)
+    return 0.5 * jax.nn.softplus(log_term)
 
 
 def escape_rates(config: ToyConfig) -> tuple[Float[Array, ""], Float[Array, ""]]:
@@ -259,7 +272,8 @@ def escape_rates(config: ToyConfig) -> tuple[Float[Array, ""], Float[Array, ""]]
     beta, gamma, L, K = _params(config)
     m = 2 * beta * _A(0.5, gamma, L)
     anti = -_ell1(m, K) * beta * _A2(0.5, gamma, L) / 16
-    sym = anti - _ell2(m, K) * beta**2 * _A1(0.5, gamma, L) ** 2 / 8
+    # l''(m) beta^2 A'(1/2)^2 in log space: beta**2 overflows for beta > 1e154 while l'' underflows
+    sym = anti - jnp.exp(_log_ell2(m, K) + 2 * (jnp.log(beta) + jnp.log(_A1(0.5, gamma, L)))) / 8
     return sym, anti
 
 

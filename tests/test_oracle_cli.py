@@ -29,6 +29,10 @@ def test_oracle_sweep_writes_points_and_resumes(tmp_path, capsys, monkeypatch):
     assert main(args) == 0
     first = json.loads(capsys.readouterr().out)
     assert len(list(tmp_path.glob("*.json"))) == 2
+    # a human-readable table beside the cached points
+    assert "hard for N >=" in (tmp_path / "summary.txt").read_text()
+    csv_lines = (tmp_path / "summary.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("eps,d,beta,N,ok") and len(csv_lines) == 3
     (mp,) = first["maps"]
     by_N = {p["task"]["N"]: p for p in mp["points"]}
     assert by_N[16]["ok"] is False and by_N[4096]["ok"] is True
@@ -45,13 +49,13 @@ def test_oracle_sweep_writes_points_and_resumes(tmp_path, capsys, monkeypatch):
 
 def test_oracle_rejects_bad_grid(capsys):
     assert main(["oracle", *SMALL, "--sweep", "--N-grid", "16,x"]) == 2
-    assert "comma-separated" in capsys.readouterr().err
+    assert "--N-grid must be an integer" in capsys.readouterr().err
 
 
 def test_failed_local_search_falls_back_to_the_best_vertex(capsys):
     # one BFGS step from one start cannot reach the optimum; a vertex is feasible and better
     argv = ["oracle", "--L", "4", "--S", "3", "--H", "1", "--N", "4096", "--beta", "2", "--restarts", "1", "--steps",
-            "1", "--polish-steps", "0", "--rounds", "1", "--seeds", "0", "--json"]
+            "1", "--polish-steps", "0", "--rounds", "1", "--vertex-starts", "0", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     ctx = out["contexts"][0]
@@ -64,7 +68,12 @@ def test_failed_local_search_falls_back_to_the_best_vertex(capsys):
     (["--sweep", "--N-grid", "", "--beta-grid", "1"], "at least one value"),
     (["--sweep", "--N-grid", "64", "--beta-grid", "1", "--refine", "-1"], "refine must be"),
     (["--sweep", "--N-grid", "64", "--beta-grid", "1", "--eps-grid", "0.3", "--d", "64"], "exclude each other"),
-    (["--seeds", "-1"], "seeds must be >= 0"),
+    (["--vertex-starts", "-1"], "vertex-starts must be >= 0"),
+    (["--seeds", "2"], "renamed --vertex-starts"),
+    (["--out", "somewhere"], "only applies with --sweep"),
+    (["--sweep", "--N-grid", "inf", "--beta-grid", "1"], "--N-grid must be an integer"),
+    (["--sweep", "--N-grid", "8", "--beta-grid", "1"], "N must be >= L*S"),
+    (["--sweep", "--N-grid", "64", "--beta-grid", "1", "--out", ""], "must not be empty"),
 ])
 def test_bad_sweep_parameters_exit_non_zero(capsys, argv, message):
     assert main(["oracle", *SMALL, "--N", "64", *argv]) == 2

@@ -1,49 +1,91 @@
-"""The `inductheory` command line: one module per subcommand, each with `register(subparsers)`."""
+"""The `inductheory` command line: one module per subcommand, each with `register(subparsers)`.
+
+Exit statuses: 0 success; 1 the run finished but its result is not valid (non-finite numbers,
+failed flow seeds without `--allow-failures`) or an unexpected internal error; 2 a bad argument
+or setting; 3 the run would not fit in memory (refused before allocating); 130 interrupted
+(Ctrl-C). Every error is one line on stderr, `inductheory CMD: error: ...`; set
+`INDUCTHEORY_DEBUG=1` to get the Python traceback of unexpected errors as well.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 import warnings
+
+from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_USAGE, CLIError, OneLineParser
 
 # Each name is a module inductheory/cli/_<name>.py exposing register(subparsers).
 SUBCOMMANDS = ("loss", "flow", "oracle", "sweep", "reproduce", "toy")
+DEBUG_ENV = "INDUCTHEORY_DEBUG"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="inductheory",
         description="Theory simulator for the idealized induction task behind chunked KV-cache phase sensitivity.",
+        epilog="Exit status: 0 ok, 1 invalid result or failed seeds, 2 bad argument, 3 not enough memory, "
+        "130 interrupted. INDUCTHEORY_DEBUG=1 shows tracebacks of unexpected errors.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    from .._io import library_version
+
+    parser.add_argument("--version", action="version", version=f"inductheory {library_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
     for name in SUBCOMMANDS:
         importlib.import_module(f"inductheory.cli._{name}").register(sub)
     return parser
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help (0) or a bad argument (2, one line already printed)
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else EXIT_USAGE)
     from .._paths import enable_compilation_cache
 
     enable_compilation_cache()  # a second run of the same shape reuses compiled programs
     shown = set()
+    prefix = f"inductheory {args.command}"
 
     def show(message, category, filename, lineno, file=None, line=None):
         # Settings outside the theorems' assumptions: one plain line each, as soon as they occur.
         if str(message) not in shown:
             shown.add(str(message))
-            print(f"inductheory: warning: {message}", file=sys.stderr)
+            print(f"inductheory: warning: {_one_line(message)}", file=sys.stderr)
+
+    def error(message, code):
+        print(f"{prefix}: error: {_one_line(message)}", file=sys.stderr)
+        return code
 
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         warnings.showwarning = show
         try:
             return int(args.func(args) or 0)
-        except ValueError as err:
-            print(f"inductheory {args.command}: error: {err}", file=sys.stderr)
-            return 2
+        except CLIError as err:
+            return error(err, err.code)
+        except (ValueError, argparse.ArgumentTypeError) as err:
+            return error(err, EXIT_USAGE)
+        except MemoryError as err:
+            return error(err or "out of memory", EXIT_MEMORY)
+        except KeyboardInterrupt:
+            note = getattr(args, "interrupt_message", "interrupted; finished results (cached points) are kept")
+            return error(note, EXIT_INTERRUPTED)
+        except Exception as err:  # last resort: one line, the traceback only on request
+            if "RESOURCE_EXHAUSTED" in str(err):  # XLA could not allocate
+                return error(f"out of memory: {str(err).splitlines()[0]}", EXIT_MEMORY)
+            if os.environ.get(DEBUG_ENV):
+                traceback.print_exc()
+            return error(f"unexpected {type(err).__name__}: {err} (set {DEBUG_ENV}=1 for the traceback)",
+                         EXIT_FAILED)
 
 
 if __name__ == "__main__":

@@ -1,35 +1,205 @@
-"""Arguments and output shared by the subcommands."""
+"""Arguments and output shared by the subcommands.
+
+Every numeric option is parsed by a validating `type=` function (`int_type`, `float_type`,
+`list_type`) that checks syntax, finiteness and range and names the option, so a bad value ends
+as one line `inductheory CMD: error: argument --X: ...` with exit status 2, never a traceback
+from deep inside the library.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
 
 from .._config import Task
 from .._io import to_json
 from .._table import format_table  # noqa: F401 (re-exported for the subcommands)
 
+# Largest integer sizes: int64 for seeds (jax.random.key), float64's exact integers for the
+# vocabulary of closed-form paths, int32 where token ids or counts live in int32 arrays.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+EXACT_FLOAT_INT = 2**53
+# Largest vocabulary on paths that hold token ids (int32 contexts: full flow, oracle, Monte Carlo).
+TOKEN_ID_MAX = INT32_MAX
 
-def add_task_arguments(parser: argparse.ArgumentParser, *, L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0):
+# Exit statuses of the command line.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_MEMORY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class CLIError(Exception):
+    """A condition the command reports in one line and exits with `code` (default 2)."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE):
+        super().__init__(message)
+        self.code = code
+
+
+class NonFiniteResult(CLIError):
+    """A computed result holds NaN or inf: reported, never printed as null with exit 0."""
+
+    def __init__(self, message: str):
+        super().__init__(message, EXIT_FAILED)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """`argparse.ArgumentParser` whose errors are one line: `PROG: error: MESSAGE` (exit 2)."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# --- validating argument types ----------------------------------------------------------------
+
+_INT = re.compile(r"[+-]?\d+")
+
+
+def _parse_int(text: str, name: str, minimum=None, maximum=None) -> int:
+    t = text.strip().replace("_", "")
+    if _INT.fullmatch(t):
+        value = int(t)
+    else:
+        # "1e3" is accepted when it is an exact integer; "1.5", "1e400", "inf", "nan" are not
+        try:
+            f = float(t)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if not math.isfinite(f) or f != int(f) or abs(f) > EXACT_FLOAT_INT:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}")
+        value = int(f)
+    if minimum is not None and value < minimum:
+        raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {text.strip()}")
+    if maximum is not None and value > maximum:
+        raise argparse.ArgumentTypeError(f"{name} must be <= {maximum}, got {text.strip()}")
+    return value
+
+
+def _parse_float(text: str, name: str, low=None, high=None, low_open=False, high_open=False) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{name} must be a finite number, got {text.strip()!r}")
+    if low is not None and (value < low or (low_open and value == low)):
+        raise argparse.ArgumentTypeError(f"{name} must be {'>' if low_open else '>='} {low}, got {text.strip()}")
+    if high is not None and (value > high or (high_open and value == high)):
+        raise argparse.ArgumentTypeError(f"{name} must be {'<' if high_open else '<='} {high}, got {text.strip()}")
+    return value
+
+
+def int_type(name: str, minimum: int | None = None, maximum: int | None = INT32_MAX):
+    """argparse `type=`: an integer in [minimum, maximum] (exact floats such as 1e3 accepted)."""
+
+    def parse(text):
+        return _parse_int(text, name, minimum, maximum)
+
+    parse.__name__ = name  # argparse names the type in its messages
+    return parse
+
+
+def float_type(name: str, low: float | None = None, high: float | None = None, *, low_open=False, high_open=False):
+    """argparse `type=`: a finite float in the given (open or closed) range."""
+
+    def parse(text):
+        return _parse_float(text, name, low, high, low_open, high_open)
+
+    parse.__name__ = name
+    return parse
+
+
+def list_type(name: str, kind: str = "float", low=None, high=None, *, low_open=False, high_open=False):
+    """argparse `type=`: a comma-separated list of ints or finite floats; empty items are errors
+    (`0,,2`), an empty string is an empty list (the command decides whether that is allowed)."""
+
+    def parse(text):
+        if text.strip() == "":
+            return []
+        items = text.split(",")
+        if any(x.strip() == "" for x in items):
+            raise argparse.ArgumentTypeError(f"{name} has an empty item: {text!r}")
+        if kind == "int":
+            return [_parse_int(x, name, low, high) for x in items]
+        return [_parse_float(x, name, low, high, low_open, high_open) for x in items]
+
+    parse.__name__ = name
+    return parse
+
+
+def output_dir_type(text: str) -> Path:
+    """argparse `type=` for an output directory: non-empty, not an existing file, and writable
+    (or creatable) — checked before any computation starts."""
+    return check_output_dir(text)
+
+
+output_dir_type.__name__ = "output directory"
+
+
+def check_output_dir(text) -> Path:
+    """`text` as a directory that can be written, or `argparse.ArgumentTypeError` naming why.
+
+    Creates the directory (and parents) and writes and removes a probe file in it: the only
+    reliable test (permission bits say nothing for root or on read-only file systems)."""
+    if str(text).strip() == "":
+        raise argparse.ArgumentTypeError("the output directory must not be empty")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} exists and is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".inductheory-probe.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise argparse.ArgumentTypeError(f"cannot write into {path}: {err.strerror or err}") from None
+    return path
+
+
+# --- the task --------------------------------------------------------------------------------
+
+
+def add_task_arguments(parser: argparse.ArgumentParser, *, L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0,
+                       geometry: bool = True):
     """--L --S --H --N --gamma --beta --kappa and the geometry (--eps or --d, --seed)."""
     g = parser.add_argument_group("task")
-    g.add_argument("--L", type=int, default=L, help=f"blocks per context (default {L})")
-    g.add_argument("--S", type=int, default=S, help=f"offsets per block (default {S})")
-    g.add_argument("--H", type=int, default=H, help=f"heads (default {H})")
-    g.add_argument("--N", type=int, default=N, help=f"vocabulary size (default {N})")
-    g.add_argument("--gamma", type=float, default=gamma, help=f"attention inverse temperature (default {gamma})")
-    g.add_argument("--beta", type=float, default=beta, help=f"unembedding scale (default {beta})")
-    g.add_argument("--kappa", type=float, default=kappa, help=f"shared embedding component (default {kappa})")
-    geo = parser.add_argument_group("geometry (default: exact, eps = 0)")
-    geo.add_argument("--eps", type=float, default=None, help="target geometry error (approximate geometry)")
-    geo.add_argument("--d", type=int, default=None, help="embedding dimension (approximate geometry)")
-    geo.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
+    g.add_argument("--L", type=int_type("L", 2), default=L, help=f"blocks per context (default {L})")
+    g.add_argument("--S", type=int_type("S", 2), default=S, help=f"offsets per block, the stride (default {S})")
+    g.add_argument("--H", type=int_type("H", 1), default=H, help=f"heads (default {H})")
+    g.add_argument("--N", type=int_type("N", 1, EXACT_FLOAT_INT), default=N, help=f"vocabulary size (default {N})")
+    g.add_argument("--gamma", type=float_type("gamma", 0, low_open=True), default=gamma,
+                   help=f"attention inverse temperature, > 0 (default {gamma})")
+    g.add_argument("--beta", type=float_type("beta", 0, low_open=True), default=beta,
+                   help=f"unembedding scale, > 0 (default {beta})")
+    g.add_argument("--kappa", type=float_type("kappa", 0), default=kappa,
+                   help=f"shared embedding component, >= 0 (default {kappa})")
+    if geometry:
+        geo = parser.add_argument_group("geometry (default: exact, eps = 0)")
+        geo.add_argument("--eps", type=float_type("eps", 0, 1, high_open=True), default=None,
+                         help="target geometry error in [0, 1) (approximate geometry)")
+        geo.add_argument("--d", type=int_type("d", 2), default=None, help="embedding dimension (approximate geometry)")
+    parser.add_argument("--seed", type=int_type("seed", 0, INT64_MAX), default=0,
+                        help="PRNG seed, 0 <= seed < 2^63 (default 0)")
 
 
 def task_from_args(args) -> Task:
     return Task(
         L=args.L, S=args.S, H=args.H, N=args.N, gamma=args.gamma, beta=args.beta, kappa=args.kappa,
-        eps=args.eps, d=args.d,
+        eps=getattr(args, "eps", None), d=getattr(args, "d", None),
     )
+
+
+def require_token_ids(task: Task, what: str) -> None:
+    """Paths that hold token ids store them as int32: N must fit."""
+    if task.N > TOKEN_ID_MAX:
+        raise CLIError(f"{what} stores token ids as int32: N must be <= {TOKEN_ID_MAX}, got {task.N}")
+
+
+# --- output ----------------------------------------------------------------------------------
 
 
 def add_json_argument(parser: argparse.ArgumentParser) -> None:
@@ -38,3 +208,43 @@ def add_json_argument(parser: argparse.ArgumentParser) -> None:
 
 def print_json(obj) -> None:
     print(to_json(obj, indent=2, sort_keys=True))
+
+
+def nonfinite_paths(obj, path="") -> list[tuple[str, float]]:
+    """Every NaN or inf float (or array entry) in a nested result, with its key path."""
+    import numpy as np
+
+    found = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            found += nonfinite_paths(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            found += nonfinite_paths(v, f"{path}[{i}]")
+    elif isinstance(obj, (float, np.floating)):
+        if not math.isfinite(float(obj)):
+            found.append((path, float(obj)))
+    elif hasattr(obj, "shape") and hasattr(obj, "dtype"):
+        a = np.asarray(obj)
+        if a.dtype.kind in "fc":
+            bad = np.argwhere(~np.isfinite(a))
+            if bad.size:
+                idx = tuple(int(i) for i in bad[0])
+                found.append((f"{path}{list(idx) if idx else ''}", float(a[idx].real)))
+    return found
+
+
+def require_finite(result, what: str, *, skip=()) -> None:
+    """Raise `NonFiniteResult` naming the first non-finite quantity of `result` (keys in `skip`
+    at the top level are not checked)."""
+    if isinstance(result, dict):
+        result = {k: v for k, v in result.items() if k not in skip}
+    bad = nonfinite_paths(result)
+    if bad:
+        names = ", ".join(f"{p} = {v}" for p, v in bad[:3]) + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else "")
+        raise NonFiniteResult(f"{what} is not finite: {names}; the settings are beyond float64 "
+                              "(try a smaller beta or gamma)")
+
+
+def eprint(*a) -> None:
+    print(*a, file=sys.stderr)

@@ -2,15 +2,41 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
 
+import jax
 import numpy as np
 
 from .._flow_config import SOLVERS, FlowConfig
 from .._solution import STATUSES
-from .._flow_run import run_flow
+from .._flow_run import FAILURES as FLOW_FAILURES
+from .._flow_run import run_flow, sample_size
 from .._io import write_json_atomic, write_npz_atomic
-from ._common import add_json_argument, add_task_arguments, format_table, print_json, task_from_args
+from .._memory import check_memory, flow_bytes
+from ._common import (
+    EXIT_FAILED,
+    CLIError,
+    add_json_argument,
+    add_task_arguments,
+    eprint,
+    float_type,
+    format_table,
+    int_type,
+    output_dir_type,
+    print_json,
+    require_finite,
+    require_token_ids,
+    task_from_args,
+)
+
+# Options of the full dynamics only, with their defaults (None in the parser: giving one with the
+# reduced dynamics is an error, not silently ignored).
+FULL_ONLY = {"M": ("--M", 1024), "sample": ("--sample", "balanced"), "init": ("--init", "ball"),
+             "batch_size": ("--batch-size", None)}
+# Statuses that are failures of the computation (t_max is an outcome: no selection by t_max).
+FAILURES = tuple(s.label for s in FLOW_FAILURES)
+# Initial radius vs float64 resolution (see `check_radius_resolution`).
+RESOLUTION_REFUSE, RESOLUTION_WARN = 16.0, 1e6
 
 
 def register(sub) -> None:
@@ -18,46 +44,64 @@ def register(sub) -> None:
         "flow",
         help="gradient flow of the linear gate class to hard selection (Theorem 2)",
         description="Integrate dc/dt = -grad L(c) (THEORY.md §6) with diffrax for many seeds, vmapped and "
-        "sharded over local devices; report per seed the offsets each head selected, the time to "
-        "delta-selection and solver statistics, and across seeds the fraction with distinct offsets.",
+        "sharded over local devices; report per seed the offsets each head selected and its status, and "
+        "across the selected seeds the fraction with distinct offsets. Seeds that fail (max_steps, "
+        "nonfinite, solver_error) make the exit status 1 unless --allow-failures.",
     )
     add_task_arguments(p)
     add_flow_arguments(p)
-    p.add_argument("--seeds", type=int, default=16, help="number of seeds (default 16)")
-    p.add_argument("--chunk", type=int, default=None, help="seeds per compiled call (default automatic)")
-    p.add_argument("--out", type=Path, default=None, help="directory for flow.npz (trajectories) and flow.json")
+    p.add_argument("--seeds", type=int_type("seeds", 1), default=16, help="number of flow seeds (default 16)")
+    p.add_argument("--chunk", type=int_type("chunk", 1), default=None, help="seeds per compiled call (default automatic)")
+    p.add_argument("--out", type=output_dir_type, default=None,
+                   help="directory for flow.npz (trajectories) and flow.json (every per-seed detail)")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="exit 0 even when seeds fail (max_steps, nonfinite, solver_error)")
+    p.add_argument("--per-seed", action="store_true", help="with --json: every per-seed detail, not just offsets and status")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     add_json_argument(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, interrupt_message="interrupted; nothing was written (flow writes --out at the end)")
 
 
 def add_flow_arguments(p) -> None:
-    """The FlowConfig options (shared with `inductheory sweep flow`)."""
+    """The options of a `FlowConfig` (shared with `inductheory sweep flow`); see `flow_config_from_args`."""
     f = p.add_argument_group("flow")
     f.add_argument("--dynamics", choices=("reduced", "full"), default="reduced",
                    help="reduced: exact 2HS-dim flow on span(m); full: d-dim flow on a sample (default reduced)")
-    f.add_argument("--rho", type=float, default=0.1, help="radius of the ball-uniform c(0) (default 0.1)")
-    f.add_argument("--delta", type=float, default=1e-3, help="selection tolerance (default 1e-3)")
-    f.add_argument("--t-max", type=float, default=1e6, help="final time (default 1e6)")
-    f.add_argument("--M", type=int, default=1024, help="contexts in the sample, full dynamics (default 1024)")
-    f.add_argument("--sample", choices=("balanced", "iid"), default="balanced", help="sample kind (default balanced)")
-    f.add_argument("--init", choices=("ball", "projected"), default="ball",
+    f.add_argument("--rho", type=float_type("rho", 0, low_open=True), default=0.1,
+                   help="radius of the ball-uniform c(0), > 0 (default 0.1)")
+    f.add_argument("--delta", type=float_type("delta", 0, 0.5, low_open=True, high_open=True), default=1e-3,
+                   help="selection tolerance in (0, 1/2) (default 1e-3)")
+    f.add_argument("--t-max", type=float_type("t-max", 0, low_open=True), default=1e6, help="final time (default 1e6)")
+    f.add_argument("--M", type=int_type("M", 1), default=None, help="full dynamics: contexts in the sample (default 1024)")
+    f.add_argument("--sample", choices=("balanced", "iid"), default=None,
+                   help="full dynamics: sample kind (default balanced)")
+    f.add_argument("--init", choices=("ball", "projected"), default=None,
                    help="full dynamics: ball-uniform c(0) or its projection on span(m) (default ball)")
-    f.add_argument("--batch-size", type=int, default=None, help="contexts per loss batch (default all)")
+    f.add_argument("--batch-size", type=int_type("batch-size", 1), default=None,
+                   help="full dynamics: contexts per loss batch (default all)")
     s = p.add_argument_group("solver")
     s.add_argument("--solver", choices=tuple(SOLVERS), default="tsit5", help="adaptive solver (default tsit5)")
-    s.add_argument("--rtol", type=float, default=1e-8, help="relative tolerance (default 1e-8)")
-    s.add_argument("--atol", type=float, default=1e-10, help="absolute tolerance (default 1e-10)")
-    s.add_argument("--max-steps", type=int, default=100_000, help="solver step budget (default 100000)")
-    s.add_argument("--n-save", type=int, default=64, help="log-spaced save times (default 64)")
-    s.add_argument("--t-save-min", type=float, default=1e-2, help="first save time (default 1e-2)")
+    s.add_argument("--rtol", type=float_type("rtol", 0, low_open=True), default=1e-8, help="relative tolerance (default 1e-8)")
+    s.add_argument("--atol", type=float_type("atol", 0, low_open=True), default=1e-10, help="absolute tolerance (default 1e-10)")
+    s.add_argument("--max-steps", type=int_type("max-steps", 1), default=100_000, help="solver step budget (default 100000)")
+    s.add_argument("--n-save", type=int_type("n-save", 1), default=64, help="log-spaced save times (default 64)")
+    s.add_argument("--t-save-min", type=float_type("t-save-min", 0, low_open=True), default=1e-2,
+                   help="first save time (default 1e-2)")
 
 
 def flow_config_from_args(args) -> FlowConfig:
+    """The `FlowConfig` of parsed `add_flow_arguments` options; full-dynamics-only options given with
+    the reduced dynamics are an error."""
+    given = [flag for name, (flag, _) in FULL_ONLY.items() if getattr(args, name) is not None]
+    if args.dynamics == "reduced" and given:
+        raise CLIError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --dynamics full only "
+                       "(the reduced flow is exact: no sample, no init choice)")
+    full = {name: (getattr(args, name) if getattr(args, name) is not None else default)
+            for name, (_, default) in FULL_ONLY.items()}
     return FlowConfig(
         dynamics=args.dynamics, rho=args.rho, delta=args.delta, t_max=args.t_max, solver=args.solver,
-        rtol=args.rtol, atol=args.atol, max_steps=args.max_steps, M=args.M, sample=args.sample, init=args.init,
-        batch_size=args.batch_size, n_save=args.n_save, t_save_min=args.t_save_min,
+        rtol=args.rtol, atol=args.atol, max_steps=args.max_steps, M=full["M"], sample=full["sample"],
+        init=full["init"], batch_size=full["batch_size"], n_save=args.n_save, t_save_min=args.t_save_min,
     )
 
 
@@ -65,8 +109,12 @@ def _none_if_negative(a):
     return [None if int(x) < 0 else int(x) for x in a]
 
 
-def flow_report(result: dict) -> dict:
-    """The JSON summary: every parameter, per-seed outcomes and the across-seed summary."""
+def flow_report(result: dict, per_seed: bool = True) -> dict:
+    """The JSON report: every parameter, the across-seed summary and per-seed outcomes.
+
+    `per_seed=False`: per seed only its index, status name and selected offsets (the compact form
+    `--json` prints); `True`: every per-seed detail (what flow.json holds and `--per-seed` prints).
+    """
     ps = result["per_seed"]
     seeds = []
     for i in range(len(ps["status"])):
@@ -74,22 +122,25 @@ def flow_report(result: dict) -> dict:
         entry = {
             "seed_index": i,
             "status": STATUSES[int(ps["status"][i])],
-            "key_offsets": _none_if_negative(ps["key_offsets"][i]),
-            "value_offsets": _none_if_negative(ps["value_offsets"][i]),
             "selected_offsets": _none_if_negative(ps["selected"][i]),
-            "t_selection": float(ps["t_final"][i]) if selected else None,
-            "t_final": float(ps["t_final"][i]),
-            "final_loss": float(ps["final"]["loss"][i]),
-            "final_key_mass": ps["final"]["mass"][i][:, 0],
-            "final_value_mass": ps["final"]["mass"][i][:, 1],
-            "final_worst_key_mass": ps["final"]["worst"][i][:, 0],
-            "final_worst_value_mass": ps["final"]["worst"][i][:, 1],
-            "num_steps": int(ps["num_steps"][i]),
-            "num_accepted_steps": int(ps["num_accepted_steps"][i]),
-            "num_rejected_steps": int(ps["num_rejected_steps"][i]),
         }
-        if "reduced_selected" in ps:
-            entry["reduced_selected_offsets"] = _none_if_negative(ps["reduced_selected"][i])
+        if per_seed:
+            entry.update({
+                "key_offsets": _none_if_negative(ps["key_offsets"][i]),
+                "value_offsets": _none_if_negative(ps["value_offsets"][i]),
+                "t_selection": float(ps["t_final"][i]) if selected else None,
+                "t_final": float(ps["t_final"][i]),
+                "final_loss": float(ps["final"]["loss"][i]),
+                "final_key_mass": ps["final"]["mass"][i][:, 0],
+                "final_value_mass": ps["final"]["mass"][i][:, 1],
+                "final_worst_key_mass": ps["final"]["worst"][i][:, 0],
+                "final_worst_value_mass": ps["final"]["worst"][i][:, 1],
+                "num_steps": int(ps["num_steps"][i]),
+                "num_accepted_steps": int(ps["num_accepted_steps"][i]),
+                "num_rejected_steps": int(ps["num_rejected_steps"][i]),
+            })
+            if "reduced_selected" in ps:
+                entry["reduced_selected_offsets"] = _none_if_negative(ps["reduced_selected"][i])
         seeds.append(entry)
     return {"task": result["task"], "flow": result["config"], "seed": result["seed"], "sample": result["sample"],
             "summary": result["summary"], "seeds": seeds}
@@ -100,26 +151,103 @@ def trajectory_arrays(result: dict) -> dict:
 
     Per head and offset: `key_mass`, `value_mass` (mean over windows), `worst_key_mass`,
     `worst_value_mass` (minimum over windows); `loss`, `static_offsets`, `avg_offsets` (heads, branch),
-    `biases`, the times `t` (NaN after the end), and `final_*` at the end time `t_final`."""
+    `biases`, the times `t` (NaN after the end), and `final_*` at the end time `t_final`; `status`
+    holds indices into `status_names`, and `result` (diffrax's integer code) is not kept."""
     ps = result["per_seed"]
-    arrays = {k: v for k, v in ps.items() if k not in ("final", "mass", "worst")}
+    arrays = {k: v for k, v in ps.items() if k not in ("final", "mass", "worst", "result")}
     arrays.update({f"final_{k}": v for k, v in ps["final"].items()})
     for name, prefix in (("mass", ""), ("worst", "worst_")):
         arrays[f"{prefix}key_mass"], arrays[f"{prefix}value_mass"] = ps[name][..., 0, :], ps[name][..., 1, :]
+    arrays["status_names"] = np.array(STATUSES)
     return arrays
+
+
+def initial_score_rms(task, rho: float, dynamics: str) -> float:
+    """Root-mean-square size of the initial gate scores that the seeds differ by.
+
+    c(0) is uniform in the ball of radius rho in R^D, D = 2HS * dim, so one coordinate has rms
+    rho / sqrt(D + 2). The scores the softmax sees are <c, m> (reduced: |m| = sqrt(kappa + 1/N))
+    or <c, x> (full: |x| = sqrt(kappa + 1)); their seed-to-seed spread is that rms times the norm.
+    """
+    dim = task.N + 1 if task.exact else (task.d or task.N + 1)
+    D = 2 * task.H * task.S * dim
+    norm = math.sqrt(task.kappa + 1.0 / task.N) if dynamics == "reduced" else math.sqrt(task.kappa + 1.0)
+    return rho / math.sqrt(D + 2) * norm
+
+
+def check_radius_resolution(task, rho: float, dynamics: str) -> None:
+    """Refuse (or warn about) an initial radius that float64 cannot resolve.
+
+    Criterion: the gates are softmax(scores) with scores of rms size s = `initial_score_rms` around
+    the symmetric point; softmax sees them through exp(s) = 1 + s, and 1 + s == 1 in float64 once
+    s < 2^-53. Then every seed starts at the exactly uniform gate, the flow is the same for all of
+    them and the "distinct fraction" measures rounding, not the initialization. We refuse when
+    s < 16 ulp(1) (the initial gates differ from uniform in at most the last 4 bits: every seed is
+    decided by rounding) and warn when s < 1e6 ulp(1) (fewer than ~6 significant digits of the
+    initial perturbation survive, so rounding can decide which offset a seed selects).
+    """
+    ulp = np.finfo(np.float64).eps
+    s = initial_score_rms(task, rho, dynamics)
+    ratio = s / ulp
+    if ratio < RESOLUTION_REFUSE:
+        raise CLIError(
+            f"--rho {rho} is below float64 resolution: the initial gate scores have rms {s:.3g} "
+            f"(< {RESOLUTION_REFUSE:g} x 2^-52 relative to the uniform gate at N = {task.N}), so every seed "
+            f"starts at the same rounded point; use rho >= {RESOLUTION_REFUSE * ulp / s * rho:.3g}")
+    if ratio < RESOLUTION_WARN:
+        import warnings
+
+        warnings.warn(
+            f"--rho {rho} is close to float64 resolution: the initial gate scores have rms {s:.3g}, only "
+            f"{math.log10(ratio):.1f} significant digits above rounding; seeds may be decided by rounding",
+            UserWarning, stacklevel=2)
 
 
 def run(args) -> int:
     task = task_from_args(args)
     config = flow_config_from_args(args)
+    if args.per_seed and not args.json:
+        raise CLIError("--per-seed applies with --json (the table already lists every seed; flow.json in --out "
+                       "holds every detail)")
+    if args.dynamics == "full":
+        require_token_ids(task, "the full flow (sampled contexts)")
+    check_radius_resolution(task, args.rho, args.dynamics)
+    n_dev = len(jax.devices())
+    chunk = args.chunk or (4096 if args.dynamics == "reduced" else 2 * n_dev)
+    chunk = n_dev * math.ceil(min(chunk, args.seeds) / n_dev)
+    M = sample_size(task, config) if args.dynamics == "full" and task.N % task.L == 0 else config.M
+    check_memory(flow_bytes(dynamics=args.dynamics, N=int(task.N), L=task.L, S=task.S, H=task.H, M=M, seeds=args.seeds,
+                            chunk=chunk, n_save=args.n_save, eps=task.eps, d=task.d, batch_size=config.batch_size),
+                 f"flow ({args.dynamics}, {args.seeds} seeds, {chunk} at once)")
     result = run_flow(task, config, args.seeds, seed=args.seed, chunk=args.chunk, progress=not args.quiet)
-    report = flow_report(result)
+    full_report = flow_report(result, per_seed=True)
     if args.out is not None:
         write_npz_atomic(args.out / "flow.npz", **trajectory_arrays(result))
-        write_json_atomic(args.out / "flow.json", report)
+        write_json_atomic(args.out / "flow.json", full_report)
+    s = result["summary"]
+    if s["selected_seeds"]:  # with no selected seed the distinct fraction is NaN by definition
+        require_finite(s, "the flow summary")
+    counts = s["status_counts"]
+    failed = {k: counts[k] for k in FAILURES if counts.get(k)}
+    code = 0
+    if failed and not args.allow_failures:
+        code = EXIT_FAILED
     if args.json:
-        print_json(report)
-        return 0
+        print_json(full_report if args.per_seed else flow_report(result, per_seed=False))
+    else:
+        _print_text(args, result, full_report)
+    if failed:
+        n_failed = sum(failed.values())
+        detail = ", ".join(f"{k}: {v}" for k, v in failed.items())
+        eprint(f"inductheory flow: {'warning' if args.allow_failures else 'error'}: {n_failed} of {s['seeds']} "
+               f"seeds failed ({detail}); the summary covers the {s['selected_seeds']} selected seeds"
+               + ("" if args.allow_failures else "; pass --allow-failures to accept (exit 0)"))
+    elif s["selected_seeds"] == 0:
+        eprint(f"inductheory flow: warning: no seed selected by t_max = {args.t_max}; raise --t-max")
+    return code
+
+
+def _print_text(args, result, report) -> None:
     s = result["summary"]
     print(f"task: {result['task']}")
     print(f"flow: {result['config']}")
@@ -130,13 +258,15 @@ def run(args) -> int:
             for e in report["seeds"][:32]]
     print(format_table(["seed", "status", "key r", "value r", "t_select", "steps"], rows))
     if len(report["seeds"]) > 32:
-        print(f"... {len(report['seeds']) - 32} more seeds (see --json or --out)")
+        print(f"... {len(report['seeds']) - 32} more seeds (see --json --per-seed or --out)")
     print(f"statuses: {s['status_counts']}")
-    print(f"distinct offsets: {s['distinct_fraction']:.4f} of seeds "
-          f"(independent uniform baseline {s['distinct_baseline_independent_uniform']:.4f})")
-    hist = np.asarray(s["offset_histogram"])
-    print(format_table(["head"] + [f"r={r}" for r in range(hist.shape[1])],
-                       [[h] + hist[h].tolist() for h in range(hist.shape[0])]))
+    if s["selected_seeds"]:
+        print(f"distinct offsets: {s['distinct_fraction']:.4f} of the {s['selected_seeds']} selected seeds "
+              f"(of {s['seeds']}; independent uniform baseline {s['distinct_baseline_independent_uniform']:.4f})")
+        hist = np.asarray(s["offset_histogram"])
+        print(format_table(["head"] + [f"r={r}" for r in range(hist.shape[1])],
+                           [[h] + hist[h].tolist() for h in range(hist.shape[0])]))
+    else:
+        print(f"distinct offsets: no seed selected (of {s['seeds']}): nothing to summarize")
     if args.out is not None:
         print(f"wrote {args.out / 'flow.npz'} and {args.out / 'flow.json'}")
-    return 0

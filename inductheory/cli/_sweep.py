@@ -7,7 +7,7 @@ from pathlib import Path
 from .._gates import hard_selection, uniform_gates
 from .._io import write_json_atomic
 from .._sweep import points_of, summary_table, sweep
-from ._common import add_json_argument, add_task_arguments, print_json, task_from_args
+from ._common import add_json_argument, add_task_arguments, int_type, output_dir_type, print_json, task_from_args
 from ._flow import add_flow_arguments, flow_config_from_args
 from ._oracle import _config as minimizer_from_args
 from ._oracle import add_minimizer_arguments
@@ -45,15 +45,15 @@ def register(sub) -> None:
             which.add_argument("--uniform", action="store_true", help="every head averages all offsets")
         elif kind == "flow":
             add_flow_arguments(k)
-            k.add_argument("--seeds", type=int, default=64, help="flow seeds per grid point (default 64)")
+            k.add_argument("--seeds", type=int_type("seeds", 1), default=64, help="flow seeds per grid point (default 64)")
         else:
             add_minimizer_arguments(k)
         g = k.add_argument_group("sweep")
         g.add_argument("--grid", action="append", required=True, metavar="NAME=V1,V2,...",
                        help="values of one parameter (repeat for a cartesian product): N, gamma, beta, kappa"
                             + (", rho, delta, t_max, rtol, atol, t_save_min" if kind == "flow" else ""))
-        g.add_argument("--block", type=int, default=None, help="grid points per compiled call (default automatic)")
-        g.add_argument("--out", type=Path, default=None, help="directory: sweep.nc, summary.txt, resumable blocks")
+        g.add_argument("--block", type=int_type("block", 1), default=None, help="grid points per compiled call (default automatic)")
+        g.add_argument("--out", type=output_dir_type, default=None, help="directory: sweep.nc, summary.txt, resumable blocks")
         g.add_argument("--scheduler", type=str, default=None,
                        help="Dask distributed scheduler address (needs the 'distributed' extra)")
         g.add_argument("--quiet", action="store_true", help="no progress display")
@@ -74,14 +74,16 @@ def run(args) -> int:
     if args.kind == "loss":
         from ._loss import _parse_select
 
-        gates = uniform_gates(task.H, task.S) if args.uniform else hard_selection(task.S, _parse_select(args.select, task.H))
+        gates = uniform_gates(task.H, task.S) if args.uniform else hard_selection(task.S, _parse_select(args.select, task.H, task.S))
         ds = sweep("loss", task, grid, gates=gates, **kwargs)
     elif args.kind == "flow":
         ds = sweep("flow", task, grid, config=flow_config_from_args(args), seeds=args.seeds, **kwargs)
     else:
         contexts = args.contexts if args.contexts is not None else (1 if task.exact else 8)
+        if args.old_seeds is not None:
+            raise ValueError("--seeds is now --vertex-starts (best hard selections also used as starts)")
         ds = sweep("oracle", task, grid, config=minimizer_from_args(args), contexts=contexts,
-                   vertex_starts=args.seeds, **kwargs)
+                   vertex_starts=args.vertex_starts, **kwargs)
     report = {"kind": args.kind, "task": task.to_dict(), "grid": {d: ds.coords[d].values.tolist() for d in grid},
               "points": points_of(ds),
               "attrs": {k: v for k, v in ds.attrs.items() if k != "parameters"}}

@@ -1,0 +1,233 @@
+"""Memory a run will need, estimated from its sizes before anything is allocated.
+
+Every estimate is in bytes of float64 (8) / int32 (4) arrays and deliberately coarse: it counts
+the arrays that scale with the run's sizes (vocabulary N, dimension d, heads H, offsets S, blocks
+L, contexts M, seeds, restarts, save times) times a small factor for the temporaries of the
+solver and of reverse-mode differentiation. Its purpose is to refuse, in a second, a run that
+cannot fit (N = 1e7 with the full flow, 1e7 restarts, 1e9 seeds) instead of letting it spin for
+minutes before failing; runs well inside the limit are never refused. `check_memory` compares an
+estimate with `available_bytes()`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+F64, I32 = 8, 4
+# Solver stages and buffers per state (Tsit5/Dopri: 7 stages, y0, y1, error estimate, the saved
+# end state, the gradient and its adjoint temporaries): state-sized arrays alive at once per seed.
+SOLVER_STATES = 16
+# Reverse-mode differentiation keeps the forward intermediates: about this many logit-sized
+# arrays per context and query in the loss's backward pass.
+BACKWARD_COPIES = 3
+# Row chunk of the eps measurement (`measure_eps`).
+EPS_CHUNK = 2048
+# The environment variable that overrides the detected memory (bytes), for tests and for users
+# who want a lower ceiling than the machine has.
+ENV_MAX_BYTES = "INDUCTHEORY_MAX_BYTES"
+
+
+def human(n: float) -> str:
+    """`n` bytes as a short human-readable string (KiB, MiB, GiB, ...)."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.3g} PiB"
+
+
+def available_bytes() -> tuple[int | None, str]:
+    """Memory a run may use, and where the number comes from.
+
+    `INDUCTHEORY_MAX_BYTES` (an integer number of bytes) if set; else `MemAvailable` of
+    /proc/meminfo; else `os.sysconf` available pages times the page size; else `(None, ...)`
+    (unknown: no check). On an accelerator the smaller of that and the device's `bytes_limit`.
+    """
+    env = os.environ.get(ENV_MAX_BYTES)
+    if env:
+        try:
+            value = int(env)
+        except ValueError:
+            raise ValueError(f"{ENV_MAX_BYTES} must be an integer number of bytes, got {env!r}") from None
+        if value < 1:
+            raise ValueError(f"{ENV_MAX_BYTES} must be >= 1, got {value}")
+        return value, ENV_MAX_BYTES
+    host, source = None, "unknown"
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    host, source = int(line.split()[1]) * 1024, "MemAvailable in /proc/meminfo"
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if host is None:
+        try:
+            host = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+            source = "os.sysconf available pages"
+        except (ValueError, OSError, AttributeError):
+            host = None
+    device = _device_limit()
+    if device is not None and (host is None or device < host):
+        return device, "accelerator memory (bytes_limit)"
+    return host, source
+
+
+def _device_limit() -> int | None:
+    try:
+        import jax
+
+        dev = jax.devices()[0]
+        if dev.platform == "cpu":
+            return None
+        stats = dev.memory_stats() or {}
+        limit = stats.get("bytes_limit")
+        return int(limit) if limit else None
+    except Exception:  # no stats on this backend: host memory only
+        return None
+
+
+# --- estimates ---------------------------------------------------------------------------------
+
+
+def dense_exact_bytes(N: int) -> int:
+    """The dense N x (N+1) realization of the exact geometry (float64)."""
+    return F64 * N * (N + 1)
+
+
+def dimension_estimate(N: int, eps: float | None, d: int | None) -> int:
+    """The embedding dimension a task will use: N + 1 (exact), d, or the first guess for eps."""
+    if d is not None:
+        return int(d)
+    if not eps:
+        return N + 1
+    return max(2, math.ceil(4 * math.log(max(N, 2)) / eps**2) + 1)
+
+
+def approximate_geometry_bytes(N: int, d: int) -> int:
+    """An approximate geometry: the N x d embeddings, the random directions they are built from,
+    and the eps check (`measure_eps`: a chunk of the Gram matrix, EPS_CHUNK x N, and its copy)."""
+    return F64 * (3 * N * d + 2 * min(N, EPS_CHUNK) * N)
+
+
+def geometry_bytes(N: int, eps: float | None, d: int | None) -> int:
+    """The geometry of a task: O(N) for the structured exact one, else `approximate_geometry_bytes`."""
+    if d is None and not eps:
+        return F64 * 2 * (N + 1)  # mean embedding and friends; never the N x (N+1) matrix
+    return approximate_geometry_bytes(N, dimension_estimate(N, eps, d))
+
+
+def contexts_bytes(M: int, L: int, S: int) -> int:
+    """A sample of M contexts of L*S int32 token ids."""
+    return I32 * M * L * S
+
+
+def loss_bytes(M: int, L: int, S: int, H: int, columns: int, hidden: int | None = None) -> int:
+    """One loss evaluation with its gradient on M contexts: per context and query a row of
+    `columns` logits (L*S+1 under exact geometry, N on a dense one) and the heads' attention and
+    outputs in a `hidden`-dimensional space (default L*S+1: the gathered exact path)."""
+    Q = L * (S - 1)
+    hidden = L * S + 1 if hidden is None else hidden
+    per_context = Q * columns + Q * H * (L + hidden) + 2 * H * 2 * L * S
+    return F64 * BACKWARD_COPIES * M * per_context
+
+
+def flow_bytes(
+    *, dynamics: str, N: int, L: int, S: int, H: int, M: int, seeds: int, chunk: int, n_save: int,
+    eps: float | None = None, d: int | None = None, batch_size: int | None = None,
+) -> dict:
+    """Bytes of a `run_flow`, by part (and `total`).
+
+    - `geometry`, `contexts` (full dynamics only);
+    - `solver_state`: `chunk` seeds integrated at once, each holding SOLVER_STATES arrays of the
+      state's size, H*2*S*dim (dim = N + 1 exact, d approximate) full, H*2*S reduced;
+    - `loss`: the per-seed loss and gradient on `batch_size` (default all M) contexts;
+    - `trajectories`: every seed's saved statistics, (n_save + 1) * seeds * H*2*S*4 floats, plus
+      the final statistics, kept on the host.
+    """
+    per_save = H * 2 * S * 3 + 2 * H * 2 + 1
+    out = {"trajectories": F64 * seeds * ((n_save + 1) * per_save + 4 * per_save + 8 * H)}
+    if dynamics == "reduced":
+        out["solver_state"] = F64 * chunk * SOLVER_STATES * H * 2 * S
+        out["loss"] = F64 * chunk * BACKWARD_COPIES * (S - 1) * (2 * S + 1) * H
+    else:
+        dim = dimension_estimate(N, eps, d)
+        exact = d is None and not eps
+        out["geometry"] = geometry_bytes(N, eps, d)
+        out["contexts"] = contexts_bytes(M, L, S)
+        out["solver_state"] = F64 * chunk * SOLVER_STATES * H * 2 * S * dim
+        batch = M if batch_size is None else min(M, batch_size)
+        out["loss"] = chunk * loss_bytes(batch, L, S, H, L * S + 1 if exact else N, None if exact else dim)
+    out["total"] = sum(out.values())
+    return out
+
+
+def oracle_bytes(
+    *, N: int, L: int, S: int, H: int, restarts: int, vertex_starts: int, contexts: int,
+    eps: float | None = None, d: int | None = None,
+) -> dict:
+    """Bytes of an `oracle_point`, by part (and `total`).
+
+    - `geometry` and `contexts`;
+    - `starts`: restarts + vertex starts minimized at once (vmap), each with a BFGS state holding an
+      n x n inverse-Hessian estimate, n = 2*H*L*S, and a loss/gradient evaluation of one context
+      (a row of L*S+1 logits per query exact, N on a dense geometry);
+    - `vertices`: the vertex enumeration, evaluated in batches of 4096 configurations.
+    """
+    exact = d is None and not eps
+    columns = L * S + 1 if exact else N
+    hidden = L * S + 1 if exact else L * S  # dense: the context's own basis (`context_geometry`)
+    n = 2 * H * L * S
+    starts = restarts + vertex_starts
+    # vertices evaluated per batch: min(4096, configurations); exact geometry enumerates block multisets
+    configs = math.comb((S - 1) ** H + L - 1, L) if exact else (S - 1) ** (H * L)
+    per_vertex = loss_bytes(1, L, S, H, columns, hidden) // BACKWARD_COPIES
+    out = {
+        "geometry": geometry_bytes(N, eps, d) + (0 if exact else F64 * N * L * S),  # + per-context basis
+        "contexts": contexts_bytes(contexts, L, S),
+        "starts": F64 * starts * (n * n + 8 * n) + starts * loss_bytes(1, L, S, H, columns, hidden),
+        "vertices": min(4096, configs) * per_vertex,
+    }
+    out["total"] = sum(out.values())
+    return out
+
+
+def with_total(**parts) -> dict:
+    """`parts` (bytes by name) with their sum as `total`."""
+    return {**parts, "total": sum(parts.values())}
+
+
+def check_memory(estimate: dict | int, what: str) -> None:
+    """Raise `MemoryError` with one line (the estimate, its largest parts and the memory available)
+    when `estimate` exceeds `available_bytes()`. Unknown availability: no check."""
+    total = estimate["total"] if isinstance(estimate, dict) else int(estimate)
+    limit, source = available_bytes()
+    if limit is None or total <= limit:
+        return
+    parts = ""
+    if isinstance(estimate, dict):
+        big = sorted(((v, k) for k, v in estimate.items() if k != "total"), reverse=True)[:2]
+        parts = " (" + ", ".join(f"{k} {human(v)}" for v, k in big) + ")"
+    raise MemoryError(
+        f"{what} needs about {human(total)}{parts} but {human(limit)} is available ({source}); "
+        "reduce the sizes"
+    )
+
+
+__all__ = [
+    "ENV_MAX_BYTES",
+    "approximate_geometry_bytes",
+    "available_bytes",
+    "check_memory",
+    "contexts_bytes",
+    "dense_exact_bytes",
+    "dimension_estimate",
+    "flow_bytes",
+    "geometry_bytes",
+    "human",
+    "loss_bytes",
+    "oracle_bytes",
+    "with_total",
+]
