@@ -19,6 +19,13 @@ def _check_gate_pair(key, value, trailing: str) -> None:
     need = len(trailing.split())
     if key.ndim < need:
         raise ValueError(f"gates must have shape (..., {', '.join(trailing.split())}), got {key.shape}")
+    for name, p in (("key", key), ("value", value)):
+        if isinstance(p, jax.core.Tracer):
+            continue  # built inside jit from validated inputs (e.g. a softmax)
+        p = np.asarray(p)
+        # (sums are not checked: a knocked-out head's value weights are zero on purpose)
+        if not np.all(np.isfinite(p)) or np.any(p < 0):
+            raise ValueError(f"{name} gates must be finite and >= 0 (probability vectors)")
 
 
 class AbstractGates(eqx.Module):

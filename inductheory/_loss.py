@@ -15,6 +15,13 @@ from ._geometry import Geometry
 from ._model import block_attention, cross_entropy, log_outside_count, query_logits, top1_correct
 
 
+def check_gate_shape(task: Task, gates: SharedGates) -> None:
+    """Raise `ValueError` unless shared gates have one (key, value) pair of S-vectors per head of `task`."""
+    if tuple(gates.key.shape) != (task.H, task.S):
+        raise ValueError(f"gates must have shape (H, S) = ({task.H}, {task.S}) for this task, "
+                         f"got {tuple(gates.key.shape)}")
+
+
 def shared_logits(task: Task, gates: SharedGates):
     """Per-phase logits of shared gates under exact geometry, blocks collapsed (THEORY.md §4).
 
@@ -29,6 +36,7 @@ def shared_logits(task: Task, gates: SharedGates):
     """
     task.require_exact("the closed form of shared gates")
     S, L = task.S, task.L
+    check_gate_shape(task, gates)
     phases = jnp.arange(S - 1)
     a_target, a_other = block_attention(gates.key[:, : S - 1], task.gamma, L)  # (H, S-1)
     s_own = task.beta * jnp.einsum("hp,hr->pr", a_target, gates.value)

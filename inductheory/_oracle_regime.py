@@ -263,6 +263,8 @@ def regime_map(
     `boundary` (per beta: `N_star`, `N_below` the largest N known to fail below it or None,
     `bracketed`), and `fit` (`slope`, `intercept` of log N* vs beta, or None with < 2 betas).
     """
+    if any(isinstance(n, bool) or float(n) != int(n) for n in N_grid):
+        raise ValueError(f"N_grid must hold integers, got {list(N_grid)}")
     N_grid = sorted(int(n) for n in N_grid)
     beta_grid = sorted(float(b) for b in beta_grid)
     if not N_grid or not beta_grid:

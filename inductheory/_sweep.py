@@ -44,7 +44,7 @@ from ._flow_run import (
 from ._gates import SharedGates
 from ._io import to_json, write_json_atomic
 from ._lanes import padded_size, shard_lanes, stack_lanes
-from ._loss import phase_accuracy, phase_gap, phase_losses
+from ._loss import check_gate_shape, phase_accuracy, phase_gap, phase_losses
 from ._oracle import OracleMinimizer
 from ._oracle_regime import config_dict, exact_oracle_points, oracle_point
 from ._progress import Progress
@@ -472,8 +472,7 @@ def sweep(
         task.require_exact("sweep('loss') (the closed form of shared gates)")
         if gates is None:
             raise ValueError("sweep('loss') needs gates (e.g. hard_selection(S, offsets))")
-        if gates.key.shape != (task.H, task.S):
-            raise ValueError(f"gates must have shape (H, S) = ({task.H}, {task.S}), got {gates.key.shape}")
+        check_gate_shape(task, gates)
         extra = {"gates_key": np.asarray(gates.key).tolist(), "gates_value": np.asarray(gates.value).tolist()}
         settings = {}
     elif kind == "flow":

@@ -53,3 +53,14 @@ def test_a_new_gate_class_works_with_the_general_losses():
                                float(it.population_loss(TASK, it.SharedGates(key=p, value=p))), rtol=1e-12)
     assert tied.n_offsets == 3 and tied.symmetric_reduction() is None
     assert jnp.all(it.monte_carlo_phase_accuracy(TASK, GEO, tied, ctx) >= 0)
+
+
+def test_bad_gates_are_refused():
+    with pytest.raises(ValueError, match="shape \\(H, S\\) = \\(2, 3\\)"):
+        it.population_loss(TASK, it.hard_selection(3, [0]))
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        it.SharedGates(key=jnp.full((2, 3), jnp.nan), value=jnp.full((2, 3), 1 / 3))
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        it.OracleGates(key=-jnp.ones((2, 4, 3)), value=jnp.ones((2, 4, 3)) / 3)
+    with pytest.raises(ValueError, match="N_grid must hold integers"):
+        it.regime_map(it.Task(L=4, S=3, H=1, N=64), [16.5], [1.0])
