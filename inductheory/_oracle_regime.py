@@ -295,7 +295,8 @@ def regime_map(
             summaries.append(summary)
         return summaries
 
-    points = run_many([(N, beta) for beta in beta_grid for N in N_grid])
+    # one vectorized call per beta (one program for every row): an interrupted map keeps its finished rows
+    points = [s for beta in beta_grid for s in run_many([(N, beta) for N in N_grid])]
     brackets = {}
     for b, beta in enumerate(beta_grid):
         ok = {N: s["ok"] for N, s in zip(N_grid, points[b * len(N_grid):(b + 1) * len(N_grid)])}

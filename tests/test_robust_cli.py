@@ -42,26 +42,26 @@ def test_every_adversarial_case(case):
 
 
 SMALL_SWEEP = ["oracle", "--L", "4", "--S", "3", "--H", "1", "--restarts", "2", "--steps", "5", "--polish-steps", "5",
-               "--rounds", "1", "--vertex-starts", "1", "--quiet", "--sweep", "--N-grid", "16,64,256", "--beta-grid", "1"]
+               "--rounds", "1", "--vertex-starts", "1", "--quiet", "--sweep", "--N-grid", "16,64,256", "--beta-grid", "1,2"]
 
 
 def test_ctrl_c_exits_130_with_one_line_keeping_finished_points(tmp_path, capsys, monkeypatch):
-    real, calls = regime.oracle_point, []
+    real, calls = regime.exact_oracle_points, []
 
-    def interrupted_after_one(*a, **k):
+    def interrupted_after_one(*a, **k):  # one vectorized call per beta row: the second row is interrupted
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt
         return real(*a, **k)
 
-    monkeypatch.setattr(regime, "oracle_point", interrupted_after_one)
+    monkeypatch.setattr(regime, "exact_oracle_points", interrupted_after_one)
     assert main([*SMALL_SWEEP, "--out", str(tmp_path)]) == 130
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "interrupted" in err[0] and "kept" in err[0]
-    assert len(list(tmp_path.glob("*.json"))) == 1  # the finished point is on disk
-    monkeypatch.setattr(regime, "oracle_point", real)
+    assert len(list(tmp_path.glob("*.json"))) == 3  # the finished row (beta = 1) is on disk
+    monkeypatch.setattr(regime, "exact_oracle_points", real)
     assert main([*SMALL_SWEEP, "--out", str(tmp_path)]) == 0  # resumes
-    assert len(list(tmp_path.glob("*.json"))) == 3
+    assert len(list(tmp_path.glob("*.json"))) == 6
 
 
 def test_unexpected_error_is_one_line_and_debug_shows_the_traceback(capsys, monkeypatch):

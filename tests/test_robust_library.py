@@ -113,6 +113,7 @@ def test_cache_keys_include_the_library_version(tmp_path, monkeypatch):
 
 
 def test_default_cache_dir_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("INDUCTHEORY_CACHE_DIR", raising=False)  # the tests' own override
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert _io.default_cache_dir() == tmp_path / "inductheory"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # ignored, as the spec says
