@@ -2,7 +2,8 @@
 
 The palette is Okabe & Ito's (distinguishable under the common colour-vision deficiencies); heatmaps
 use perceptually uniform colour maps and always get a colour bar; discrete quantities (phases,
-offsets, stability regions) are drawn as markers or steps, never as continuous lines.
+offsets, stability regions) are drawn as cells, bars or markers on integer ticks (`phase_axis`,
+`discrete_map`), never interpolated.
 """
 
 from __future__ import annotations
@@ -74,15 +75,6 @@ def phase_axis(ax, n: int, axis: str = "x", label: str | None = "query phase r*"
     lim(-0.5, n - 0.5)
     if label:
         (ax.set_xlabel if axis == "x" else ax.set_ylabel)(label)
-
-
-def phase_steps(ax, values, *, offset: float = 0.0, **kwargs):
-    """Draw a per-phase curve as markers joined by steps (phases are discrete: no interpolation)."""
-    values = np.asarray(values, dtype=float)
-    x = np.arange(values.size)
-    (line,) = ax.step(x, values + offset, where="mid", alpha=0.6, **{k: v for k, v in kwargs.items() if k != "marker"})
-    ax.plot(x, values + offset, kwargs.get("marker", "o"), color=line.get_color(), ls="none")
-    return line
 
 
 def log_ticks(ax, values, axis: str = "x", fmt="{:g}") -> None:

@@ -17,9 +17,9 @@ CLAIM = (
     "points), one context per point (all contexts are equivalent under exact geometry), best of 32 restarts + "
     "8 vertex seeds (quick mode 8): for N above a boundary N*(beta) the best minimizer found is a hard "
     "selection (key e_r, value e_{r+1}) with distinct heads in every block; below it the optimum spreads "
-    "mass and beats every vertex (example panels). N* is bracketed on the grid and refined by 2 bisection "
-    "steps in log N; log N* is fitted linearly in beta from the 4 closed brackets (slope and intercept under "
-    "Measured), so the hard-selection regime shrinks as beta grows."
+    "mass and beats every vertex (example panels). N* is bracketed on the grid (full mode: refined by 2 "
+    "bisection steps in log N) and log N* is fitted linearly in beta from the closed brackets (4 in full "
+    "mode; slope and intercept under Measured): the hard-selection regime shrinks as beta grows."
 )
 
 
