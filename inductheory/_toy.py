@@ -1,4 +1,4 @@
-"""The two-head toy of THEORY.md §8: why gradient flow sharpens heads fast but splits them slowly.
+"""The two-head toy of docs/theory.md §8: why gradient flow sharpens heads fast but splits them slowly.
 
 S = 2, keys only, idealized value readout. Heads h = 1, 2 put key weight $p_h$ on offset 0 and
 $1 - p_h$ on offset 1. A query at offset r gets the correct-answer margin
@@ -24,7 +24,7 @@ from ._model import attention_to_target
 
 
 class ToyConfig(eqx.Module):
-    """Parameters of the two-head toy (THEORY.md §8).
+    """Parameters of the two-head toy (docs/theory.md §8).
 
     **Arguments:**
     - `beta`: unembedding scale, > 0.
@@ -257,7 +257,9 @@ def escape_rates(config: ToyConfig) -> tuple[Float[Array, ""], Float[Array, ""]]
     $m = 2\\beta a$:
     antisymmetric $= -\\ell'(m) \\beta A''(1/2) / 16$,
     symmetric $=$ antisymmetric $- \\ell''(m) \\beta^2 A'(1/2)^2 / 8$.
-    Positive means unstable. The antisymmetric rate is > 0 iff $e^{\\gamma/2} < L - 1$; the two differ
+    Positive means unstable. The antisymmetric rate is > 0 iff $e^{\\gamma/2} < L - 1$; the symmetric
+    rate is > 0 iff moreover $K > K^*(\\beta)$ (`symmetric_stability_boundary`), so the symmetric
+    direction is stable for small K or large beta (e.g. beta 16, K 100, L 8). For large K the two differ
     by $O(1/K)$ while each is $O(1)$ (sharpening fast, splitting slow).
 
     **Arguments:**
@@ -269,12 +271,70 @@ def escape_rates(config: ToyConfig) -> tuple[Float[Array, ""], Float[Array, ""]]
     sym, anti = escape_rates(ToyConfig())
     ```
     """
-    beta, gamma, L, K = _params(config)
+    return _escape_rates(*_params(config))
+
+
+def _escape_rates(beta, gamma, L, K):
     m = 2 * beta * _A(0.5, gamma, L)
     anti = -_ell1(m, K) * beta * _A2(0.5, gamma, L) / 16
     # l''(m) beta^2 A'(1/2)^2 in log space: beta**2 overflows for beta > 1e154 while l'' underflows
     sym = anti - jnp.exp(_log_ell2(m, K) + 2 * (jnp.log(beta) + jnp.log(_A1(0.5, gamma, L)))) / 8
     return sym, anti
+
+
+def escape_rate_grid(
+    beta: Float[ArrayLike, "..."], K: Float[ArrayLike, "..."], *, gamma: float = 1.0, L: int = 8
+) -> tuple[Float[Array, "..."], Float[Array, "..."]]:
+    """The closed-form escape rates of `escape_rates`, vectorized over arrays of beta and K.
+
+    The same formulas as `escape_rates` (bit-equal at every point), broadcast over `beta` and `K`,
+    so that a stability diagram over (beta, K) is one array computation instead of one
+    `ToyConfig` per point. No validation beyond broadcasting: pass beta, K > 0.
+
+    **Arguments:**
+    - `beta`, `K`: arrays (broadcast against each other) of unembedding scales and competing masses.
+    - `gamma`, `L`: attention inverse temperature and number of blocks.
+
+    **Returns:** `(symmetric, antisymmetric)` rates, the broadcast shape; > 0 means unstable.
+
+    ```python
+    sym, anti = escape_rate_grid(jnp.array([4.0, 16.0]), 100.0)  # sym[1] < 0: stable at beta 16
+    ```
+    """
+    beta, K = jnp.broadcast_arrays(jnp.asarray(beta, dtype=jnp.float64), jnp.asarray(K, dtype=jnp.float64))
+    return _escape_rates(beta, gamma, L, K)
+
+
+def symmetric_stability_boundary(beta: Float[ArrayLike, "..."], *, gamma: float = 1.0, L: int = 8) -> Float[Array, "..."]:
+    """The competing mass K*(beta) above which the symmetric direction (1, 1) at p = (1/2, 1/2) is unstable.
+
+    With $a = A(1/2)$, $m = 2\\beta a$ and $\\ell''(m) = s (1 - s)$, $s = -\\ell'(m)$, the symmetric rate of
+    `escape_rates` factors as (positive) $\\cdot [(1 - 2a)(1 + K e^{-m}) - 2\\beta a (1 - a)]$
+    (checked in `proofs/toy.py`). Hence, when $1 - 2a > 0$ (that is $e^{\\gamma/2} < L - 1$, where
+    the antisymmetric direction is unstable), the symmetric rate is > 0 exactly for
+
+    $K > K^*(\\beta) = e^{2\\beta a} \\big(2\\beta a (1 - a) / (1 - 2a) - 1\\big)$,
+
+    and $K^* \\le 0$ (unstable for every K > 0) for $\\beta \\le \\beta_0 = (1 - 2a) / (2a(1 - a))$; when
+    $e^{\\gamma/2} \\ge L - 1$ the symmetric direction is stable for every K.
+
+    **Arguments:**
+    - `beta`: unembedding scale(s), > 0, any shape.
+    - `gamma`, `L`: attention inverse temperature and number of blocks.
+
+    **Returns:** $K^*(\\beta)$, the shape of `beta`: 0 where every K > 0 is unstable, `inf` where no K is.
+
+    ```python
+    symmetric_stability_boundary(4.0, gamma=1.0, L=8)  # ~4.6: stable at K = 1, unstable at K = 100
+    ```
+    """
+    beta = jnp.asarray(beta, dtype=jnp.float64)
+    a = _A(0.5, gamma, L)
+    one_minus_2a = (L - 1 - jnp.exp(gamma / 2)) / (L - 1 + jnp.exp(gamma / 2))  # exact sign, no cancellation
+    if not one_minus_2a > 0:
+        return jnp.full(beta.shape, jnp.inf)
+    k_star = jnp.exp(2 * beta * a) * (2 * beta * a * (1 - a) / one_minus_2a - 1)
+    return jnp.maximum(k_star, 0.0)
 
 
 def _logit_vector_field(t, theta, params):
@@ -351,9 +411,11 @@ def toy_flow(
 __all__ = [
     "ToyConfig",
     "corner_losses",
+    "escape_rate_grid",
     "escape_rates",
     "logistic_loss",
     "split_advantage",
+    "symmetric_stability_boundary",
     "toy_flow",
     "toy_gradient",
     "toy_loss",

@@ -1,9 +1,11 @@
-"""The two-head toy of THEORY.md §8 in closed form (sympy), with its checks.
+"""The two-head toy of docs/theory.md §8 in closed form (sympy), with its checks.
 
 Two heads, S = 2, key weights p_1, p_2 on offset 0. Margins m_0 = beta (A(p_1) + A(p_2)),
 m_1 = beta (A(1 - p_1) + A(1 - p_2)); loss = (ell(m_0) + ell(m_1))/2, ell(m) = log(1 + K e^{-m}).
 Checked here: the gradient; p = (1/2, 1/2) is critical; the Hessian of the logit-parametrized loss
-(p_h = sigmoid(theta_h)) there and the two escape rates of d theta/dt = -grad; the corner losses and
+(p_h = sigmoid(theta_h)) there and the two escape rates of d theta/dt = -grad; where each rate is
+positive (antisymmetric iff e^{gamma/2} < L - 1; symmetric iff moreover K > K*(beta), closed form,
+the boundary of the toy figure's stability diagram); the corner losses and
 the closed-form split advantage with its sign for every beta, gamma, K > 0, L >= 2; the large-K
 expansions (sharpening O(1), splitting O(1/K)).
 
@@ -76,6 +78,19 @@ def escape_rates(beta, gamma, L, K):
     return sym, anti
 
 
+def symmetric_boundary(beta, gamma, L):
+    """K*(beta) = e^{2 beta a} (2 beta a (1 - a) / (1 - 2a) - 1), a = A(1/2): for e^{gamma/2} < L - 1 the
+    symmetric escape rate is > 0 exactly when K > K*(beta) (K* <= 0: for every K > 0)."""
+    a = attention_A(sp.Rational(1, 2), gamma, L)
+    return sp.exp(2 * beta * a) * (2 * beta * a * (1 - a) / (1 - 2 * a) - 1)
+
+
+def symmetric_threshold_beta(gamma, L):
+    """beta_0 = (1 - 2a) / (2 a (1 - a)), a = A(1/2): K*(beta) <= 0 exactly for beta <= beta_0."""
+    a = attention_A(sp.Rational(1, 2), gamma, L)
+    return (1 - 2 * a) / (2 * a * (1 - a))
+
+
 def sharpening_gain(beta, gamma, L):
     """O(1) part of loss(center) - loss(any corner) as K -> oo: beta (A(1) + A(0) - 2 A(1/2))."""
     A = lambda w: attention_A(w, gamma, L)
@@ -90,7 +105,7 @@ def _exp_positive_above_zero(t) -> None:
 
 
 def main() -> None:
-    print("two-head toy (THEORY.md §8)")
+    print("two-head toy (docs/theory.md §8)")
     loss = toy_loss(p1, p2, beta, gamma, L, K)
     g = toy_gradient(p1, p2, beta, gamma, L, K)
     for h, p in enumerate((p1, p2), start=1):
@@ -122,6 +137,38 @@ def main() -> None:
                    "antisymmetric rate > 0 iff e^{gamma/2} < L - 1 (true for L >= 4, gamma <= 1): p = 1/2 unstable")
     gap = sub_u(anti - sym)
     check_positive(sp.factor(gap), "antisymmetric - symmetric = ell''(m) beta^2 A'(1/2)^2 / 8 > 0 (splitting faster)")
+
+    # Where the symmetric direction is unstable: the stability diagram of the toy figure.
+    sym_u = sub_u(sym)
+    m_u = 2 * beta * sub_u(attention_A(sp.Rational(1, 2), gamma, L))
+    check_zero(m_u - 2 * beta * u / (n + u), "a = A(1/2) = u/(n + u), m = 2 beta a")
+    bracket = (n**2 - u**2) * (1 + K * sp.exp(-m_u)) - 2 * beta * u * n
+    prefactor = sp.simplify(sym_u / bracket)
+    check_zero(prefactor - K * beta * gamma**2 * n * u * sp.exp(m_u) / (16 * (K + sp.exp(m_u)) ** 2 * (n + u) ** 4),
+               "symmetric rate = K beta gamma^2 n u e^m / (16 (K + e^m)^2 (n+u)^4) * [(n^2 - u^2)(1 + K e^{-m}) - 2 beta u n]")
+    check_positive(prefactor, "that prefactor is > 0: sign(symmetric rate) = sign[(n^2 - u^2)(1 + K e^{-m}) - 2 beta u n]")
+    w = sp.Symbol("w", nonnegative=True)  # u = n + w >= n, i.e. e^{gamma/2} >= L - 1
+    check_positive(sp.expand(-bracket.subs(u, n + w)),
+                   "for e^{gamma/2} >= L - 1 the bracket is < 0: symmetric direction stable for every K")
+    k_star = sub_u(symmetric_boundary(beta, gamma, L))
+    check_zero(sp.simplify(bracket - (n**2 - u**2) * sp.exp(-m_u) * (K - k_star)),
+               "bracket = (n^2 - u^2) e^{-m} (K - K*(beta)), K* = e^{2 beta a}(2 beta a(1-a)/(1-2a) - 1): for u < n, "
+               "symmetric rate > 0 iff K > K*(beta)")
+    check_zero(sp.simplify(k_star - sp.exp(m_u) * (2 * beta * u * n / (n**2 - u**2) - 1)),
+               "K*(beta) = e^m (2 beta u n / (n^2 - u^2) - 1) in u = e^{gamma/2}, n = L - 1")
+    beta0 = sub_u(symmetric_threshold_beta(gamma, L))
+    check_zero(sp.simplify(beta0 - (n**2 - u**2) / (2 * u * n)), "beta_0 = (1 - 2a)/(2a(1-a)) = (n^2 - u^2)/(2 u n)")
+    check_zero(sp.simplify(k_star - sp.exp(m_u) * (beta / beta0 - 1)),
+               "K*(beta) = e^m (beta/beta_0 - 1): K* <= 0 (symmetric unstable for every K > 0) iff beta <= beta_0")
+    a_u = u / (n + u)
+    check_zero(sp.simplify(sp.diff(k_star, beta) - sp.exp(m_u) * (2 * a_u * (beta / beta0 - 1) + 1 / beta0)),
+               "dK*/dbeta = e^m (2a (beta/beta_0 - 1) + 1/beta_0) > 0 for beta > beta_0: one boundary curve, increasing")
+    for (bv, Kv, stable) in ((16, 100, True), (4, 1, True), (4, 100, False)):
+        at = {beta: bv, gamma: 1, L: 8, K: Kv}
+        rate, kv = sp.N(sym.subs(at), 30), sp.N(symmetric_boundary(beta, gamma, L).subs(at), 30)
+        check(bool(rate < 0) == stable and bool(Kv < kv) == stable,
+              f"beta={bv}, K={Kv}, L=8, gamma=1: symmetric rate {sp.N(rate, 6)}, K*={sp.N(kv, 6)}: "
+              + ("stable" if stable else "unstable"))
 
     # Corners.
     same, opp = corner_losses(beta, gamma, L, K)

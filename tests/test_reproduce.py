@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-import inductheory._figure_data as figure_data
-from inductheory._reproduce import figure_names, reproduce
+import inductheory.figures._runs as runs
+from inductheory.figures import FIGURES, figure_names, redraw, reproduce
 from inductheory.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ def test_a_rerun_resumes_from_the_cache(quick_run, tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("recomputed a cached result")
 
-    monkeypatch.setattr(figure_data, "run_flow", refuse)
+    monkeypatch.setattr(runs, "run_flow", refuse)
     again = reproduce(tmp_path, quick=True, cache_dir=cache, progress=False, only=["weak_spots", "coverage"])
     for name in ("weak_spots", "coverage"):
         assert_same_numbers(json.loads(json.dumps(again[name])), results[name], name)
@@ -81,7 +81,7 @@ def test_a_rerun_resumes_from_the_cache(quick_run, tmp_path, monkeypatch):
 
 def test_an_interrupted_run_keeps_what_it_finished(tmp_path, monkeypatch):
     calls = []
-    original = figure_data.flow_runs
+    original = runs.flow_runs
 
     def interrupt_second(*args, **kwargs):
         calls.append(1)
@@ -89,12 +89,39 @@ def test_an_interrupted_run_keeps_what_it_finished(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(figure_data, "flow_runs", interrupt_second)
+    monkeypatch.setattr(runs, "flow_runs", interrupt_second)
     with pytest.raises(KeyboardInterrupt):
         reproduce(tmp_path / "out", quick=True, cache_dir=tmp_path / "cache", progress=False, only=["weak_spots"])
     finished = list((tmp_path / "cache").rglob("*.json"))
     assert len(finished) == 1  # the first flow batch was written atomically before the interruption
     assert not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+def test_redraw_from_stored_data_needs_no_computation(quick_run, tmp_path, monkeypatch):
+    out, _, _ = quick_run
+    (tmp_path / "data").mkdir()
+    for name in figure_names():
+        (tmp_path / "data" / f"{name}.json").write_text((out / "data" / f"{name}.json").read_text())
+    monkeypatch.setattr(runs, "flow_runs", lambda *a, **k: (_ for _ in ()).throw(AssertionError("computed")))
+    assert redraw(tmp_path) == figure_names()
+    for name in figure_names():
+        assert (tmp_path / f"{name}.png").stat().st_size > 1000
+
+
+def test_figures_are_one_module_each_and_the_library_does_not_import_them():
+    import subprocess
+    import sys
+
+    assert figure_names() == ["theorem2_trajectories", "effective_offsets", "weak_spots", "coverage", "toy_stability",
+                              "theorem1_oracle", "approximate_geometry"]
+    for name, f in FIGURES.items():
+        assert f.name == name and f.compute.__module__ == f.draw.__module__ == f"inductheory.figures.{name}"
+        assert "THEORY.md" not in f.claim and "docs/theory.md §" in f.claim
+        if name.startswith("theorem"):
+            assert "checked numerically, not proved" in f.claim
+    code = "import sys, inductheory; print(any(m.startswith('inductheory.figures') for m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.stdout.strip() == "False", result.stderr
 
 
 def test_cli_lists_figures_and_rejects_unknown_ones(capsys):

@@ -1,4 +1,4 @@
-"""The library's two-head toy against the sympy closed forms of proofs/toy.py (THEORY.md §8)."""
+"""The library's two-head toy against the sympy closed forms of proofs/toy.py (docs/theory.md §8)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from inductheory import (  # noqa: E402
     toy_loss,
     toy_margins,
 )
+from inductheory._toy import escape_rate_grid, symmetric_stability_boundary  # noqa: E402
 from inductheory.cli import main  # noqa: E402
 
 # --- sympy closed forms, lambdified with mpmath (30 digits) ------------------------------------------
@@ -46,6 +47,7 @@ _grad = sp.lambdify((proof.p1, proof.p2, *_P), proof.toy_gradient(proof.p1, proo
 _corners = sp.lambdify(_P, proof.corner_losses(*_P), "mpmath")
 _split = sp.lambdify(_P, proof.split_advantage(*_P), "mpmath")
 _rates = sp.lambdify(_P, proof.escape_rates(*_P), "mpmath")
+_boundary = sp.lambdify((proof.beta, proof.gamma, proof.L), proof.symmetric_boundary(proof.beta, proof.gamma, proof.L), "mpmath")
 
 
 def _f(x) -> float:
@@ -242,3 +244,58 @@ def test_cli_table_and_errors(capsys):
     assert "K must be > 0" in capsys.readouterr().err
     assert main(["toy", "--L", "1"]) != 0
     assert "L must be >= 2" in capsys.readouterr().err
+
+
+# --- the stability diagram of the toy figure: the drawn boundary against direct signs ----------------
+
+
+@pytest.mark.parametrize("gamma, L", [(1.0, 4), (1.0, 8), (1.0, 64), (0.5, 3), (2.0, 6)])
+def test_symmetric_boundary_matches_direct_signs_of_the_escape_rates(gamma, L):
+    """K > K*(beta) exactly where `escape_rates` (one ToyConfig per grid point) is > 0 along (1, 1)."""
+    betas = np.linspace(0.25, 32.0, 14)
+    Ks = np.geomspace(1e-2, 1e12, 15)
+    k_star = np.asarray(symmetric_stability_boundary(jnp.asarray(betas), gamma=gamma, L=L))
+    checked = 0
+    for beta, ks in zip(betas, k_star):
+        for K in Ks:
+            sym, anti = escape_rates(_config(float(beta), gamma, L, float(K)))
+            if ks > 0 and abs(math.log(K / ks)) < 1e-6:
+                continue  # on the boundary itself the sign is rounding
+            assert (float(sym) > 0) == (K > ks), (beta, K, float(sym), ks)
+            assert float(anti) > 0  # e^{gamma/2} < L - 1 for all these (gamma, L)
+            checked += 1
+    assert checked > 150
+    # the boundary passes through both regions on this grid: the test can tell a shifted curve
+    finite = k_star[np.isfinite(k_star) & (k_star > 0)]
+    assert finite.size and finite.min() < Ks[-1]
+
+
+def test_symmetric_boundary_matches_sympy_and_zeroes_the_rate():
+    for beta, gamma, L in [(4.0, 1.0, 8), (16.0, 1.0, 8), (12.0, 0.7, 5), (30.0, 1.0, 64)]:
+        ks = float(symmetric_stability_boundary(beta, gamma=gamma, L=L))
+        np.testing.assert_allclose(ks, max(0.0, _f(_boundary(beta, gamma, L))), rtol=1e-12)
+        if ks > 0:  # the symmetric rate changes sign at K*
+            below = float(escape_rates(_config(beta, gamma, L, ks * (1 - 1e-6)))[0])
+            above = float(escape_rates(_config(beta, gamma, L, ks * (1 + 1e-6)))[0])
+            assert below < 0 < above
+            np.testing.assert_allclose(float(escape_rates(_config(beta, gamma, L, ks))[0]), 0.0, atol=1e-12)
+    # the issue's examples: stable at (beta 16, K 100) and (beta 4, K 1), unstable at (beta 4, K 100), L 8
+    assert float(escape_rates(ToyConfig(beta=16.0, K=100.0))[0]) < 0 < float(escape_rates(ToyConfig(beta=4.0, K=100.0))[0])
+    assert float(escape_rates(ToyConfig(beta=4.0, K=1.0))[0]) < 0
+    assert float(symmetric_stability_boundary(1.0, gamma=1.0, L=8)) == 0.0  # beta < beta_0: every K unstable
+
+
+def test_symmetric_direction_stable_everywhere_when_A_is_concave_at_the_center():
+    # e^{gamma/2} >= L - 1: both rates < 0 for every beta, K
+    assert math.isinf(float(symmetric_stability_boundary(4.0, gamma=1.0, L=2)))
+    sym, anti = escape_rate_grid(jnp.linspace(0.1, 30, 7)[:, None], jnp.geomspace(1e-3, 1e9, 9)[None, :], gamma=1.0, L=2)
+    assert np.all(np.asarray(sym) < 0) and np.all(np.asarray(anti) < 0)
+
+
+@settings(max_examples=20)
+@given(params)
+def test_escape_rate_grid_equals_escape_rates(prm):
+    beta, gamma, L, K = prm
+    grid = escape_rate_grid(jnp.array([beta]), jnp.array([K]), gamma=gamma, L=L)
+    one = escape_rates(_config(*prm))
+    np.testing.assert_allclose([float(g[0]) for g in grid], [float(x) for x in one], rtol=1e-13, atol=1e-300)

@@ -29,7 +29,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from .._reproduce import figure_names, reproduce
+    from ..figures import figure_names, reproduce
 
     if args.list:
         print("\n".join(figure_names()))

@@ -1,0 +1,16 @@
+"""The theorem figures: one module per figure (its computation, drawing and claim), a registry, one style.
+
+Data flow: the library (config, model, loss, flows, oracle, toy) -> `inductheory.figures` -> the CLI.
+Nothing in the library imports this package.
+
+```python
+from inductheory.figures import figure_names, reproduce
+reproduce("figures/quick", quick=True, only=["toy_stability"])
+```
+"""
+
+from ._figure import Figure
+from ._registry import FIGURES, figure_names
+from ._reproduce import readme, redraw, reproduce
+
+__all__ = ["FIGURES", "Figure", "figure_names", "readme", "redraw", "reproduce"]

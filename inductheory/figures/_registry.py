@@ -1,0 +1,25 @@
+"""The figures, by name, in the order of figures/README.md."""
+
+from __future__ import annotations
+
+from . import (
+    approximate_geometry,
+    coverage,
+    effective_offsets,
+    theorem1_oracle,
+    theorem2_trajectories,
+    toy_stability,
+    weak_spots,
+)
+from ._figure import Figure
+
+FIGURES: dict[str, Figure] = {
+    m.FIGURE.name: m.FIGURE
+    for m in (theorem2_trajectories, effective_offsets, weak_spots, coverage, toy_stability, theorem1_oracle,
+              approximate_geometry)
+}
+
+
+def figure_names() -> list[str]:
+    """The names of every figure, in order."""
+    return list(FIGURES)
