@@ -1,5 +1,5 @@
 """inductheory: a theory simulator for the idealized induction task behind chunked KV-cache
-phase sensitivity ("Periodic Weak Spots", THEORY.md).
+phase sensitivity ("Periodic Weak Spots"; the theory page is docs/theory.md).
 
 Importing the package enables JAX float64: every check of a theorem runs in double precision.
 """
@@ -106,7 +106,7 @@ from ._interventions import (
     rotate_gates,
 )
 
-# The two-head toy of THEORY.md §8 (issue 5)
+# The two-head toy of docs/theory.md §8 (issue 5)
 from ._toy import (
     ToyConfig,
     corner_losses,

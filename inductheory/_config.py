@@ -1,4 +1,4 @@
-"""The validated task configuration of THEORY.md §2–§3."""
+"""The validated task configuration of docs/theory.md §2–§3."""
 
 from __future__ import annotations
 
@@ -196,7 +196,7 @@ class Task(eqx.Module):
         return Task(**{**self.to_dict(), **changes})
 
     def require_exact(self, what: str) -> None:
-        """Raise `ValueError` unless the geometry is exact: `what` relies on THEORY.md §4."""
+        """Raise `ValueError` unless the geometry is exact: `what` relies on docs/theory.md §4."""
         if not self.exact:
             raise ValueError(
                 f"{what} needs exact geometry (eps = 0); this task is approximate (eps={self.eps}, d={self.d})"

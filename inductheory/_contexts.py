@@ -56,7 +56,7 @@ def _sample_contexts(key, L: int, S: int, N: int, M: int):
 
 
 def balanced_contexts(key: PRNGKeyArray, task: Task, permutations: int) -> Int[Array, "contexts blocks offsets"]:
-    """A balanced sample: every token appears equally often at every offset (THEORY.md §6).
+    """A balanced sample: every token appears equally often at every offset (docs/theory.md §6).
 
     Each random permutation of the vocabulary is cut into N/(L*S) contexts, and each context is
     added with its S cyclic rotations of the offsets (token (l, r) moves to offset (r + s) mod S).

@@ -1,4 +1,4 @@
-"""Gradient-flow dynamics of the linear gate class (THEORY.md §6) behind one contract.
+"""Gradient-flow dynamics of the linear gate class (docs/theory.md §6) behind one contract.
 
 A dynamics says what the state is and how it moves: its `vector_field`, the `statistics` saved along
 the way, and the worst-case gate masses over windows (`worst_masses`) from which selection is read.
@@ -83,7 +83,7 @@ class AbstractDynamics(eqx.Module):
 
 
 class ReducedDynamics(AbstractDynamics):
-    """The exact flow on span(m): $\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L(b)$ (THEORY.md §6).
+    """The exact flow on span(m): $\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L(b)$ (docs/theory.md §6).
 
     On c in span(m), $\\langle c^B_{h,r}, x \\rangle = b_{h,B,r}$ for every token, so $L(c) = \\bar L(b)$
     with $b = \\langle c, m \\rangle$; the gradient $\\nabla_b \\bar L \\otimes m$ stays in span(m) and
@@ -163,10 +163,10 @@ class FullDynamics(AbstractDynamics):
     def statistics(self, c: Float[Array, "heads 2 offsets dim"]) -> dict:
         """Statistics over the sample's M*L windows (context, block): `mass` (H, 2, S) averaged,
         `worst` (H, 2, S) minimum, `loss` () on the sample, `static_offsets` and `avg_offsets`
-        (H, 2) of THEORY.md §9, `biases` (H, 2, S) = $\\langle c, m \\rangle$.
+        (H, 2) of docs/theory.md §9, `biases` (H, 2, S) = $\\langle c, m \\rangle$.
 
         Our formalization: the effective offsets are measured on the training sample's own windows,
-        not on held-out ones as in the paper (THEORY.md §9); on a balanced sample started in span(m)
+        not on held-out ones as in the paper (docs/theory.md §9); on a balanced sample started in span(m)
         the two coincide, since the gates are then the same in every window.
         """
         w = _windows(self.gates(c))

@@ -1,4 +1,4 @@
-"""Integration of a gradient flow (THEORY.md §6, Theorem 2) on diffrax.
+"""Integration of a gradient flow (docs/theory.md §6, Theorem 2) on diffrax.
 
 `integrate` takes one dynamics (`_dynamics`), integrates with an adaptive solver and a PID
 step-size controller from t = 0 to `t_max`, stops early by a diffrax `Event` once every head

@@ -1,4 +1,4 @@
-"""Settings of a gradient-flow run (THEORY.md §6): which dynamics, initial radius, solver, budget."""
+"""Settings of a gradient-flow run (docs/theory.md §6): which dynamics, initial radius, solver, budget."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Gate classes of THEORY.md §5: oracle (per-context), block-shared, linear; hard selections."""
+"""Gate classes of docs/theory.md §5: oracle (per-context), block-shared, linear; hard selections."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _check_gate_pair(key, value, trailing: str) -> None:
 
 
 class AbstractGates(eqx.Module):
-    """What a gate class provides (THEORY.md §5). Losses, measures and flows accept any subclass.
+    """What a gate class provides (docs/theory.md §5). Losses, measures and flows accept any subclass.
 
     - `for_context(geometry, tokens)`: the simplex weights $p^K_{h,l}, p^V_{h,l}$ this class gives
       one context, as `OracleGates` of shape (H, L, S).
@@ -89,7 +89,7 @@ class OracleGates(AbstractGates):
 class SharedGates(AbstractGates):
     """Gates shared by every block and context: one (key, value) pair of simplex vectors per head.
 
-    Under exact geometry the population loss of shared gates has the closed form of THEORY.md §4
+    Under exact geometry the population loss of shared gates has the closed form of docs/theory.md §4
     (`population_loss`).
 
     **Arguments:**
@@ -174,7 +174,7 @@ class LinearGates(AbstractGates):
         return self.c @ geometry.mean_embedding()
 
     def rotate(self, delta: int) -> "LinearGates":
-        """Gate rotation of THEORY.md §9: $\\tilde c_{h,r} = c_{h,(r - \\delta) \\bmod S}$."""
+        """Gate rotation of docs/theory.md §9: $\\tilde c_{h,r} = c_{h,(r - \\delta) \\bmod S}$."""
         return LinearGates(c=jnp.roll(self.c, delta, axis=2))
 
 

@@ -1,4 +1,4 @@
-"""Embedding geometries of THEORY.md §3: exact (structured) and approximate (dense)."""
+"""Embedding geometries of docs/theory.md §3: exact (structured) and approximate (dense)."""
 
 from __future__ import annotations
 

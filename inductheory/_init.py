@@ -1,4 +1,4 @@
-"""Initial conditions of the gradient flow (THEORY.md §6): the ball-uniform c(0) and its projection.
+"""Initial conditions of the gradient flow (docs/theory.md §6): the ball-uniform c(0) and its projection.
 
 c(0) is uniform in the Euclidean ball of radius rho in $R^D$, $D = H \\cdot 2 \\cdot S \\cdot d$. The
 reduced flow starts from the exact projection of c(0) on the symmetric subspace,

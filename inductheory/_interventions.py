@@ -1,4 +1,4 @@
-"""The paper's causal interventions (THEORY.md §9): gate rotation and head knockout."""
+"""The paper's causal interventions (docs/theory.md §9): gate rotation and head knockout."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def monte_carlo_knockout(
 ):
     """Per-phase (loss, accuracy) with the outputs of `heads` replaced by `mean_outputs` (dense path).
 
-    The literal intervention of THEORY.md §9 for any gates and embeddings:
+    The literal intervention of docs/theory.md §9 for any gates and embeddings:
     $z = \\beta E (\\sum_{h \\notin K} o_h + \\sum_{h \\in K} \\mu_h)$.
 
     **Returns:** `(phase_losses, phase_accuracy)`, each of shape (S-1,).

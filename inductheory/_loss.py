@@ -23,7 +23,7 @@ def check_gate_shape(task: Task, gates: SharedGates) -> None:
 
 
 def shared_logits(task: Task, gates: SharedGates):
-    """Per-phase logits of shared gates under exact geometry, blocks collapsed (THEORY.md §4).
+    """Per-phase logits of shared gates under exact geometry, blocks collapsed (docs/theory.md §4).
 
     With every block using the same $p^K_h, p^V_h$, a query at phase r* sees, up to the shift
     $\\beta H \\kappa$, the logits $s^*_r = \\beta \\sum_h A(p^K_h(r^*)) p^V_h(r)$ in its own block,
@@ -53,7 +53,7 @@ def phase_losses(task: Task, gates: SharedGates) -> Float[Array, " phases"]:
 
 
 def population_loss(task: Task, gates: SharedGates) -> Float[Array, ""]:
-    """Exact population loss of block-shared gates under exact geometry (closed form, THEORY.md §4).
+    """Exact population loss of block-shared gates under exact geometry (closed form, docs/theory.md §4).
 
     $\\bar L(p) = \\frac{1}{S-1} \\sum_{r^*} \\big[\\log\\big(N - LS + \\sum_r e^{s^*_r} + (L-1) \\sum_r
     e^{s^o_r}\\big) - s^*_{r^*+1}\\big]$; kappa cancels.
@@ -79,7 +79,7 @@ def phase_accuracy(task: Task, gates: SharedGates) -> Float[Array, " phases"]:
 
 
 def phase_gap(accuracy: Float[Array, " phases"]) -> Float[Array, ""]:
-    """Max minus min of a per-phase accuracy curve (THEORY.md §9)."""
+    """Max minus min of a per-phase accuracy curve (docs/theory.md §9)."""
     return jnp.max(accuracy) - jnp.min(accuracy)
 
 

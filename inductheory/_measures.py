@@ -1,4 +1,4 @@
-"""Effective number of offsets of gate score vectors (THEORY.md §9)."""
+"""Effective number of offsets of gate score vectors (docs/theory.md §9)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def effective_number(alpha: Float[Array, "*batch offsets"]) -> Float[Array, "*ba
 def effective_offsets(
     alpha: Float[Array, "*batch windows offsets"],
 ) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"]]:
-    """Static and average effective number of offsets over a set of windows (THEORY.md §9).
+    """Static and average effective number of offsets over a set of windows (docs/theory.md §9).
 
     With $\\alpha_j$ the gate scores of window j (axis -2),
     static $= \\exp(H(\\mathbb{E}_j \\alpha_j))$ and avg $= \\mathbb{E}_j \\exp(H(\\alpha_j))$.

@@ -1,4 +1,4 @@
-"""The compressed multi-head model of THEORY.md §2: a dense path and the exact-geometry path of §4.
+"""The compressed multi-head model of docs/theory.md §2: a dense path and the exact-geometry path of §4.
 
 Both paths return, for every enumerated query slot of one context, a row of logits, the log
 multiplicity of each logit (how many vocabulary tokens share it) and the index of the target, so
@@ -54,7 +54,7 @@ def block_attention(w, gamma: float, L: int):
 
 
 def attention_to_target(w, gamma: float, L: int):
-    """$A(w) = e^{\\gamma w} / (e^{\\gamma w} + L - 1) = \\sigma(\\gamma w - \\log(L-1))$ (THEORY.md §4)."""
+    """$A(w) = e^{\\gamma w} / (e^{\\gamma w} + L - 1) = \\sigma(\\gamma w - \\log(L-1))$ (docs/theory.md §4)."""
     return block_attention(w, gamma, L)[0]
 
 
@@ -64,7 +64,7 @@ def log_outside_count(task: Task) -> Float[Array, ""]:
 
 
 def exact_logits(task: Task, gates: OracleGates):
-    """Logits of one context under exact geometry, without embeddings (THEORY.md §4).
+    """Logits of one context under exact geometry, without embeddings (docs/theory.md §4).
 
     For query (l*, r*), the logit of context token (l, r) is, up to the common shift
     $\\beta H \\kappa$, $s_{l,r} = \\beta \\sum_h a_{h,l} p^V_{h,l}(r)$; the N - L*S tokens outside the
@@ -113,7 +113,7 @@ def dense_logits(
 ):
     """Logits over the whole vocabulary, $z_x = \\beta \\langle x, \\sum_h o_h \\rangle$ (tied unembedding).
 
-    The general path: any embeddings, the literal model of THEORY.md §2.
+    The general path: any embeddings, the literal model of docs/theory.md §2.
 
     **Returns:** `(logits, log_multiplicity, target)` with shapes (Q, N), (N,), (Q,).
     """

@@ -1,4 +1,4 @@
-"""Global minimization of one context's loss over the oracle class (THEORY.md §5, Theorem 1 of §7).
+"""Global minimization of one context's loss over the oracle class (docs/theory.md §5, Theorem 1 of §7).
 
 The oracle class lets every head h and block l of a context pick any $p^K_{h,l}, p^V_{h,l}$ in the
 simplex $\\Delta^{S-1}$: the domain is a product of 2HL simplices and the per-context loss

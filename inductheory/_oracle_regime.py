@@ -48,7 +48,7 @@ def oracle_point(
 
     In each of `contexts` sampled contexts: enumerate the hard selections (`best_vertex`), run
     `minimize_oracle` from `config.restarts` random starts plus the `seeds` best vertices, and
-    classify the best point found. Under exact geometry every context is equivalent (THEORY.md
+    classify the best point found. Under exact geometry every context is equivalent (docs/theory.md
     §5), so `contexts=1` is the population answer; with eps > 0 each context is its own problem.
 
     **Arguments:**
@@ -125,7 +125,7 @@ def exact_oracle_points(tasks: Task, keys, config: OracleMinimizer = OracleMinim
     **Returns:** one `oracle_point` dict per point.
     """
     template.require_exact("exact_oracle_points")
-    # The exact path reads neither the geometry's N nor its kappa (both cancel, THEORY.md §4); a fixed
+    # The exact path reads neither the geometry's N nor its kappa (both cancel, docs/theory.md §4); a fixed
     # placeholder keeps N, which is static in `ExactGeometry`, out of the compiled program's key.
     geometry = ExactGeometry(template.L * template.S, 1.0)
     configs, method = vertex_configs(template, geometry)

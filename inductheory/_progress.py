@@ -42,6 +42,15 @@ class Progress:
             self.stream.flush()
         self._last_tenth = tenth
 
+    def note(self, text: str) -> None:
+        """Show what is being worked on now, without counting a unit as done."""
+        if not self.enabled:
+            return
+        elapsed = time.perf_counter() - self.start
+        line = f"{self.desc} {self.done}/{self.total} [{elapsed:.1f}s elapsed] {text}"
+        self.stream.write(("\r" + line + " " * 8) if self._tty else line + "\n")
+        self.stream.flush()
+
     def __enter__(self):
         return self
 

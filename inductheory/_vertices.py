@@ -1,4 +1,4 @@
-"""Hard selections of the oracle class (THEORY.md §5, §7): vertex gates and their enumeration.
+"""Hard selections of the oracle class (docs/theory.md §5, §7): vertex gates and their enumeration.
 
 A vertex configuration gives every head h and block l of one context an offset $r_{h,l}$ in
 0..S-2 and sets $p^K_{h,l} = e_{r_{h,l}}$, $p^V_{h,l} = e_{r_{h,l}+1}$. Its loss is evaluated by

@@ -1,4 +1,4 @@
-"""Convexity lemma of THEORY.md §4: A(w) = e^{gamma w} / (e^{gamma w} + L - 1).
+"""Convexity lemma of docs/theory.md §4: A(w) = e^{gamma w} / (e^{gamma w} + L - 1).
 
 A''(w) = gamma^2 (L-1) e^{gamma w} (L - 1 - e^{gamma w}) / (e^{gamma w} + L - 1)^3, so A is strictly
 convex at w exactly when gamma w < log(L-1); on [0, 1] this holds for L >= 4, gamma <= 1

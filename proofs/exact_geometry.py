@@ -1,4 +1,4 @@
-"""Exact-geometry reduction of THEORY.md §4, checked symbolically on the literal model.
+"""Exact-geometry reduction of docs/theory.md §4, checked symbolically on the literal model.
 
 Embeddings x_i = sqrt(kappa) e_0 + e_i in R^{N+1}; symbolic kappa, gamma, beta and symbolic gate
 entries (every pK_{h,l}, pV_{h,l} a generic probability vector). For each query (l*, r*):
@@ -133,7 +133,7 @@ def check_configuration(L: int, S: int, H: int, seed: int) -> None:
 
 
 def main() -> None:
-    print("exact-geometry reduction (THEORY.md §4)")
+    print("exact-geometry reduction (docs/theory.md §4)")
     for L, S, H in ((2, 2, 1), (4, 3, 2)):
         for seed in (0, 1):
             check_configuration(L, S, H, seed)

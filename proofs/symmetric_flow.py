@@ -1,4 +1,4 @@
-"""Symmetric-subspace invariance of the linear-class flow and the reduced rate (THEORY.md §6).
+"""Symmetric-subspace invariance of the linear-class flow and the reduced rate (docs/theory.md §6).
 
 Linear gates: scores s^B_{h,l,r}(c, X) = <c^B_{h,r}, x_{X(l,r)}>, p = softmax_r(s). Under exact geometry
 the loss of a context is a function F of its scores alone (§4: tokens do not enter), the same F for
@@ -86,7 +86,7 @@ def rotations(contexts, S: int):
 
 
 def main() -> None:
-    print("symmetric-subspace invariance and reduced rate (THEORY.md §6)")
+    print("symmetric-subspace invariance and reduced rate (docs/theory.md §6)")
     for N in (4, 7):
         xs = embeddings(N)
         m = sum(xs, sp.zeros(N + 1, 1)) / N

@@ -54,7 +54,7 @@ def test_full_flow_from_generic_init():
     ps = out["per_seed"]
     assert np.all(ps["status"] == STATUSES.index("selected"))
     np.testing.assert_array_equal(ps["value_offsets"], ps["key_offsets"] + 1)
-    # THEORY.md §6: from a generic small init the full flow ends in the reduced flow's selection
+    # docs/theory.md §6: from a generic small init the full flow ends in the reduced flow's selection
     np.testing.assert_array_equal(ps["selected"], ps["reduced_selected"])
     # uniform over windows: the minimum masses over every context and block select
     assert out["sample"]["M"] == 512

@@ -1,4 +1,4 @@
-"""The ball-uniform initialization and the exact law of its projection (THEORY.md §6)."""
+"""The ball-uniform initialization and the exact law of its projection (docs/theory.md §6)."""
 
 import math
 

@@ -27,7 +27,7 @@ def test_exact_embeddings_have_the_exact_gram_and_mean():
     E = np.asarray(geo.embeddings())
     np.testing.assert_allclose(E @ E.T, 0.6 + np.eye(20), atol=1e-14)
     np.testing.assert_allclose(geo.mean_embedding(), E.mean(axis=0), atol=1e-15)
-    # <m, x_i> = kappa + 1/N for every token (THEORY.md §6)
+    # <m, x_i> = kappa + 1/N for every token (docs/theory.md §6)
     np.testing.assert_allclose(E @ np.asarray(geo.mean_embedding()), 0.6 + 1 / 20, atol=1e-14)
     assert it.measure_eps(E, 0.6) < 1e-14
 

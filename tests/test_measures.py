@@ -1,4 +1,4 @@
-"""Effective number of offsets (THEORY.md §9): values computed by hand."""
+"""Effective number of offsets (docs/theory.md §9): values computed by hand."""
 
 import math
 

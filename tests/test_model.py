@@ -1,4 +1,4 @@
-"""The exact-geometry path of THEORY.md §4 against the literal dense model."""
+"""The exact-geometry path of docs/theory.md §4 against the literal dense model."""
 
 import jax
 import jax.numpy as jnp

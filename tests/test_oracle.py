@@ -1,4 +1,4 @@
-"""Theorem 1 (THEORY.md §7): the global minimizer over the oracle class, in and out of its regime.
+"""Theorem 1 (docs/theory.md §7): the global minimizer over the oracle class, in and out of its regime.
 
 The minimizer is checked against the enumeration of hard selections (an independent method): in
 the regime it must not beat the best vertex and must itself be a hard selection (with distinct

@@ -1,6 +1,6 @@
 """Vertex (hard-selection) enumeration and the per-context loss of the oracle class.
 
-Expected values come from independent computations: a NumPy transcription of THEORY.md §4 for
+Expected values come from independent computations: a NumPy transcription of docs/theory.md §4 for
 vertex gates, the block-shared closed form, the dense path with explicit embeddings, and
 exhaustive enumeration against the symmetry-reduced one.
 """
@@ -20,7 +20,7 @@ import inductheory as it
 
 
 def hand_vertex_loss(task, offsets):
-    """THEORY.md §4 for a vertex configuration, written out in NumPy (no library code)."""
+    """docs/theory.md §4 for a vertex configuration, written out in NumPy (no library code)."""
     L, S, H, beta, gamma = task.L, task.S, task.H, task.beta, task.gamma
     A = lambda w: math.exp(gamma * w) / (math.exp(gamma * w) + L - 1)
     total = 0.0

@@ -1,6 +1,6 @@
 """Every proof script runs on its own and exits 0; a failing check exits non-zero (also under -O).
 
-Also cross-checks the library's exact-geometry path against the sympy closed form of THEORY.md §4.
+Also cross-checks the library's exact-geometry path against the sympy closed form of docs/theory.md §4.
 """
 
 from __future__ import annotations

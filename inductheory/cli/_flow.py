@@ -43,7 +43,7 @@ def register(sub) -> None:
     p = sub.add_parser(
         "flow",
         help="gradient flow of the linear gate class to hard selection (Theorem 2)",
-        description="Integrate dc/dt = -grad L(c) (THEORY.md §6) with diffrax for many seeds, vmapped and "
+        description="Integrate dc/dt = -grad L(c) (docs/theory.md §6) with diffrax for many seeds, vmapped and "
         "sharded over local devices; report per seed the offsets each head selected and its status, and "
         "across the selected seeds the fraction with distinct offsets. Seeds that fail (max_steps, "
         "nonfinite, solver_error) make the exit status 1 unless --allow-failures.",

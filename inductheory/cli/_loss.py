@@ -1,6 +1,6 @@
 """`inductheory loss`: population loss and per-phase accuracy of block-shared gates.
 
-Exact geometry (default): the closed form of THEORY.md §4. Approximate geometry (`--eps` or `--d`)
+Exact geometry (default): the closed form of docs/theory.md §4. Approximate geometry (`--eps` or `--d`)
 or `--contexts M`: Monte Carlo over M sampled contexts (every query enumerated) on the realized
 geometry, seeded by `--seed`.
 """
@@ -38,7 +38,7 @@ def register(sub) -> None:
         "loss",
         help="population loss of block-shared gates (exact closed form, or Monte Carlo for eps > 0)",
         description="Population loss, per-phase loss and top-1 accuracy of block-shared gates. Exact "
-        "geometry: the closed form of THEORY.md §4. Approximate geometry (--eps or --d) or --contexts: "
+        "geometry: the closed form of docs/theory.md §4. Approximate geometry (--eps or --d) or --contexts: "
         "Monte Carlo over M sampled contexts on the realized geometry (--seed draws geometry and contexts).",
     )
     add_task_arguments(p)

@@ -45,7 +45,7 @@ def register(sub) -> None:
         help="Theorem 1: global minimization over the oracle class, and where hard selection ends",
         description="Minimize one context's loss over the oracle class (multi-start BFGS on softmax logits, "
         "projected-gradient polish), enumerate the hard selections, and report whether the minimizer is a "
-        "hard selection with distinct heads (THEORY.md §7, Theorem 1). With --sweep, a regime map over "
+        "hard selection with distinct heads (docs/theory.md §7, Theorem 1). With --sweep, a regime map over "
         "(eps, beta, N) written point by point to --out (resumable), with summary.txt and summary.csv.",
     )
     add_task_arguments(p)

@@ -6,7 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ._common import print_json
+from ._common import output_dir_type, print_json
 
 
 def register(sub) -> None:
@@ -16,11 +16,12 @@ def register(sub) -> None:
         description="Compute and draw every theorem figure. Finished computations are cached by their "
         "parameters, so an interrupted run resumes where it stopped.",
     )
-    p.add_argument("--out", type=Path, default=Path("figures"), help="output directory (default figures/)")
+    p.add_argument("--out", type=output_dir_type, default=Path("figures"), help="output directory (default figures/)")
     p.add_argument("--quick", action="store_true", help="small versions (about two minutes on 2 cores)")
     p.add_argument("--only", type=str, default=None, help="comma-separated figure names (default all)")
-    p.add_argument("--cache", type=Path, default=Path(".cache/inductheory"),
-                   help="cache directory of finished computations (default .cache/inductheory)")
+    p.add_argument("--cache", type=Path, default=None,
+                   help="cache directory of finished computations (default: inductheory/reproduce in the "
+                   "user's cache directory, $XDG_CACHE_HOME or ~/.cache)")
     p.add_argument("--no-cache", action="store_true", help="recompute everything")
     p.add_argument("--list", action="store_true", help="list the figure names and exit")
     p.add_argument("--quiet", action="store_true", help="no progress display")
@@ -34,10 +35,17 @@ def run(args) -> int:
     if args.list:
         print("\n".join(figure_names()))
         return 0
-    only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
+    only = None
+    if args.only is not None:
+        only = [x.strip() for x in args.only.split(",") if x.strip()]
+        if not only:
+            raise ValueError(f"--only names no figure (got {args.only!r}); choose from {figure_names()}")
+    if args.no_cache and args.cache is not None:
+        raise ValueError("--cache and --no-cache contradict each other")
     command = "inductheory " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["reproduce"] else None
-    results = reproduce(args.out, quick=args.quick, only=only, cache_dir=None if args.no_cache else args.cache,
-                        progress=not args.quiet, command=command)
+    cache = None if args.no_cache else (args.cache or "default")
+    results = reproduce(args.out, quick=args.quick, only=only, cache_dir=cache, progress=not args.quiet,
+                        command=command)
     summary = {name: {"findings": d.get("findings"), "wall_s": d.get("wall_s")} for name, d in results.items()}
     if args.json:
         print_json(summary)

@@ -1,4 +1,4 @@
-"""`inductheory toy`: closed-form quantities of the two-head toy (THEORY.md §8)."""
+"""`inductheory toy`: closed-form quantities of the two-head toy (docs/theory.md §8)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ def register(sub) -> None:
     p = sub.add_parser(
         "toy",
         help="closed forms of the two-head toy: corner losses, split advantage, escape rates",
-        description="Closed-form quantities of the two-head toy of THEORY.md §8: the loss with both heads on "
+        description="Closed-form quantities of the two-head toy of docs/theory.md §8: the loss with both heads on "
         "the same offset and with the heads split, the split advantage (their difference, > 0), and the "
         "escape rates of the logit gradient flow from p = (1/2, 1/2) along (1, 1) and (1, -1).",
     )

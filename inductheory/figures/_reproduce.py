@@ -7,7 +7,7 @@ import shlex
 import time
 from pathlib import Path
 
-from .._io import write_json_atomic
+from .._io import _atomic_write, default_cache_dir, write_json_atomic, write_text_atomic
 from .._progress import Progress
 from . import _style
 from ._figure import Figure
@@ -15,10 +15,10 @@ from ._registry import FIGURES
 
 
 def _save(fig, path_stem: Path) -> None:
+    # unique temporary names and atomic renames: concurrent runs never leave a partial figure
     for ext in ("png", "pdf"):
-        tmp = path_stem.with_name(f".{path_stem.name}.tmp.{ext}")
-        fig.savefig(tmp, dpi=130, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
-        tmp.replace(path_stem.with_suffix(f".{ext}"))
+        _atomic_write(path_stem.with_suffix(f".{ext}"), lambda tmp, ext=ext: fig.savefig(
+            tmp, format=ext, dpi=130, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None))
 
 
 def _draw_and_save(f: Figure, data: dict, out: Path) -> None:
@@ -69,7 +69,7 @@ def reproduce(
     *,
     quick: bool = False,
     only: list[str] | None = None,
-    cache_dir: str | Path | None = ".cache/inductheory",
+    cache_dir: str | Path | None = "default",
     progress: bool = True,
     command: str | None = None,
 ) -> dict[str, dict]:
@@ -79,7 +79,8 @@ def reproduce(
     - `out`: output directory (PNG, PDF, `data/*.json`, `README.md`).
     - `quick`: small sizes (minutes on 2 cores, used by the tests).
     - `only`: names of the figures to make (default all, see `figure_names()`).
-    - `cache_dir`: where finished computations are kept by their parameters (`None`: no cache).
+    - `cache_dir`: where finished computations are kept by their parameters (`"default"`:
+      `default_cache_dir() / "reproduce"`, in the user's XDG cache directory; `None`: no cache).
     - `progress`: show progress on stderr.
     - `command`: the command line recorded in the README.
 
@@ -92,10 +93,21 @@ def reproduce(
     figures = _select(only)
     out = Path(out)
     (out / "data").mkdir(parents=True, exist_ok=True)
+    if cache_dir == "default":
+        cache_dir = default_cache_dir() / "reproduce"
     mode_cache = None if cache_dir is None else Path(cache_dir) / ("quick" if quick else "full")
+    # Honest ETA: each figure's wall time in the previous run (kept in the cache), else none.
+    timings_path = None if mode_cache is None else mode_cache / "timings.json"
+    try:
+        previous = json.loads(timings_path.read_text()) if timings_path is not None else {}
+    except (OSError, ValueError):
+        previous = {}
     results: dict[str, dict] = {}
     with Progress(len(figures), "reproduce", enabled=progress) as bar:
         for f in figures:
+            if progress:
+                expected = previous.get(f.name)
+                bar.note(f"{f.name}: computing" + (f" (took {expected:.0f}s last time)" if expected else ""))
             start = time.perf_counter()
             data = f.compute(quick, mode_cache)
             write_json_atomic(out / "data" / f"{f.name}.json", data)  # numbers only: no timings
@@ -103,9 +115,14 @@ def reproduce(
             _draw_and_save(f, data, out)
             results[f.name] = data
             bar.update(note=f"{f.name} ({data['wall_s']:.0f}s)")
+    if timings_path is not None:
+        write_json_atomic(timings_path, {**previous, **{k: v["wall_s"] for k, v in results.items()}})
     if only is None:
         cmd = command or ("inductheory reproduce" + (" --quick" if quick else "") + (f" --out {shlex.quote(str(out))}"))
-        (out / "README.md").write_text(readme(results, quick, cmd))
+        text = readme(results, quick, cmd)
+        path = out / "README.md"
+        if not path.exists() or path.read_text() != text:  # unchanged figures leave the file untouched
+            write_text_atomic(path, text)
     return results
 
 
