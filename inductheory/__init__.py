@@ -55,7 +55,7 @@ __version__ = "0.1.0"
 
 # Gradient flow of the linear gate class (Theorem 2) and effective-offset measures.
 from ._flow_config import FlowConfig, check_flow
-from ._dynamics import AbstractDynamics, FullDynamics, ReducedDynamics, head_selection, selection_margin
+from ._dynamics import AbstractDynamics, FullDynamics, ReducedDynamics, head_selection, sample_gates, selection_margin
 from ._solution import STATUSES, FlowSolution, Status, status_names
 from ._flow import (
     full_statistics,
@@ -64,7 +64,6 @@ from ._flow import (
     reduced_loss,
     reduced_statistics,
     reduced_vector_field,
-    sample_gates,
     sample_loss,
     solve_full,
     solve_reduced,

@@ -53,6 +53,23 @@ def selection_margin(worst: Float[Array, "heads 2 offsets"], delta) -> Float[Arr
     return jnp.min(jnp.max(pair, axis=-1)) - (1 - delta)
 
 
+def sample_gates(
+    geometry: Geometry, contexts: Int[Array, "contexts blocks offsets"], c: Float[Array, "heads 2 offsets dim"],
+    batch_size: int | None = None,
+) -> Float[Array, "contexts heads 2 blocks offsets"]:
+    """Gate probabilities $p^B_{h,l}(r)$ of `LinearGates(c)` in every context of a sample, shape
+    (M, H, 2, L, S); `batch_size` contexts at a time (`None`: all)."""
+    gates = LinearGates(c)
+
+    def one(tokens):
+        g = gates.for_context(geometry, tokens)
+        return jnp.stack([g.key, g.value], axis=1)
+
+    if batch_size is None:
+        return jax.vmap(one)(contexts)
+    return jax.lax.map(one, contexts, batch_size=batch_size)
+
+
 class AbstractDynamics(eqx.Module):
     """What `integrate` needs of a gradient flow over gates.
 
@@ -149,16 +166,8 @@ class FullDynamics(AbstractDynamics):
         return -jax.grad(self.loss)(c)
 
     def gates(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "contexts heads 2 blocks offsets"]:
-        """Gate probabilities $p^B_{h,l}(r)$ of `LinearGates(c)` in every context of the sample."""
-        gates = LinearGates(c)
-
-        def one(tokens):
-            g = gates.for_context(self.geometry, tokens)
-            return jnp.stack([g.key, g.value], axis=1)
-
-        if self.batch_size is None:
-            return jax.vmap(one)(self.contexts)
-        return jax.lax.map(one, self.contexts, batch_size=self.batch_size)
+        """Gate probabilities of `LinearGates(c)` in every context of the sample (`sample_gates`)."""
+        return sample_gates(self.geometry, self.contexts, c, self.batch_size)
 
     def statistics(self, c: Float[Array, "heads 2 offsets dim"]) -> dict:
         """Statistics over the sample's M*L windows (context, block): `mass` (H, 2, S) averaged,
@@ -186,5 +195,6 @@ __all__ = [
     "ReducedDynamics",
     "branch_offsets",
     "head_selection",
+    "sample_gates",
     "selection_margin",
 ]

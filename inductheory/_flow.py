@@ -140,11 +140,6 @@ def full_statistics(task: Task, geometry: Geometry, contexts, c, batch_size: int
     return FullDynamics(task, geometry, contexts, batch_size).statistics(c)
 
 
-def sample_gates(geometry: Geometry, contexts, c, batch_size: int | None = None):
-    """Gate probabilities (M, H, 2, L, S) of `LinearGates(c)` in every context of the sample."""
-    return FullDynamics(None, geometry, contexts, batch_size).gates(c)
-
-
 __all__ = [
     "full_statistics",
     "full_vector_field",
@@ -152,7 +147,6 @@ __all__ = [
     "reduced_loss",
     "reduced_statistics",
     "reduced_vector_field",
-    "sample_gates",
     "sample_loss",
     "solve_full",
     "solve_reduced",

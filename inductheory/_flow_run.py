@@ -91,9 +91,9 @@ def one_lane(task: Task, config: FlowConfig, key_data, shared) -> dict:
     return out
 
 
-def sharded_seed_map(fn, devices=None):
-    """jit(vmap(fn)) over a leading lane axis of every argument but the last (shared), split across
-    `devices` (default: all local devices).
+def sharded_seed_map(fn, devices=None, lane_args: int = 1):
+    """jit(vmap(fn)) over a leading lane axis of the first `lane_args` arguments, split across
+    `devices` (default: all local devices); the last argument is shared.
 
     `fn(*per_lane, shared)`. The lane axis is sharded with a `NamedSharding` on a 1-d `Mesh` named
     "seeds" and the shared argument is replicated; XLA's SPMD partitioner splits the batched solver
@@ -106,9 +106,8 @@ def sharded_seed_map(fn, devices=None):
     devices = list(jax.devices() if devices is None else devices)
     mesh = Mesh(np.asarray(devices), ("seeds",))
     batched, replicated = NamedSharding(mesh, P("seeds")), NamedSharding(mesh, P())
-    n_args = fn.__code__.co_argcount if hasattr(fn, "__code__") else 2
-    in_axes = (0,) * (n_args - 1) + (None,)
-    mapped = jax.jit(jax.vmap(fn, in_axes=in_axes), in_shardings=(batched,) * (n_args - 1) + (replicated,),
+    in_axes = (0,) * lane_args + (None,)
+    mapped = jax.jit(jax.vmap(fn, in_axes=in_axes), in_shardings=(batched,) * lane_args + (replicated,),
                      out_shardings=batched)
     return mapped, len(devices)
 
@@ -120,7 +119,7 @@ def lane_map(devices: tuple):
     One function object per device set, so jax's jit cache is keyed on the static part only (task
     shape, dynamics, solver, budgets, lane count): new values of any traced scalar reuse the program.
     """
-    return sharded_seed_map(one_lane, devices)
+    return sharded_seed_map(one_lane, devices, lane_args=3)
 
 
 def run_lanes(tasks, configs, keys, shared, devices=None) -> dict:
