@@ -23,7 +23,7 @@ import equinox as eqx
 
 from ._config import Task, quiet_task
 from ._contexts import sample_contexts
-from ._lanes import lane, stack_lanes
+from ._lanes import lane, padded_size, shard_lanes, stack_lanes
 from ._geometry import ExactGeometry, make_geometry
 from ._io import load_cached, store_cached
 from ._oracle import OracleMinimizer, OracleResult, classify, context_geometry, descend, minimize_oracle, oracle_result, starts
@@ -278,14 +278,21 @@ def regime_map(
         found = [load_cached(directory, p) for p in params]
         todo = [i for i, f in enumerate(found) if f is None]
         if todo and task.exact and contexts == 1:
-            # every missing point in one vectorized call
+            # compiled once for every point; one point per call (batching more points only lengthens
+            # the vectorized local searches on a CPU), or one per device where there are several
             key = jax.random.key_data(jax.random.key(seed))
-            fresh = exact_oracle_points(stack_lanes([tasks[i] for i in todo]), np.stack([key] * len(todo)), config,
-                                        seeds=seeds, template=tasks[todo[0]])
+            step = padded_size(1)
+            for lo in range(0, len(todo), step):
+                idx = todo[lo:lo + step]
+                chunk = [tasks[i] for i in idx] + [tasks[idx[-1]]] * (step - len(idx))
+                fresh = exact_oracle_points(shard_lanes(stack_lanes(chunk)), shard_lanes(np.stack([key] * step)),
+                                            config, seeds=seeds, template=chunk[0])
+                for i, point in zip(idx, fresh):
+                    found[i] = store_cached(directory, params[i], point)  # kept at once: a map resumes here
         else:
-            fresh = [oracle_point(tasks[i], jax.random.key(seed), config, contexts=contexts, seeds=seeds) for i in todo]
-        for i, point in zip(todo, fresh):
-            found[i] = store_cached(directory, params[i], point)
+            for i in todo:
+                point = oracle_point(tasks[i], jax.random.key(seed), config, contexts=contexts, seeds=seeds)
+                found[i] = store_cached(directory, params[i], point)
         summaries = []
         for t, point in zip(tasks, found):
             summary = summary_of(point)
@@ -295,8 +302,7 @@ def regime_map(
             summaries.append(summary)
         return summaries
 
-    # one vectorized call per beta (one program for every row): an interrupted map keeps its finished rows
-    points = [s for beta in beta_grid for s in run_many([(N, beta) for N in N_grid])]
+    points = run_many([(N, beta) for beta in beta_grid for N in N_grid])
     brackets = {}
     for b, beta in enumerate(beta_grid):
         ok = {N: s["ok"] for N, s in zip(N_grid, points[b * len(N_grid):(b + 1) * len(N_grid)])}

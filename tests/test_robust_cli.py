@@ -48,7 +48,7 @@ SMALL_SWEEP = ["oracle", "--L", "4", "--S", "3", "--H", "1", "--restarts", "2", 
 def test_ctrl_c_exits_130_with_one_line_keeping_finished_points(tmp_path, capsys, monkeypatch):
     real, calls = regime.exact_oracle_points, []
 
-    def interrupted_after_one(*a, **k):  # one vectorized call per beta row: the second row is interrupted
+    def interrupted_after_one(*a, **k):  # one compiled call per point: the second point is interrupted
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt
@@ -58,7 +58,7 @@ def test_ctrl_c_exits_130_with_one_line_keeping_finished_points(tmp_path, capsys
     assert main([*SMALL_SWEEP, "--out", str(tmp_path)]) == 130
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "interrupted" in err[0] and "kept" in err[0]
-    assert len(list(tmp_path.glob("*.json"))) == 3  # the finished row (beta = 1) is on disk
+    assert len(list(tmp_path.glob("*.json"))) == 1  # the finished point is on disk
     monkeypatch.setattr(regime, "exact_oracle_points", real)
     assert main([*SMALL_SWEEP, "--out", str(tmp_path)]) == 0  # resumes
     assert len(list(tmp_path.glob("*.json"))) == 6
