@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 
 import pytest
 
@@ -60,6 +61,16 @@ def test_notebook_is_small_and_quick_aware(path):
     code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     assert any("INDUCTHEORY_NOTEBOOK_QUICK" in src for src in code[:2]), "a parameters cell near the top must read QUICK"
     assert sum(c["cell_type"] == "markdown" for c in cells) >= 3, "explain the steps in Markdown"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_first_cell_cites_the_theory_page_and_says_how_to_open(path):
+    first = "".join(json.loads(path.read_text())["cells"][0]["source"])
+    assert "THEORY.md" not in first, "cite the theory page as `docs/theory.md §n` (THEORY.md is not in the repository)"
+    assert re.search(r"docs/theory\.md §\d", first), "the first cell must cite the theory page as `docs/theory.md §n`"
+    assert 'pip install -e ".[notebooks]"' in first and "jupyter lab" in first, (
+        'the first cell must say how to open the notebook: python -m pip install -e ".[notebooks]" && jupyter lab notebooks/'
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
