@@ -75,7 +75,7 @@ class ExactGeometry(eqx.Module):
 
     def dense(self) -> "DenseGeometry":
         """The same geometry as an explicit embedding matrix (small N only)."""
-        return DenseGeometry(embeddings=self.embeddings(), kappa=float(self.kappa), eps=0.0)
+        return DenseGeometry(embeddings=self.embeddings(), kappa=self.kappa, eps=0.0)
 
 
 class DenseGeometry(eqx.Module):
@@ -90,8 +90,15 @@ class DenseGeometry(eqx.Module):
     """
 
     embeddings: Float[Array, "vocab dim"]
-    kappa: float = eqx.field(static=True)
-    eps: float = eqx.field(static=True)
+    kappa: Float[Array, ""]
+    eps: Float[Array, ""]
+
+    def __init__(self, embeddings, kappa, eps):
+        # kappa and the measured eps are values, not part of the program: a new draw of the geometry
+        # (another key or eps) with the same shape reuses compiled code
+        self.embeddings = embeddings
+        self.kappa = kappa if isinstance(kappa, jax.core.Tracer) else traced_value(kappa)
+        self.eps = eps if isinstance(eps, jax.core.Tracer) else traced_value(eps)
 
     @property
     def N(self) -> int:
