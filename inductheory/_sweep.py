@@ -56,7 +56,7 @@ TASK_FIELDS = ("N", "gamma", "beta", "kappa")
 # Points per block (a fixed shape: every block is padded to it). Flows: lanes = points x seeds.
 # Oracle: one point per device (more points per call only lengthen the vectorized local searches).
 DEFAULT_BLOCK = {"loss": 256, "oracle": 1}
-FLOW_LANES = 1024
+FLOW_LANES = 4096
 
 
 def _version() -> str:
@@ -450,7 +450,7 @@ def sweep(
       seed's numbers do not depend on the grid). Oracle: the PRNG seed of every point.
     - `contexts`, `vertex_starts`: oracle: contexts per point and best vertices used as starts.
     - `block`: grid points per compiled call (default: 256 loss, 1 oracle (times the device count),
-      1024 // seeds flow); every block is padded to it.
+      4096 // seeds flow); every block is padded to it.
     - `out`: directory for the resumable blocks, `sweep.nc` and `summary.txt` (`None`: in memory).
     - `scheduler`: a Dask `distributed` scheduler address or `Client` (blocks on its workers).
     - `progress`: show progress on stderr.
