@@ -449,8 +449,10 @@ def sweep(
     - `seeds`, `seed`: flows: seeds 0..seeds-1 under base seed `seed` (the keys of `run_flow`: a
       seed's numbers do not depend on the grid). Oracle: the PRNG seed of every point.
     - `contexts`, `vertex_starts`: oracle: contexts per point and best vertices used as starts.
-    - `block`: grid points per compiled call (default: 256 loss, 1 oracle (times the device count),
-      4096 // seeds flow); every block is padded to it.
+    - `block`: grid points per compiled call; every block is padded to it, so sweeps with the same
+      `block` compile the same programs whatever their number of points. Default: 256 (loss), 1 per
+      device (oracle: more points per call only lengthen the vectorized local searches), and for
+      flows 4096 // seeds capped at the grid size rounded up to a power of two.
     - `out`: directory for the resumable blocks, `sweep.nc` and `summary.txt` (`None`: in memory).
     - `scheduler`: a Dask `distributed` scheduler address or `Client` (blocks on its workers).
     - `progress`: show progress on stderr.
@@ -493,7 +495,13 @@ def sweep(
         if contexts < 1 or vertex_starts < 0:
             raise ValueError(f"contexts must be >= 1 and vertex_starts >= 0, got {contexts}, {vertex_starts}")
     if block is None:
-        block = max(1, FLOW_LANES // seeds) if kind == "flow" else DEFAULT_BLOCK[kind]
+        if kind == "flow":
+            # up to FLOW_LANES lanes per call, but no more points than the grid holds (rounded up to a
+            # power of two, so nearby grid sizes share a program): small sweeps pay no padding
+            n_points = math.prod(len(v) for v in grid.values())
+            block = min(max(1, FLOW_LANES // seeds), 1 << (n_points - 1).bit_length())
+        else:
+            block = DEFAULT_BLOCK[kind]
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
         raise ValueError(f"block must be an integer >= 1, got {block!r}")
     if kind != "flow":

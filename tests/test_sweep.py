@@ -82,8 +82,11 @@ def test_oracle_sweep_matches_oracle_point():
         assert bool(sel.distinct_heads) == ref["distinct_heads"]
 
 
-@pytest.mark.parametrize("kind", ["loss", "flow", "oracle"])
+@pytest.mark.parametrize("kind", ["loss", pytest.param("flow", marks=pytest.mark.slow),
+                                  pytest.param("oracle", marks=pytest.mark.slow)])
 def test_k_points_compile_no_more_than_one_point(counter, kind):
+    """Blocks are padded to a fixed size: k points compile the programs of one point (the mechanism is
+    shared by every kind; flows and the oracle are checked in the slow target)."""
     extra = {"loss": dict(gates=it.hard_selection(4, [0, 2])), "flow": dict(seeds=4, block=8),
              "oracle": dict(config=it.OracleMinimizer(restarts=4, steps=50, polish_steps=50), vertex_starts=2)}[kind]
     one, _ = counter.measure(lambda: it.sweep(kind, TASK, {"beta": [3.0]}, **extra))
