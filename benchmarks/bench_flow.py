@@ -81,8 +81,8 @@ def bench_reduced(T=6000.0, rtol=1e-10, atol=1e-12, scipy_subset=64):
     lib = jax.jit(jax.vmap(lambda b: it.solve_reduced(task, cfg, b)))
     out, first, steady = _timed(lib, b0)
     print(f"library solve_reduced (Tsit5, event, 64 saved statistics), 4096 seeds: {steady:.3f} s steady, "
-          f"compile {first - steady:.1f} s; selected {int(np.sum(np.asarray(out['status']) == 0))}/4096, "
-          f"max steps {int(np.max(out['num_steps']))}")
+          f"compile {first - steady:.1f} s; selected {int(np.sum(np.asarray(out.status) == it.Status.SELECTED))}/4096, "
+          f"max steps {int(np.max(out.num_steps))}")
 
 
 def _memory(compiled):
@@ -127,7 +127,7 @@ def bench_large(N=100_000, M=16384, sample="iid"):
     wall = time.perf_counter() - t0
     ps = out["per_seed"]
     print(f"wall {wall:.1f} s (incl. compile; first chunk {out['summary']['first_chunk_s_including_compile']:.1f} s) on "
-          f"{jax.device_count()} device(s); status {it._flow.STATUSES[int(ps['status'][0])]}, "
+          f"{jax.device_count()} device(s); status {it.STATUSES[int(ps['status'][0])]}, "
           f"t_selection {float(ps['t_final'][0]):.1f}, steps {int(ps['num_steps'][0])}, "
           f"selected {ps['selected'][0].tolist()}, reduced-from-projection selects {ps['reduced_selected'][0].tolist()}, "
           f"sample M={out['sample']['M']}")
