@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 
 from ._common import output_dir_type, print_json
@@ -42,7 +41,10 @@ def run(args) -> int:
             raise ValueError(f"--only names no figure (got {args.only!r}); choose from {figure_names()}")
     if args.no_cache and args.cache is not None:
         raise ValueError("--cache and --no-cache contradict each other")
-    command = "inductheory " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["reproduce"] else None
+    # the canonical command (progress and cache flags do not change the figures), so a rerun as the
+    # README says leaves figures/README.md as it is
+    command = "inductheory reproduce" + (" --quick" if args.quick else "") + (
+        f" --out {shlex.quote(str(args.out))}" if Path(args.out) != Path("figures") else "")
     cache = None if args.no_cache else (args.cache or "default")
     results = reproduce(args.out, quick=args.quick, only=only, cache_dir=cache, progress=not args.quiet,
                         command=command)
