@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from .._gates import hard_selection, uniform_gates
 from .._io import write_json_atomic
