@@ -25,7 +25,6 @@ import json
 import math
 import numbers
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -42,7 +41,7 @@ from ._flow_run import (
     seed_keys,
 )
 from ._gates import SharedGates
-from ._io import to_json, write_json_atomic
+from ._io import _atomic_write, to_json, write_json_atomic, write_npz_atomic, write_text_atomic
 from ._lanes import padded_size, shard_lanes, stack_lanes
 from ._loss import check_gate_shape, phase_accuracy, phase_gap, phase_losses
 from ._oracle import OracleMinimizer
@@ -275,19 +274,6 @@ def assemble(spec: SweepSpec, parts: dict[int, dict[str, np.ndarray]]):
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
 
 
-def _write_block(path: Path, arrays: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _read_block(path: Path) -> dict | None:
     try:
         with np.load(path) as z:
@@ -327,7 +313,7 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
         def finish(b, arrays):
             parts[b] = arrays
             if block_dir is not None:
-                _write_block(block_dir / f"block-{b:05d}.npz", arrays)
+                write_npz_atomic(block_dir / f"block-{b:05d}.npz", **arrays)
             bar.update(len(blocks[b]))
 
         if scheduler is None:
@@ -337,8 +323,8 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
             _run_on_cluster(spec, blocks, todo, scheduler, finish)
     ds = assemble(spec, parts)
     if out is not None:
-        _write_dataset(ds, out / "sweep.nc")
-        (out / "summary.txt").write_text(summary_table(ds) + "\n")
+        _atomic_write(out / "sweep.nc", ds.to_netcdf)
+        write_text_atomic(out / "summary.txt", summary_table(ds) + "\n")
     return ds
 
 
@@ -355,18 +341,6 @@ def _run_on_cluster(spec, blocks, todo, scheduler, finish) -> None:
     finally:
         if client is not scheduler:
             client.close()
-
-
-def _write_dataset(ds, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        ds.to_netcdf(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _point_keys(kind: str) -> tuple[str, ...]:

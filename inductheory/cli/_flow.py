@@ -10,6 +10,7 @@ import numpy as np
 from .._flow_config import SOLVERS, FlowConfig
 from .._solution import STATUSES
 from .._flow_run import FAILURES as FLOW_FAILURES
+from .._init import mean_norm_squared
 from .._flow_run import run_flow, sample_size
 from .._io import write_json_atomic, write_npz_atomic
 from .._memory import check_memory, flow_bytes
@@ -171,7 +172,7 @@ def initial_score_rms(task, rho: float, dynamics: str) -> float:
     """
     dim = task.N + 1 if task.exact else (task.d or task.N + 1)
     D = 2 * task.H * task.S * dim
-    norm = math.sqrt(task.kappa + 1.0 / task.N) if dynamics == "reduced" else math.sqrt(task.kappa + 1.0)
+    norm = math.sqrt(mean_norm_squared(task)) if dynamics == "reduced" else math.sqrt(task.kappa + 1.0)
     return rho / math.sqrt(D + 2) * norm
 
 
