@@ -36,6 +36,7 @@ from ._loss import (
     phase_accuracy,
     phase_gap,
     phase_losses,
+    phase_target_probability,
     population_loss,
     query_losses,
     shared_logits,
@@ -49,13 +50,23 @@ from ._model import (
     head_outputs,
     query_logits,
     top1_correct,
+    windowed_logits,
 )
+from ._positions import entry_positions, query_phases, query_positions, target_positions, window_tokens
 
 __version__ = "0.1.0"
 
 # Gradient flow of the linear gate class (Theorem 2) and effective-offset measures.
 from ._flow_config import FlowConfig, check_flow
-from ._dynamics import AbstractDynamics, FullDynamics, ReducedDynamics, head_selection, sample_gates, selection_margin
+from ._dynamics import (
+    AbstractDynamics,
+    FullDynamics,
+    ReducedDynamics,
+    concentration_margin,
+    head_selection,
+    sample_gates,
+    selection_margin,
+)
 from ._solution import STATUSES, FlowSolution, Status, status_names
 from ._flow import (
     full_statistics,
@@ -82,7 +93,15 @@ from ._init import ball_projection, ball_uniform, initial_biases, initial_gate_v
 from ._measures import effective_number, effective_offsets, entropy
 
 # Theorem 1: global minimization over the oracle class (issue 4)
-from ._oracle import OracleMinimizer, OracleResult, classify, context_geometry, minimize_oracle, project_simplex
+from ._oracle import (
+    OracleMinimizer,
+    OracleResult,
+    classify,
+    context_geometry,
+    hard_offsets,
+    minimize_oracle,
+    project_simplex,
+)
 from ._oracle_regime import exact_oracle_points, fit_log_threshold, oracle_point, regime_map
 from ._lanes import broadcast_lanes, stack_lanes
 from ._sweep import points_of, summary_table, sweep
@@ -95,6 +114,7 @@ from ._vertices import (
     block_multiset_configs,
     context_loss,
     n_block_multisets,
+    vertex_choices,
     vertex_gates,
     vertex_losses,
 )
@@ -155,6 +175,7 @@ __all__ = [
     "broadcast_lanes",
     "check_flow",
     "classify",
+    "concentration_margin",
     "context_geometry",
     "context_loss",
     "corner_losses",
@@ -168,6 +189,7 @@ __all__ = [
     "effective_offsets",
     "enable_compilation_cache",
     "entropy",
+    "entry_positions",
     "escape_rate_grid",
     "escape_rates",
     "exact_logits",
@@ -176,6 +198,7 @@ __all__ = [
     "flow_sample",
     "full_statistics",
     "full_vector_field",
+    "hard_offsets",
     "hard_selection",
     "head_outputs",
     "head_selection",
@@ -200,12 +223,15 @@ __all__ = [
     "phase_accuracy",
     "phase_gap",
     "phase_losses",
+    "phase_target_probability",
     "points_of",
     "population_loss",
     "project_simplex",
     "project_to_mean",
     "query_logits",
     "query_losses",
+    "query_phases",
+    "query_positions",
     "query_slots",
     "quiet_task",
     "reduced_loss",
@@ -232,6 +258,7 @@ __all__ = [
     "summary_table",
     "sweep",
     "symmetric_stability_boundary",
+    "target_positions",
     "top1_correct",
     "toy_flow",
     "toy_gradient",
@@ -239,7 +266,10 @@ __all__ = [
     "toy_margins",
     "uniform_gates",
     "user_cache_dir",
+    "vertex_choices",
     "vertex_gates",
     "vertex_losses",
     "welch_bound",
+    "window_tokens",
+    "windowed_logits",
 ]

@@ -12,6 +12,10 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 
+# The query sets of docs/theory.md §10.
+QUERY_SETS = ("within", "all")
+
+
 class TheoryAssumptionWarning(UserWarning):
     """A legal setting that lies outside an assumption of the paper's theorems."""
 
@@ -81,6 +85,13 @@ class Task(eqx.Module):
     Geometry: exact (`eps = 0`, the default) or approximate, given the dimension `d` of the
     embedding space, a target `eps`, or both (then `d` must be large enough for `eps`).
 
+    Windows (docs/theory.md §10): the T = L*S context positions lie on a cycle; entry l = 0..L-1
+    (one every S tokens, the stride) summarizes the W >= S positions l*S + o (mod T), o = 0..W-1,
+    so gates weigh W offsets. Queries sit at positions t with target the token at t + 1 (mod T);
+    the query's phase is t mod S. `queries="within"` asks at phases 0..S-2 (the successor lies in
+    the same stride), `queries="all"` at every phase, including the boundary phase S-1. W = S with
+    `within` is the task of the theorems, and reproduces §2–§9 exactly.
+
     **Arguments:**
     - `L`, `S`, `H`, `N`: blocks, offsets per block, heads, vocabulary size.
     - `gamma`: attention inverse temperature, in (0, 1] for the theorems.
@@ -88,9 +99,12 @@ class Task(eqx.Module):
     - `kappa`: shared component of the embeddings, >= 0 (> 0 for the theorems).
     - `eps`: target geometry error; `None` or 0 with `d=None` means exact geometry.
     - `d`: embedding dimension of the approximate geometry.
+    - `W`: window, the positions each entry summarizes; S <= W <= L*S (default S).
+    - `queries`: `"within"` (phases 0..S-2, the default) or `"all"` (phases 0..S-1).
 
     Raises `ValueError` for ill-defined settings and warns with `TheoryAssumptionWarning` for legal
-    settings outside the theorems' assumptions (L < 4, S < 3, H >= S, gamma > 1, kappa = 0).
+    settings outside the theorems' assumptions (L < 4, S < 3, H >= S, gamma > 1, kappa = 0,
+    W > S, queries = "all").
 
     ```python
     task = Task(L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0)
@@ -107,12 +121,24 @@ class Task(eqx.Module):
     kappa: Float[Array, ""]
     eps: float | None = eqx.field(static=True)
     d: int | None = eqx.field(static=True)
+    W: int = eqx.field(static=True)
+    queries: str = eqx.field(static=True)
 
     def __init__(self, L: int, S: int, H: int, N: int, gamma: float = 1.0, beta: float = 1.0,
-                 kappa: float = 1.0, eps: float | None = None, d: int | None = None):
+                 kappa: float = 1.0, eps: float | None = None, d: int | None = None, W: int | None = None,
+                 queries: str = "within"):
         self.L = _require_int("L", L, 2)
         self.S = _require_int("S", S, 2)
         self.H = _require_int("H", H, 1)
+        W = self.S if W is None else _require_int("W", W, 1)
+        if not self.S <= W <= self.L * self.S:
+            raise ValueError(
+                f"W must lie in S..L*S = {self.S}..{self.L * self.S} (a window covers its stride and "
+                f"at most the whole cycle), got W={W}"
+            )
+        if queries not in QUERY_SETS:
+            raise ValueError(f"queries must be one of {', '.join(QUERY_SETS)}, got {queries!r}")
+        self.W, self.queries = W, queries
         N = _require_int("N", N, 1)
         if N < self.L * self.S:
             raise ValueError(
@@ -160,6 +186,10 @@ class Task(eqx.Module):
             broken.append(f"gamma <= 1 (got gamma={float(self.gamma)}; A(w) need not be convex)")
         if float(self.kappa) == 0:
             broken.append("kappa > 0 (got kappa=0)")
+        if self.W > self.S:
+            broken.append(f"W = S (got W={self.W} > S={self.S}: overlapping windows, docs/theory.md §10)")
+        if self.queries == "all":
+            broken.append("queries within a stride (got queries='all': the boundary phase S-1, docs/theory.md §10)")
         for assumption in broken:
             warnings.warn(
                 f"outside the theorems' assumptions: {assumption}", TheoryAssumptionWarning, stacklevel=3
@@ -171,9 +201,24 @@ class Task(eqx.Module):
         return self.d is None and not self.eps
 
     @property
+    def T(self) -> int:
+        """Context length L*S (positions on a cycle)."""
+        return self.L * self.S
+
+    @property
+    def windowed(self) -> bool:
+        """Whether the task leaves §2's block form (W > S or the boundary phase is queried)."""
+        return self.W > self.S or self.queries == "all"
+
+    @property
+    def n_phases(self) -> int:
+        """Number of query phases: S-1 (`within`) or S (`all`)."""
+        return self.S - 1 if self.queries == "within" else self.S
+
+    @property
     def n_queries(self) -> int:
-        """Number of query slots per context, L*(S-1)."""
-        return self.L * (self.S - 1)
+        """Number of query slots per context, L*(S-1) (`within`) or L*S (`all`)."""
+        return self.L * self.n_phases
 
     @property
     def n_outside(self) -> Int[Array, ""]:
@@ -188,8 +233,15 @@ class Task(eqx.Module):
 
     def to_dict(self) -> dict:
         """Every parameter as a Python number, for JSON summaries and cache keys."""
-        return {"L": self.L, "S": self.S, "H": self.H, "N": int(self.N), "gamma": float(self.gamma),
-                "beta": float(self.beta), "kappa": float(self.kappa), "eps": self.eps, "d": self.d}
+        out = {"L": self.L, "S": self.S, "H": self.H, "N": int(self.N), "gamma": float(self.gamma),
+               "beta": float(self.beta), "kappa": float(self.kappa), "eps": self.eps, "d": self.d}
+        # the window fields appear only when they leave the defaults, so the parameters (and cache
+        # keys, stored figure data) of every W = S, `within` task are those of before windows existed
+        if self.W != self.S:
+            out["W"] = self.W
+        if self.queries != "within":
+            out["queries"] = self.queries
+        return out
 
     def replace(self, **changes) -> "Task":
         """A new, validated task with some parameters changed."""

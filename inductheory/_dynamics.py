@@ -4,10 +4,14 @@ A dynamics says what the state is and how it moves: its `vector_field`, the `sta
 the way, and the worst-case gate masses over windows (`worst_masses`) from which selection is read.
 `integrate` (in `_flow`) takes any dynamics; a new one subclasses `AbstractDynamics` here.
 
-- `ReducedDynamics`: the exact flow on the symmetric subspace c in span(m), state b of shape (H, 2, S):
+With `tied=True` both branches use the key branch's parameters (one gate per head, as in kernels
+that share K and V): the state keeps its shape, the value half follows the key half exactly, and
+selection asks for key mass >= 1 - delta on one offset (key at r with value at r+1 is impossible).
+
+- `ReducedDynamics`: the exact flow on the symmetric subspace c in span(m), state b of shape (H, 2, W):
   $\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L(b)$, $\\bar L$ = `population_loss` of
   `shared_gates_from_logits(b)` (exact geometry).
-- `FullDynamics`: $\\dot c = -\\nabla_c \\hat L(c)$, state c of shape (H, 2, S, d), $\\hat L$ =
+- `FullDynamics`: $\\dot c = -\\nabla_c \\hat L(c)$, state c of shape (H, 2, W, d), $\\hat L$ =
   `monte_carlo_loss` of `LinearGates(c)` on a fixed sample of contexts (every query enumerated).
 """
 
@@ -26,6 +30,18 @@ from ._geometry import Geometry
 from ._init import mean_norm_squared
 from ._loss import monte_carlo_loss, population_loss
 from ._measures import effective_number, effective_offsets
+from ._positions import window_tokens
+
+
+def tie(y: Float[Array, "heads 2 ..."]) -> Float[Array, "heads 2 ..."]:
+    """Both branches set to the key branch: the tied parametrization (one gate per head)."""
+    return jnp.broadcast_to(y[:, :1], y.shape)
+
+
+def concentration_margin(worst: Float[Array, "heads 2 offsets"], delta) -> Float[Array, ""]:
+    """$\\min_h \\max_r p^K_{\\min}(r) - (1 - \\delta)$: >= 0 when every head's key gate holds mass
+    >= 1 - delta on one offset (the selection event of tied gates)."""
+    return jnp.min(jnp.max(worst[:, 0], axis=-1)) - (1 - delta)
 
 
 def head_selection(worst: Float[Array, "heads 2 offsets"], delta) -> Int[Array, " heads"]:
@@ -58,7 +74,8 @@ def sample_gates(
     batch_size: int | None = None,
 ) -> Float[Array, "contexts heads 2 blocks offsets"]:
     """Gate probabilities $p^B_{h,l}(r)$ of `LinearGates(c)` in every context of a sample, shape
-    (M, H, 2, L, S); `batch_size` contexts at a time (`None`: all)."""
+    (M, H, 2, L, W); `contexts` are the entries' tokens (M, L, W) (`window_tokens`); `batch_size`
+    contexts at a time (`None`: all)."""
     gates = LinearGates(c)
 
     def one(tokens):
@@ -90,13 +107,29 @@ class AbstractDynamics(eqx.Module):
     def worst_masses(self, y: PyTree) -> Float[Array, "heads 2 offsets"]:
         """Minimum gate masses over windows."""
 
+    tied: bool = eqx.field(static=True, default=False, kw_only=True)
+
     def margin(self, y: PyTree, delta) -> Float[Array, ""]:
-        """`selection_margin` of the state: >= 0 exactly when every head delta-selects."""
+        """`selection_margin` of the state: >= 0 exactly when every head delta-selects (tied: when
+        every head's gate concentrates, `concentration_margin`)."""
+        if self.tied:
+            return concentration_margin(self.worst_masses(y), delta)
         return selection_margin(self.worst_masses(y), delta)
 
     def selected(self, y: PyTree, delta) -> Int[Array, " heads"]:
-        """`head_selection` of the state: the offset each head delta-selects, or -1."""
+        """`head_selection` of the state: the offset each head delta-selects, or -1 (tied: the offset
+        its gate concentrates on)."""
+        if self.tied:
+            return branch_offsets(self.worst_masses(y)[:, 0], delta)
         return head_selection(self.worst_masses(y), delta)
+
+    def parameters(self, y: PyTree) -> PyTree:
+        """The parameters the gates are computed from: `y`, or `tie(y)` for tied gates."""
+        return tie(y) if self.tied else y
+
+    def tied_field(self, dy: PyTree) -> PyTree:
+        """Keep a tied state tied: the value half moves exactly as the key half."""
+        return tie(dy) if self.tied else dy
 
 
 class ReducedDynamics(AbstractDynamics):
@@ -108,6 +141,7 @@ class ReducedDynamics(AbstractDynamics):
 
     **Arguments:**
     - `task`: exact-geometry configuration (its scalars are traced).
+    - `tied`: one gate per head for both branches (keyword).
 
     ```python
     dyn = ReducedDynamics(Task(L=8, S=4, H=2, N=4096, beta=4.0))
@@ -119,25 +153,25 @@ class ReducedDynamics(AbstractDynamics):
 
     def loss(self, b: Float[Array, "heads 2 offsets"]) -> Float[Array, ""]:
         """$\\bar L(b)$ = `population_loss(task, shared_gates_from_logits(b))`."""
-        return population_loss(self.task, shared_gates_from_logits(b))
+        return population_loss(self.task, shared_gates_from_logits(self.parameters(b)))
 
     def vector_field(self, b: Float[Array, "heads 2 offsets"]) -> Float[Array, "heads 2 offsets"]:
-        return -mean_norm_squared(self.task) * jax.grad(self.loss)(b)
+        return self.tied_field(-mean_norm_squared(self.task) * jax.grad(self.loss)(b))
 
     def statistics(self, b: Float[Array, "heads 2 offsets"]) -> dict:
         """`mass` and `worst` (H, 2, S) (equal: gates are static, every window has p = softmax(b)),
         `loss` (), `static_offsets` and `avg_offsets` (H, 2) (equal), `biases` (H, 2, S)."""
-        p = jax.nn.softmax(b, axis=-1)
+        p = self.worst_masses(b)
         eff = effective_number(p)
         return dict(mass=p, worst=p, loss=self.loss(b), static_offsets=eff, avg_offsets=eff, biases=b)
 
     def worst_masses(self, b: Float[Array, "heads 2 offsets"]) -> Float[Array, "heads 2 offsets"]:
-        return jax.nn.softmax(b, axis=-1)
+        return jax.nn.softmax(self.parameters(b), axis=-1)
 
 
 def _windows(p: Float[Array, "contexts heads 2 blocks offsets"]) -> Float[Array, "windows heads 2 offsets"]:
-    M, H, _, L, S = p.shape
-    return jnp.moveaxis(p, 3, 1).reshape(M * L, H, 2, S)
+    M, H, _, L, W = p.shape
+    return jnp.moveaxis(p, 3, 1).reshape(M * L, H, 2, W)
 
 
 class FullDynamics(AbstractDynamics):
@@ -151,6 +185,7 @@ class FullDynamics(AbstractDynamics):
     - `task`, `geometry`: configuration and realized geometry.
     - `contexts`: token ids (M, L, S).
     - `batch_size`: contexts per batch in the loss (`None`: all at once).
+    - `tied`: one gate per head for both branches (keyword).
     """
 
     task: Task
@@ -160,14 +195,16 @@ class FullDynamics(AbstractDynamics):
 
     def loss(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, ""]:
         """$\\hat L(c)$ = `monte_carlo_loss` of `LinearGates(c)` on the fixed sample."""
-        return monte_carlo_loss(self.task, self.geometry, LinearGates(c), self.contexts, batch_size=self.batch_size)
+        return monte_carlo_loss(self.task, self.geometry, LinearGates(self.parameters(c)), self.contexts,
+                                batch_size=self.batch_size)
 
     def vector_field(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "heads 2 offsets dim"]:
-        return -jax.grad(self.loss)(c)
+        return self.tied_field(-jax.grad(self.loss)(c))
 
     def gates(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "contexts heads 2 blocks offsets"]:
         """Gate probabilities of `LinearGates(c)` in every context of the sample (`sample_gates`)."""
-        return sample_gates(self.geometry, self.contexts, c, self.batch_size)
+        return sample_gates(self.geometry, window_tokens(self.contexts, self.task.W), self.parameters(c),
+                            self.batch_size)
 
     def statistics(self, c: Float[Array, "heads 2 offsets dim"]) -> dict:
         """Statistics over the sample's M*L windows (context, block): `mass` (H, 2, S) averaged,
@@ -182,7 +219,7 @@ class FullDynamics(AbstractDynamics):
         static, avg = effective_offsets(jnp.moveaxis(w, 0, -2))
         return dict(
             mass=jnp.mean(w, axis=0), worst=jnp.min(w, axis=0), loss=self.loss(c),
-            static_offsets=static, avg_offsets=avg, biases=LinearGates(c).biases(self.geometry),
+            static_offsets=static, avg_offsets=avg, biases=LinearGates(self.parameters(c)).biases(self.geometry),
         )
 
     def worst_masses(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "heads 2 offsets"]:
@@ -194,7 +231,9 @@ __all__ = [
     "FullDynamics",
     "ReducedDynamics",
     "branch_offsets",
+    "concentration_margin",
     "head_selection",
     "sample_gates",
     "selection_margin",
+    "tie",
 ]

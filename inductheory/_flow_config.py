@@ -8,6 +8,7 @@ import warnings
 import diffrax
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from ._config import Task, TheoryAssumptionWarning, _require_int, _require_real, traced_value
@@ -23,7 +24,7 @@ DYNAMICS = ("reduced", "full")
 SAMPLES = ("balanced", "iid")
 INITS = ("ball", "projected")
 # Fields that set a program (static) and fields that flow through it (0-d arrays, traced).
-STATIC_FIELDS = ("dynamics", "solver", "max_steps", "M", "sample", "init", "batch_size", "n_save")
+STATIC_FIELDS = ("dynamics", "solver", "max_steps", "M", "sample", "init", "batch_size", "n_save", "tied")
 TRACED_FIELDS = ("rho", "delta", "t_max", "rtol", "atol", "t_save_min")
 
 
@@ -52,6 +53,9 @@ class FlowConfig(eqx.Module):
     - `n_save`: number of log-spaced save times in [`t_save_min`, `t_max`] (plus t = 0; the end state is
       reported separately as `final`).
     - `t_save_min`: first save time, in (0, t_max).
+    - `tied`: one gate per head for both branches (key and value share $c_{h,r}$, as in kernels
+      that compress K and V with one score); the selection event then asks for a key mass
+      >= 1 - delta on one offset, since key at r with value at r+1 is impossible.
 
     Raises `ValueError` naming the parameter and its constraint; warns with
     `TheoryAssumptionWarning` when rho >= 1 (Theorem 2 needs a small init).
@@ -75,11 +79,12 @@ class FlowConfig(eqx.Module):
     batch_size: int | None = eqx.field(static=True)
     n_save: int = eqx.field(static=True)
     t_save_min: Float[Array, ""]
+    tied: bool = eqx.field(static=True)
 
     def __init__(self, dynamics: str = "reduced", rho: float = 0.1, delta: float = 1e-3, t_max: float = 1e6,
                  solver: str = "tsit5", rtol: float = 1e-8, atol: float = 1e-10, max_steps: int = 100_000,
                  M: int = 1024, sample: str = "balanced", init: str = "ball", batch_size: int | None = None,
-                 n_save: int = 64, t_save_min: float = 1e-2):
+                 n_save: int = 64, t_save_min: float = 1e-2, tied: bool = False):
         if dynamics not in DYNAMICS:
             raise ValueError(f"dynamics must be one of {DYNAMICS}, got {dynamics!r}")
         rho = _require_real("rho", rho)
@@ -115,6 +120,9 @@ class FlowConfig(eqx.Module):
                 TheoryAssumptionWarning,
                 stacklevel=2,
             )
+        if not isinstance(tied, (bool, np.bool_)):
+            raise ValueError(f"tied must be True or False, got {tied!r}")
+        self.tied = bool(tied)
         self.dynamics, self.solver, self.max_steps, self.M = dynamics, solver, max_steps, M
         self.sample, self.init, self.batch_size, self.n_save = sample, init, batch_size, n_save
         self.rho, self.delta, self.t_max = traced_value(rho), traced_value(delta), traced_value(t_max)
@@ -124,7 +132,10 @@ class FlowConfig(eqx.Module):
         """Every parameter as a Python value, for JSON summaries and cache keys."""
         names = ("dynamics", "rho", "delta", "t_max", "solver", "rtol", "atol", "max_steps", "M", "sample",
                  "init", "batch_size", "n_save", "t_save_min")
-        return {n: float(getattr(self, n)) if n in TRACED_FIELDS else getattr(self, n) for n in names}
+        out = {n: float(getattr(self, n)) if n in TRACED_FIELDS else getattr(self, n) for n in names}
+        if self.tied:  # only when set, so untied parameters (cache keys, stored data) are unchanged
+            out["tied"] = True
+        return out
 
     def replace(self, **changes) -> "FlowConfig":
         """A new, validated configuration with some parameters changed."""

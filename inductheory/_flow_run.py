@@ -78,11 +78,11 @@ def one_lane(task: Task, config: FlowConfig, key_data, shared) -> dict:
     """
     key = jax.random.wrap_key_data(key_data)
     if config.dynamics == "reduced":
-        return solve_reduced(task, config, initial_biases(key, task, config.rho)).to_dict()
+        return solve_reduced(task, config, initial_biases(key, task, config.rho, config.tied)).to_dict()
     geometry, contexts = shared
     if isinstance(geometry, ExactGeometry):
         geometry = eqx.tree_at(lambda g: g.kappa, geometry, task.kappa)  # kappa is traced per lane
-    c0 = initial_gate_vectors(key, task, geometry, config.rho)
+    c0 = initial_gate_vectors(key, task, geometry, config.rho, config.tied)
     if config.init == "projected":
         c0 = project_to_mean(c0, geometry)
     out = solve_full(task, config, geometry, contexts, c0).to_dict(state=False)
@@ -136,7 +136,7 @@ def run_lanes(tasks, configs, keys, shared, devices=None) -> dict:
 
 def independent_distinct_baseline(H: int, S: int) -> float:
     """Probability that H independent uniform choices among the S-1 offsets are pairwise distinct:
-    $\\prod_{i<H} (S-1-i)/(S-1)$."""
+    $\\prod_{i<H} (S-1-i)/(S-1)$ (with windows, pass W for S: W-1 offsets)."""
     return float(np.prod([(S - 1 - i) / (S - 1) for i in range(H)]))
 
 
@@ -153,10 +153,11 @@ def selected_distinct_fraction(selected, status) -> float:
     return distinct_fraction(np.asarray(selected)[ok]) if ok.any() else float("nan")
 
 
-def offset_histogram(selected, S: int) -> np.ndarray:
-    """Counts of selected offsets 0..S-2 per head, shape (H, S-1) (heads without a selection left out)."""
+def offset_histogram(selected, n_offsets: int) -> np.ndarray:
+    """Counts of selected offsets 0..n_offsets-1 per head, shape (H, n_offsets) (heads without a
+    selection left out). A selection (key r, value r+1) has W-1 possible offsets, a tied gate W."""
     selected = np.asarray(selected)
-    return np.stack([np.bincount(s[s >= 0], minlength=S - 1)[: S - 1] for s in selected.T])
+    return np.stack([np.bincount(s[s >= 0], minlength=n_offsets)[:n_offsets] for s in selected.T])
 
 
 def run_flow(
@@ -224,8 +225,8 @@ def run_flow(
         "value_is_key_plus_one_fraction": float(np.mean(np.all(
             (per_seed["key_offsets"] >= 0) & (per_seed["value_offsets"] == per_seed["key_offsets"] + 1), axis=1))),
         "distinct_fraction": selected_distinct_fraction(selected, status),
-        "distinct_baseline_independent_uniform": independent_distinct_baseline(task.H, task.S),
-        "offset_histogram": offset_histogram(selected[ok], task.S),
+        "distinct_baseline_independent_uniform": independent_distinct_baseline(task.H, task.W + config.tied),
+        "offset_histogram": offset_histogram(selected[ok], task.W - 1 + config.tied),
         "status_counts": {s.label: int(np.sum(status == s)) for s in Status},
         "wall_s": time.perf_counter() - start,
         "first_chunk_s_including_compile": compile_s,

@@ -32,8 +32,8 @@ class AbstractGates(eqx.Module):
     """What a gate class provides (docs/theory.md §5). Losses, measures and flows accept any subclass.
 
     - `for_context(geometry, tokens)`: the simplex weights $p^K_{h,l}, p^V_{h,l}$ this class gives
-      one context, as `OracleGates` of shape (H, L, S).
-    - `n_offsets`: the number S of offsets a gate weighs.
+      one context whose entries hold `tokens` (L, W) (`window_tokens`), as `OracleGates` (H, L, W).
+    - `n_offsets`: the number W of offsets a gate weighs (W = S unless windows are set).
     - `parameter_shape`: the shape of the class's free parameters.
     - `symmetric_reduction(geometry)`: the block-shared gates the class reduces to on the symmetric
       subspace (exact closed forms apply to them), or None where it has none.
@@ -52,7 +52,7 @@ class AbstractGates(eqx.Module):
 
     @property
     def n_offsets(self) -> int:
-        """Offsets per block, S."""
+        """Offsets per entry, W (= S without windows)."""
         return self.parameter_shape[-1]
 
     def symmetric_reduction(self, geometry: Geometry | None = None) -> "SharedGates | None":
@@ -63,10 +63,10 @@ class AbstractGates(eqx.Module):
 class OracleGates(AbstractGates):
     """Compression weights of the oracle class: any probability vectors per context, head and block.
 
-    $p^K_{h,l}, p^V_{h,l} \\in \\Delta^{S-1}$, free to depend on the context but never on the query.
+    $p^K_{h,l}, p^V_{h,l} \\in \\Delta^{W-1}$, free to depend on the context but never on the query.
 
     **Arguments:**
-    - `key`: $p^K$, shape (..., H, L, S); leading axes index contexts.
+    - `key`: $p^K$, shape (..., H, L, W) (W = S without windows); leading axes index contexts.
     - `value`: $p^V$, same shape.
     """
 
@@ -93,8 +93,8 @@ class SharedGates(AbstractGates):
     (`population_loss`).
 
     **Arguments:**
-    - `key`: $p^K_h$, shape (H, S).
-    - `value`: $p^V_h$, shape (H, S).
+    - `key`: $p^K_h$, shape (H, W) (W = S without windows).
+    - `value`: $p^V_h$, same shape. Tied gates (one gate for both branches) have `key` = `value`.
 
     ```python
     g = hard_selection(4, [0, 2])  # head 0 selects offset 0, head 1 offset 2
@@ -134,7 +134,8 @@ class LinearGates(AbstractGates):
     Under exact geometry `dim = N + 1` and inner products are gathers.
 
     **Arguments:**
-    - `c`: shape (H, 2, S, d); `c[:, 0]` is the key branch, `c[:, 1]` the value branch.
+    - `c`: shape (H, 2, W, d) (W = S without windows); `c[:, 0]` is the key branch, `c[:, 1]` the
+      value branch.
     """
 
     c: Float[Array, "heads 2 offsets dim"]
@@ -174,19 +175,19 @@ class LinearGates(AbstractGates):
         return self.c @ geometry.mean_embedding()
 
     def rotate(self, delta: int) -> "LinearGates":
-        """Gate rotation of docs/theory.md §9: $\\tilde c_{h,r} = c_{h,(r - \\delta) \\bmod S}$."""
+        """Gate rotation of docs/theory.md §9: $\\tilde c_{h,r} = c_{h,(r - \\delta) \\bmod W}$."""
         return LinearGates(c=jnp.roll(self.c, delta, axis=2))
 
 
 Gates = AbstractGates
 
 
-def hard_selection(S: int, offsets) -> SharedGates:
+def hard_selection(W: int, offsets) -> SharedGates:
     """Shared gates where head h selects offset r_h: $p^K_h = e_{r_h}$, $p^V_h = e_{r_h + 1}$.
 
     **Arguments:**
-    - `S`: offsets per block.
-    - `offsets`: one offset per head, each in 0..S-2.
+    - `W`: offsets per gate (the window; S without windows).
+    - `offsets`: one offset per head, each in 0..W-2.
     """
     raw = np.asarray(offsets).reshape(-1)
     if raw.size and not np.all(np.equal(np.mod(raw, 1), 0)):
@@ -194,16 +195,16 @@ def hard_selection(S: int, offsets) -> SharedGates:
     offsets = raw.astype(int)
     if offsets.size == 0:
         raise ValueError("offsets must name one offset per head (H >= 1)")
-    bad = offsets[(offsets < 0) | (offsets > S - 2)]
+    bad = offsets[(offsets < 0) | (offsets > W - 2)]
     if bad.size:
-        raise ValueError(f"selected offsets must lie in 0..S-2 = 0..{S - 2} (the value sits at r+1), got {bad.tolist()}")
-    eye = jnp.eye(S)
+        raise ValueError(f"selected offsets must lie in 0..W-2 = 0..{W - 2} (the value sits at r+1), got {bad.tolist()}")
+    eye = jnp.eye(W)
     return SharedGates(key=eye[offsets], value=eye[offsets + 1])
 
 
-def uniform_gates(H: int, S: int) -> SharedGates:
-    """Shared gates averaging every offset: $p^K_h = p^V_h = 1/S$."""
-    p = jnp.full((H, S), 1.0 / S)
+def uniform_gates(H: int, W: int) -> SharedGates:
+    """Shared gates averaging every offset: $p^K_h = p^V_h = 1/W$ (W = S without windows)."""
+    p = jnp.full((H, W), 1.0 / W)
     return SharedGates(key=p, value=p)
 
 
@@ -218,7 +219,7 @@ def selected_offsets(
 ) -> Int[Array, "*batch"]:
     """The offset r a gate pair delta-selects, or -1.
 
-    A pair selects r when $p^K(r) \\ge 1 - \\delta$ and $p^V(r+1) \\ge 1 - \\delta$ (r <= S-2). For
+    A pair selects r when $p^K(r) \\ge 1 - \\delta$ and $p^V(r+1) \\ge 1 - \\delta$ (r <= W-2). For
     delta < 1/2 at most one r qualifies.
 
     **Arguments:**

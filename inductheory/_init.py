@@ -86,33 +86,41 @@ def mean_norm_squared(task: Task) -> Float[Array, ""]:
     return task.kappa + 1.0 / task.N
 
 
-def initial_biases(key: PRNGKeyArray, task: Task, rho: float) -> Float[Array, "heads 2 offsets"]:
+def initial_biases(key: PRNGKeyArray, task: Task, rho: float, tied: bool = False) -> Float[Array, "heads 2 offsets"]:
     """Reduced initial state $b_{h,B,r} = \\langle c^B_{h,r}(0), m \\rangle$ of a ball-uniform c(0).
 
-    Exact geometry: d = N + 1, $D = 2 H S d$, $|m| = \\sqrt{\\kappa + 1/N}$; sampled in its exact law
-    by `ball_projection` (module docstring), never materializing c(0).
+    Exact geometry: d = N + 1, $D = 2 H W d$ (W = S without windows), $|m| = \\sqrt{\\kappa + 1/N}$;
+    sampled in its exact law by `ball_projection` (module docstring), never materializing c(0).
+    Tied gates have one branch, D = H W d, and the value half repeats the key half.
 
     **Arguments:**
     - `key`: PRNG key.
     - `task`: the configuration (exact geometry).
     - `rho`: radius of the initial ball.
+    - `tied`: one gate per head for both branches.
 
-    **Returns:** b of shape (H, 2, S).
+    **Returns:** b of shape (H, 2, W).
 
     ```python
     b0 = initial_biases(jax.random.key(0), Task(L=8, S=4, H=2, N=10**6), 0.1)
     ```
     """
     task.require_exact("the reduced flow")
-    n = 2 * task.H * task.S
+    branches = 1 if tied else 2
+    n = branches * task.H * task.W
     D = n * (jnp.asarray(task.N, jnp.float64) + 1)  # traced with N (float: D can exceed int32)
     x = ball_projection(key, n, D, rho)
-    return jnp.sqrt(mean_norm_squared(task)) * x.reshape(task.H, 2, task.S)
+    b = jnp.sqrt(mean_norm_squared(task)) * x.reshape(task.H, branches, task.W)
+    return jnp.broadcast_to(b, (task.H, 2, task.W))
 
 
-def initial_gate_vectors(key: PRNGKeyArray, task: Task, geometry: Geometry, rho: float) -> Float[Array, "heads 2 offsets dim"]:
-    """The ball-uniform c(0) of the linear class, shape (H, 2, S, d) with d = `geometry.dim`."""
-    return ball_uniform(key, (task.H, 2, task.S, geometry.dim), rho)
+def initial_gate_vectors(
+    key: PRNGKeyArray, task: Task, geometry: Geometry, rho: float, tied: bool = False
+) -> Float[Array, "heads 2 offsets dim"]:
+    """The ball-uniform c(0) of the linear class, shape (H, 2, W, d) with d = `geometry.dim` (tied:
+    uniform in the ball of the key half, the value half a copy)."""
+    c = ball_uniform(key, (task.H, 1 if tied else 2, task.W, geometry.dim), rho)
+    return jnp.broadcast_to(c, (task.H, 2) + c.shape[2:])
 
 
 def project_to_mean(c: Float[Array, "*batch dim"], geometry: Geometry) -> Float[Array, "*batch dim"]:

@@ -12,13 +12,14 @@ from ._gates import Gates, LinearGates, SharedGates
 from ._geometry import DenseGeometry
 from ._loss import per_phase_mean, shared_logits
 from ._model import cross_entropy, head_outputs, logits_from_outputs, top1_correct
+from ._positions import window_tokens
 
 
 def rotate_gates(gates: SharedGates | LinearGates, delta: int) -> SharedGates | LinearGates:
-    """Shift offset-specific gate parameters cyclically: $\\tilde p_r = p_{(r - \\delta) \\bmod S}$.
+    """Shift offset-specific gate parameters cyclically: $\\tilde p_r = p_{(r - \\delta) \\bmod W}$.
 
-    A head that selected r selects (r + delta) mod S afterwards, so the per-phase accuracy curve
-    shifts by delta (as long as no selection wraps past the last offset).
+    A head that selected r selects (r + delta) mod W afterwards, so the per-phase accuracy curve
+    shifts by delta (as long as no selection wraps past the last offset). W = S without windows.
     """
     if isinstance(gates, LinearGates):
         return gates.rotate(delta)
@@ -56,7 +57,7 @@ def mean_head_outputs(
     """$\\mu_h = E[o_h]$ over a sample of prompts (contexts x enumerated queries), dense path."""
 
     def one(tokens):
-        return jnp.mean(head_outputs(task, geometry.embeddings, tokens, gates.for_context(geometry, tokens)), axis=0)
+        return jnp.mean(head_outputs(task, geometry.embeddings, tokens, gates.for_context(geometry, window_tokens(tokens, task.W))), axis=0)
 
     return jnp.mean(jax.vmap(one)(contexts), axis=0)
 
@@ -81,7 +82,7 @@ def monte_carlo_knockout(
     E = geometry.embeddings
 
     def one(tokens):
-        o = head_outputs(task, E, tokens, gates.for_context(geometry, tokens))
+        o = head_outputs(task, E, tokens, gates.for_context(geometry, window_tokens(tokens, task.W)))
         logits = logits_from_outputs(task, E, tokens, jnp.where(knocked[None, :, None], mean_outputs[None], o).sum(axis=1))
         return cross_entropy(*logits), top1_correct(*logits)
 

@@ -12,14 +12,15 @@ from jaxtyping import Array, Float, Int
 from ._config import Task
 from ._gates import Gates, OracleGates, SharedGates
 from ._geometry import Geometry
-from ._model import block_attention, cross_entropy, log_outside_count, query_logits, top1_correct
+from ._model import block_attention, cross_entropy, log_outside_count, query_logits, top1_correct, windowed_logits
+from ._positions import query_phases, window_tokens
 
 
 def check_gate_shape(task: Task, gates: SharedGates) -> None:
-    """Raise `ValueError` unless shared gates have one (key, value) pair of S-vectors per head of `task`."""
-    if tuple(gates.key.shape) != (task.H, task.S):
-        raise ValueError(f"gates must have shape (H, S) = ({task.H}, {task.S}) for this task, "
-                         f"got {tuple(gates.key.shape)}")
+    """Raise `ValueError` unless shared gates have one (key, value) pair of W-vectors per head of `task`."""
+    if tuple(gates.key.shape) != (task.H, task.W):
+        raise ValueError(f"gates must have shape (H, W) = ({task.H}, {task.W}) for this task "
+                         f"(W = S unless windows are set), got {tuple(gates.key.shape)}")
 
 
 def shared_logits(task: Task, gates: SharedGates):
@@ -33,10 +34,17 @@ def shared_logits(task: Task, gates: SharedGates):
 
     **Returns:** `(logits, log_multiplicity, target)` with shapes (S-1, 2S+1), (2S+1,), (S-1,); row
     r* is the query phase, the target is column r*+1.
+
+    Windowed tasks (docs/theory.md §10: W > S or `queries="all"`): by the cycle's symmetry every
+    entry is equivalent, so the queries at positions t = phi of the first stride are the population;
+    their logits over the T context positions come from `windowed_logits` (shapes (P, T+1), (T+1,),
+    (P,), P = `task.n_phases`).
     """
     task.require_exact("the closed form of shared gates")
     S, L = task.S, task.L
     check_gate_shape(task, gates)
+    if task.windowed:
+        return windowed_logits(task, gates.for_blocks(L), query_phases(S, task.queries))
     phases = jnp.arange(S - 1)
     a_target, a_other = block_attention(gates.key[:, : S - 1], task.gamma, L)  # (H, S-1)
     s_own = task.beta * jnp.einsum("hp,hr->pr", a_target, gates.value)
@@ -48,7 +56,8 @@ def shared_logits(task: Task, gates: SharedGates):
 
 @eqx.filter_jit
 def phase_losses(task: Task, gates: SharedGates) -> Float[Array, " phases"]:
-    """Exact cross-entropy of a query at each phase r* = 0..S-2, shared gates, exact geometry."""
+    """Exact cross-entropy of a query at each phase (0..S-2, or 0..S-1 for `queries="all"`), shared
+    gates, exact geometry."""
     return cross_entropy(*shared_logits(task, gates))
 
 
@@ -74,8 +83,16 @@ def population_loss(task: Task, gates: SharedGates) -> Float[Array, ""]:
 
 @eqx.filter_jit
 def phase_accuracy(task: Task, gates: SharedGates) -> Float[Array, " phases"]:
-    """Exact per-phase top-1 accuracy of shared gates under exact geometry (0 or 1 per phase)."""
+    """Exact per-phase top-1 accuracy of shared gates under exact geometry (0 or 1 per phase; a tie is wrong)."""
     return top1_correct(*shared_logits(task, gates)).astype(jnp.float64)
+
+
+def phase_target_probability(task: Task, gates: SharedGates) -> Float[Array, " phases"]:
+    """Exact probability the model gives the target at each query phase, $e^{-\\mathrm{CE}}$.
+
+    Where top-1 accuracy only says "tie" (uniform gates tie everywhere), this still ranks gates.
+    """
+    return jnp.exp(-phase_losses(task, gates))
 
 
 def phase_gap(accuracy: Float[Array, " phases"]) -> Float[Array, ""]:
@@ -85,7 +102,7 @@ def phase_gap(accuracy: Float[Array, " phases"]) -> Float[Array, ""]:
 
 def _per_context(task, geometry, gates: Gates, contexts, outcome, batch_size):
     def one(g, tokens):
-        logits = query_logits(task, geometry, g.for_context(geometry, tokens), tokens)
+        logits = query_logits(task, geometry, g.for_context(geometry, window_tokens(tokens, task.W)), tokens)
         return outcome(*logits)
 
     batched = isinstance(gates, OracleGates) and gates.key.ndim == 4
@@ -134,7 +151,7 @@ def monte_carlo_loss(
 def monte_carlo_phase_accuracy(
     task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
 ) -> Float[Array, " phases"]:
-    """Per-phase top-1 accuracy over a sample of contexts (all blocks pooled), shape (S-1,)."""
+    """Per-phase top-1 accuracy over a sample of contexts (all blocks pooled), shape (n_phases,)."""
     return per_phase_mean(task, _per_context(task, geometry, gates, contexts, top1_correct, batch_size))
 
 
@@ -142,10 +159,10 @@ def monte_carlo_phase_accuracy(
 def monte_carlo_phase_losses(
     task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
 ) -> Float[Array, " phases"]:
-    """Per-phase cross-entropy over a sample of contexts (all blocks pooled), shape (S-1,)."""
+    """Per-phase cross-entropy over a sample of contexts (all blocks pooled), shape (n_phases,)."""
     return per_phase_mean(task, query_losses(task, geometry, gates, contexts, batch_size=batch_size))
 
 
 def per_phase_mean(task: Task, per_query: Float[Array, "contexts queries"]) -> Float[Array, " phases"]:
-    """Mean over contexts and blocks of a per-query quantity (queries ordered as `query_slots`)."""
-    return jnp.mean(per_query.reshape(-1, task.L, task.S - 1).astype(jnp.float64), axis=(0, 1))
+    """Mean over contexts and blocks of a per-query quantity (queries ordered as `query_positions`)."""
+    return jnp.mean(per_query.reshape(-1, task.L, task.n_phases).astype(jnp.float64), axis=(0, 1))

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from ._config import Task
 from ._contexts import query_slots
 from ._gates import OracleGates
 from ._geometry import ExactGeometry, Geometry
+from ._positions import entry_positions, query_offsets, query_positions, target_positions, window_tokens
 
 # Relative margin under which the target's logit counts as tied with a competitor (tie = wrong).
 TIE_TOLERANCE = 1e-9
@@ -64,21 +66,24 @@ def log_outside_count(task: Task) -> Float[Array, ""]:
 
 
 def exact_logits(task: Task, gates: OracleGates):
-    """Logits of one context under exact geometry, without embeddings (docs/theory.md §4).
+    """Logits of one context under exact geometry, without embeddings (docs/theory.md §4, §10).
 
     For query (l*, r*), the logit of context token (l, r) is, up to the common shift
     $\\beta H \\kappa$, $s_{l,r} = \\beta \\sum_h a_{h,l} p^V_{h,l}(r)$; the N - L*S tokens outside the
     context all have logit 0 and are one column with log multiplicity log(N - L*S). Tokens do not
-    enter: every context with distinct tokens has the same logits.
+    enter: every context with distinct tokens has the same logits. Windowed tasks (W > S or
+    `queries="all"`) go through `windowed_logits`.
 
     **Arguments:**
     - `task`: the configuration (exact geometry).
-    - `gates`: `OracleGates` of shape (H, L, S) for this context.
+    - `gates`: `OracleGates` of shape (H, L, W) for this context.
 
     **Returns:** `(logits, log_multiplicity, target)` with shapes (Q, L*S+1), (L*S+1,), (Q,), Q =
-    L*(S-1) in the order of `query_slots`.
+    `task.n_queries` in the order of `query_positions`; column t is context position t.
     """
     task.require_exact("exact_logits")
+    if task.windowed:
+        return windowed_logits(task, gates, query_positions(task.L, task.S, task.queries))
     L, S = task.L, task.S
     lstar, rstar = query_slots(L, S)
     w = gates.key[:, lstar, rstar]  # (H, Q)
@@ -86,9 +91,40 @@ def exact_logits(task: Task, gates: OracleGates):
     is_target = jnp.arange(L)[None, None, :] == lstar[None, :, None]
     a = jnp.where(is_target, a_target[..., None], a_other[..., None])  # (H, Q, L)
     s = task.beta * jnp.einsum("hql,hlr->qlr", a, gates.value).reshape(len(lstar), L * S)
-    logits = jnp.concatenate([s, jnp.zeros((len(lstar), 1), s.dtype)], axis=1)
-    log_mult = jnp.concatenate([jnp.zeros(L * S), log_outside_count(task)[None]])
-    return logits, log_mult, jnp.asarray(lstar * S + rstar + 1)
+    return _with_outside_column(task, s, jnp.asarray(lstar * S + rstar + 1))
+
+
+def _with_outside_column(task: Task, s, target):
+    # the N - L*S tokens outside the context: one logit-0 column of log multiplicity log(N - L*S)
+    logits = jnp.concatenate([s, jnp.zeros((s.shape[0], 1), s.dtype)], axis=1)
+    log_mult = jnp.concatenate([jnp.zeros(s.shape[1]), log_outside_count(task)[None]])
+    return logits, log_mult, target
+
+
+def windowed_logits(task: Task, gates: OracleGates, positions: Int[Array, " queries"]):
+    """Exact-geometry logits of queries at the given cycle positions, windows of W >= S (§10).
+
+    Query token $x_t$ meets entry l's key $k_{h,l} = \\sum_o p^K_{h,l}(o) x_{lS+o}$ with score
+    $\\gamma(\\kappa + w_{h,l})$, $w_{h,l} = p^K_{h,l}(o)$ for the offset o at which the entry holds t
+    (0 if it does not), so $a_{h,\\cdot} = \\mathrm{softmax}_l(\\gamma w_{h,l})$. Context position u
+    gets the logit $\\beta \\sum_{h,l} a_{h,l} \\sum_o p^V_{h,l}(o) 1\\{lS + o = u\\}$ (all mod T), the
+    tokens outside 0, up to the shift $\\beta H \\kappa$. Cost O(H L W) per query plus O(T).
+
+    **Arguments:**
+    - `task`: exact-geometry configuration.
+    - `gates`: `OracleGates` (H, L, W).
+    - `positions`: static query positions in 0..T-1.
+
+    **Returns:** `(logits, log_multiplicity, target)`, shapes (Q, T+1), (T+1,), (Q,).
+    """
+    L, S, W = task.L, task.S, task.W
+    positions = np.asarray(positions)
+    off = query_offsets(L, S, W, positions)  # (L, Q)
+    w = jnp.where(off < W, gates.key[:, np.arange(L)[:, None], np.minimum(off, W - 1)], 0.0)  # (H, L, Q)
+    a = jax.nn.softmax(task.gamma * w, axis=1)
+    reads = jnp.einsum("hlq,hlo->qlo", a, gates.value)
+    s = task.beta * jnp.zeros((len(positions), L * S), reads.dtype).at[:, entry_positions(L, S, W)].add(reads)
+    return _with_outside_column(task, s, jnp.asarray((positions + 1) % (L * S)))
 
 
 def head_outputs(
@@ -96,14 +132,14 @@ def head_outputs(
 ) -> Float[Array, "queries heads dim"]:
     """Head outputs $o_h = \\sum_l a_{h,l} v_{h,l}$ of the dense model for every query slot.
 
-    $k_{h,l} = \\sum_r p^K_{h,l}(r) x_{l,r}$, $v_{h,l} = \\sum_r p^V_{h,l}(r) x_{l,r}$,
-    $a_{h,\\cdot} = \\mathrm{softmax}_l \\gamma \\langle q, k_{h,l} \\rangle$, q = x at the query slot.
+    $k_{h,l} = \\sum_o p^K_{h,l}(o) x_{lS+o}$, $v_{h,l} = \\sum_o p^V_{h,l}(o) x_{lS+o}$ (o < W,
+    positions mod T), $a_{h,\\cdot} = \\mathrm{softmax}_l \\gamma \\langle q, k_{h,l} \\rangle$, q = x at
+    the query position (order of `query_positions`).
     """
-    lstar, rstar = query_slots(task.L, task.S)
-    X = embeddings[tokens]  # (L, S, d)
+    X = embeddings[window_tokens(tokens, task.W)]  # (L, W, d)
     k = jnp.einsum("hls,lsd->hld", gates.key, X)
     v = jnp.einsum("hls,lsd->hld", gates.value, X)
-    q = X[lstar, rstar]  # (Q, d)
+    q = embeddings[tokens.reshape(-1)[query_positions(task.L, task.S, task.queries)]]  # (Q, d)
     a = jax.nn.softmax(task.gamma * jnp.einsum("qd,hld->qhl", q, k), axis=-1)
     return jnp.einsum("qhl,hld->qhd", a, v)
 
@@ -124,12 +160,12 @@ def logits_from_outputs(
     task: Task, embeddings: Float[Array, "vocab dim"], tokens: Int[Array, "blocks offsets"],
     outputs: Float[Array, "queries dim"],
 ):
-    """Tied unembedding of the summed head outputs: $z = \beta E o$, targets $t_{l^*, r^*+1}$.
+    """Tied unembedding of the summed head outputs: $z = \\beta E o$, targets $x_{t+1 \\bmod T}$.
 
     **Returns:** `(logits, log_multiplicity, target)` with shapes (Q, N), (N,), (Q,).
     """
-    lstar, rstar = query_slots(task.L, task.S)
-    return task.beta * outputs @ embeddings.T, jnp.zeros(embeddings.shape[0]), tokens[lstar, rstar + 1]
+    target = tokens.reshape(-1)[target_positions(task.L, task.S, task.queries)]
+    return task.beta * outputs @ embeddings.T, jnp.zeros(embeddings.shape[0]), target
 
 
 def query_logits(task: Task, geometry: Geometry, gates: OracleGates, tokens: Int[Array, "blocks offsets"]):
@@ -172,4 +208,5 @@ __all__ = [
     "logits_from_outputs",
     "query_logits",
     "top1_correct",
+    "windowed_logits",
 ]

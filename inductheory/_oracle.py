@@ -18,7 +18,7 @@ import optimistix as optx
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from ._config import Task, _require_int, _require_real
-from ._gates import OracleGates, distinct_within_blocks, selected_offsets
+from ._gates import OracleGates, distinct_within_blocks, first_offset, selected_offsets
 from ._geometry import DenseGeometry, ExactGeometry, Geometry
 from ._vertices import context_loss, vertex_gates
 
@@ -59,6 +59,8 @@ class OracleMinimizer(eqx.Module):
     - `delta`: hard-selection tolerance: key mass >= 1 - delta at r, value mass >= 1 - delta at r+1,
       in (0, 1/2).
     - `tol`: BFGS rtol = atol, > 0.
+    - `tied`: one gate for both branches ($p^V_{h,l} = p^K_{h,l}$, kernels that share K and V);
+      a tied gate "selects" the offset where its mass is >= 1 - delta.
 
     ```python
     config = OracleMinimizer(restarts=16, steps=300)
@@ -75,6 +77,7 @@ class OracleMinimizer(eqx.Module):
     snap: float = eqx.field(static=True, default=1e-6)
     delta: float = eqx.field(static=True, default=1e-3)
     tol: float = eqx.field(static=True, default=1e-12)
+    tied: bool = eqx.field(static=True, default=False)
 
     def __check_init__(self):
         for name, low in (("restarts", 1), ("steps", 1), ("polish_steps", 0), ("rounds", 1)):
@@ -91,6 +94,13 @@ class OracleMinimizer(eqx.Module):
             raise ValueError(f"delta must lie in (0, 1/2), got {self.delta!r}")
         if _require_real("tol", self.tol) <= 0:
             raise ValueError(f"tol must be > 0, got {self.tol!r}")
+        if not isinstance(self.tied, (bool, np.bool_)):
+            raise ValueError(f"tied must be True or False, got {self.tied!r}")
+
+    @property
+    def branches(self) -> int:
+        """Simplex vectors per head and entry: 2 (key, value), or 1 for tied gates."""
+        return 1 if self.tied else 2
 
 
 def context_geometry(geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -> Geometry:
@@ -201,14 +211,14 @@ def _descend(task: Task, geometry: Geometry, tokens, z0, config: OracleMinimizer
     return descend(task, geometry, tokens, z0, config)
 
 
-def descend(task: Task, geometry: Geometry, tokens, z0: Float[Array, "starts 2 H L S"], config: OracleMinimizer):
+def descend(task: Task, geometry: Geometry, tokens, z0: Float[Array, "starts branches H L W"], config: OracleMinimizer):
     """The local searches of `minimize_oracle` from every start (pure: jit and vmap it).
 
-    **Returns:** `(p, values, fw)`: the end points (starts, 2, H, L, S), their losses and
-    Frank-Wolfe gaps.
+    **Returns:** `(p, values, fw)`: the end points (starts, B, H, L, W) with B = `config.branches`
+    (key then value; tied gates have the key only), their losses and Frank-Wolfe gaps.
     """
     loss = _loss_of(task, geometry, tokens)
-    f = lambda p: loss(p[0], p[1])
+    f = lambda p: loss(p[0], p[-1])  # p[-1] is the value gate, or the key gate again when tied
     solver = optx.BFGS(rtol=config.tol, atol=config.tol)
     objective = lambda z, _: f(jax.nn.softmax(z, axis=-1))
 
@@ -217,7 +227,7 @@ def descend(task: Task, geometry: Geometry, tokens, z0: Float[Array, "starts 2 H
         sol = optx.minimise(objective, solver, z, max_steps=config.steps, throw=False)
         p, value = _projected_gradient(f, jax.nn.softmax(sol.value, axis=-1), config.polish_steps)
         # a next round restarts BFGS from the polished point, every mass slightly reopened
-        return jnp.log((1 - config.reopen) * p + config.reopen / task.S), p, value
+        return jnp.log((1 - config.reopen) * p + config.reopen / task.W), p, value
 
     def one(z):
         init = (z, jax.nn.softmax(z, axis=-1), f(jax.nn.softmax(z, axis=-1)))
@@ -235,33 +245,42 @@ def descend(task: Task, geometry: Geometry, tokens, z0: Float[Array, "starts 2 H
     return jax.vmap(one)(z0)
 
 
-def starts(key: PRNGKeyArray, task: Task, config: OracleMinimizer, seeds) -> Float[Array, "starts 2 H L S"]:
+def starts(key: PRNGKeyArray, task: Task, config: OracleMinimizer, seeds) -> Float[Array, "starts branches H L W"]:
     """Initial logits: `config.restarts` random starts, then one jittered start per seed vertex."""
-    shape = (2, task.H, task.L, task.S)
+    shape = (config.branches, task.H, task.L, task.W)
     k_random, k_seed = jax.random.split(key)
     z = config.init_scale * jax.random.normal(k_random, (config.restarts,) + shape)
     if seeds is None or len(seeds) == 0:
         return z
     seeds = jnp.asarray(seeds)
-    g = vertex_gates(task.S, seeds)
-    vertex = jnp.stack([g.key, g.value], axis=1)  # (k, 2, H, L, S)
+    g = vertex_gates(task.W, seeds, config.tied)
+    vertex = jnp.stack([g.key, g.value][: config.branches], axis=1)  # (k, B, H, L, W)
     u = jax.nn.softmax(jax.random.normal(k_seed, vertex.shape), axis=-1)
     p = (1 - config.vertex_jitter) * vertex + config.vertex_jitter * u
     return jnp.concatenate([z, jnp.log(p)], axis=0)
 
 
-def classify(gates: OracleGates, delta: float) -> tuple[np.ndarray, bool, bool]:
+def hard_offsets(key, value, delta, tied: bool = False):
+    """`selected_offsets` (key at r, value at r + 1), or for tied gates the offset holding key mass
+    >= 1 - delta; -1 where none."""
+    if tied:
+        return first_offset(key >= 1 - delta)
+    return selected_offsets(key, value, delta)
+
+
+def classify(gates: OracleGates, delta: float, tied: bool = False) -> tuple[np.ndarray, bool, bool]:
     """Hard-selection classification of oracle gates of one context.
 
     **Arguments:**
-    - `gates`: `OracleGates` (H, L, S).
+    - `gates`: `OracleGates` (H, L, W).
     - `delta`: tolerance of `selected_offsets`.
+    - `tied`: classify tied gates (`hard_offsets`).
 
     **Returns:** `(offsets, hard, distinct)`: the selected offset per head and block (H, L; -1
     where none), whether every head and block selects, and whether moreover the heads' offsets
     are distinct within every block (`distinct_within_blocks`).
     """
-    offsets = np.asarray(selected_offsets(gates.key, gates.value, delta))
+    offsets = np.asarray(hard_offsets(gates.key, gates.value, delta, tied))
     hard = bool(np.all(offsets >= 0))
     return offsets, hard, bool(distinct_within_blocks(jnp.asarray(offsets)))
 
@@ -309,9 +328,9 @@ def oracle_result(p, values, fw, config: OracleMinimizer) -> OracleResult:
     # roundoff (batched and single-point runs report the same one).
     lowest = float(np.min(values))
     best = int(np.argmax(values <= lowest + 1e-12 * (1.0 + abs(lowest))))
-    gates = OracleGates(key=p[best, 0], value=p[best, 1])
-    offsets, hard, distinct = classify(gates, config.delta)
-    start_hard = np.asarray(jnp.all(selected_offsets(p[:, 0], p[:, 1], config.delta) >= 0, axis=(-2, -1)))
+    gates = OracleGates(key=p[best, 0], value=p[best, -1])
+    offsets, hard, distinct = classify(gates, config.delta, config.tied)
+    start_hard = np.asarray(jnp.all(hard_offsets(p[:, 0], p[:, -1], config.delta, config.tied) >= 0, axis=(-2, -1)))
     return OracleResult(
         loss=float(values[best]),
         gates=gates,

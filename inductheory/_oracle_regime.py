@@ -86,7 +86,7 @@ def oracle_point(
     for m in range(contexts):
         tokens = tokens_all[m]
         geo = context_geometry(geometry, tokens)
-        vertex = best_vertex(task, geo, tokens, k=max(seeds, 1))
+        vertex = best_vertex(task, geo, tokens, k=max(seeds, 1), tied=config.tied)
         res = minimize_oracle(
             task, geo, tokens, jax.random.fold_in(k_min, m), config, seeds=vertex.top_offsets[:seeds] if seeds else None
         )
@@ -99,7 +99,7 @@ def _exact_points(tasks: Task, keys, config: OracleMinimizer, geometry, configs,
     def one(task, key_data):
         _, _, k_min = jax.random.split(jax.random.wrap_key_data(key_data), 3)
         tokens = jnp.arange(task.L * task.S).reshape(task.L, task.S)  # the exact path never reads tokens
-        losses = jax.lax.map(lambda r: context_loss(task, geometry, vertex_gates(task.S, r), tokens), configs,
+        losses = jax.lax.map(lambda r: context_loss(task, geometry, vertex_gates(task.W, r, config.tied), tokens), configs,
                              batch_size=min(4096, configs.shape[0]))
         order = jnp.argsort(losses, stable=True)[: max(seeds, 1)]
         z0 = starts(jax.random.fold_in(k_min, 0), task, config, configs[order[:seeds]] if seeds else None)
@@ -128,7 +128,7 @@ def exact_oracle_points(tasks: Task, keys, config: OracleMinimizer = OracleMinim
     # The exact path reads neither the geometry's N nor its kappa (both cancel, docs/theory.md §4); a fixed
     # placeholder keeps N, which is static in `ExactGeometry`, out of the compiled program's key.
     geometry = ExactGeometry(template.L * template.S, 1.0)
-    configs, method = vertex_configs(template, geometry)
+    configs, method = vertex_configs(template, geometry, tied=config.tied)
     top_losses, order, p, values, fw = jax.device_get(
         _exact_points(tasks, jnp.asarray(keys), config, geometry, jnp.asarray(configs), seeds))
     points = []
@@ -150,8 +150,8 @@ def context_record(task: Task, config: OracleMinimizer, res: OracleResult, verte
     # vertex is the best point found, and it is the one classified.
     failed = res.loss > vertex.loss + slack
     if failed:
-        gates = vertex_gates(task.S, jnp.asarray(vertex.offsets))
-        offsets, hard, distinct = classify(gates, config.delta)
+        gates = vertex_gates(task.W, jnp.asarray(vertex.offsets), config.tied)
+        offsets, hard, distinct = classify(gates, config.delta, config.tied)
     else:
         gates, offsets, hard, distinct = res.gates, res.offsets, res.hard, res.distinct
     best = min(res.loss, vertex.loss)

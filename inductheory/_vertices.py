@@ -6,7 +6,8 @@ the one per-context loss (`context_loss`, i.e. `query_logits` + `cross_entropy`)
 re-derives a formula.
 
 Which configurations must be enumerated:
-- Any geometry: all $(S-1)^{HL}$ configurations (`all_vertex_configs`).
+- Any geometry: all $(S-1)^{HL}$ configurations (`all_vertex_configs`); with windows (docs/theory.md
+  §10) all $(W-1)^{HL}$, and $W^{HL}$ for tied gates ($p^K = p^V = e_r$).
 - Exact geometry: the per-context loss is invariant under permuting the blocks (every block
   plays the same role in §4: $a_{h,l} = (1 - A)/(L-1)$ off the query's block, whatever l is).
   So the loss depends only on the multiset of the L block types, a block type being the ordered
@@ -59,45 +60,54 @@ def context_loss(
     return jnp.mean(cross_entropy(*query_logits(task, geometry, gates, tokens)))
 
 
-def vertex_gates(S: int, offsets: Int[Array, "*batch heads blocks"]) -> OracleGates:
+def vertex_gates(W: int, offsets: Int[Array, "*batch heads blocks"], tied: bool = False) -> OracleGates:
     """Oracle gates of a vertex configuration: $p^K_{h,l} = e_{r_{h,l}}$, $p^V_{h,l} = e_{r_{h,l}+1}$.
 
     **Arguments:**
-    - `S`: offsets per block.
-    - `offsets`: int array (..., H, L) with entries in 0..S-2 (not checked inside jit).
+    - `W`: offsets per gate (the window; S without windows).
+    - `offsets`: int array (..., H, L) with entries in 0..W-2 (not checked inside jit).
+    - `tied`: one gate for both branches, $p^K_{h,l} = p^V_{h,l} = e_{r_{h,l}}$, r in 0..W-1.
 
-    **Returns:** `OracleGates` of shape (..., H, L, S).
+    **Returns:** `OracleGates` of shape (..., H, L, W).
     """
     offsets = jnp.asarray(offsets)
-    eye = jnp.eye(S)
-    return OracleGates(key=eye[offsets], value=eye[offsets + 1])
+    eye = jnp.eye(W)
+    return OracleGates(key=eye[offsets], value=eye[offsets if tied else offsets + 1])
 
 
-def all_vertex_configs(H: int, L: int, S: int) -> Int[np.ndarray, "configs heads blocks"]:
-    """Every vertex configuration, $(S-1)^{HL}$ of them, as an int array (n, H, L)."""
-    n = (S - 1) ** (H * L)
+def vertex_choices(W: int, tied: bool = False) -> int:
+    """Hard choices per head and entry: W - 1 offsets r (value at r + 1), or W for tied gates."""
+    return W if tied else W - 1
+
+
+def all_vertex_configs(H: int, L: int, W: int, tied: bool = False) -> Int[np.ndarray, "configs heads blocks"]:
+    """Every vertex configuration, $c^{HL}$ of them with c = `vertex_choices(W, tied)`, as (n, H, L)."""
+    c = vertex_choices(W, tied)
+    n = c ** (H * L)
     if n > MAX_VERTICES:
-        raise ValueError(f"(S-1)^(H*L) = {n} vertex configurations exceed the limit {MAX_VERTICES}")
-    digits = np.unravel_index(np.arange(n), (S - 1,) * (H * L))
+        raise ValueError(f"{c}^(H*L) = {n} vertex configurations exceed the limit {MAX_VERTICES}")
+    digits = np.unravel_index(np.arange(n), (c,) * (H * L))
     return np.stack(digits, axis=-1).reshape(n, H, L).astype(np.int32)
 
 
-def n_block_multisets(H: int, L: int, S: int) -> int:
-    """$\\binom{(S-1)^H + L - 1}{L}$: vertex configurations up to a permutation of the blocks."""
-    return math.comb((S - 1) ** H + L - 1, L)
+def n_block_multisets(H: int, L: int, W: int, tied: bool = False) -> int:
+    """$\\binom{c^H + L - 1}{L}$, c = `vertex_choices(W, tied)`: configurations up to a permutation of
+    the blocks."""
+    return math.comb(vertex_choices(W, tied) ** H + L - 1, L)
 
 
-def block_multiset_configs(H: int, L: int, S: int) -> Int[np.ndarray, "configs heads blocks"]:
+def block_multiset_configs(H: int, L: int, W: int, tied: bool = False) -> Int[np.ndarray, "configs heads blocks"]:
     """One vertex configuration per multiset of L block types (blocks in sorted type order).
 
-    A block type is an ordered tuple $(r_{0,l}, \\dots, r_{H-1,l})$; under exact geometry these
-    representatives cover every configuration's loss (see the module docstring).
+    A block type is an ordered tuple $(r_{0,l}, \\dots, r_{H-1,l})$; under exact geometry with W = S
+    and `within` queries these representatives cover every configuration's loss (module docstring).
     """
-    n = n_block_multisets(H, L, S)
+    n = n_block_multisets(H, L, W, tied)
     if n > MAX_VERTICES:
         raise ValueError(f"{n} block multisets exceed the limit {MAX_VERTICES}")
-    C = (S - 1) ** H
-    types = np.stack(np.unravel_index(np.arange(C), (S - 1,) * H), axis=-1)  # (C, H)
+    c = vertex_choices(W, tied)
+    C = c ** H
+    types = np.stack(np.unravel_index(np.arange(C), (c,) * H), axis=-1)  # (C, H)
     combos = np.fromiter(
         itertools.chain.from_iterable(itertools.combinations_with_replacement(range(C), L)), dtype=np.int64
     ).reshape(n, L)
@@ -111,6 +121,7 @@ def vertex_losses(
     configs: Int[Array, "configs heads blocks"],
     *,
     batch_size: int = 4096,
+    tied: bool = False,
 ) -> Float[Array, " configs"]:
     """Per-context loss of each vertex configuration (`context_loss` of `vertex_gates`).
 
@@ -118,26 +129,29 @@ def vertex_losses(
     new beta or N reuses the program.
     """
     configs = jnp.asarray(configs)
-    return _vertex_losses(task, geometry, jnp.asarray(tokens), configs, min(batch_size, configs.shape[0]))
+    return _vertex_losses(task, geometry, jnp.asarray(tokens), configs, min(batch_size, configs.shape[0]), tied)
 
 
 @eqx.filter_jit
-def _vertex_losses(task, geometry, tokens, configs, batch_size: int):
-    one = lambda r: context_loss(task, geometry, vertex_gates(task.S, r), tokens)
+def _vertex_losses(task, geometry, tokens, configs, batch_size: int, tied: bool = False):
+    one = lambda r: context_loss(task, geometry, vertex_gates(task.W, r, tied), tokens)
     return jax.lax.map(one, configs, batch_size=batch_size)
 
 
-def vertex_configs(task: Task, geometry: Geometry, exhaustive: bool | None = None) -> tuple[np.ndarray, str]:
+def vertex_configs(
+    task: Task, geometry: Geometry, exhaustive: bool | None = None, tied: bool = False
+) -> tuple[np.ndarray, str]:
     """The configurations `best_vertex` enumerates and the method's name.
 
-    Under exact geometry the block multisets suffice (block-permutation invariance); otherwise, or
-    with `exhaustive=True`, all $(S-1)^{HL}$ configurations.
+    Under exact geometry with W = S and `within` queries the block multisets suffice
+    (block-permutation invariance); otherwise (windows overlap, or the boundary query reads the next
+    entry: the order of entries matters), or with `exhaustive=True`, all configurations.
     """
     if exhaustive is None:
-        exhaustive = not isinstance(geometry, ExactGeometry)
+        exhaustive = not isinstance(geometry, ExactGeometry) or task.windowed
     if exhaustive:
-        return all_vertex_configs(task.H, task.L, task.S), "exhaustive"
-    return block_multiset_configs(task.H, task.L, task.S), "block-multisets"
+        return all_vertex_configs(task.H, task.L, task.W, tied), "exhaustive"
+    return block_multiset_configs(task.H, task.L, task.W, tied), "block-multisets"
 
 
 class VertexResult(eqx.Module):
@@ -160,7 +174,8 @@ class VertexResult(eqx.Module):
 
 
 def best_vertex(
-    task: Task, geometry: Geometry, tokens: Int[Array, "blocks offsets"], *, k: int = 8, exhaustive: bool | None = None
+    task: Task, geometry: Geometry, tokens: Int[Array, "blocks offsets"], *, k: int = 8, exhaustive: bool | None = None,
+    tied: bool = False,
 ) -> VertexResult:
     """The best hard selection of one context, by enumeration.
 
@@ -171,7 +186,8 @@ def best_vertex(
     **Arguments:**
     - `task`, `geometry`, `tokens`: the context.
     - `k`: how many of the best configurations to return (e.g. as seeds of `minimize_oracle`).
-    - `exhaustive`: `None` chooses by geometry.
+    - `exhaustive`: `None` chooses by geometry and task.
+    - `tied`: enumerate tied vertices (one gate for both branches, key = value = e_r).
 
     **Returns:** a `VertexResult`.
 
@@ -182,8 +198,8 @@ def best_vertex(
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an integer >= 1 (configurations to return), got {k!r}")
-    configs, method = vertex_configs(task, geometry, exhaustive)
-    losses = np.asarray(vertex_losses(task, geometry, tokens, configs))
+    configs, method = vertex_configs(task, geometry, exhaustive, tied)
+    losses = np.asarray(vertex_losses(task, geometry, tokens, configs, tied=tied))
     return vertex_result(configs, losses, k, method)
 
 

@@ -56,7 +56,7 @@ def test_a_new_gate_class_works_with_the_general_losses():
 
 
 def test_bad_gates_are_refused():
-    with pytest.raises(ValueError, match="shape \\(H, S\\) = \\(2, 3\\)"):
+    with pytest.raises(ValueError, match="shape \\(H, W\\) = \\(2, 3\\)"):
         it.population_loss(TASK, it.hard_selection(3, [0]))
     with pytest.raises(ValueError, match="finite and >= 0"):
         it.SharedGates(key=jnp.full((2, 3), jnp.nan), value=jnp.full((2, 3), 1 / 3))

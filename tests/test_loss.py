@@ -122,9 +122,9 @@ def test_batch_size_does_not_change_the_result():
 
 
 def test_hard_selection_rejects_offsets_without_a_successor():
-    with pytest.raises(ValueError, match="0..S-2"):
+    with pytest.raises(ValueError, match="0..W-2"):
         it.hard_selection(4, [3])
-    with pytest.raises(ValueError, match="0..S-2"):
+    with pytest.raises(ValueError, match="0..W-2"):
         it.hard_selection(4, [-1])
 
 

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .._config import Task
+from .._config import QUERY_SETS, Task
 from .._io import to_json
 from .._table import format_table  # noqa: F401 (re-exported for the subcommands)
 
@@ -177,6 +177,10 @@ def add_task_arguments(parser: argparse.ArgumentParser, *, L=8, S=4, H=2, N=4096
                    help=f"unembedding scale, > 0 (default {beta})")
     g.add_argument("--kappa", type=float_type("kappa", 0), default=kappa,
                    help=f"shared embedding component, >= 0 (default {kappa})")
+    g.add_argument("--W", type=int_type("W", 1), default=None,
+                   help="window: positions each entry summarizes, S <= W <= L*S (default S; docs/theory.md §10)")
+    g.add_argument("--queries", choices=QUERY_SETS, default="within",
+                   help="query phases: within (0..S-2, default) or all (0..S-1, with the boundary phase)")
     if geometry:
         geo = parser.add_argument_group("geometry (default: exact, eps = 0)")
         geo.add_argument("--eps", type=float_type("eps", 0, 1, high_open=True), default=None,
@@ -189,7 +193,8 @@ def add_task_arguments(parser: argparse.ArgumentParser, *, L=8, S=4, H=2, N=4096
 def task_from_args(args) -> Task:
     return Task(
         L=args.L, S=args.S, H=args.H, N=args.N, gamma=args.gamma, beta=args.beta, kappa=args.kappa,
-        eps=getattr(args, "eps", None), d=getattr(args, "d", None),
+        eps=getattr(args, "eps", None), d=getattr(args, "d", None), W=getattr(args, "W", None),
+        queries=getattr(args, "queries", "within"),
     )
 
 

@@ -73,6 +73,8 @@ def add_flow_arguments(p) -> None:
     f.add_argument("--delta", type=float_type("delta", 0, 0.5, low_open=True, high_open=True), default=1e-3,
                    help="selection tolerance in (0, 1/2) (default 1e-3)")
     f.add_argument("--t-max", type=float_type("t-max", 0, low_open=True), default=1e6, help="final time (default 1e6)")
+    f.add_argument("--tied", action="store_true",
+                   help="one gate per head for key and value (selection then means key mass >= 1-delta on one offset)")
     f.add_argument("--M", type=int_type("M", 1), default=None, help="full dynamics: contexts in the sample (default 1024)")
     f.add_argument("--sample", choices=("balanced", "iid"), default=None,
                    help="full dynamics: sample kind (default balanced)")
@@ -103,6 +105,7 @@ def flow_config_from_args(args) -> FlowConfig:
         dynamics=args.dynamics, rho=args.rho, delta=args.delta, t_max=args.t_max, solver=args.solver,
         rtol=args.rtol, atol=args.atol, max_steps=args.max_steps, M=full["M"], sample=full["sample"],
         init=full["init"], batch_size=full["batch_size"], n_save=args.n_save, t_save_min=args.t_save_min,
+        tied=args.tied,
     )
 
 
@@ -171,7 +174,7 @@ def initial_score_rms(task, rho: float, dynamics: str) -> float:
     or <c, x> (full: |x| = sqrt(kappa + 1)); their seed-to-seed spread is that rms times the norm.
     """
     dim = task.N + 1 if task.exact else (task.d or task.N + 1)
-    D = 2 * task.H * task.S * dim
+    D = 2 * task.H * task.W * dim
     norm = math.sqrt(mean_norm_squared(task)) if dynamics == "reduced" else math.sqrt(task.kappa + 1.0)
     return rho / math.sqrt(D + 2) * norm
 
@@ -217,7 +220,7 @@ def run(args) -> int:
     chunk = args.chunk or (4096 if args.dynamics == "reduced" else 2 * n_dev)
     chunk = n_dev * math.ceil(min(chunk, args.seeds) / n_dev)
     M = sample_size(task, config) if args.dynamics == "full" and task.N % task.L == 0 else config.M
-    check_memory(flow_bytes(dynamics=args.dynamics, N=int(task.N), L=task.L, S=task.S, H=task.H, M=M, seeds=args.seeds,
+    check_memory(flow_bytes(dynamics=args.dynamics, N=int(task.N), L=task.L, S=task.W, H=task.H, M=M, seeds=args.seeds,
                             chunk=chunk, n_save=args.n_save, eps=task.eps, d=task.d, batch_size=config.batch_size),
                  f"flow ({args.dynamics}, {args.seeds} seeds, {chunk} at once)")
     result = run_flow(task, config, args.seeds, seed=args.seed, chunk=args.chunk, progress=not args.quiet)

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 
 from .._contexts import sample_contexts
-from .._gates import hard_selection, uniform_gates
+from .._gates import SharedGates, hard_selection, uniform_gates
 from .._geometry import make_geometry
 from .._loss import monte_carlo_phase_accuracy, monte_carlo_phase_losses, phase_accuracy, phase_gap, phase_losses
 from .._memory import check_memory, contexts_bytes, geometry_bytes, loss_bytes, with_total
@@ -45,6 +45,8 @@ def register(sub) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--select", type=str, help="comma-separated offset selected by each head, e.g. 0,2")
     which.add_argument("--uniform", action="store_true", help="every head averages all offsets")
+    p.add_argument("--tied", action="store_true",
+                   help="one gate per head for key and value: --select names the offset (0..W-1) both branches hold")
     p.add_argument("--contexts", type=int_type("contexts", 1), default=None,
                    help=f"Monte Carlo over this many sampled contexts (default: exact closed form under exact "
                    f"geometry, {MC_DEFAULT_CONTEXTS} under approximate geometry)")
@@ -53,19 +55,31 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _parse_select(text: str, H: int, S: int) -> list[int]:
+def _parse_select(text: str, H: int, W: int, tied: bool = False) -> list[int]:
     items = text.split(",")
     if text.strip() == "" or any(x.strip() == "" for x in items):
         raise CLIError(f"--select must be comma-separated integers with no empty item, got {text!r}")
+    top, span = (W - 1, "0..W-1") if tied else (W - 2, "0..W-2")
     try:
-        offsets = [_parse_int(x, "--select offset", 0, S - 2) for x in items]
+        offsets = [_parse_int(x, "--select offset", 0, top) for x in items]
     except Exception as err:  # argparse.ArgumentTypeError from the validator
         if "integer" in str(err):
             raise CLIError(f"--select must be comma-separated integers, got {text!r}") from None
-        raise CLIError(f"{err} (offsets 0..S-2 = 0..{S - 2})") from None
+        raise CLIError(f"{err} (offsets {span} = 0..{top}{', tied gates' if tied else ''}; W = S unless --W is given)") from None
     if len(offsets) != H:
         raise CLIError(f"--select must name one offset per head (H = {H}), got {len(offsets)}")
     return offsets
+
+
+def gates_from_args(args, task) -> tuple[SharedGates, str]:
+    """The shared gates of `--select` / `--uniform` (with `--tied`) and their label."""
+    if args.uniform:
+        return uniform_gates(task.H, task.W), "uniform"
+    offsets = _parse_select(args.select, task.H, task.W, args.tied)
+    if args.tied:
+        eye = np.eye(task.W)[offsets]
+        return SharedGates(key=eye, value=eye), f"tied select {offsets}"
+    return hard_selection(task.W, offsets), f"select {offsets}"
 
 
 def run(args) -> int:
@@ -73,11 +87,7 @@ def run(args) -> int:
     monte_carlo = not task.exact or args.contexts is not None
     if args.seed is not None and not monte_carlo:
         raise CLIError("--seed only applies to Monte Carlo (--eps, --d or --contexts); the closed form is exact")
-    if args.uniform:
-        gates, label = uniform_gates(task.H, task.S), "uniform"
-    else:
-        offsets = _parse_select(args.select, task.H, task.S)
-        gates, label = hard_selection(task.S, offsets), f"select {offsets}"
+    gates, label = gates_from_args(args, task)
     result = {"task": task.to_dict(), "gates": label}
     if monte_carlo:
         require_token_ids(task, "Monte Carlo")
@@ -85,7 +95,7 @@ def run(args) -> int:
         columns = task.L * task.S + 1 if task.exact else task.N
         check_memory(with_total(
             geometry=geometry_bytes(task.N, task.eps, task.d), contexts=contexts_bytes(M, task.L, task.S),
-            loss=loss_bytes(min(M, MC_BATCH), task.L, task.S, task.H, columns),
+            loss=loss_bytes(min(M, MC_BATCH), task.L, task.W, task.H, columns),
         ), "loss (Monte Carlo)")
         key = jax.random.key(seed)
         geometry = make_geometry(task, jax.random.fold_in(key, 3))
@@ -100,8 +110,10 @@ def run(args) -> int:
         acc = np.asarray(phase_accuracy(task, gates))
         result["method"] = "exact"
     result.update({
+        "phases": list(range(task.n_phases)),
         "population_loss": float(losses.mean()),
         "phase_loss": losses.tolist(),
+        "phase_target_probability": np.exp(-losses).tolist(),
         "phase_accuracy": acc.tolist(),
         "mean_accuracy": float(acc.mean()),
         "phase_gap": float(phase_gap(acc)),
@@ -117,7 +129,7 @@ def run(args) -> int:
         print(f"Monte Carlo over {mc['contexts']} contexts (seed {mc['seed']}), realized eps = {mc['eps_realized']:.4g}, "
               f"d = {mc['dim']}")
     print(f"population loss: {result['population_loss']:.10g}")
-    rows = [(r, f"{losses[r]:.6g}", f"{acc[r]:.4g}") for r in range(task.S - 1)]
-    print(format_table(["phase r*", "loss", "top-1"], rows))
+    rows = [(r, f"{losses[r]:.6g}", f"{np.exp(-losses[r]):.4g}", f"{acc[r]:.4g}") for r in range(task.n_phases)]
+    print(format_table(["phase r*", "loss", "P(target)", "top-1"], rows))
     print(f"mean accuracy {result['mean_accuracy']:.4f}, phase gap {result['phase_gap']:.4f}")
     return 0

@@ -72,6 +72,7 @@ def add_minimizer_arguments(p) -> None:
     m.add_argument("--steps", type=int_type("steps", 1), default=300, help="BFGS steps per start and round (default 300)")
     m.add_argument("--polish-steps", type=int_type("polish-steps", 0), default=300,
                    help="projected-gradient steps per round (default 300)")
+    m.add_argument("--tied", action="store_true", help="one gate per head and entry for key and value")
     m.add_argument("--rounds", type=int_type("rounds", 1), default=2, help="BFGS + polish rounds (default 2)")
     m.add_argument("--vertex-starts", type=int_type("vertex-starts", 0), default=8,
                    help="best hard selections (vertices) also used as starts (default 8; 0: none); "
@@ -85,7 +86,8 @@ def add_minimizer_arguments(p) -> None:
 
 def _config(args) -> OracleMinimizer:
     return OracleMinimizer(
-        restarts=args.restarts, steps=args.steps, polish_steps=args.polish_steps, rounds=args.rounds, delta=args.delta
+        restarts=args.restarts, steps=args.steps, polish_steps=args.polish_steps, rounds=args.rounds, delta=args.delta,
+        tied=args.tied,
     )
 
 
@@ -94,7 +96,7 @@ def _contexts(args, exact: bool) -> int:
 
 
 def _check_memory(args, task) -> None:
-    check_memory(oracle_bytes(N=int(task.N), L=task.L, S=task.S, H=task.H, restarts=args.restarts,
+    check_memory(oracle_bytes(N=int(task.N), L=task.L, S=task.W, H=task.H, restarts=args.restarts,
                               vertex_starts=args.vertex_starts, contexts=_contexts(args, task.exact),
                               eps=task.eps, d=task.d), f"oracle at N = {task.N}")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-from .._gates import hard_selection, uniform_gates
 from .._io import write_json_atomic
 from .._sweep import points_of, summary_table, sweep
 from ._common import add_json_argument, add_task_arguments, int_type, output_dir_type, print_json, task_from_args
@@ -42,6 +41,7 @@ def register(sub) -> None:
             which = k.add_mutually_exclusive_group(required=True)
             which.add_argument("--select", type=str, help="comma-separated offset selected by each head, e.g. 0,2")
             which.add_argument("--uniform", action="store_true", help="every head averages all offsets")
+            k.add_argument("--tied", action="store_true", help="one gate per head for key and value (--select: 0..W-1)")
         elif kind == "flow":
             add_flow_arguments(k)
             k.add_argument("--seeds", type=int_type("seeds", 1), default=64, help="flow seeds per grid point (default 64)")
@@ -71,10 +71,9 @@ def run(args) -> int:
         grid[name] = values
     kwargs = dict(block=args.block, out=args.out, scheduler=args.scheduler, progress=not args.quiet, seed=args.seed)
     if args.kind == "loss":
-        from ._loss import _parse_select
+        from ._loss import gates_from_args
 
-        gates = uniform_gates(task.H, task.S) if args.uniform else hard_selection(task.S, _parse_select(args.select, task.H, task.S))
-        ds = sweep("loss", task, grid, gates=gates, **kwargs)
+        ds = sweep("loss", task, grid, gates=gates_from_args(args, task)[0], **kwargs)
     elif args.kind == "flow":
         ds = sweep("flow", task, grid, config=flow_config_from_args(args), seeds=args.seeds, **kwargs)
     else:
