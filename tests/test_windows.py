@@ -1,0 +1,258 @@
+"""Windows W >= S and the boundary phase (docs/theory.md §10): positions, the structured exact path
+against the block form and the dense path, the boundary claim, tied gates, vertices and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import inductheory as it
+from inductheory._model import windowed_logits
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the proof scripts are importable as `proofs`
+    sys.path.insert(0, str(ROOT))
+
+FAST = settings(max_examples=12, deadline=None)
+
+
+def quiet(**kw):
+    return it.quiet_task(**kw)
+
+
+def random_oracle(key, H, L, W):
+    k1, k2 = jax.random.split(key)
+    return it.OracleGates(key=jax.nn.softmax(2 * jax.random.normal(k1, (H, L, W)), -1),
+                          value=jax.nn.softmax(2 * jax.random.normal(k2, (H, L, W)), -1))
+
+
+def random_shared(key, H, W, scale=2.0):
+    k1, k2 = jax.random.split(key)
+    return it.SharedGates(key=jax.nn.softmax(scale * jax.random.normal(k1, (H, W)), -1),
+                          value=jax.nn.softmax(scale * jax.random.normal(k2, (H, W)), -1))
+
+
+# --- configuration and positions ---------------------------------------------------------------
+
+
+def test_window_validation_names_the_parameter():
+    with pytest.raises(ValueError, match="W must lie in S..L\\*S = 4..32"):
+        it.Task(L=8, S=4, H=2, N=4096, W=3)
+    with pytest.raises(ValueError, match="W must lie in S..L\\*S"):
+        it.Task(L=8, S=4, H=2, N=4096, W=33)
+    with pytest.raises(ValueError, match="queries must be one of within, all"):
+        it.Task(L=8, S=4, H=2, N=4096, queries="boundary")
+
+
+def test_windows_warn_which_assumption_is_broken():
+    with pytest.warns(it.TheoryAssumptionWarning, match="W = S \\(got W=5"):
+        it.Task(L=8, S=4, H=2, N=4096, W=5)
+    with pytest.warns(it.TheoryAssumptionWarning, match="queries='all'"):
+        it.Task(L=8, S=4, H=2, N=4096, queries="all")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        it.Task(L=8, S=4, H=2, N=4096, W=4, queries="within")  # the theorems' task: silent
+
+
+def test_default_window_keeps_the_old_parameters():
+    task = it.Task(L=8, S=4, H=2, N=4096)
+    assert task.W == 4 and task.queries == "within" and not task.windowed
+    assert set(task.to_dict()) == {"L", "S", "H", "N", "gamma", "beta", "kappa", "eps", "d"}
+    wide = quiet(L=8, S=4, H=2, N=4096, W=6, queries="all")
+    assert wide.to_dict()["W"] == 6 and wide.to_dict()["queries"] == "all"
+    assert wide.replace(beta=2.0).W == 6 and wide.n_phases == 4 and wide.n_queries == 32
+
+
+def test_positions_follow_the_definition():
+    L, S, W = 3, 2, 5
+    T = L * S
+    expected = [[(l * S + o) % T for o in range(W)] for l in range(L)]
+    np.testing.assert_array_equal(it.entry_positions(L, S, W), expected)
+    np.testing.assert_array_equal(it.query_positions(L, S, "all"), np.arange(T))
+    np.testing.assert_array_equal(it.query_positions(L, S, "within"), [0, 2, 4])
+    np.testing.assert_array_equal(it.target_positions(L, S, "all"), [1, 2, 3, 4, 5, 0])
+    tokens = jnp.arange(100, 100 + T).reshape(L, S)
+    np.testing.assert_array_equal(it.window_tokens(tokens, W), np.asarray(expected) + 100)
+    assert it.window_tokens(tokens, S) is tokens
+
+
+# --- the structured exact path ------------------------------------------------------------------
+
+
+def test_windowed_path_equals_the_block_form_at_w_equals_s():
+    task = it.Task(L=6, S=4, H=3, N=500, gamma=0.7, beta=5.0)
+    gates = random_oracle(jax.random.key(0), 3, 6, 4)
+    block = it.exact_logits(task, gates)
+    windowed = windowed_logits(task, gates, it.query_positions(6, 4))
+    np.testing.assert_array_equal(block[2], windowed[2])
+    np.testing.assert_allclose(it.cross_entropy(*windowed), it.cross_entropy(*block), rtol=1e-13, atol=0)
+    shared = random_shared(jax.random.key(1), 3, 4)
+    np.testing.assert_allclose(it.cross_entropy(*windowed_logits(task, shared.for_blocks(6), np.arange(3))),
+                               it.phase_losses(task, shared), rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("W,queries", [(4, "all"), (5, "within"), (12, "all")])
+def test_structured_exact_path_equals_the_dense_model(W, queries):
+    """The O(H L W) exact logits against the literal model on explicit embeddings (kappa = 0.6)."""
+    task = quiet(L=3, S=4, H=2, N=20, gamma=0.8, beta=3.0, kappa=0.6, W=W, queries=queries)
+    geo = it.ExactGeometry(task.N, task.kappa)
+    ctx = it.sample_contexts(jax.random.key(2), task, 3)
+    gates = random_oracle(jax.random.key(3), 2, 3, W)
+    for tokens in ctx:
+        exact = it.cross_entropy(*it.exact_logits(task, gates))
+        dense = it.cross_entropy(*it.dense_logits(task, geo.embeddings(), tokens, gates))
+        np.testing.assert_allclose(exact, dense, rtol=1e-11)
+    c = 0.7 * jax.random.normal(jax.random.key(4), (2, 2, W, geo.dim))
+    linear = it.LinearGates(c)
+    structured = it.monte_carlo_phase_losses(task, geo, linear, ctx)
+    dense = it.monte_carlo_phase_losses(task, geo.dense(), linear, ctx)
+    np.testing.assert_allclose(structured, dense, rtol=1e-11)
+
+
+@pytest.mark.parametrize("W,queries", [(5, "all"), (8, "within"), (6, "all")])
+def test_shared_population_loss_equals_monte_carlo(W, queries):
+    """Every context is equivalent under exact geometry: the per-phase closed form (queries of the
+    first stride only) equals the average over sampled contexts and every entry."""
+    task = quiet(L=4, S=4, H=2, N=64, gamma=1.0, beta=4.0, W=W, queries=queries)
+    gates = random_shared(jax.random.key(5), 2, W)
+    ctx = it.sample_contexts(jax.random.key(6), task, 8)
+    geo = it.ExactGeometry(task.N, task.kappa)
+    np.testing.assert_allclose(it.phase_losses(task, gates), it.monte_carlo_phase_losses(task, geo, gates, ctx),
+                               rtol=1e-12)
+    np.testing.assert_allclose(it.phase_accuracy(task, gates), it.monte_carlo_phase_accuracy(task, geo, gates, ctx))
+    np.testing.assert_allclose(it.phase_target_probability(task, gates), np.exp(-it.phase_losses(task, gates)))
+
+
+# --- the boundary claim of §10 ------------------------------------------------------------------
+
+
+@FAST
+@given(L=st.integers(2, 6), S=st.integers(2, 5), H=st.integers(1, 3), seed=st.integers(0, 2**31 - 1),
+       gamma=st.floats(0.05, 3.0), beta=st.floats(0.1, 30.0), scale=st.floats(0.0, 8.0), delta=st.integers(0, 4))
+def test_boundary_target_is_never_top1_at_w_equals_s(L, S, H, seed, gamma, beta, scale, delta):
+    """W = S: for every shared gate and every rotation, the boundary target's logit is at most that of
+    the token at offset 0 of the query's own entry, and equals that of offset 0 of any other entry."""
+    task = quiet(L=L, S=S, H=H, N=L * S + 7, gamma=gamma, beta=beta, queries="all")
+    gates = it.rotate_gates(random_shared(jax.random.key(seed), H, S, scale), delta)
+    logits, _, target = it.shared_logits(task, gates)
+    row = S - 1  # the boundary query: position S-1, target S (entry 1, offset 0)
+    assert int(target[row]) == S
+    z = np.asarray(logits[row])
+    assert z[S] <= z[0] + 1e-12 * (1 + abs(z[0]))
+    if L >= 3:
+        np.testing.assert_allclose(z[S], z[2 * S], rtol=1e-12, atol=1e-15)
+    assert float(it.phase_accuracy(task, gates)[S - 1]) == 0.0
+
+
+@FAST
+@given(L=st.integers(2, 6), S=st.integers(2, 5), H=st.integers(1, 3), extra=st.integers(1, 6),
+       gamma=st.floats(0.05, 3.0), beta=st.floats(0.1, 30.0))
+def test_a_wider_window_recovers_the_boundary(L, S, H, extra, gamma, beta):
+    """W >= S+1: heads with key at offset S-1 and value at offset S answer the boundary phase."""
+    W = min(S + extra, L * S)
+    task = quiet(L=L, S=S, H=H, N=L * S + 7, gamma=gamma, beta=beta, W=W, queries="all")
+    gates = it.hard_selection(W, [S - 1] * H)
+    assert float(it.phase_accuracy(task, gates)[S - 1]) == 1.0
+
+
+def test_tied_hard_gates_answer_no_phase():
+    """A tied gate e_r keys and reads the same offset: it copies the query token, never its successor."""
+    for W in (4, 5, 8):
+        task = quiet(L=4, S=4, H=2, N=64, W=W, queries="all")
+        for r in range(W):
+            eye = jnp.eye(W)[jnp.array([r, (r + 1) % W])]
+            acc = it.phase_accuracy(task, it.SharedGates(key=eye, value=eye))
+            assert float(jnp.max(acc)) == 0.0, (W, r)
+
+
+# --- gates, vertices and the oracle over W offsets --------------------------------------------
+
+
+def test_windowed_vertices_are_enumerated_exhaustively_and_checked_densely():
+    task = quiet(L=3, S=3, H=1, N=24, beta=4.0, W=4, queries="all")
+    geo = it.ExactGeometry(task.N, task.kappa)
+    tokens = it.sample_contexts(jax.random.key(7), task, 1)[0]
+    configs, method = it._vertices.vertex_configs(task, geo)
+    assert method == "exhaustive" and len(configs) == 3**3
+    best = it.best_vertex(task, geo, tokens, k=3)
+    dense = [float(it.context_loss(task, geo.dense(), it.vertex_gates(4, c), tokens)) for c in configs]
+    assert best.loss == pytest.approx(min(dense), rel=1e-12)
+    tied = it.best_vertex(task, geo, tokens, k=1, tied=True)
+    assert tied.n_evaluated == 4**3 and tied.loss > best.loss
+
+
+def test_tied_oracle_never_selects_key_and_value_apart():
+    task = quiet(L=3, S=3, H=1, N=96, beta=4.0)
+    res = it.minimize_oracle(task, it.ExactGeometry(task.N, task.kappa), jnp.zeros((3, 3), int), jax.random.key(0),
+                             it.OracleMinimizer(restarts=2, steps=60, polish_steps=60, rounds=1, tied=True))
+    np.testing.assert_array_equal(res.gates.key, res.gates.value)
+    untied = it.minimize_oracle(task, it.ExactGeometry(task.N, task.kappa), jnp.zeros((3, 3), int), jax.random.key(0),
+                                it.OracleMinimizer(restarts=2, steps=60, polish_steps=60, rounds=1))
+    assert res.loss > untied.loss
+
+
+def test_tied_reduced_flow_stays_tied():
+    task = it.Task(L=8, S=4, H=2, N=4096, beta=4.0)
+    b0 = it.initial_biases(jax.random.key(1), task, 0.1, tied=True)
+    np.testing.assert_array_equal(b0[:, 0], b0[:, 1])
+    dyn = it.ReducedDynamics(task, tied=True)
+    vf = dyn.vector_field(b0)
+    np.testing.assert_array_equal(vf[:, 0], vf[:, 1])
+    # the tied field is the gradient of the loss of gates (p, p): the chain rule through both branches
+    p_loss = lambda k: it.population_loss(task, it.shared_gates_from_logits(jnp.stack([k, k], axis=1)))
+    np.testing.assert_allclose(vf[:, 0], -(1.0 + 1.0 / 4096) * jax.grad(p_loss)(b0[:, 0]), rtol=1e-12)
+
+
+# --- command line -----------------------------------------------------------------------------
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "inductheory", *args], capture_output=True, text=True)
+
+
+def test_cli_loss_with_windows_answers_the_boundary():
+    out = cli("loss", "--L", "8", "--S", "4", "--H", "2", "--W", "5", "--queries", "all", "--select", "3,0", "--json")
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["phases"] == [0, 1, 2, 3] and res["phase_accuracy"] == [1.0, 0.0, 0.0, 1.0]
+    assert res["task"]["W"] == 5 and res["task"]["queries"] == "all"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--W", "3"], "W must lie in S..L*S = 4..32"),
+    (["--W", "33"], "W must lie in S..L*S = 4..32"),
+    (["--W", "5", "--select", "4,0"], "0..W-2"),
+    (["--tied", "--select", "4,0"], "0..W-1"),
+])
+def test_cli_bad_windows_are_one_line_errors(args, message):
+    base = ["loss", "--L", "8", "--S", "4", "--H", "2"]
+    if "--select" not in args:
+        args = args + ["--select", "0,1"]
+    out = cli(*base, *args)
+    assert out.returncode != 0 and message in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) <= 2
+
+
+def test_windowed_logits_match_the_symbolic_model_of_the_proof():
+    """The library's O(H L W) path against the literal Gram-matrix model of proofs/boundary.py."""
+    import sympy as sp
+    from proofs import boundary
+
+    L, S, W, H = 3, 3, 5, 2
+    task = quiet(L=L, S=S, H=H, N=40, gamma=0.9, beta=2.5, kappa=0.4, W=W, queries="all")
+    gates = random_shared(jax.random.key(8), H, W)
+    logits, _, _ = it.shared_logits(task, gates)
+    subs = {boundary.gamma: 0.9, boundary.beta: 2.5, boundary.kappa: 0.4}
+    for t in range(S):
+        z = boundary.logits(L, S, W, np.asarray(gates.key).tolist(), np.asarray(gates.value).tolist(), t)
+        z = np.array([float(sp.N(e.subs(subs))) for e in z]) - 2.5 * H * 0.4  # the common shift beta H kappa
+        np.testing.assert_allclose(np.asarray(logits[t, : L * S]), z, rtol=1e-12, atol=1e-12)
