@@ -7,13 +7,14 @@ import math
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._config import Task
 from ._gates import Gates, OracleGates, SharedGates
 from ._geometry import Geometry
-from ._model import block_attention, cross_entropy, log_outside_count, query_logits, top1_correct, windowed_logits
-from ._positions import query_phases, window_tokens
+from ._model import block_attention, cross_entropy, log_outside_count, query_logits, top1_correct
+from ._positions import phase_classes, window_tokens
 
 
 def check_gate_shape(task: Task, gates: SharedGates) -> None:
@@ -35,16 +36,13 @@ def shared_logits(task: Task, gates: SharedGates):
     **Returns:** `(logits, log_multiplicity, target)` with shapes (S-1, 2S+1), (2S+1,), (S-1,); row
     r* is the query phase, the target is column r*+1.
 
-    Windowed tasks (docs/theory.md §10: W > S or `queries="all"`): by the cycle's symmetry every
-    entry is equivalent, so the queries at positions t = phi of the first stride are the population;
-    their logits over the T context positions come from `windowed_logits` (shapes (P, T+1), (T+1,),
-    (P,), P = `task.n_phases`).
+    Windowed tasks (docs/theory.md §10: W > S or `queries="all"`): see `windowed_shared_logits`.
     """
     task.require_exact("the closed form of shared gates")
     S, L = task.S, task.L
     check_gate_shape(task, gates)
     if task.windowed:
-        return windowed_logits(task, gates.for_blocks(L), query_phases(S, task.queries))
+        return windowed_shared_logits(task, gates)
     phases = jnp.arange(S - 1)
     a_target, a_other = block_attention(gates.key[:, : S - 1], task.gamma, L)  # (H, S-1)
     s_own = task.beta * jnp.einsum("hp,hr->pr", a_target, gates.value)
@@ -52,6 +50,50 @@ def shared_logits(task: Task, gates: SharedGates):
     logits = jnp.concatenate([s_own, s_other, jnp.zeros((S - 1, 1))], axis=1)
     log_mult = jnp.concatenate([jnp.zeros(S), jnp.full(S, math.log(L - 1)), log_outside_count(task)[None]])
     return logits, log_mult, phases + 1
+
+
+def _one_hot(index: np.ndarray, n: int) -> np.ndarray:
+    """Static one-hot table of an index array; -1 entries are all zero."""
+    return (index[..., None] == np.arange(n)).astype(np.float64)
+
+
+def windowed_shared_logits(task: Task, gates: SharedGates):
+    """Per-phase logits of shared gates with windows (docs/theory.md §10), collapsed like §4.
+
+    By the cycle's symmetry the queries at positions t = p of the first stride are the population.
+    Let $n_p$ entries hold t (at offsets $o_j$) and $L - n_p$ not; with
+    $Z_h = \\sum_j e^{\\gamma p^K_h(o_j)} + L - n_p$ the holding entries get $a_{h,j} = e^{\\gamma
+    p^K_h(o_j)}/Z_h$ and every other entry $a^0_h = 1/Z_h$. Since every position of phase psi is held by
+    entries at the offsets psi + kS, a position outside the holding entries' windows has the logit
+    $\\beta \\sum_h a^0_h \\sum_k p^V_h(\\psi + kS)$; those positions form S columns with
+    multiplicities (`phase_classes`). The others ("special") add
+    $\\beta \\sum_h \\sum_j (a_{h,j} - a^0_h) p^V_h(o)$ over the holding entries holding them at o.
+    Cost O(H (n_p W + S)) per phase, independent of L and N; `windowed_logits` of the same gates over
+    all T positions is the uncollapsed check.
+
+    **Returns:** `(logits, log_multiplicity, target)` with shapes (P, C), (P, C), (P,): P =
+    `task.n_phases`, C = special columns + S classes + the outside column; padding columns have log
+    multiplicity -inf.
+    """
+    L, S, W = task.L, task.S, task.W
+    c = phase_classes(L, S, W, task.queries)
+    # gathers as products with static one-hot tables: cheaper under vmap and in the backward pass
+    held = c.hold_offset >= 0
+    w = jnp.einsum("hw,pjw->hpj", gates.key, _one_hot(c.hold_offset, W))  # (H, P, n)
+    rest = jnp.log(jnp.asarray(c.n_rest, jnp.float64))  # -inf when every entry holds the query
+    scores = jnp.concatenate([jnp.where(held[None], task.gamma * w, -jnp.inf),
+                              jnp.broadcast_to(rest, w.shape[:2])[..., None]], axis=-1)
+    att = jax.nn.softmax(scores, axis=-1)
+    a_rest = jnp.where(c.n_rest > 0, att[..., -1] / np.maximum(c.n_rest, 1), 0.0)  # (H, P)
+    folded = task.beta * jnp.einsum("hp,hw,ws->hps", a_rest, gates.value, c.fold)  # (H, P, S)
+    special_phase = _one_hot(np.where(c.special >= 0, c.special % S, -1), S)  # (P, U, S)
+    s_special = jnp.einsum("hps,pus->pu", folded, special_phase) + task.beta * jnp.einsum(
+        "hpj,hw,pjuw->pu", att[..., :-1] - a_rest[..., None], gates.value, _one_hot(c.special_offset, W))
+    logits = jnp.concatenate([s_special, jnp.sum(folded, axis=0), jnp.zeros((len(c.n_rest), 1))], axis=1)
+    log_mult = jnp.concatenate([
+        jnp.where(c.special >= 0, 0.0, -jnp.inf), jnp.log(jnp.asarray(c.generic_count, jnp.float64)),
+        jnp.broadcast_to(log_outside_count(task), (len(c.n_rest), 1))], axis=1)
+    return logits, log_mult, jnp.asarray(c.target)
 
 
 @eqx.filter_jit

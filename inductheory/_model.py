@@ -178,7 +178,8 @@ def query_logits(task: Task, geometry: Geometry, gates: OracleGates, tokens: Int
 def cross_entropy(
     logits: Float[Array, "queries vocab"], log_multiplicity: Float[Array, " vocab"], target: Int[Array, " queries"]
 ) -> Float[Array, " queries"]:
-    """$-\\log \\mathrm{softmax}(z)_y$ with columns of multiplicity $e^{\\text{log\\_multiplicity}}$ (log-sum-exp)."""
+    """$-\\log \\mathrm{softmax}(z)_y$ with columns of multiplicity $e^{\\text{log\\_multiplicity}}$ (log-sum-exp;
+    the multiplicities may be one row for every query or one row per query)."""
     z_y = jnp.take_along_axis(logits, target[:, None], axis=1)[:, 0]
     return jax.nn.logsumexp(logits + log_multiplicity, axis=1) - z_y
 
@@ -193,7 +194,8 @@ def top1_correct(
     """
     z_y = jnp.take_along_axis(logits, target[:, None], axis=1)[:, 0]
     cols = jnp.arange(logits.shape[1])[None, :]
-    rivals = jnp.where((cols == target[:, None]) | jnp.isneginf(log_multiplicity)[None, :], -jnp.inf, logits)
+    absent = jnp.broadcast_to(jnp.isneginf(log_multiplicity), logits.shape)  # (vocab,) or per query
+    rivals = jnp.where((cols == target[:, None]) | absent, -jnp.inf, logits)
     return z_y > jnp.max(rivals, axis=1) + TIE_TOLERANCE * (1 + jnp.abs(z_y))
 
 

@@ -8,6 +8,9 @@ fields L, S, W and the query set, so it costs nothing under jit.
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import numpy as np
 from jaxtyping import Array, Int
 
@@ -69,8 +72,71 @@ def window_tokens(tokens: Int[Array, "*batch blocks stride"], W: int) -> Int[Arr
     return flat[..., entry_positions(L, S, W)]
 
 
+class PhaseClasses(NamedTuple):
+    """Static index tables of the collapsed windowed closed form (`phase_classes`), per query phase p.
+
+    - `hold_offset` (P, n): offset at which the j-th entry holding the query position holds it (-1: pad).
+    - `n_rest` (P,): entries that do not hold the query (they all get the same attention).
+    - `special` (P, U): context positions held by a query-holding entry, and the target (-1: pad).
+    - `special_offset` (P, n, U): offset at which holding entry j holds special position u, or -1.
+    - `generic_count` (P, S): how many of the other positions have each phase psi.
+    - `target` (P,): column of the target among the special positions.
+    - `fold` (W, S): one-hot of o mod S, so that `pV @ fold` sums a gate over each phase class.
+    """
+
+    hold_offset: np.ndarray
+    n_rest: np.ndarray
+    special: np.ndarray
+    special_offset: np.ndarray
+    generic_count: np.ndarray
+    target: np.ndarray
+    fold: np.ndarray
+
+
+@functools.lru_cache(maxsize=256)
+def phase_classes(L: int, S: int, W: int, queries: str = "within") -> PhaseClasses:
+    """Which positions a query at phase p (position t = p) sees apart from the rest (docs/theory.md §10).
+
+    With shared gates only the entries holding t get a key weight, so every other entry has the same
+    attention $a^0_h$, and a position u held by none of the query-holding entries gets the logit
+    $\\beta \\sum_h a^0_h \\sum_j p^V_h(u \\bmod S + jS)$, which depends on u only through its phase.
+    Those positions collapse into S classes with multiplicities; the others ("special": the windows of
+    the at most ceil(W/S) holding entries, and the target) keep a column each. The table sizes do not
+    depend on L.
+    """
+    T = L * S
+    phases = query_phases(S, queries)
+    holders, specials = [], []
+    for p in phases:
+        hold = [(l, int((p - l * S) % T)) for l in range(L) if (p - l * S) % T < W]
+        special = sorted({int((l * S + o) % T) for l, _ in hold for o in range(W)} | {int((p + 1) % T)})
+        holders.append(hold)
+        specials.append(special)
+    n, U, P = max(map(len, holders)), max(map(len, specials)), len(phases)
+    hold_offset = np.full((P, n), -1)
+    special = np.full((P, U), -1)
+    special_offset = np.full((P, n, U), -1)
+    generic_count = np.full((P, S), L)
+    target = np.zeros(P, dtype=int)
+    for i, (hold, spec) in enumerate(zip(holders, specials)):
+        special[i, : len(spec)] = spec
+        target[i] = spec.index(int((phases[i] + 1) % T))
+        for u in spec:
+            generic_count[i, u % S] -= 1
+        for j, (l, o) in enumerate(hold):
+            hold_offset[i, j] = o
+            for k, u in enumerate(spec):
+                if (u - l * S) % T < W:
+                    special_offset[i, j, k] = (u - l * S) % T
+    n_rest = L - np.array([len(h) for h in holders])
+    fold = (np.arange(W)[:, None] % S == np.arange(S)[None, :]).astype(float)
+    return PhaseClasses(hold_offset, n_rest, special, special_offset, generic_count, target, fold)
+
+
 __all__ = [
+    "PhaseClasses",
     "entry_positions",
+    "phase_classes",
     "query_offsets",
     "query_phases",
     "query_positions",

@@ -132,6 +132,20 @@ def test_shared_population_loss_equals_monte_carlo(W, queries):
     np.testing.assert_allclose(it.phase_target_probability(task, gates), np.exp(-it.phase_losses(task, gates)))
 
 
+@FAST
+@given(L=st.integers(2, 6), S=st.integers(2, 5), extra=st.integers(0, 12), H=st.integers(1, 3),
+       queries=st.sampled_from(["within", "all"]), seed=st.integers(0, 2**31 - 1), gamma=st.floats(0.05, 3.0))
+def test_collapsed_closed_form_equals_every_position(L, S, extra, H, queries, seed, gamma):
+    """The collapsed per-phase form (S phase classes + the holding entries' windows) against the
+    uncollapsed logits of all T positions."""
+    W = min(S + extra, L * S)
+    task = quiet(L=L, S=S, H=H, N=L * S + 5, gamma=gamma, beta=4.0, W=W, queries=queries)
+    gates = random_shared(jax.random.key(seed), H, W, 3.0)
+    full = windowed_logits(task, gates.for_blocks(L), it.query_phases(S, queries))
+    np.testing.assert_allclose(it.phase_losses(task, gates), it.cross_entropy(*full), rtol=1e-12, atol=1e-13)
+    np.testing.assert_array_equal(it.phase_accuracy(task, gates), it.top1_correct(*full).astype(float))
+
+
 # --- the boundary claim of §10 ------------------------------------------------------------------
 
 
@@ -143,7 +157,7 @@ def test_boundary_target_is_never_top1_at_w_equals_s(L, S, H, seed, gamma, beta,
     the token at offset 0 of the query's own entry, and equals that of offset 0 of any other entry."""
     task = quiet(L=L, S=S, H=H, N=L * S + 7, gamma=gamma, beta=beta, queries="all")
     gates = it.rotate_gates(random_shared(jax.random.key(seed), H, S, scale), delta)
-    logits, _, target = it.shared_logits(task, gates)
+    logits, _, target = windowed_logits(task, gates.for_blocks(L), it.query_phases(S, "all"))  # one column per position
     row = S - 1  # the boundary query: position S-1, target S (entry 1, offset 0)
     assert int(target[row]) == S
     z = np.asarray(logits[row])
@@ -250,7 +264,7 @@ def test_windowed_logits_match_the_symbolic_model_of_the_proof():
     L, S, W, H = 3, 3, 5, 2
     task = quiet(L=L, S=S, H=H, N=40, gamma=0.9, beta=2.5, kappa=0.4, W=W, queries="all")
     gates = random_shared(jax.random.key(8), H, W)
-    logits, _, _ = it.shared_logits(task, gates)
+    logits, _, _ = windowed_logits(task, gates.for_blocks(L), it.query_phases(S, "all"))
     subs = {boundary.gamma: 0.9, boundary.beta: 2.5, boundary.kappa: 0.4}
     for t in range(S):
         z = boundary.logits(L, S, W, np.asarray(gates.key).tolist(), np.asarray(gates.value).tolist(), t)
