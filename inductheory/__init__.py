@@ -84,6 +84,7 @@ from ._measures import effective_number, effective_offsets, entropy
 # Theorem 1: global minimization over the oracle class (issue 4)
 from ._oracle import OracleMinimizer, OracleResult, classify, context_geometry, minimize_oracle, project_simplex
 from ._oracle_regime import exact_oracle_points, fit_log_threshold, oracle_point, regime_map
+from ._regime_boundary import hard_vertex_boundary, hard_vertex_edges
 from ._lanes import broadcast_lanes, stack_lanes
 from ._sweep import points_of, summary_table, sweep
 from ._paths import enable_compilation_cache, user_cache_dir
@@ -177,6 +178,8 @@ __all__ = [
     "full_statistics",
     "full_vector_field",
     "hard_selection",
+    "hard_vertex_boundary",
+    "hard_vertex_edges",
     "head_outputs",
     "head_selection",
     "independent_distinct_baseline",
