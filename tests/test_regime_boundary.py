@@ -49,8 +49,8 @@ CASES = [  # (L, S, H, gamma, beta, N, offsets): offsets in any order, not only 
 @pytest.mark.parametrize("L,S,H,gamma,beta,N,offsets", CASES)
 def test_edges_match_autodiff_of_context_loss(L, S, H, gamma, beta, N, offsets):
     key, value = vertex(L, S, offsets)
-    gk, gv = jax.grad(loss_fn(L, S, H, N, beta, gamma), argnums=(0, 1))(key, value)
-    edges = hard_vertex_edges(beta, N, L=L, S=S, H=H, gamma=gamma)
+    gk, gv = map(np.asarray, jax.jit(jax.grad(loss_fn(L, S, H, N, beta, gamma), argnums=(0, 1)))(key, value))
+    edges = {k: float(v) for k, v in hard_vertex_edges(beta, N, L=L, S=S, H=H, gamma=gamma).items()}
     targets = {r + 1 for r in offsets}
     uncovered = [i + 1 for i in range(S - 1) if i not in offsets]
     seen = []
@@ -58,14 +58,14 @@ def test_edges_match_autodiff_of_context_loss(L, S, H, gamma, beta, N, offsets):
         for l in (0, L - 1):
             for i in range(S):
                 if i != r:
-                    seen.append(float(edges["key"]))
+                    seen.append(edges["key"])
                     np.testing.assert_allclose(gk[h, l, i] - gk[h, l, r], edges["key"], rtol=1e-10)
                 if i == r + 1:
                     continue
                 gap = gv[h, l, i] - gv[h, l, r + 1]
                 name = "value_zero" if i == 0 else "value_other" if i in targets else "value_uncovered"
                 np.testing.assert_allclose(gap, edges[name], rtol=1e-10, atol=1e-15)
-                seen.append(float(edges[name]))
+                seen.append(edges[name])
     assert math.isclose(float(edges["min"]), min(seen), rel_tol=1e-12)
     assert np.isnan(edges["value_uncovered"]) == (not uncovered)
     assert np.isnan(edges["value_other"]) == (H == 1)
@@ -104,7 +104,7 @@ def test_sign_of_the_autodiff_edge_flips_at_the_boundary(L, S, H, gamma, beta):
     offsets = tuple(range(H))
     key, value = vertex(L, S, offsets)
     for N, sign in ((math.floor(n_star), -1), (math.ceil(n_star), 1)):
-        gv = jax.grad(loss_fn(L, S, H, N, beta, gamma), argnums=1)(key, value)
+        gv = np.asarray(jax.jit(jax.grad(loss_fn(L, S, H, N, beta, gamma), argnums=1))(key, value))
         assert sign * (gv[0, 0, H + 1] - gv[0, 0, 1]) > 0, (N, n_star)
 
 
@@ -125,7 +125,7 @@ def test_hessian_on_the_critical_cone_is_positive_at_the_boundary(L, S, H, gamma
                 dirs.append(d.ravel())
     D = jnp.asarray(np.stack(dirs, axis=1))  # (H L S, edges)
     g = lambda x: f(key, value + (D @ x).reshape(value.shape))  # noqa: E731
-    hess = jax.hessian(g)(jnp.zeros(D.shape[1]))
+    hess = jax.jit(jax.hessian(g))(jnp.zeros(D.shape[1]))
     assert np.linalg.eigvalsh(np.asarray(hess)).min() > 0
 
 
