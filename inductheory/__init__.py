@@ -103,6 +103,7 @@ from ._oracle import (
     project_simplex,
 )
 from ._oracle_regime import exact_oracle_points, fit_log_threshold, oracle_point, regime_map
+from ._regime_boundary import hard_vertex_boundary, hard_vertex_edges
 from ._lanes import broadcast_lanes, stack_lanes
 from ._sweep import points_of, summary_table, sweep
 from ._paths import enable_compilation_cache, user_cache_dir
@@ -200,6 +201,8 @@ __all__ = [
     "full_vector_field",
     "hard_offsets",
     "hard_selection",
+    "hard_vertex_boundary",
+    "hard_vertex_edges",
     "head_outputs",
     "head_selection",
     "independent_distinct_baseline",

@@ -13,7 +13,7 @@ t = S - 1 (phase S-1), target S:
 Checked for (L, S, H) in {2, 3, 4} x {2, 3, 4} x {1, 2} (claim 1) and, for (L, S, H) in
 {(2, 2, 1), (3, 3, 2), (4, 3, 1)}, every W in S+1..min(2S+1, LS) (claim 2).
 
-Run: `python proofs/boundary.py` (exit 1 if a check fails). Derivation: proofs/README.md §6.
+Run: `python proofs/boundary.py` (exit 1 if a check fails). Derivation: proofs/README.md §7.
 """
 
 from __future__ import annotations

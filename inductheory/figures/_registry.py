@@ -6,6 +6,7 @@ from . import (
     approximate_geometry,
     coverage,
     effective_offsets,
+    regime_boundary,
     theorem1_oracle,
     theorem2_trajectories,
     toy_stability,
@@ -16,7 +17,7 @@ from ._figure import Figure
 FIGURES: dict[str, Figure] = {
     m.FIGURE.name: m.FIGURE
     for m in (theorem2_trajectories, effective_offsets, weak_spots, coverage, toy_stability, theorem1_oracle,
-              approximate_geometry)
+              regime_boundary, approximate_geometry)
 }
 
 
