@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import (
     approximate_geometry,
+    convergence_rates,
     coverage,
     effective_offsets,
     regime_boundary,
@@ -16,8 +17,8 @@ from ._figure import Figure
 
 FIGURES: dict[str, Figure] = {
     m.FIGURE.name: m.FIGURE
-    for m in (theorem2_trajectories, effective_offsets, weak_spots, coverage, toy_stability, theorem1_oracle,
-              regime_boundary, approximate_geometry)
+    for m in (theorem2_trajectories, effective_offsets, weak_spots, coverage, convergence_rates, toy_stability,
+              theorem1_oracle, regime_boundary, approximate_geometry)
 }
 
 
