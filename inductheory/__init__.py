@@ -58,6 +58,7 @@ __version__ = "0.1.0"
 
 # Gradient flow of the linear gate class (Theorem 2) and effective-offset measures.
 from ._flow_config import FlowConfig, check_flow
+from ._objective import OBJECTIVES, Objective, overlap, soft_maximum
 from ._dynamics import (
     AbstractDynamics,
     FullDynamics,
@@ -162,6 +163,8 @@ __all__ = [
     "FlowSolution",
     "FullDynamics",
     "LinearGates",
+    "OBJECTIVES",
+    "Objective",
     "OracleGates",
     "OracleMinimizer",
     "OracleResult",
@@ -236,6 +239,7 @@ __all__ = [
     "n_block_multisets",
     "offset_histogram",
     "oracle_point",
+    "overlap",
     "phase_accuracy",
     "phase_gap",
     "phase_losses",
@@ -267,6 +271,7 @@ __all__ = [
     "sharded_seed_map",
     "shared_gates_from_logits",
     "shared_logits",
+    "soft_maximum",
     "solve_full",
     "solve_reduced",
     "split_advantage",

@@ -28,8 +28,9 @@ from ._config import Task
 from ._gates import LinearGates, first_offset, selected_offsets, shared_gates_from_logits
 from ._geometry import Geometry
 from ._init import mean_norm_squared
-from ._loss import monte_carlo_loss, population_loss
+from ._loss import monte_carlo_loss, monte_carlo_phase_losses, phase_losses, population_loss
 from ._measures import effective_number, effective_offsets
+from ._objective import Objective
 from ._positions import window_tokens
 
 
@@ -108,6 +109,7 @@ class AbstractDynamics(eqx.Module):
         """Minimum gate masses over windows."""
 
     tied: bool = eqx.field(static=True, default=False, kw_only=True)
+    objective: Objective | None = eqx.field(default=None, kw_only=True)
 
     def margin(self, y: PyTree, delta) -> Float[Array, ""]:
         """`selection_margin` of the state: >= 0 exactly when every head delta-selects (tied: when
@@ -142,6 +144,7 @@ class ReducedDynamics(AbstractDynamics):
     **Arguments:**
     - `task`: exact-geometry configuration (its scalars are traced).
     - `tied`: one gate per head for both branches (keyword).
+    - `objective`: an `Objective` to descend instead of the loss (keyword; None: the loss).
 
     ```python
     dyn = ReducedDynamics(Task(L=8, S=4, H=2, N=4096, beta=4.0))
@@ -155,8 +158,15 @@ class ReducedDynamics(AbstractDynamics):
         """$\\bar L(b)$ = `population_loss(task, shared_gates_from_logits(b))`."""
         return population_loss(self.task, shared_gates_from_logits(self.parameters(b)))
 
+    def training_loss(self, b: Float[Array, "heads 2 offsets"]) -> Float[Array, ""]:
+        """What the flow descends: `loss`, or the `objective` of the exact per-phase losses."""
+        if self.objective is None:
+            return self.loss(b)
+        gates = shared_gates_from_logits(self.parameters(b))
+        return self.objective(phase_losses(self.task, gates), gates.key)
+
     def vector_field(self, b: Float[Array, "heads 2 offsets"]) -> Float[Array, "heads 2 offsets"]:
-        return self.tied_field(-mean_norm_squared(self.task) * jax.grad(self.loss)(b))
+        return self.tied_field(-mean_norm_squared(self.task) * jax.grad(self.training_loss)(b))
 
     def statistics(self, b: Float[Array, "heads 2 offsets"]) -> dict:
         """`mass` and `worst` (H, 2, S) (equal: gates are static, every window has p = softmax(b)),
@@ -186,6 +196,7 @@ class FullDynamics(AbstractDynamics):
     - `contexts`: token ids (M, L, S).
     - `batch_size`: contexts per batch in the loss (`None`: all at once).
     - `tied`: one gate per head for both branches (keyword).
+    - `objective`: an `Objective` to descend instead of the loss (keyword; None: the loss).
     """
 
     task: Task
@@ -198,8 +209,18 @@ class FullDynamics(AbstractDynamics):
         return monte_carlo_loss(self.task, self.geometry, LinearGates(self.parameters(c)), self.contexts,
                                 batch_size=self.batch_size)
 
+    def training_loss(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, ""]:
+        """What the flow descends: `loss`, or the `objective` of the sample's per-phase losses, with the
+        overlap of the key gates averaged over the sample's windows."""
+        if self.objective is None:
+            return self.loss(c)
+        losses = monte_carlo_phase_losses(self.task, self.geometry, LinearGates(self.parameters(c)), self.contexts,
+                                          batch_size=self.batch_size)
+        key = jnp.moveaxis(self.gates(c)[:, :, 0], 2, 1)  # (M, L, H, W): windows first
+        return self.objective(losses, key)
+
     def vector_field(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "heads 2 offsets dim"]:
-        return self.tied_field(-jax.grad(self.loss)(c))
+        return self.tied_field(-jax.grad(self.training_loss)(c))
 
     def gates(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "contexts heads 2 blocks offsets"]:
         """Gate probabilities of `LinearGates(c)` in every context of the sample (`sample_gates`)."""

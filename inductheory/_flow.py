@@ -95,7 +95,7 @@ def solve_reduced(task: Task, config: FlowConfig, b0: Float[Array, "heads 2 offs
     sol.selected  # one offset per head
     ```
     """
-    return integrate(ReducedDynamics(task, tied=config.tied), b0, config)
+    return integrate(ReducedDynamics(task, tied=config.tied, objective=config.objective_function()), b0, config)
 
 
 def solve_full(
@@ -104,7 +104,8 @@ def solve_full(
 ) -> FlowSolution:
     """The full flow of one seed from gate vectors `c0` on a fixed sample:
     `integrate(FullDynamics(task, geometry, contexts, config.batch_size), c0, config)`."""
-    return integrate(FullDynamics(task, geometry, contexts, config.batch_size, tied=config.tied), c0, config)
+    return integrate(FullDynamics(task, geometry, contexts, config.batch_size, tied=config.tied,
+                                  objective=config.objective_function()), c0, config)
 
 
 # The same quantities as plain functions of the math's arguments.

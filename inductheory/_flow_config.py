@@ -12,6 +12,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ._config import Task, TheoryAssumptionWarning, _require_int, _require_real, traced_value
+from ._objective import Objective
 
 SOLVERS = {
     "tsit5": diffrax.Tsit5,
@@ -24,8 +25,8 @@ DYNAMICS = ("reduced", "full")
 SAMPLES = ("balanced", "iid")
 INITS = ("ball", "projected")
 # Fields that set a program (static) and fields that flow through it (0-d arrays, traced).
-STATIC_FIELDS = ("dynamics", "solver", "max_steps", "M", "sample", "init", "batch_size", "n_save", "tied")
-TRACED_FIELDS = ("rho", "delta", "t_max", "rtol", "atol", "t_save_min")
+STATIC_FIELDS = ("dynamics", "solver", "max_steps", "M", "sample", "init", "batch_size", "n_save", "tied", "objective")
+TRACED_FIELDS = ("rho", "delta", "t_max", "rtol", "atol", "t_save_min", "tau", "coordination")
 
 
 class FlowConfig(eqx.Module):
@@ -56,6 +57,11 @@ class FlowConfig(eqx.Module):
     - `tied`: one gate per head for both branches (key and value share $c_{h,r}$, as in kernels
       that compress K and V with one score); the selection event then asks for a key mass
       >= 1 - delta on one offset, since key at r with value at r+1 is impossible.
+    - `objective`: what the flow descends: `"mean"` (the population loss of the theorems) or
+      `"worst-phase"` (the soft maximum of the per-phase losses at temperature `tau`, see `Objective`).
+    - `tau`: temperature of the worst-phase objective, > 0.
+    - `coordination`: weight lambda >= 0 of the overlap penalty
+      $\\lambda \\sum_{h \\ne h'} \\langle p^K_h, p^K_{h'} \\rangle$ added to the objective, or None (none).
 
     Raises `ValueError` naming the parameter and its constraint; warns with
     `TheoryAssumptionWarning` when rho >= 1 (Theorem 2 needs a small init).
@@ -80,11 +86,15 @@ class FlowConfig(eqx.Module):
     n_save: int = eqx.field(static=True)
     t_save_min: Float[Array, ""]
     tied: bool = eqx.field(static=True)
+    objective: str = eqx.field(static=True)
+    tau: Float[Array, ""]
+    coordination: Float[Array, ""] | None
 
     def __init__(self, dynamics: str = "reduced", rho: float = 0.1, delta: float = 1e-3, t_max: float = 1e6,
                  solver: str = "tsit5", rtol: float = 1e-8, atol: float = 1e-10, max_steps: int = 100_000,
                  M: int = 1024, sample: str = "balanced", init: str = "ball", batch_size: int | None = None,
-                 n_save: int = 64, t_save_min: float = 1e-2, tied: bool = False):
+                 n_save: int = 64, t_save_min: float = 1e-2, tied: bool = False, objective: str = "mean",
+                 tau: float = 1.0, coordination: float | None = None):
         if dynamics not in DYNAMICS:
             raise ValueError(f"dynamics must be one of {DYNAMICS}, got {dynamics!r}")
         rho = _require_real("rho", rho)
@@ -123,6 +133,8 @@ class FlowConfig(eqx.Module):
         if not isinstance(tied, (bool, np.bool_)):
             raise ValueError(f"tied must be True or False, got {tied!r}")
         self.tied = bool(tied)
+        goal = Objective(objective, tau, coordination)  # validates
+        self.objective, self.tau, self.coordination = goal.kind, goal.tau, goal.coordination
         self.dynamics, self.solver, self.max_steps, self.M = dynamics, solver, max_steps, M
         self.sample, self.init, self.batch_size, self.n_save = sample, init, batch_size, n_save
         self.rho, self.delta, self.t_max = traced_value(rho), traced_value(delta), traced_value(t_max)
@@ -133,9 +145,19 @@ class FlowConfig(eqx.Module):
         names = ("dynamics", "rho", "delta", "t_max", "solver", "rtol", "atol", "max_steps", "M", "sample",
                  "init", "batch_size", "n_save", "t_save_min")
         out = {n: float(getattr(self, n)) if n in TRACED_FIELDS else getattr(self, n) for n in names}
-        if self.tied:  # only when set, so untied parameters (cache keys, stored data) are unchanged
+        # only when set, so the parameters (cache keys, stored data) of plain runs are unchanged
+        if self.tied:
             out["tied"] = True
+        if self.objective != "mean":
+            out["objective"], out["tau"] = self.objective, float(self.tau)
+        if self.coordination is not None:
+            out["coordination"] = float(self.coordination)
         return out
+
+    def objective_function(self) -> Objective | None:
+        """The `Objective` the flow descends, or None for the plain population loss."""
+        goal = Objective.of_values(self.objective, self.tau, self.coordination)
+        return None if goal.is_default else goal
 
     def replace(self, **changes) -> "FlowConfig":
         """A new, validated configuration with some parameters changed."""

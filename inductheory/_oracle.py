@@ -21,6 +21,8 @@ from ._config import Task, _require_int, _require_real
 from ._gates import OracleGates, distinct_within_blocks, first_offset, selected_offsets
 from ._geometry import DenseGeometry, ExactGeometry, Geometry
 from ._vertices import context_loss, vertex_gates
+from ._model import cross_entropy, query_logits
+from ._objective import Objective
 
 
 class OracleMinimizer(eqx.Module):
@@ -61,6 +63,10 @@ class OracleMinimizer(eqx.Module):
     - `tol`: BFGS rtol = atol, > 0.
     - `tied`: one gate for both branches ($p^V_{h,l} = p^K_{h,l}$, kernels that share K and V);
       a tied gate "selects" the offset where its mass is >= 1 - delta.
+    - `objective`, `tau`, `coordination`: minimize an `Objective` of the context's per-phase
+      losses instead of its mean loss (`"worst-phase"` at temperature `tau`; overlap penalty of
+      weight `coordination` averaged over entries; None: no penalty). Reported losses are then the
+      objective's values.
 
     ```python
     config = OracleMinimizer(restarts=16, steps=300)
@@ -78,6 +84,9 @@ class OracleMinimizer(eqx.Module):
     delta: float = eqx.field(static=True, default=1e-3)
     tol: float = eqx.field(static=True, default=1e-12)
     tied: bool = eqx.field(static=True, default=False)
+    objective: str = eqx.field(static=True, default="mean")
+    tau: float = eqx.field(static=True, default=1.0)
+    coordination: float | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
         for name, low in (("restarts", 1), ("steps", 1), ("polish_steps", 0), ("rounds", 1)):
@@ -96,6 +105,12 @@ class OracleMinimizer(eqx.Module):
             raise ValueError(f"tol must be > 0, got {self.tol!r}")
         if not isinstance(self.tied, (bool, np.bool_)):
             raise ValueError(f"tied must be True or False, got {self.tied!r}")
+        Objective(self.objective, self.tau, self.coordination)  # validates
+
+    def objective_function(self) -> Objective | None:
+        """The `Objective` minimized, or None for the plain context loss."""
+        goal = Objective(self.objective, self.tau, self.coordination)
+        return None if goal.is_default else goal
 
     @property
     def branches(self) -> int:
@@ -156,8 +171,16 @@ class OracleResult(eqx.Module):
         return float(np.min(self.start_losses[: self.n_random]))
 
 
-def _loss_of(task, geometry, tokens):
-    return lambda key, value: context_loss(task, geometry, OracleGates(key=key, value=value), tokens)
+def _loss_of(task, geometry, tokens, objective: Objective | None = None):
+    if objective is None:
+        return lambda key, value: context_loss(task, geometry, OracleGates(key=key, value=value), tokens)
+
+    def loss(key, value):
+        per_query = cross_entropy(*query_logits(task, geometry, OracleGates(key=key, value=value), tokens))
+        phases = jnp.mean(per_query.reshape(task.L, task.n_phases), axis=0)
+        return objective(phases, jnp.moveaxis(key, -2, -3))  # overlap averaged over entries
+
+    return loss
 
 
 def project_simplex(v: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
@@ -217,7 +240,7 @@ def descend(task: Task, geometry: Geometry, tokens, z0: Float[Array, "starts bra
     **Returns:** `(p, values, fw)`: the end points (starts, B, H, L, W) with B = `config.branches`
     (key then value; tied gates have the key only), their losses and Frank-Wolfe gaps.
     """
-    loss = _loss_of(task, geometry, tokens)
+    loss = _loss_of(task, geometry, tokens, config.objective_function())
     f = lambda p: loss(p[0], p[-1])  # p[-1] is the value gate, or the key gate again when tied
     solver = optx.BFGS(rtol=config.tol, atol=config.tol)
     objective = lambda z, _: f(jax.nn.softmax(z, axis=-1))

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from .._config import QUERY_SETS, Task
+from .._objective import OBJECTIVES
 from .._io import to_json
 from .._table import format_table  # noqa: F401 (re-exported for the subcommands)
 
@@ -196,6 +197,16 @@ def task_from_args(args) -> Task:
         eps=getattr(args, "eps", None), d=getattr(args, "d", None), W=getattr(args, "W", None),
         queries=getattr(args, "queries", "within"),
     )
+
+
+def add_objective_arguments(group) -> None:
+    """--objective, --tau, --coordination: what a flow or the oracle minimizes (`Objective`)."""
+    group.add_argument("--objective", choices=OBJECTIVES, default="mean",
+                       help="mean: the population loss (default); worst-phase: soft maximum of the per-phase losses")
+    group.add_argument("--tau", type=float_type("tau", 0, low_open=True), default=1.0,
+                       help="temperature of the worst-phase soft maximum, > 0 (default 1)")
+    group.add_argument("--coordination", type=float_type("coordination", 0), default=None,
+                       help="weight LAMBDA >= 0 of the overlap penalty LAMBDA sum_{h != h'} <pK_h, pK_h'> (default none)")
 
 
 def require_token_ids(task: Task, what: str) -> None:

@@ -15,6 +15,7 @@ from .._flow_run import run_flow, sample_size
 from .._io import write_json_atomic, write_npz_atomic
 from .._memory import check_memory, flow_bytes
 from ._common import (
+    add_objective_arguments,
     EXIT_FAILED,
     CLIError,
     add_json_argument,
@@ -75,6 +76,7 @@ def add_flow_arguments(p) -> None:
     f.add_argument("--t-max", type=float_type("t-max", 0, low_open=True), default=1e6, help="final time (default 1e6)")
     f.add_argument("--tied", action="store_true",
                    help="one gate per head for key and value (selection then means key mass >= 1-delta on one offset)")
+    add_objective_arguments(f)
     f.add_argument("--M", type=int_type("M", 1), default=None, help="full dynamics: contexts in the sample (default 1024)")
     f.add_argument("--sample", choices=("balanced", "iid"), default=None,
                    help="full dynamics: sample kind (default balanced)")
@@ -105,7 +107,7 @@ def flow_config_from_args(args) -> FlowConfig:
         dynamics=args.dynamics, rho=args.rho, delta=args.delta, t_max=args.t_max, solver=args.solver,
         rtol=args.rtol, atol=args.atol, max_steps=args.max_steps, M=full["M"], sample=full["sample"],
         init=full["init"], batch_size=full["batch_size"], n_save=args.n_save, t_save_min=args.t_save_min,
-        tied=args.tied,
+        tied=args.tied, objective=args.objective, tau=args.tau, coordination=args.coordination,
     )
 
 

@@ -15,6 +15,7 @@ from .._oracle import OracleMinimizer
 from .._oracle_regime import config_dict, oracle_point, regime_map, with_point
 from .._progress import Progress
 from ._common import (
+    add_objective_arguments,
     TOKEN_ID_MAX,
     CLIError,
     add_json_argument,
@@ -73,6 +74,7 @@ def add_minimizer_arguments(p) -> None:
     m.add_argument("--polish-steps", type=int_type("polish-steps", 0), default=300,
                    help="projected-gradient steps per round (default 300)")
     m.add_argument("--tied", action="store_true", help="one gate per head and entry for key and value")
+    add_objective_arguments(m)
     m.add_argument("--rounds", type=int_type("rounds", 1), default=2, help="BFGS + polish rounds (default 2)")
     m.add_argument("--vertex-starts", type=int_type("vertex-starts", 0), default=8,
                    help="best hard selections (vertices) also used as starts (default 8; 0: none); "
@@ -87,7 +89,7 @@ def add_minimizer_arguments(p) -> None:
 def _config(args) -> OracleMinimizer:
     return OracleMinimizer(
         restarts=args.restarts, steps=args.steps, polish_steps=args.polish_steps, rounds=args.rounds, delta=args.delta,
-        tied=args.tied,
+        tied=args.tied, objective=args.objective, tau=args.tau, coordination=args.coordination,
     )
 
 

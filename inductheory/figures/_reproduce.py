@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 from pathlib import Path
@@ -30,8 +31,9 @@ def _draw_and_save(f: Figure, data: dict, out: Path) -> None:
     plt.close(fig)
 
 
-def readme(data: dict[str, dict], quick: bool, command: str) -> str:
-    """The text of figures/README.md for the figures' data (by name), in registry order."""
+def readme(data: dict[str, dict], quick: bool, command: str, kept: dict[str, str] | None = None) -> str:
+    """The text of figures/README.md for the figures' data (by name), in registry order; `kept`
+    gives the existing section text of figures that were not recomputed (`--only`)."""
     lines = [
         "# Theorem figures",
         "",
@@ -46,6 +48,8 @@ def readme(data: dict[str, dict], quick: bool, command: str) -> str:
     for f in FIGURES.values():
         d = data.get(f.name)
         if d is None:
+            if kept and f.name in kept:
+                lines += [kept[f.name].rstrip("\n"), ""]
             continue
         lines += [f"## {f.title}", "", f"![{f.name}]({f.name}.png) ([PDF]({f.name}.pdf))", "", f"**Claim.** {f.claim}", ""]
         if d.get("parameters"):
@@ -53,6 +57,16 @@ def readme(data: dict[str, dict], quick: bool, command: str) -> str:
         if d.get("findings"):
             lines += ["**Measured.** " + d["findings"], ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def readme_sections(text: str) -> dict[str, str]:
+    """The sections of an existing figures README, by figure name (the image link names it)."""
+    sections = {}
+    for chunk in text.split("\n## ")[1:]:
+        for f in FIGURES.values():
+            if f"![{f.name}]({f.name}.png)" in chunk:
+                sections[f.name] = "## " + chunk.rstrip("\n")
+    return sections
 
 
 def _select(only: list[str] | None) -> list[Figure]:
@@ -117,12 +131,18 @@ def reproduce(
             bar.update(note=f"{f.name} ({data['wall_s']:.0f}s)")
     if timings_path is not None:
         write_json_atomic(timings_path, {**previous, **{k: v["wall_s"] for k, v in results.items()}})
-    if only is None:
-        cmd = command or ("inductheory reproduce" + (" --quick" if quick else "") + (f" --out {shlex.quote(str(out))}"))
-        text = readme(results, quick, cmd)
-        path = out / "README.md"
-        if not path.exists() or path.read_text() != text:  # unchanged figures leave the file untouched
-            write_text_atomic(path, text)
+    path = out / "README.md"
+    kept = {}
+    if only is not None:
+        # a partial run keeps the other figures' sections as they are (and their command line)
+        previous_text = path.read_text() if path.exists() else ""
+        kept = readme_sections(previous_text)
+        found = re.search(r"Command: `([^`]*)`", previous_text)
+        command = command or (found.group(1) if found else None)
+    cmd = command or ("inductheory reproduce" + (" --quick" if quick else "") + (f" --out {shlex.quote(str(out))}"))
+    text = readme(results, quick, cmd, kept)
+    if not path.exists() or path.read_text() != text:  # unchanged figures leave the file untouched
+        write_text_atomic(path, text)
     return results
 
 
