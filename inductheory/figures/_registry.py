@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import (
     approximate_geometry,
+    boundary,
     coverage,
     effective_offsets,
     theorem1_oracle,
@@ -15,8 +16,8 @@ from ._figure import Figure
 
 FIGURES: dict[str, Figure] = {
     m.FIGURE.name: m.FIGURE
-    for m in (theorem2_trajectories, effective_offsets, weak_spots, coverage, toy_stability, theorem1_oracle,
-              approximate_geometry)
+    for m in (theorem2_trajectories, effective_offsets, weak_spots, boundary, coverage, toy_stability,
+              theorem1_oracle, approximate_geometry)
 }
 
 
