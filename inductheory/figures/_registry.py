@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import (
     approximate_geometry,
+    boundary,
     convergence_rates,
     coverage,
     effective_offsets,
@@ -17,8 +18,8 @@ from ._figure import Figure
 
 FIGURES: dict[str, Figure] = {
     m.FIGURE.name: m.FIGURE
-    for m in (theorem2_trajectories, effective_offsets, weak_spots, coverage, convergence_rates, toy_stability,
-              theorem1_oracle, regime_boundary, approximate_geometry)
+    for m in (theorem2_trajectories, effective_offsets, weak_spots, boundary, coverage, convergence_rates,
+              toy_stability, theorem1_oracle, regime_boundary, approximate_geometry)
 }
 
 
