@@ -270,3 +270,44 @@ def test_windowed_logits_match_the_symbolic_model_of_the_proof():
         z = boundary.logits(L, S, W, np.asarray(gates.key).tolist(), np.asarray(gates.value).tolist(), t)
         z = np.array([float(sp.N(e.subs(subs))) for e in z]) - 2.5 * H * 0.4  # the common shift beta H kappa
         np.testing.assert_allclose(np.asarray(logits[t, : L * S]), z, rtol=1e-12, atol=1e-12)
+
+
+def test_dense_path_with_windows_is_the_literal_model():
+    """Approximate geometry, W > S, all queries: `dense_logits` against a plain numpy loop over the
+    positions of the cycle (keys, values, softmax over entries, tied unembedding)."""
+    task = quiet(L=3, S=3, H=2, N=30, gamma=0.9, beta=3.0, d=12, W=5, queries="all")
+    geo = it.approximate_geometry(task, jax.random.key(9))
+    tokens = np.asarray(it.sample_contexts(jax.random.key(10), task, 1)[0])
+    gates = random_oracle(jax.random.key(11), 2, 3, 5)
+    E, pK, pV = np.asarray(geo.embeddings), np.asarray(gates.key), np.asarray(gates.value)
+    flat, T = tokens.reshape(-1), 9
+    expected = []
+    for t in range(T):
+        out = np.zeros(E.shape[1])
+        for h in range(2):
+            keys = [sum(pK[h, l, o] * E[flat[(3 * l + o) % T]] for o in range(5)) for l in range(3)]
+            vals = [sum(pV[h, l, o] * E[flat[(3 * l + o) % T]] for o in range(5)) for l in range(3)]
+            s = np.array([0.9 * E[flat[t]] @ k for k in keys])
+            a = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+            out += sum(a[l] * vals[l] for l in range(3))
+        z = 3.0 * E @ out
+        expected.append(np.log(np.exp(z - z.max()).sum()) + z.max() - z[flat[(t + 1) % T]])
+    got = it.cross_entropy(*it.dense_logits(task, geo.embeddings, jnp.asarray(tokens), gates))
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+def test_an_oracle_gate_answers_one_boundary_query_in_l_at_w_equals_s():
+    """H = 1, W = S: keys away from the boundary offset give every entry the same attention for a
+    boundary query; entry 1 reading offset 0 while the others spread their values answers the boundary
+    query of entry 0 and no other: boundary accuracy exactly 1/L (the most one head can get, see
+    docs/theory.md §10), which no vertex reaches (one-hot values of other entries tie with the target)."""
+    L, S = 4, 4
+    task = quiet(L=L, S=S, H=1, N=64, beta=4.0, queries="all")
+    key = jnp.broadcast_to(jnp.eye(S)[0], (1, L, S))
+    value = jnp.full((1, L, S), 1.0 / S).at[0, 1].set(jnp.eye(S)[0])
+    correct = np.asarray(it.top1_correct(*it.exact_logits(task, it.OracleGates(key=key, value=value))))
+    boundary = correct.reshape(L, S)[:, S - 1]
+    np.testing.assert_array_equal(boundary, [True, False, False, False])
+    vertex = it.vertex_gates(S, jnp.zeros((1, L), int))
+    vertex = it.OracleGates(key=key, value=vertex.value.at[0, 1].set(jnp.eye(S)[0]))
+    assert not np.asarray(it.top1_correct(*it.exact_logits(task, vertex))).reshape(L, S)[:, S - 1].any()
