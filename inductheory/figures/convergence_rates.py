@@ -14,7 +14,7 @@ TAIL_DELTA = 1e-6  # the tail runs stop here (delta <= 3e-7 ends in solver error
 FIT_WINDOW = (2e-6, 1e-4)  # 1 - p(t) fitted in (lo, hi]
 
 CLAIM = (
-    "Reduced flows (exact geometry, L=8, S=4, H=2, N=4096, beta=4, gamma=1, kappa=1). Tail: 16 seeds for each "
+    "Convergence of the reduced flow (docs/theory.md §6). Reduced flows (exact geometry, L=8, S=4, H=2, N=4096, beta=4, gamma=1, kappa=1). Tail: 16 seeds for each "
     "rho in {1e-4, 1e-3, 1e-2, 0.1, 0.5} (quick mode 3 seeds, rho in {1e-3, 0.1}), run to delta = 1e-6 with 160 "
     "log-spaced saves in [1, 1e9] (quick mode 80); seeds whose solver failed at the selection event (10 of 80 in "
     "full mode) are left out. The unselected mass 1 - p(t) (largest mass off the final "
@@ -125,7 +125,7 @@ def draw(data: dict):
     ax = axes[0]
     for j, rho in enumerate(rhos):
         for k, r in enumerate([r for r in tails if r["rho"] == rho and "t" in r]):
-            t, y = np.array(r["t"]), np.array(r["unselected"])
+            t, y = np.array(r["t"], dtype=float), np.array(r["unselected"], dtype=float)  # JSON null -> nan
             ok = np.isfinite(y) & (t > 0)
             ax.loglog(t[ok], y[ok], color=_style.color(j), lw=0.9, alpha=0.8, label=f"rho={rho:g}" if k == 0 else None)
     C = np.median([r["C_predicted"] for r in tails])
