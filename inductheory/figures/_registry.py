@@ -7,6 +7,7 @@ from . import (
     convergence_rates,
     coverage,
     effective_offsets,
+    mitigations,
     regime_boundary,
     theorem1_oracle,
     theorem2_trajectories,
@@ -17,7 +18,7 @@ from ._figure import Figure
 
 FIGURES: dict[str, Figure] = {
     m.FIGURE.name: m.FIGURE
-    for m in (theorem2_trajectories, effective_offsets, weak_spots, coverage, convergence_rates, toy_stability,
+    for m in (theorem2_trajectories, effective_offsets, weak_spots, mitigations, coverage, convergence_rates, toy_stability,
               theorem1_oracle, regime_boundary, approximate_geometry)
 }
 
