@@ -53,7 +53,7 @@ def random_gates(seed, H, W):
                           value=jax.nn.softmax(3 * jax.random.normal(k[1], (H, W))))
 
 
-@pytest.mark.parametrize("S,W", [(2, 2), (2, 3), (3, 5), (4, 6), (4, 8)])
+@pytest.mark.parametrize("S,W", [(2, 2), (3, 5), (4, 8)])
 def test_gate_measures_match_the_literal_model(S, W):
     task = it.mitigation_task(S, W, **TASK)
     for gates in (it.uniform_gates(2, W), random_gates(S * W, 2, W), it.hard_selection(W, [0, W - 2])):
@@ -133,3 +133,16 @@ def test_coordination_rows_count_distinct_heads_and_the_worst_phase():
     assert row["distinct_fraction"] == 0.5 and row["selected_seeds"] == 4
     # within queries at S=3: phases 0, 1; seed 0 answers both, seed 1 only phase 0
     assert row["worst_accuracy"]["mean"] == 0.5 and row["gap"]["mean"] == 0.5
+
+
+@pytest.mark.slow
+def test_orderings_found_in_the_figure_hold_on_few_seeds():
+    """Learned gates keep a gap where uniform gates tie everywhere; the uniform target probability is the
+    lowest; no learned seed ends below the best hard gate's loss (H=2, T=48, N=4096, 8 seeds)."""
+    rows = it.mitigation_table([(4, 4), (4, 8)], seeds=8, H=2, T=48, N=4096, beta=4.0)
+    for learned, hard, uniform in zip(rows[::3], rows[1::3], rows[2::3]):
+        assert uniform["gap"]["mean"] == 0 and uniform["mean_accuracy"]["mean"] == 0
+        assert learned["gap"]["q25"] == 1
+        assert uniform["mean_target_probability"]["mean"] < min(learned["mean_target_probability"]["q25"],
+                                                                 hard["mean_target_probability"]["mean"])
+        assert learned["mean_loss"]["q25"] >= hard["mean_loss"]["mean"] - 1e-12
