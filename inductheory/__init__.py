@@ -129,6 +129,13 @@ from ._vertices import (
     vertex_gates,
     vertex_losses,
 )
+from ._mitigations import (
+    best_hard_selection,
+    coordination_table,
+    gate_measures,
+    mitigation_table,
+    mitigation_task,
+)
 from ._interventions import (
     knockout_phase_accuracy,
     knockout_phase_losses,
@@ -154,6 +161,11 @@ from ._toy import (
 
 
 __all__ = [
+    "mitigation_task",
+    "mitigation_table",
+    "gate_measures",
+    "coordination_table",
+    "best_hard_selection",
     "AbstractDynamics",
     "AbstractGates",
     "CacheWarning",

@@ -124,7 +124,8 @@ def test_figures_are_one_module_each_and_the_library_does_not_import_them():
     import subprocess
     import sys
 
-    assert figure_names() == ["theorem2_trajectories", "effective_offsets", "weak_spots", "boundary", "coverage",
+    assert figure_names() == ["theorem2_trajectories", "effective_offsets", "weak_spots", "boundary", "mitigations",
+                              "coverage",
                               "convergence_rates", "toy_stability", "theorem1_oracle", "regime_boundary",
                               "approximate_geometry"]
     for name, f in FIGURES.items():

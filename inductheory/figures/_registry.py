@@ -8,6 +8,7 @@ from . import (
     convergence_rates,
     coverage,
     effective_offsets,
+    mitigations,
     regime_boundary,
     theorem1_oracle,
     theorem2_trajectories,
@@ -18,8 +19,8 @@ from ._figure import Figure
 
 FIGURES: dict[str, Figure] = {
     m.FIGURE.name: m.FIGURE
-    for m in (theorem2_trajectories, effective_offsets, weak_spots, boundary, coverage, convergence_rates,
-              toy_stability, theorem1_oracle, regime_boundary, approximate_geometry)
+    for m in (theorem2_trajectories, effective_offsets, weak_spots, boundary, mitigations, coverage,
+              convergence_rates, toy_stability, theorem1_oracle, regime_boundary, approximate_geometry)
 }
 
 
