@@ -86,7 +86,7 @@ def test_overlap_penalty_makes_s_minus_1_heads_cover_every_phase():
     assert s["selected_seeds"] == 32 and s["distinct_fraction"] == 1.0
     for b in coordinated["per_seed"]["state"][:4]:  # the final biases: every phase answered
         assert float(jnp.min(it.phase_accuracy(task, it.shared_gates_from_logits(jnp.asarray(b))))) == 1.0
-    plain = it.run_flow(task, it.FlowConfig(), 32)["summary"]
+    plain = it.run_flow(task, it.FlowConfig(), 32)["summary"]  # the same seeds without the penalty
     assert plain["distinct_fraction"] < 0.6
 
 

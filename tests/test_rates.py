@@ -24,8 +24,8 @@ from inductheory import (
 TASKS = [
     dict(L=8, S=4, H=2, N=4096, beta=4.0),
     dict(L=5, S=3, H=2, N=40, beta=2.0, gamma=0.5, kappa=0.3),
-    dict(L=6, S=5, H=3, N=100, beta=6.0, gamma=0.8, kappa=2.0),
-    dict(L=4, S=4, H=1, N=64, beta=3.0),
+    pytest.param(dict(L=6, S=5, H=3, N=100, beta=6.0, gamma=0.8, kappa=2.0), marks=pytest.mark.slow),
+    pytest.param(dict(L=4, S=4, H=1, N=64, beta=3.0), marks=pytest.mark.slow),
 ]
 
 

@@ -71,7 +71,8 @@ def test_edges_match_autodiff_of_context_loss(L, S, H, gamma, beta, N, offsets):
     assert np.isnan(edges["value_other"]) == (H == 1)
 
 
-@pytest.mark.parametrize("L,S,H,gamma,beta,N,offsets", [c for c in CASES if c[2] < c[1] - 1])
+@pytest.mark.parametrize("L,S,H,gamma,beta,N,offsets", [
+    pytest.param(*c, marks=[pytest.mark.slow] if c[0] > 4 else []) for c in CASES if c[2] < c[1] - 1])
 def test_curvature_matches_autodiff(L, S, H, gamma, beta, N, offsets):
     key, value = vertex(L, S, offsets)
     f = loss_fn(L, S, H, N, beta, gamma)

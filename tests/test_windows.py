@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the proof scripts are importable as `proofs`
     sys.path.insert(0, str(ROOT))
 
-FAST = settings(max_examples=12, deadline=None)
+FAST = settings(max_examples=8, deadline=None)
 
 
 def quiet(**kw):
@@ -132,15 +132,15 @@ def test_shared_population_loss_equals_monte_carlo(W, queries):
     np.testing.assert_allclose(it.phase_target_probability(task, gates), np.exp(-it.phase_losses(task, gates)))
 
 
-@FAST
-@given(L=st.integers(2, 6), S=st.integers(2, 5), extra=st.integers(0, 12), H=st.integers(1, 3),
-       queries=st.sampled_from(["within", "all"]), seed=st.integers(0, 2**31 - 1), gamma=st.floats(0.05, 3.0))
-def test_collapsed_closed_form_equals_every_position(L, S, extra, H, queries, seed, gamma):
+@pytest.mark.parametrize("L,S,W,H,queries", [
+    (2, 2, 2, 1, "all"), (3, 3, 5, 2, "within"), (4, 4, 8, 3, "all"), (8, 4, 5, 2, "all"), (2, 3, 6, 2, "all"),
+    (5, 2, 7, 1, "within"),
+])
+def test_collapsed_closed_form_equals_every_position(L, S, W, H, queries):
     """The collapsed per-phase form (S phase classes + the holding entries' windows) against the
-    uncollapsed logits of all T positions."""
-    W = min(S + extra, L * S)
-    task = quiet(L=L, S=S, H=H, N=L * S + 5, gamma=gamma, beta=4.0, W=W, queries=queries)
-    gates = random_shared(jax.random.key(seed), H, W, 3.0)
+    uncollapsed logits of all T positions (W = S, S < W < 2S, W = 2S, W = T among the shapes)."""
+    task = quiet(L=L, S=S, H=H, N=L * S + 5, gamma=0.7, beta=4.0, W=W, queries=queries)
+    gates = random_shared(jax.random.key(L * W + H), H, W, 3.0)
     full = windowed_logits(task, gates.for_blocks(L), it.query_phases(S, queries))
     np.testing.assert_allclose(it.phase_losses(task, gates), it.cross_entropy(*full), rtol=1e-12, atol=1e-13)
     np.testing.assert_array_equal(it.phase_accuracy(task, gates), it.top1_correct(*full).astype(float))
@@ -204,6 +204,7 @@ def test_windowed_vertices_are_enumerated_exhaustively_and_checked_densely():
     assert tied.n_evaluated == 4**3 and tied.loss > best.loss
 
 
+@pytest.mark.slow
 def test_tied_oracle_never_selects_key_and_value_apart():
     task = quiet(L=3, S=3, H=1, N=96, beta=4.0)
     res = it.minimize_oracle(task, it.ExactGeometry(task.N, task.kappa), jnp.zeros((3, 3), int), jax.random.key(0),
