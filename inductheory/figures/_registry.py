@@ -6,7 +6,9 @@ from . import (
     approximate_geometry,
     convergence_rates,
     coverage,
+    coverage_map,
     effective_offsets,
+    phase_uniformity,
     regime_boundary,
     theorem1_oracle,
     theorem2_trajectories,
@@ -17,8 +19,8 @@ from ._figure import Figure
 
 FIGURES: dict[str, Figure] = {
     m.FIGURE.name: m.FIGURE
-    for m in (theorem2_trajectories, effective_offsets, weak_spots, coverage, convergence_rates, toy_stability,
-              theorem1_oracle, regime_boundary, approximate_geometry)
+    for m in (theorem2_trajectories, effective_offsets, weak_spots, coverage, coverage_map, phase_uniformity,
+              convergence_rates, toy_stability, theorem1_oracle, regime_boundary, approximate_geometry)
 }
 
 
