@@ -61,6 +61,12 @@ def _objective(b, args):
     return w_mean * jnp.mean(ell) + w_soft * soft_maximum(ell, tau) + jnp.sum(shifted**2 - lam**2) / (2 * mu)
 
 
+def _unsaturate(b, floor=-10.0):
+    """Logits shifted to max 0 and floored: near a vertex the softmax gradient vanishes (weights
+    below $e^{-10}$), and a stage started there would not move."""
+    return jnp.maximum(b - jnp.max(b, axis=-1, keepdims=True), floor)
+
+
 def _starts(key, n, shape, scale):
     """n random logits: half at scale `scale`, half at scale/4 (near uniform gates)."""
     z = jax.random.normal(key, (n, *shape))
@@ -74,10 +80,11 @@ def uniformity_frontier(
     *,
     n_bounds: int = 16,
     upper: float | None = None,
+    extra_bounds=(),
     starts: int = 32,
     seed: int = 0,
     scale: float = 4.0,
-    mus=(10.0, 100.0, 1e3, 1e4, 1e4, 1e4, 1e4),
+    mus=(1e3, 1e4, 1e4, 1e4, 1e4, 1e4),
     max_steps: int = 2000,
     feasibility_tol: float = 1e-6,
 ) -> dict:
@@ -87,8 +94,9 @@ def uniformity_frontier(
     $\\ell_p(b) \\le c$ for every phase p, by the augmented Lagrangian
     $\\bar\\ell + \\frac{1}{2\\mu} \\sum_p (\\max(0, \\lambda_p + \\mu(\\ell_p - c))^2 - \\lambda_p^2)$,
     multipliers updated $\\lambda_p \\leftarrow \\max(0, \\lambda_p + \\mu(\\ell_p - c))$ after each
-    stage (`mus`), each stage a BFGS solve warm-started from the last, from `starts` random logits per
-    bound. The best start whose worst phase is within `feasibility_tol` of c gives $F(c)$.
+    stage (`mus`), each stage a BFGS solve warm-started from the last (logits floored at -10 below
+    their maximum, so that no stage starts with vanishing gradients), from `starts` logits per bound:
+    the solutions of smallest worst phase and of best mean (below), then random ones. The best start whose worst phase is within `feasibility_tol` of c gives $F(c)$.
 
     Default bounds: `n_bounds` values from the smallest worst-phase loss found (soft maximum
     $\\tau \\log \\frac1P \\sum_p e^{\\ell_p/\\tau}$ minimized at $\\tau = 0.3, 0.03, 0.003, 3 \\cdot 10^{-4}$)
@@ -98,7 +106,9 @@ def uniformity_frontier(
     - `task`: configuration (exact geometry, W = S).
     - `bounds`: the bounds c, or None for the default grid.
     - `upper`: extend the default grid up to this worst-phase loss.
-    - `n_bounds`, `starts`, `seed`, `scale`: default grid size, random starts per bound, PRNG seed,
+    - `extra_bounds`: bounds added to the default grid (e.g. the worst phases of points to place on
+      the frontier); those below the smallest worst phase found are dropped.
+    - `n_bounds`, `starts`, `seed`, `scale`: default grid size, starts per bound (>= 2), PRNG seed,
       standard deviation of the starting logits (half the starts use scale/4).
     - `mus`, `max_steps`, `feasibility_tol`: penalty weights of the stages, BFGS steps per stage,
       tolerance on $\\max_p \\ell_p - c$.
@@ -113,6 +123,8 @@ def uniformity_frontier(
     fr["bounds"], fr["mean"]
     ```
     """
+    if starts < 2:
+        raise ValueError(f"starts must be >= 2 (the two end solutions start every bound), got {starts}")
     shape = (task.H, 2, task.W)
     key_min, key_free, key_c = jax.random.split(jax.random.key(seed), 3)
     worst_of = jax.jit(jax.vmap(lambda b: jnp.max(_losses(task, b))))
@@ -136,21 +148,29 @@ def uniformity_frontier(
     ell = np.asarray(ell_of(b), float)
     i = int(np.nanargmin(ell.max(-1)))
     min_worst, min_worst_mean = float(ell[i].max()), float(ell[i].mean())
+    b_min = b[i]
 
     # best unconstrained mean
     b = run(_starts(key_free, starts, shape, scale), 1.0, 0.0, 1.0, off, 0.0, 1.0)
     ell = np.asarray(ell_of(b), float)
     j = int(np.nanargmin(ell.mean(-1)))
     free_mean, free_worst = float(ell[j].mean()), float(ell[j].max())
+    b_free = b[j]
 
     if bounds is None:
         bounds = np.linspace(min_worst, max(free_worst, -np.inf if upper is None else upper), n_bounds)
+        extra = np.asarray(extra_bounds, float)
+        bounds = np.unique(np.concatenate([bounds, extra[extra >= min_worst]]))
     bounds = np.asarray(bounds, float)
     B = len(bounds)
     c = jnp.repeat(jnp.asarray(bounds), starts)
-    b = _starts(key_c, B * starts, shape, scale)
+    # per bound: the two end solutions, then random starts
+    ends = jnp.stack([b_min, b_free])
+    b = _starts(key_c, B * starts, shape, scale).reshape(B, starts, *shape)
+    b = b.at[:, :2].set(jnp.broadcast_to(ends, (B, 2, *shape))).reshape(B * starts, *shape)
     lam = jnp.zeros((B * starts, P))
     for mu in mus:
+        b = _unsaturate(b)
         b = solve(b, jnp.ones(B * starts), jnp.zeros(B * starts), jnp.ones(B * starts), c, lam, jnp.full(B * starts, mu))
         lam = jnp.maximum(0.0, lam + mu * (ell_of(b) - c[:, None]))
     ell = np.asarray(ell_of(b), float).reshape(B, starts, -1)

@@ -51,7 +51,7 @@ SMALL = dict(L=8, S=3, H=1, N=512, beta=4.0, gamma=1.0)  # H = 1 < S - 1 = 2: on
 @pytest.fixture(scope="module")
 def small():
     task = task_of(**SMALL)
-    return task, uniformity_frontier(task, n_bounds=5, starts=6, mus=(10.0, 1e3, 1e4, 1e4), max_steps=400)
+    return task, uniformity_frontier(task, n_bounds=5, starts=6, mus=(1e3, 1e4, 1e4, 1e4), max_steps=400)
 
 
 def hard_points(L, S, N, beta, gamma, H):
