@@ -144,6 +144,9 @@ from ._interventions import (
     rotate_gates,
 )
 
+# The price of phase-uniformity (issue 11)
+from ._frontier import frontier_mean_at, mean_and_worst, uniformity_frontier
+
 # The two-head toy of docs/theory.md §8 (issue 5)
 from ._toy import (
     ToyConfig,
@@ -225,6 +228,7 @@ __all__ = [
     "fit_decay_exponent",
     "fit_log_threshold",
     "flow_sample",
+    "frontier_mean_at",
     "full_statistics",
     "full_vector_field",
     "hard_offsets",
@@ -241,6 +245,7 @@ __all__ = [
     "knockout_phase_losses",
     "logistic_loss",
     "make_geometry",
+    "mean_and_worst",
     "mean_head_outputs",
     "measure_eps",
     "minimize_oracle",
@@ -300,6 +305,7 @@ __all__ = [
     "toy_loss",
     "toy_margins",
     "uniform_gates",
+    "uniformity_frontier",
     "unselected_mass",
     "user_cache_dir",
     "vertex_choices",

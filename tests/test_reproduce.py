@@ -125,9 +125,8 @@ def test_figures_are_one_module_each_and_the_library_does_not_import_them():
     import sys
 
     assert figure_names() == ["theorem2_trajectories", "effective_offsets", "weak_spots", "boundary", "mitigations",
-                              "coverage",
-                              "convergence_rates", "toy_stability", "theorem1_oracle", "regime_boundary",
-                              "approximate_geometry"]
+                              "coverage", "coverage_map", "phase_uniformity", "convergence_rates", "toy_stability",
+                              "theorem1_oracle", "regime_boundary", "approximate_geometry"]
     for name, f in FIGURES.items():
         assert f.name == name and f.compute.__module__ == f.draw.__module__ == f"inductheory.figures.{name}"
         assert "THEORY.md" not in f.claim and "docs/theory.md §" in f.claim

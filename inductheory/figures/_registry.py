@@ -7,8 +7,10 @@ from . import (
     boundary,
     convergence_rates,
     coverage,
+    coverage_map,
     effective_offsets,
     mitigations,
+    phase_uniformity,
     regime_boundary,
     theorem1_oracle,
     theorem2_trajectories,
@@ -19,7 +21,8 @@ from ._figure import Figure
 
 FIGURES: dict[str, Figure] = {
     m.FIGURE.name: m.FIGURE
-    for m in (theorem2_trajectories, effective_offsets, weak_spots, boundary, mitigations, coverage,
+    for m in (theorem2_trajectories, effective_offsets, weak_spots, boundary, mitigations, coverage, coverage_map,
+              phase_uniformity,
               convergence_rates, toy_stability, theorem1_oracle, regime_boundary, approximate_geometry)
 }
 
