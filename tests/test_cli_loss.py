@@ -42,7 +42,7 @@ def test_loss_table_and_uniform(capsys):
         (["--N", "10", "--uniform"], "N must be >= L*S"),
         (["--gamma", "0", "--uniform"], "gamma must be > 0"),
         (["--select", "0,1,2"], "one offset per head"),
-        (["--select", "0,3"], "0..S-2"),
+        (["--select", "0,3"], "0..W-2"),
         (["--select", "a,b"], "comma-separated integers"),
         (["--select", "0,,1"], "no empty item"),
         (["--select", "1e20,0"], "comma-separated integers"),

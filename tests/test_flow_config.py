@@ -72,7 +72,7 @@ def test_independent_baseline_by_hand():
 def test_distinct_fraction_and_histogram():
     selected = [[0, 1], [1, 1], [2, -1], [2, 0]]
     assert it.distinct_fraction(selected) == pytest.approx(0.5)
-    hist = it.offset_histogram(selected, 4)
+    hist = it.offset_histogram(selected, 3)  # S = 4: offsets 0..2
     assert hist.tolist() == [[1, 1, 2], [1, 2, 0]]
 
 
