@@ -42,7 +42,7 @@ class Objective(eqx.Module):
 
     $J = \\text{combine}(\\ell_0, \\dots, \\ell_{P-1}) + \\lambda\\, \\text{overlap}(p^K)$ with combine the
     mean (`kind="mean"`) or `soft_maximum` at temperature `tau` (`kind="worst-phase"`). The default,
-    mean with lambda = 0, is the population loss of the theorems.
+    mean with no penalty term (`coordination=None`), is the population loss of the theorems.
 
     **Arguments:**
     - `kind`: `"mean"` or `"worst-phase"` (static).

@@ -22,6 +22,7 @@ from ._gates import OracleGates, distinct_within_blocks, first_offset, selected_
 from ._geometry import DenseGeometry, ExactGeometry, Geometry
 from ._vertices import context_loss, vertex_gates
 from ._model import cross_entropy, query_logits
+from ._loss import per_phase_mean
 from ._objective import Objective
 
 
@@ -177,8 +178,7 @@ def _loss_of(task, geometry, tokens, objective: Objective | None = None):
 
     def loss(key, value):
         per_query = cross_entropy(*query_logits(task, geometry, OracleGates(key=key, value=value), tokens))
-        phases = jnp.mean(per_query.reshape(task.L, task.n_phases), axis=0)
-        return objective(phases, jnp.moveaxis(key, -2, -3))  # overlap averaged over entries
+        return objective(per_phase_mean(task, per_query), jnp.moveaxis(key, -2, -3))  # overlap averaged over entries
 
     return loss
 
