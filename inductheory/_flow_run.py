@@ -30,6 +30,7 @@ from ._solution import Status
 FAILURES = (Status.MAX_STEPS, Status.NONFINITE, Status.SOLVER_ERROR)
 from ._lanes import broadcast_lanes, stack_lanes
 from ._init import initial_biases, initial_gate_vectors, project_to_mean
+from ._programs import stored_call
 from ._progress import Progress
 
 
@@ -122,16 +123,67 @@ def lane_map(devices: tuple):
     return sharded_seed_map(one_lane, devices, lane_args=3)
 
 
-def run_lanes(tasks, configs, keys, shared, devices=None) -> dict:
-    """Run `one_lane` over stacked lanes (leading axis n, padded to the device count); numpy out."""
-    mapped, n_dev = lane_map(tuple(jax.devices() if devices is None else devices))
+# Steps of the first pass of `run_lanes`. Flows select in about 120-170 steps; a vmapped solver loop
+# runs until its slowest lane stops, so one lane that wanders for 10^4+ steps would hold every lane.
+FIRST_PASS_STEPS = 512
+# Batches of at most this many lanes run in one pass (a second program would cost more than it saves).
+ONE_PASS_LANES = 64
+
+
+def _with_max_steps(configs: FlowConfig, max_steps: int) -> FlowConfig:
+    """Stacked `configs` with another (static) step budget; the traced leaves are untouched."""
+    leaves, treedef = jax.tree.flatten(configs)
+    one = jax.tree.unflatten(treedef, [np.asarray(x)[0] for x in leaves]).replace(max_steps=max_steps)
+    return jax.tree.unflatten(jax.tree.structure(one), leaves)
+
+
+def _pad_lanes(tree, size: int):
+    """Every leaf padded along its lane axis to `size` by repeating its last lane."""
+    return jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[-1:], size - x.shape[0], 0)])
+                        if size > x.shape[0] else x, tree)
+
+
+_one_lane_each = jax.vmap(one_lane, in_axes=(0, 0, 0, None))
+
+
+def _map_lanes(tasks, configs, keys, shared, devices) -> dict:
+    mapped, n_dev = lane_map(devices)
     n = keys.shape[0]
-    pad = (-n) % n_dev
-    if pad:
-        tasks, configs, keys = (jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[-1:], pad, 0)]), t)
-                                for t in (tasks, configs, np.asarray(keys)))
-    out = jax.device_get(mapped(tasks, configs, keys, shared))
-    return jax.tree.map(lambda a: np.asarray(a)[:n], out)
+    size = n_dev * -(-n // n_dev)
+    tasks, configs, keys = (_pad_lanes(t, size) for t in (tasks, configs, np.asarray(keys)))
+    if n_dev == 1 and devices == tuple(jax.devices()):  # the stored program, when the store is on
+        out = stored_call("flow_lanes", _one_lane_each, (tasks, configs, keys, shared))
+    else:
+        out = mapped(tasks, configs, keys, shared)
+    out = jax.device_get(out)
+    return jax.tree.map(lambda a: np.array(a[:n]), out)
+
+
+def run_lanes(tasks, configs, keys, shared, devices=None) -> dict:
+    """Run `one_lane` over stacked lanes (leading axis n, padded to the device count); numpy out.
+
+    Batches of more than `ONE_PASS_LANES` lanes run in two passes, with the same numbers as one:
+    every lane first runs with a budget of `FIRST_PASS_STEPS` steps; the lanes that ran out of it
+    run again from their start with the full `max_steps`, in a batch of their own (a power of two of
+    lanes, at least 8). A lane's result depends neither on a budget it did not reach nor on which
+    lanes share its batch (tested bit for bit), so this only saves stepping every lane as long as
+    the slowest one.
+    """
+    devices = tuple(jax.devices() if devices is None else devices)
+    budget = configs.max_steps
+    if budget <= FIRST_PASS_STEPS or keys.shape[0] <= ONE_PASS_LANES:
+        return _map_lanes(tasks, configs, keys, shared, devices)
+    out = _map_lanes(tasks, _with_max_steps(configs, FIRST_PASS_STEPS), keys, shared, devices)
+    todo = np.flatnonzero(out["status"] == Status.MAX_STEPS)
+    if todo.size:
+        size = max(8, 1 << int(todo.size - 1).bit_length())
+        if size >= keys.shape[0]:  # most lanes ran long: rerun them all in the original batch
+            todo, size = np.arange(keys.shape[0]), keys.shape[0]
+        pick = lambda tree: _pad_lanes(jax.tree.map(lambda x: np.asarray(x)[todo], tree), size)
+        again = _map_lanes(pick(tasks), pick(configs), pick(np.asarray(keys)), shared, devices)
+        for leaf, rerun in zip(jax.tree.leaves(out), jax.tree.leaves(again)):
+            leaf[todo] = rerun[:todo.size]
+    return out
 
 
 def independent_distinct_baseline(H: int, S: int) -> float:
