@@ -50,8 +50,11 @@ def main(argv=None) -> int:
     except SystemExit as exit_:  # --help (0) or a bad argument (2, one line already printed)
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else EXIT_USAGE)
     from .._paths import enable_compilation_cache
+    from .._programs import enable_program_store
 
-    enable_compilation_cache()  # a second run of the same shape reuses compiled programs
+    # a second run of the same shape reuses traced (stored) and compiled (cached) programs
+    if enable_compilation_cache() is not None:
+        enable_program_store()
     shown = set()
     prefix = f"inductheory {args.command}"
 
