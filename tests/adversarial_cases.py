@@ -300,6 +300,8 @@ def cases() -> list[Case]:
         # --- reproduce (owned elsewhere): only the cheap refusals
         OK(["reproduce", "--list"]),
         E(["reproduce", "--only", "nope", "--out", "{tmp}"], "nope"),
+        E(["reproduce", "--jobs", "0", "--out", "{tmp}"], "--jobs"),
+        E(["reproduce", "--jobs", "two", "--out", "{tmp}"], "--jobs"),
     ]
     return c
 

@@ -5,7 +5,22 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from ._common import output_dir_type, print_json
+from ._common import int_type, output_dir_type, print_json
+
+MAX_DEFAULT_JOBS = 4  # each process holds its own compiled programs (a few GiB for the full figures)
+
+
+def default_jobs() -> int:
+    """CPU cores available to this process (at most MAX_DEFAULT_JOBS); 1 on an accelerator, whose
+    memory one process already claims."""
+    import os
+
+    import jax
+
+    if jax.default_backend() != "cpu":
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_DEFAULT_JOBS))
 
 
 def register(sub) -> None:
@@ -22,6 +37,9 @@ def register(sub) -> None:
                    help="cache directory of finished computations (default: inductheory/reproduce in the "
                    "user's cache directory, $XDG_CACHE_HOME or ~/.cache)")
     p.add_argument("--no-cache", action="store_true", help="recompute everything")
+    p.add_argument("--jobs", type=int_type("--jobs", minimum=1), default=None,
+                   help="figures computed at once, each in its own process (default: the CPU cores, at most "
+                   f"{MAX_DEFAULT_JOBS}; 1 on a GPU); the numbers do not depend on it")
     p.add_argument("--list", action="store_true", help="list the figure names and exit")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--json", action="store_true", help="print each figure's findings as JSON")
@@ -46,8 +64,9 @@ def run(args) -> int:
     command = "inductheory reproduce" + (" --quick" if args.quick else "") + (
         f" --out {shlex.quote(str(args.out))}" if Path(args.out) != Path("figures") else "")
     cache = None if args.no_cache else (args.cache or "default")
+    jobs = args.jobs if args.jobs is not None else default_jobs()
     results = reproduce(args.out, quick=args.quick, only=only, cache_dir=cache, progress=not args.quiet,
-                        command=command)
+                        command=command, jobs=jobs)
     summary = {name: {"findings": d.get("findings"), "wall_s": d.get("wall_s")} for name, d in results.items()}
     if args.json:
         print_json(summary)
