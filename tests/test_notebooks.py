@@ -5,9 +5,8 @@ seed counts and solver budgets; the kernel inherits the environment of this proc
 variable (and `MPLBACKEND=Agg`) is set here before the kernel starts. Any cell error fails the test.
 
 At quick sizes compiling dominates (each shape of the oracle minimizer or of a flow compiles once,
-then runs in milliseconds), so the kernel also gets XLA flags that trade generated-code speed for
-compile speed (`--xla_backend_optimization_level=0`): about 2-3x faster compiles, the same numbers
-to rounding. The notebooks' widgets (ipywidgets, in the `test` extra) run headless: their callbacks
+then runs in milliseconds), so the kernel inherits the suite's XLA flags (tests/conftest.py) that
+trade generated-code speed for compile speed, with the same numbers to rounding. The notebooks' widgets (ipywidgets, in the `test` extra) run headless: their callbacks
 are called once with the default values, so the outputs land in the cells.
 """
 
@@ -25,7 +24,6 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 KERNEL = "python3"
 CELL_TIMEOUT_S = 300  # per cell; quick mode needs ~10 s for the slowest cell on an idle core
-QUICK_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 MAX_BYTES = 300_000
 
 
@@ -82,7 +80,6 @@ def test_notebook_runs(path, monkeypatch):
     _require_widgets()
     monkeypatch.setenv("INDUCTHEORY_NOTEBOOK_QUICK", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    monkeypatch.setenv("XLA_FLAGS", f"{os.environ.get('XLA_FLAGS', '')} {QUICK_XLA_FLAGS}".strip())
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb,
