@@ -44,7 +44,7 @@ def regenerate(tmp_path_factory, names, jobs=1):
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
-    # in two worker processes: the committed numbers do not depend on it
+    # in two worker processes (as the command line does): the committed numbers do not depend on it
     return regenerate(tmp_path_factory, list(DEFAULT_QUICK), jobs=2)
 
 

@@ -18,6 +18,9 @@ class Figure:
       `findings` (one line of measured values); expensive parts are cached by their parameters.
     - `draw(data) -> matplotlib.figure.Figure`: the drawing, from the data alone (no computation), so
       a figure can be redrawn from its stored JSON.
+    - `cost`: about how many seconds the full computation takes on one core, from a fresh cache; only
+      the order in which `reproduce --jobs` starts figures when no previous run's times are known
+      (longest first).
     """
 
     name: str
@@ -25,3 +28,4 @@ class Figure:
     claim: str
     compute: Callable[[bool, Path | None], dict]
     draw: Callable[[dict], object]
+    cost: float = 0.0

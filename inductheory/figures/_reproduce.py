@@ -106,7 +106,9 @@ def _start_worker(compilation_cache: str | None, program_store: str | None) -> N
 
 def _make_in_workers(figures: list[Figure], jobs: int, quick: bool, mode_cache, out: Path, previous: dict,
                      bar) -> dict[str, dict]:
-    """Figures computed by `jobs` worker processes, the longest (by the previous run) first."""
+    """Figures computed by `jobs` worker processes, the longest (by the previous run) first, each in a
+    fresh process: one process that compiles every figure's programs runs out of memory mappings
+    for generated code (LLVM "Cannot allocate memory" after ~25 min of a full run)."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -116,11 +118,11 @@ def _make_in_workers(figures: list[Figure], jobs: int, quick: bool, mode_cache, 
 
     caches = (jax.config.jax_compilation_cache_dir or None,
               None if _store["directory"] is None else str(_store["directory"]))
-    order = sorted(figures, key=lambda f: -float(previous.get(f.name, 0.0)))
+    order = sorted(figures, key=lambda f: -float(previous.get(f.name, f.cost)))
     results: dict[str, dict] = {}
     # spawn, not fork: the parent has started jax's threads
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_start_worker, initargs=caches) as pool:
+                             initializer=_start_worker, initargs=caches, max_tasks_per_child=1) as pool:
         pending = {pool.submit(_make, f.name, quick, mode_cache, out): f.name for f in order}
         bar.note(f"computing {len(order)} figures in {min(jobs, len(order))} processes")
         try:
@@ -144,7 +146,7 @@ def reproduce(
     cache_dir: str | Path | None = "default",
     progress: bool = True,
     command: str | None = None,
-    jobs: int = 1,
+    jobs: int | None = None,
 ) -> dict[str, dict]:
     """Compute, save and draw the theorem figures.
 
@@ -156,9 +158,10 @@ def reproduce(
       `default_cache_dir() / "reproduce"`, in the user's XDG cache directory; `None`: no cache).
     - `progress`: show progress on stderr.
     - `command`: the command line recorded in the README.
-    - `jobs`: figures computed at once, each in its own process (1: one after the other, in this
-      process). Most figure computations keep one core busy (small solver loops, compiling), so
-      on k cores k jobs take about 1/k of the time; the numbers do not depend on it.
+    - `jobs`: worker processes computing figures at once, each figure in a fresh process (the
+      command line's default: the CPU cores, at most 4); `None`: one after the other in this
+      process. Most figure computations keep one core busy (small solver loops, compiling), so on
+      k cores k jobs take about 1/k of the time; the numbers do not depend on it.
 
     **Returns:** the data of each figure made, by name. The README is written only when every
     figure was made.
@@ -166,7 +169,8 @@ def reproduce(
     import matplotlib
 
     matplotlib.use("Agg")
-    _require_jobs(jobs)
+    if jobs is not None:
+        _require_jobs(jobs)
     figures = _select(only)
     out = Path(out)
     (out / "data").mkdir(parents=True, exist_ok=True)
@@ -181,7 +185,7 @@ def reproduce(
         previous = {}
     results: dict[str, dict] = {}
     with Progress(len(figures), "reproduce", enabled=progress) as bar:
-        if jobs > 1 and len(figures) > 1:
+        if jobs is not None:
             results = _make_in_workers(figures, jobs, quick, mode_cache, out, previous, bar)
         else:
             for f in figures:

@@ -169,4 +169,4 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("approximate_geometry", "Approximate geometry: hard selection as eps grows", CLAIM, compute, draw)
+FIGURE = Figure("approximate_geometry", "Approximate geometry: hard selection as eps grows", CLAIM, compute, draw, cost=540)

@@ -143,4 +143,4 @@ def draw(data: dict):
 
 
 FIGURE = Figure("boundary", "The boundary phase with windows: learned vs optimal, and gate rotation", CLAIM,
-                compute, draw)
+                compute, draw, cost=100)

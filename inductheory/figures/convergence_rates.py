@@ -166,4 +166,4 @@ def draw(data: dict):
 
 
 FIGURE = Figure("convergence_rates", "Convergence rates: escape from uniform gates, then a 1/t tail", CLAIM,
-                compute, draw)
+                compute, draw, cost=35)

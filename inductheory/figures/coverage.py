@@ -90,4 +90,4 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("coverage", "Coverage: do heads split the offsets?", CLAIM, compute, draw)
+FIGURE = Figure("coverage", "Coverage: do heads split the offsets?", CLAIM, compute, draw, cost=50)

@@ -152,4 +152,4 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("coverage_map", "Coverage vs N, beta and rho, with the two-head toy's prediction", CLAIM, compute, draw)
+FIGURE = Figure("coverage_map", "Coverage vs N, beta and rho, with the two-head toy's prediction", CLAIM, compute, draw, cost=60)

@@ -140,4 +140,4 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("effective_offsets", "The paper's Figure 5a in the idealized model", CLAIM, compute, draw)
+FIGURE = Figure("effective_offsets", "The paper's Figure 5a in the idealized model", CLAIM, compute, draw, cost=60)

@@ -188,4 +188,4 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("mitigations", "Mitigations: window, stride, uniform gates and coordination", CLAIM, compute, draw)
+FIGURE = Figure("mitigations", "Mitigations: window, stride, uniform gates and coordination", CLAIM, compute, draw, cost=490)

@@ -165,4 +165,4 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("phase_uniformity", "The price of phase-uniformity: mean vs worst-phase loss", CLAIM, compute, draw)
+FIGURE = Figure("phase_uniformity", "The price of phase-uniformity: mean vs worst-phase loss", CLAIM, compute, draw, cost=180)

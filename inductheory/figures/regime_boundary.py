@@ -213,4 +213,4 @@ def _ratios(ax, data: dict):
 
 
 FIGURE = Figure("regime_boundary", "Where the hard-selection regime ends: predicted N*(beta) vs measured",
-                CLAIM, compute, draw)
+                CLAIM, compute, draw, cost=350)

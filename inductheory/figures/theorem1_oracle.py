@@ -96,4 +96,4 @@ def draw(data: dict):
 
 
 FIGURE = Figure("theorem1_oracle", "Theorem 1: the best query-agnostic compressor, and where that stops", CLAIM,
-                compute, draw)
+                compute, draw, cost=60)

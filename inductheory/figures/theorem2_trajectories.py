@@ -69,4 +69,4 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("theorem2_trajectories", "Theorem 2: gradient flow selects one offset per head", CLAIM, compute, draw)
+FIGURE = Figure("theorem2_trajectories", "Theorem 2: gradient flow selects one offset per head", CLAIM, compute, draw, cost=45)

@@ -193,4 +193,4 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("toy_stability", "The two-head toy: where p = 1/2 is unstable, and splitting is slow", CLAIM, compute, draw)
+FIGURE = Figure("toy_stability", "The two-head toy: where p = 1/2 is unstable, and splitting is slow", CLAIM, compute, draw, cost=10)

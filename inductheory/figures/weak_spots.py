@@ -116,4 +116,4 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("weak_spots", "Periodic weak spots: per-phase accuracy of converged models", CLAIM, compute, draw)
+FIGURE = Figure("weak_spots", "Periodic weak spots: per-phase accuracy of converged models", CLAIM, compute, draw, cost=105)
