@@ -102,6 +102,7 @@ def _flow_process(store, out, mode):
     return dict(np.load(out))
 
 
+@pytest.mark.slow  # two fresh processes compiling a flow (30 s); the store's mechanics are tested above
 def test_a_stored_flow_program_gives_the_traced_numbers_in_a_second_process(tmp_path):
     store = tmp_path / "programs"
     first = _flow_process(store, tmp_path / "first.npz", "first")

@@ -23,9 +23,11 @@ from proofs import _check, convexity, exact_geometry  # noqa: E402
 from inductheory import OracleGates, Task, attention_to_target, cross_entropy, exact_logits, query_slots  # noqa: E402
 
 SCRIPTS = sorted(p.name for p in (ROOT / "proofs").glob("*.py") if not p.name.startswith("_"))
-# Scripts whose symbolic work takes minutes run in the slow target (`pytest -m slow`); the default
-# run still checks their closed forms numerically (tests/test_rates.py against autodiff).
-SLOW_SCRIPTS = {"escape_rate.py"}
+# Scripts whose symbolic work takes long run in the slow target (`pytest -m slow`); the default run
+# still checks their closed forms numerically and against the scripts' sympy models: escape_rate in
+# tests/test_rates.py (autodiff), regime_boundary in tests/test_regime_boundary.py (the literal sympy
+# edge, autodiff), boundary in tests/test_windows.py (the sympy Gram-matrix model's logits).
+SLOW_SCRIPTS = {"escape_rate.py", "regime_boundary.py", "boundary.py"}
 
 
 def _run(args, **kwargs):
