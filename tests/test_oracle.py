@@ -78,7 +78,7 @@ def _check_minimizer_in_regime(task, seed, contexts=1, distinct=True):
         assert c["best_random_loss"] >= c["best_vertex_loss"] - 1e-9 * (1 + abs(c["best_vertex_loss"]))
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=2, deadline=None)
 @given(
     L=st.integers(4, 5),
     S=st.integers(3, 4),
