@@ -31,19 +31,26 @@ def enable_compilation_cache(directory: str | os.PathLike | None = None) -> Path
     """
     import jax
 
-    if os.environ.get("INDUCTHEORY_COMPILATION_CACHE", "1") == "0":
-        return None
-    path = Path(directory) if directory is not None else user_cache_dir() / "jax"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    if not os.access(path, os.W_OK):
+    path = program_cache_dir(directory, "jax")
+    if path is None:
         return None
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return path
+
+
+def program_cache_dir(directory: str | os.PathLike | None, name: str) -> Path | None:
+    """The writable directory `directory` (default `user_cache_dir() / name`) for kept programs,
+    created if needed; None when `INDUCTHEORY_COMPILATION_CACHE=0` or it cannot be written."""
+    if os.environ.get("INDUCTHEORY_COMPILATION_CACHE", "1") == "0":
+        return None
+    path = Path(directory) if directory is not None else user_cache_dir() / name
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path if os.access(path, os.W_OK) else None
 
 
 __all__ = ["enable_compilation_cache", "user_cache_dir"]

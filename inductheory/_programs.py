@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from ._io import _atomic_write
-from ._paths import user_cache_dir
+from ._paths import program_cache_dir
 
 _store: dict = {"directory": None}
 _loaded: dict[str, object] = {}
@@ -37,16 +37,9 @@ def enable_program_store(directory: str | os.PathLike | None = None) -> Path | N
 
     **Returns:** the directory used, or None when disabled or not writable.
     """
-    if os.environ.get("INDUCTHEORY_COMPILATION_CACHE", "1") == "0":
-        return None
-    path = Path(directory) if directory is not None else user_cache_dir() / "programs"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    if not os.access(path, os.W_OK):
-        return None
-    _store["directory"] = path
+    path = program_cache_dir(directory, "programs")
+    if path is not None:
+        _store["directory"] = path
     return path
 
 
