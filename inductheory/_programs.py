@@ -68,10 +68,18 @@ def _environment() -> str:
                                 os.environ.get("EQX_ON_ERROR", ""), _source_digest()])
 
 
+def program_store_directory() -> Path | None:
+    """The store's directory, or None when the store is off."""
+    return _store["directory"]
+
+
 def program_key(name: str, args) -> str:
     """The store's key of program `name` called on `args`: a hash of the argument tree (with its
     static fields), the leaves' shapes and dtypes, and `_environment()`."""
-    leaves, treedef = jax.tree.flatten(args)
+    return _key(name, *jax.tree.flatten(args))
+
+
+def _key(name: str, leaves, treedef) -> str:
     shapes = [(np.shape(x), str(np.asarray(x).dtype)) for x in leaves]
     text = "\n".join([name, str(treedef), repr(shapes), _environment()])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -87,10 +95,10 @@ def stored_call(name: str, fn, args):
     directory = _store["directory"]
     if directory is None or len(jax.devices()) != 1:
         return _jitted(fn)(*args)
-    key = program_key(name, args)
+    leaves, treedef = jax.tree.flatten(args)
+    key = _key(name, leaves, treedef)
     if key in _refused:
         return _jitted(fn)(*args)
-    leaves, treedef = jax.tree.flatten(args)
     call = _loaded.get(key)
     if call is None:
         path = Path(directory) / f"{name}-{key}.jaxexport"
@@ -119,4 +127,5 @@ def _jitted(fn):
     return jax.jit(fn)
 
 
-__all__ = ["disable_program_store", "enable_program_store", "program_key", "stored_call"]
+__all__ = ["disable_program_store", "enable_program_store", "program_key", "program_store_directory",
+           "stored_call"]

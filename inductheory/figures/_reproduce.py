@@ -114,10 +114,10 @@ def _make_in_workers(figures: list[Figure], jobs: int, quick: bool, mode_cache, 
 
     import jax
 
-    from .._programs import _store
+    from .._programs import program_store_directory
 
-    caches = (jax.config.jax_compilation_cache_dir or None,
-              None if _store["directory"] is None else str(_store["directory"]))
+    store = program_store_directory()
+    caches = (jax.config.jax_compilation_cache_dir or None, None if store is None else str(store))
     order = sorted(figures, key=lambda f: -float(previous.get(f.name, f.cost)))
     results: dict[str, dict] = {}
     # spawn, not fork: the parent has started jax's threads
