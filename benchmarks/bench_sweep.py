@@ -4,7 +4,8 @@ Every ratio is measured side by side in one run (the machine is noisy):
 - oracle: a 64-point (beta x N) regime map at L4 S4 H2 as one vectorized sweep (compile included)
   vs the same points one by one through the code before traced scalars (a checkout of
   `--baseline-ref`, run in a subprocess: every point compiled its own programs there).
-- flow: a reduced-flow sweep of 64 parameter points x 256 seeds, wall time including compilation.
+- flow: a reduced-flow sweep of 64 parameter points x 256 seeds, wall time including compilation, on
+  one CPU device and on one device per core (`use_cpu_devices`), each in a fresh process.
 - cli: two runs of `inductheory flow --seeds 64 --dynamics reduced` in fresh processes sharing a
   fresh persistent compilation cache (the second one is the "cache warm" time).
 - seeds: per-seed cost of the batched reduced flow at 64, 1024 and 4096 seeds (steady state).
@@ -63,15 +64,29 @@ def bench_oracle(ref: str, baseline_points: int) -> None:
     print(f"ratio: {old * scale / new:.1f}x; same hard/not-hard verdicts and losses (1e-9): {same}")
 
 
-def bench_flow() -> None:
+FLOW_SWEEP = textwrap.dedent("""
+    import sys, time
+    import inductheory as it
+    it.use_cpu_devices(int(sys.argv[1]))
     task = it.Task(L=8, S=4, H=2, N=4096, beta=4.0)
     grid = {"beta": [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0], "rho": [1e-3, 3e-3, 1e-2, 0.03, 0.05, 0.1, 0.2, 0.3]}
-    print("\n== reduced-flow sweep: 64 points (8 beta x 8 rho) x 256 seeds, L8 S4 H2 N4096")
     t0 = time.perf_counter()
     ds = it.sweep("flow", task, grid, config=it.FlowConfig(), seeds=256)
     wall = time.perf_counter() - t0
-    print(f"wall including compile: {wall:.1f} s; selected {float(ds.selected_fraction.mean()):.3f} of flows; "
+    print(f"{ds.attrs['devices']} CPU device(s): wall including compile {wall:.1f} s; "
+          f"selected {float(ds.selected_fraction.mean()):.3f} of flows; "
           f"distinct fraction at beta 4: {ds.distinct_fraction.sel(beta=4.0).values.round(3).tolist()}")
+""")
+
+
+def bench_flow() -> None:
+    cores = os.cpu_count() or 1
+    print("\n== reduced-flow sweep: 64 points (8 beta x 8 rho) x 256 seeds, L8 S4 H2 N4096, fresh processes "
+          f"(1 CPU device, then it.use_cpu_devices({cores}))")
+    for devices in sorted({1, cores}):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", FLOW_SWEEP, str(devices)], check=True)
+        print(f"  (process wall incl. import: {time.perf_counter() - t0:.1f} s)")
 
 
 def bench_cli() -> None:

@@ -117,6 +117,7 @@ from ._regime_boundary import hard_vertex_boundary, hard_vertex_edges
 from ._lanes import broadcast_lanes, stack_lanes
 from ._sweep import points_of, summary_table, sweep
 from ._paths import enable_compilation_cache, user_cache_dir
+from ._devices import use_cpu_devices
 from ._io import CacheWarning, default_cache_dir
 from ._vertices import (
     VertexResult,
@@ -217,6 +218,7 @@ __all__ = [
     "effective_number",
     "effective_offsets",
     "enable_compilation_cache",
+    "use_cpu_devices",
     "entropy",
     "entry_positions",
     "escape_blocks",

@@ -31,8 +31,8 @@ class Progress:
         if not self.enabled:
             return
         elapsed = time.perf_counter() - self.start
-        eta = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
-        line = f"{self.desc} {self.done}/{self.total} [{elapsed:.1f}s elapsed, eta {eta:.1f}s] {note}".rstrip()
+        eta = f"{elapsed / self.done * (self.total - self.done):.1f}s" if self.done else "?"  # none before the first unit
+        line = f"{self.desc} {self.done}/{self.total} [{elapsed:.1f}s elapsed, eta {eta}] {note}".rstrip()
         tenth = int(10 * self.done / self.total)
         if self._tty:
             self.stream.write("\r" + line + " " * 8)

@@ -263,7 +263,9 @@ def assemble(spec: SweepSpec, parts: dict[int, dict[str, np.ndarray]]):
     coords = {d: spec.grid[d] for d in grid_dims}
     if spec.kind == "flow":
         coords.update(seed=np.arange(spec.seeds), branch=["key", "value"])
+    # lanes are batched per device: the last digits can depend on the device count
     attrs = {"kind": spec.kind, "inductheory_version": _version(), "seed": spec.seed,
+             "devices": jax.device_count(), "platform": jax.default_backend(),
              "parameters": to_json({"task": spec.task, "settings": spec.settings, "extra": spec.extra,
                                     "seeds": spec.seeds, "block": spec.block}, sort_keys=True)}
     for k, v in {**spec.task, **spec.settings}.items():

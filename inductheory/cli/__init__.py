@@ -49,6 +49,7 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help (0) or a bad argument (2, one line already printed)
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else EXIT_USAGE)
+    from .._devices import use_cpu_devices
     from .._paths import enable_compilation_cache
     from .._programs import enable_program_store
 
@@ -72,6 +73,11 @@ def main(argv=None) -> int:
         warnings.simplefilter("always")
         warnings.showwarning = show
         try:
+            if getattr(args, "cpu_devices", None) is not None:  # before anything starts jax
+                try:
+                    use_cpu_devices(args.cpu_devices)
+                except RuntimeError as err:  # main() called in a process whose jax already started
+                    raise CLIError(str(err)) from None
             return int(args.func(args) or 0)
         except CLIError as err:
             return error(err, err.code)

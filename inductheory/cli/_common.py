@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from .._config import QUERY_SETS, Task
+from .._devices import MAX_CPU_DEVICES
 from .._objective import OBJECTIVES
 from .._io import to_json
 from .._table import format_table  # noqa: F401 (re-exported for the subcommands)
@@ -216,6 +217,14 @@ def require_token_ids(task: Task, what: str) -> None:
 
 
 # --- output ----------------------------------------------------------------------------------
+
+
+def add_cpu_devices_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cpu-devices", type=int_type("cpu-devices", 1, MAX_CPU_DEVICES), default=None, metavar="N",
+        help="split the CPU into N devices and shard the lanes over them (e.g. the number of cores; "
+        "faster, numbers may differ from one device in the last digits; default one device)",
+    )
 
 
 def add_json_argument(parser: argparse.ArgumentParser) -> None:

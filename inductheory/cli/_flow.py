@@ -18,6 +18,7 @@ from ._common import (
     add_objective_arguments,
     EXIT_FAILED,
     CLIError,
+    add_cpu_devices_argument,
     add_json_argument,
     add_task_arguments,
     eprint,
@@ -60,6 +61,7 @@ def register(sub) -> None:
                    help="exit 0 even when seeds fail (max_steps, nonfinite, solver_error)")
     p.add_argument("--per-seed", action="store_true", help="with --json: every per-seed detail, not just offsets and status")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    add_cpu_devices_argument(p)
     add_json_argument(p)
     p.set_defaults(func=run, interrupt_message="interrupted; nothing was written (flow writes --out at the end)")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .._io import write_json_atomic
 from .._sweep import points_of, summary_table, sweep
-from ._common import add_json_argument, add_task_arguments, int_type, output_dir_type, print_json, task_from_args
+from ._common import add_cpu_devices_argument, add_json_argument, add_task_arguments, int_type, output_dir_type, print_json, task_from_args
 from ._flow import add_flow_arguments, flow_config_from_args
 from ._oracle import _config as minimizer_from_args
 from ._oracle import add_minimizer_arguments
@@ -56,6 +56,7 @@ def register(sub) -> None:
         g.add_argument("--scheduler", type=str, default=None,
                        help="Dask distributed scheduler address (needs the 'distributed' extra)")
         g.add_argument("--quiet", action="store_true", help="no progress display")
+        add_cpu_devices_argument(g)
         add_json_argument(k)
         k.set_defaults(func=run)
 

@@ -1,0 +1,62 @@
+"""`use_cpu_devices` and `--cpu-devices`: one XLA device per core, same offsets as one device."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import pytest
+
+import inductheory as it
+from inductheory.cli import main
+
+
+@pytest.mark.parametrize("count", [0, -1, 257, True, 1.5, "2"])
+def test_bad_count_is_named(count):
+    with pytest.raises(ValueError, match=r"count must be an integer from 1 to 256"):
+        it.use_cpu_devices(count)
+
+
+def test_after_jax_started_only_the_same_count_is_accepted(capsys):
+    have = len(jax.devices("cpu"))  # starts jax in this process
+    assert it.use_cpu_devices(have) == have
+    with pytest.raises(RuntimeError, match=rf"before the first JAX computation: .* {have} CPU device"):
+        it.use_cpu_devices(have + 1)
+    # the command line says the same in one line
+    assert main(["flow", "--cpu-devices", str(have + 1), "--quiet"]) == 2
+    assert "before the first JAX computation" in capsys.readouterr().err
+
+
+def test_more_devices_than_cores_warns():
+    code = ("import warnings, os, jax, inductheory as it\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    n = it.use_cpu_devices(os.cpu_count() + 1)\n"
+            "assert jax.device_count() == n == os.cpu_count() + 1, jax.devices()\n"
+            "assert any('more devices than the' in str(x.message) for x in w), w\n"
+            "print('OK')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    assert proc.returncode == 0 and proc.stdout.strip() == "OK", proc.stderr[-3000:]
+
+
+def _cli(*argv):
+    proc = subprocess.run([sys.executable, "-m", "inductheory", *argv], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def test_flow_sweep_on_two_devices_gives_the_one_device_offsets():
+    argv = ["sweep", "flow", "--L", "4", "--S", "4", "--H", "2", "--N", "4096", "--rho", "0.05", "--t-max", "1e6",
+            "--n-save", "8", "--seeds", "6", "--grid", "beta=2,4,8", "--quiet", "--json"]
+    one, two = _cli(*argv), _cli(*argv, "--cpu-devices", "2")
+    assert one["attrs"]["devices"] == 1 and two["attrs"]["devices"] == 2
+    assert one["attrs"]["platform"] == two["attrs"]["platform"] == "cpu"
+    assert len(one["points"]) == len(two["points"]) == 3
+    for p1, p2 in zip(one["points"], two["points"]):
+        for key in ("beta", "key_offsets", "value_offsets", "status", "distinct_fraction", "selected"):
+            assert p1[key] == p2[key], key
+        # batched per device: times agree to the solver's last digits, not bit for bit
+        assert p1["t_final"] == pytest.approx(p2["t_final"], rel=1e-8)
