@@ -1,9 +1,10 @@
 """Benchmarks of the sweeps (not a test): `python benchmarks/bench_sweep.py [--sections ...]`.
 
 Every ratio is measured side by side in one run (the machine is noisy):
-- oracle: a 64-point (beta x N) regime map at L4 S4 H2 as one vectorized sweep (compile included)
-  vs the same points one by one through the code before traced scalars (a checkout of
-  `--baseline-ref`, run in a subprocess: every point compiled its own programs there).
+- oracle: a 64-point (beta x N) regime map at L4 S4 H2 as one vectorized sweep (compile included),
+  on one CPU device and on one per core, each in a fresh process, vs the same points one by one
+  through the code before traced scalars (a checkout of `--baseline-ref`, run in a subprocess:
+  every point compiled its own programs there).
 - flow: a reduced-flow sweep of 64 parameter points x 256 seeds, wall time including compilation, on
   one CPU device and on one device per core (`use_cpu_devices`), each in a fresh process.
 - cli: two runs of `inductheory flow --seeds 64 --dynamics reduced` in fresh processes sharing a
@@ -32,14 +33,37 @@ BETAS = [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0]
 NS = [16, 32, 64, 128, 256, 512, 1024, 4096]
 
 
-def bench_oracle(ref: str, baseline_points: int) -> None:
+ORACLE_SWEEP = textwrap.dedent("""
+    import sys, time
+    import inductheory as it
+    it.use_cpu_devices(int(sys.argv[1]))
+    betas, ns = eval(sys.argv[2]), eval(sys.argv[3])
     task = it.Task(L=4, S=4, H=2, N=1024, beta=4.0)
-    print(f"\n== oracle regime map: L4 S4 H2, {len(BETAS)} betas x {len(NS)} N = {len(BETAS) * len(NS)} points, "
-          "default OracleMinimizer (32 restarts + 8 vertex starts)")
     t0 = time.perf_counter()
-    ds = it.sweep("oracle", task, {"beta": BETAS, "N": NS})
-    new = time.perf_counter() - t0
-    print(f"vectorized sweep (compile included): {new:.1f} s, hard share {float(ds.hard_selection.mean()):.3f}")
+    ds = it.sweep("oracle", task, {"beta": betas, "N": ns})
+    print(time.perf_counter() - t0)
+    print(repr([(b, n, bool(ds.hard_selection.sel(beta=b, N=n)), float(ds.best_loss.sel(beta=b, N=n)))
+                for b in betas for n in ns]))
+""")
+
+
+def _timed_points(script: str, args: list[str], env=None, cwd=None) -> tuple[float, list]:
+    out = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, check=True,
+                         cwd=cwd)
+    wall, points = out.stdout.strip().splitlines()[-2:]
+    return float(wall), eval(points)  # noqa: S307 (our own subprocess's repr)
+
+
+def bench_oracle(ref: str, baseline_points: int) -> None:
+    cores = os.cpu_count() or 1
+    print(f"\n== oracle regime map: L4 S4 H2, {len(BETAS)} betas x {len(NS)} N = {len(BETAS) * len(NS)} points, "
+          "default OracleMinimizer (32 restarts + 8 vertex starts), each run in a fresh process")
+    new = {}
+    for devices in sorted({1, cores}):
+        new[devices] = _timed_points(ORACLE_SWEEP, [str(devices), repr(BETAS), repr(NS)])
+        hard = np.mean([h for _, _, h, _ in new[devices][1]])
+        print(f"vectorized sweep on {devices} CPU device(s) (compile included): {new[devices][0]:.1f} s, "
+              f"hard share {hard:.3f}")
     pts = [(b, n) for b in BETAS for n in NS][:baseline_points]
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(f"git -C {ROOT} archive {ref} inductheory | tar -x -C {tmp}", shell=True, check=True)
@@ -51,17 +75,15 @@ def bench_oracle(ref: str, baseline_points: int) -> None:
                 hard.append((beta, N, p["hard_selection"], p["best_loss"]))
             print(time.perf_counter() - t0); print(repr(hard))
         """)
-        env = {**os.environ, "PYTHONPATH": tmp}
-        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True, cwd=tmp)
-    old_s, old_hard = out.stdout.strip().splitlines()
-    old = float(old_s)
-    old_hard = eval(old_hard)  # noqa: S307 (our own subprocess's repr)
-    same = all(bool(ds.hard_selection.sel(beta=b, N=n)) == h and abs(float(ds.best_loss.sel(beta=b, N=n)) - l) < 1e-9
-               for b, n, h, l in old_hard)
+        old, old_points = _timed_points(script, [], env={**os.environ, "PYTHONPATH": tmp}, cwd=tmp)
     scale = len(BETAS) * len(NS) / len(pts)
     print(f"one by one at {ref} ({len(pts)} points): {old:.1f} s"
           + (f", x{scale:.0f} extrapolated = {old * scale:.1f} s" if scale != 1 else ""))
-    print(f"ratio: {old * scale / new:.1f}x; same hard/not-hard verdicts and losses (1e-9): {same}")
+    for devices, (wall, points) in new.items():
+        mine = {(b, n): (h, loss) for b, n, h, loss in points}
+        same = all(mine[b, n][0] == h and abs(mine[b, n][1] - loss) < 1e-9 for b, n, h, loss in old_points)
+        print(f"ratio on {devices} device(s): {old * scale / wall:.1f}x; "
+              f"same hard/not-hard verdicts and losses (1e-9): {same}")
 
 
 FLOW_SWEEP = textwrap.dedent("""

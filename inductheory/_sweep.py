@@ -54,7 +54,7 @@ KINDS = ("loss", "flow", "oracle")
 TASK_FIELDS = ("N", "gamma", "beta", "kappa")
 # Points per block (a fixed shape: every block is padded to it). Flows: lanes = points x seeds.
 # Oracle: one point per device (more points per call only lengthen the vectorized local searches).
-DEFAULT_BLOCK = {"loss": 256, "oracle": 1}
+LOSS_BLOCK = 256
 FLOW_LANES = 4096
 
 
@@ -476,8 +476,10 @@ def sweep(
             # power of two, so nearby grid sizes share a program): small sweeps pay no padding
             n_points = math.prod(len(v) for v in grid.values())
             block = min(max(1, FLOW_LANES // seeds), 1 << (n_points - 1).bit_length())
+        elif kind == "oracle":
+            block = padded_size(1)  # one point per device: more only lengthen the vectorized searches
         else:
-            block = DEFAULT_BLOCK[kind]
+            block = LOSS_BLOCK
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
         raise ValueError(f"block must be an integer >= 1, got {block!r}")
     if kind != "flow":
