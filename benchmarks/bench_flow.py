@@ -12,14 +12,8 @@ Sections (all by default, or pick with --sections):
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 import warnings
-
-if "--host-devices" in sys.argv:  # must precede the jax import: split the CPU into K XLA devices
-    _k = sys.argv[sys.argv.index("--host-devices") + 1]
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={_k}"
 
 import diffrax
 import jax
@@ -136,9 +130,11 @@ def bench_large(N=100_000, M=16384, sample="iid"):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sections", default="reduced,rhs,large")
-    parser.add_argument("--host-devices", type=int, default=None,
+    parser.add_argument("--cpu-devices", type=int, default=None,
                         help="split the CPU into this many XLA devices (seeds are sharded across them)")
     args = parser.parse_args()
+    if args.cpu_devices is not None:
+        it.use_cpu_devices(args.cpu_devices)
     warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
     print(f"devices: {jax.devices()}")
     for name in args.sections.split(","):

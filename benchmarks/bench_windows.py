@@ -19,7 +19,6 @@ import time
 import warnings
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import inductheory as it
