@@ -127,8 +127,6 @@ def uniformity_frontier(
         raise ValueError(f"starts must be >= 2 (the two end solutions start every bound), got {starts}")
     shape = (task.H, 2, task.W)
     key_min, key_free, key_c = jax.random.split(jax.random.key(seed), 3)
-    worst_of = jax.jit(jax.vmap(lambda b: jnp.max(_losses(task, b))))
-    mean_of = jax.jit(jax.vmap(lambda b: jnp.mean(_losses(task, b))))
 
     P = task.S - 1
     solve = jax.jit(jax.vmap(lambda b, w_mean, w_soft, tau, c, lam, mu: _solve(

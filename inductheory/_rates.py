@@ -192,7 +192,6 @@ def tail_coefficients(task: Task, key_offsets) -> np.ndarray:
     **Returns:** C of shape (H, 2) (key, value).
     """
     import jax
-    import jax.numpy as jnp
 
     from ._gates import hard_selection
     from ._loss import population_loss

@@ -13,7 +13,6 @@ are called once with the default values, so the outputs land in the cells.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import re
 
