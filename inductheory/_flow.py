@@ -46,9 +46,10 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
     """
     delta = config.delta
     term = diffrax.ODETerm(lambda t, y, args: dynamics.vector_field(y))
+    roots = {"newton": optx.Newton, "bisection": optx.Bisection}
     event = diffrax.Event(
         lambda t, y, args, **kw: dynamics.margin(y, delta),
-        root_finder=optx.Newton(rtol=1e-10, atol=1e-10),
+        root_finder=roots[config.root_finder](rtol=1e-10, atol=1e-10),
     )
     saveat = diffrax.SaveAt(
         subs=[

@@ -24,8 +24,10 @@ SOLVERS = {
 DYNAMICS = ("reduced", "full")
 SAMPLES = ("balanced", "iid")
 INITS = ("ball", "projected")
+ROOT_FINDERS = ("newton", "bisection")
 # Fields that set a program (static) and fields that flow through it (0-d arrays, traced).
-STATIC_FIELDS = ("dynamics", "solver", "max_steps", "M", "sample", "init", "batch_size", "n_save", "tied", "objective")
+STATIC_FIELDS = ("dynamics", "solver", "max_steps", "M", "sample", "init", "batch_size", "n_save", "tied", "objective",
+                 "root_finder")
 TRACED_FIELDS = ("rho", "delta", "t_max", "rtol", "atol", "t_save_min", "tau", "coordination")
 
 
@@ -62,6 +64,10 @@ class FlowConfig(eqx.Module):
     - `tau`: temperature of the worst-phase objective, > 0.
     - `coordination`: weight lambda >= 0 of the overlap penalty
       $\\lambda \\sum_{h \\ne h'} \\langle p^K_h, p^K_{h'} \\rangle$ added to the objective, or None (none).
+    - `root_finder`: how the selection time is located inside the solver step where the margin
+      changes sign: `"newton"` (default) or `"bisection"`. Newton can stall in the margin's rounding
+      noise when its slope is tiny (small delta, late selection: every seed at delta <= 3e-7 with
+      L8 S4 H2 N4096 beta4, selecting near t = 1e7) and end in a `solver_error`; bisection does not.
 
     Raises `ValueError` naming the parameter and its constraint; warns with
     `TheoryAssumptionWarning` when rho >= 1 (Theorem 2 needs a small init).
@@ -89,12 +95,13 @@ class FlowConfig(eqx.Module):
     objective: str = eqx.field(static=True)
     tau: Float[Array, ""]
     coordination: Float[Array, ""] | None
+    root_finder: str = eqx.field(static=True)
 
     def __init__(self, dynamics: str = "reduced", rho: float = 0.1, delta: float = 1e-3, t_max: float = 1e6,
                  solver: str = "tsit5", rtol: float = 1e-8, atol: float = 1e-10, max_steps: int = 100_000,
                  M: int = 1024, sample: str = "balanced", init: str = "ball", batch_size: int | None = None,
                  n_save: int = 64, t_save_min: float = 1e-2, tied: bool = False, objective: str = "mean",
-                 tau: float = 1.0, coordination: float | None = None):
+                 tau: float = 1.0, coordination: float | None = None, root_finder: str = "newton"):
         if dynamics not in DYNAMICS:
             raise ValueError(f"dynamics must be one of {DYNAMICS}, got {dynamics!r}")
         rho = _require_real("rho", rho)
@@ -133,6 +140,9 @@ class FlowConfig(eqx.Module):
         if not isinstance(tied, (bool, np.bool_)):
             raise ValueError(f"tied must be True or False, got {tied!r}")
         self.tied = bool(tied)
+        if root_finder not in ROOT_FINDERS:
+            raise ValueError(f"root_finder must be one of {ROOT_FINDERS}, got {root_finder!r}")
+        self.root_finder = root_finder
         goal = Objective(objective, tau, coordination)  # validates
         self.objective, self.tau, self.coordination = goal.kind, goal.tau, goal.coordination
         self.dynamics, self.solver, self.max_steps, self.M = dynamics, solver, max_steps, M
@@ -152,6 +162,8 @@ class FlowConfig(eqx.Module):
             out["objective"], out["tau"] = self.objective, float(self.tau)
         if self.coordination is not None:
             out["coordination"] = float(self.coordination)
+        if self.root_finder != "newton":
+            out["root_finder"] = self.root_finder
         return out
 
     def objective_function(self) -> Objective | None:
@@ -187,4 +199,4 @@ def check_flow(task: Task, config: FlowConfig) -> None:
                       TheoryAssumptionWarning, stacklevel=2)
 
 
-__all__ = ["DYNAMICS", "FlowConfig", "INITS", "SAMPLES", "SOLVERS", "check_flow"]
+__all__ = ["DYNAMICS", "FlowConfig", "INITS", "ROOT_FINDERS", "SAMPLES", "SOLVERS", "check_flow"]

@@ -143,3 +143,37 @@ def test_theorem2_reduced_every_seed_selects(L, S, h, logN, betas, gamma, kappa,
     assert np.all(key >= 0)
     np.testing.assert_array_equal(value, key + 1)
     np.testing.assert_array_equal(selected, key)
+
+
+def test_bisection_root_finder_selects_at_tiny_delta():
+    """Newton's root find of the selection time stalls in rounding noise at small delta (every seed a
+    solver error); bisection finds it, and t_delta approaches Theorem 2's tail law C/delta
+    (`tail_coefficients`, an independent closed form) as delta -> 0."""
+    from inductheory._rates import tail_coefficients
+
+    task = it.Task(L=8, S=4, H=2, N=4096, beta=4.0)
+    errors = []
+    for delta, bound in ((1e-7, 0.02), (1e-9, 0.007)):
+        config = it.FlowConfig(delta=delta, t_max=1e12, n_save=4, root_finder="bisection")
+        ps = it.run_flow(task, config, 4)["per_seed"]
+        assert [STATUSES[int(s)] for s in ps["status"]] == ["selected"] * 4
+        C = np.array([tail_coefficients(task, k).max() for k in ps["key_offsets"]])
+        err = ps["t_final"] * delta / C - 1
+        assert np.all((err > 0) & (err < bound)), err
+        errors.append(err)
+    assert np.all(errors[1] < errors[0])
+    newton = it.run_flow(task, it.FlowConfig(delta=1e-7, t_max=1e12, n_save=4), 4)["per_seed"]
+    assert [STATUSES[int(s)] for s in newton["status"]] == ["solver_error"] * 4  # the documented defect
+
+
+def test_newton_and_bisection_agree_where_both_select():
+    task = it.Task(L=8, S=4, H=2, N=4096, beta=4.0)
+    runs = [it.run_flow(task, it.FlowConfig(delta=1e-3, n_save=4, root_finder=rf), 8)["per_seed"]
+            for rf in ("newton", "bisection")]
+    assert all(STATUSES[int(s)] == "selected" for r in runs for s in r["status"])
+    np.testing.assert_array_equal(runs[0]["selected"], runs[1]["selected"])
+    np.testing.assert_allclose(runs[0]["t_final"], runs[1]["t_final"], rtol=1e-9)
+    assert it.FlowConfig(root_finder="bisection").to_dict()["root_finder"] == "bisection"
+    assert "root_finder" not in it.FlowConfig().to_dict()  # plain runs keep their parameters (cache keys)
+    with pytest.raises(ValueError, match="root_finder must be one of"):
+        it.FlowConfig(root_finder="secant")

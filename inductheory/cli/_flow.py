@@ -7,7 +7,7 @@ import math
 import jax
 import numpy as np
 
-from .._flow_config import SOLVERS, FlowConfig
+from .._flow_config import ROOT_FINDERS, SOLVERS, FlowConfig
 from .._solution import STATUSES
 from .._flow_run import FAILURES as FLOW_FAILURES
 from .._init import mean_norm_squared
@@ -94,6 +94,9 @@ def add_flow_arguments(p) -> None:
     s.add_argument("--n-save", type=int_type("n-save", 1), default=64, help="log-spaced save times (default 64)")
     s.add_argument("--t-save-min", type=float_type("t-save-min", 0, low_open=True), default=1e-2,
                    help="first save time (default 1e-2)")
+    s.add_argument("--root-finder", choices=ROOT_FINDERS, default="newton",
+                   help="how the selection time is located (default newton; bisection where newton ends in "
+                        "solver errors, e.g. delta <= 3e-7)")
 
 
 def flow_config_from_args(args) -> FlowConfig:
@@ -110,6 +113,7 @@ def flow_config_from_args(args) -> FlowConfig:
         rtol=args.rtol, atol=args.atol, max_steps=args.max_steps, M=full["M"], sample=full["sample"],
         init=full["init"], batch_size=full["batch_size"], n_save=args.n_save, t_save_min=args.t_save_min,
         tied=args.tied, objective=args.objective, tau=args.tau, coordination=args.coordination,
+        root_finder=args.root_finder,
     )
 
 
@@ -249,6 +253,8 @@ def run(args) -> int:
         detail = ", ".join(f"{k}: {v}" for k, v in failed.items())
         eprint(f"inductheory flow: {'warning' if args.allow_failures else 'error'}: {n_failed} of {s['seeds']} "
                f"seeds failed ({detail}); the summary covers the {s['selected_seeds']} selected seeds"
+               + ("; solver errors at small delta: try --root-finder bisection"
+                  if failed.get("solver_error") and args.root_finder == "newton" else "")
                + ("" if args.allow_failures else "; pass --allow-failures to accept (exit 0)"))
     elif s["selected_seeds"] == 0:
         eprint(f"inductheory flow: warning: no seed selected by t_max = {args.t_max}; raise --t-max")
