@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import warnings
 
@@ -41,22 +42,30 @@ def use_cpu_devices(count: int | None = None) -> int:
 
     if count is None:
         count = min(os.cpu_count() or 1, MAX_CPU_DEVICES)
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_CPU_DEVICES:
+    try:
+        valid = not isinstance(count, bool) and 1 <= operator.index(count) <= MAX_CPU_DEVICES
+    except TypeError:
+        valid = False
+    if not valid:
         raise ValueError(f"count must be an integer from 1 to {MAX_CPU_DEVICES} (got {count!r})")
-    cores = os.cpu_count() or 1
-    if count > cores:
-        warnings.warn(f"use_cpu_devices({count}): more devices than the {cores} cores; they compete for "
-                      "the cores and add no speed", UserWarning, stacklevel=2)
+    count = operator.index(count)
     try:
         jax.config.update("jax_num_cpu_devices", count)
     except RuntimeError:
-        have = len(jax.devices("cpu"))
+        try:
+            have = len(jax.devices("cpu"))
+        except RuntimeError:  # started without a CPU backend (e.g. JAX_PLATFORMS=cuda)
+            have = None
         if have == count:
             return count
         raise RuntimeError(
             f"use_cpu_devices({count}) must come before the first JAX computation: jax has already "
-            f"started with {have} CPU device(s)"
+            f"started with {'no' if have is None else have} CPU device(s)"
         ) from None
+    cores = os.cpu_count() or 1
+    if count > cores:
+        warnings.warn(f"use_cpu_devices({count}): more devices than the {cores} cores; they compete for "
+                      "the cores and add no speed", UserWarning, stacklevel=2)
     return count
 
 

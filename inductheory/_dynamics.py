@@ -63,8 +63,8 @@ def selection_margin(worst: Float[Array, "heads 2 offsets"], delta) -> Float[Arr
     """A continuous function of the gates that is >= 0 exactly when every head delta-selects.
 
     $g = \\min_h \\max_{r \\le S-2} \\min(p^K_{\\min}(r), p^V_{\\min}(r+1)) - (1 - \\delta)$; the
-    selection Event finds its zero crossing with a Newton root find, so the reported time to
-    selection is the crossing time itself, not the end of a solver step.
+    selection Event finds its zero crossing with a root find (`FlowConfig.root_finder`), so the
+    reported time to selection is the crossing time itself, not the end of a solver step.
     """
     pair = jnp.minimum(worst[:, 0, :-1], worst[:, 1, 1:])
     return jnp.min(jnp.max(pair, axis=-1)) - (1 - delta)

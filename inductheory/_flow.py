@@ -12,12 +12,11 @@ from __future__ import annotations
 import diffrax
 import jax
 import jax.numpy as jnp
-import optimistix as optx
 from jaxtyping import Array, Float, Int
 
 from ._config import Task
 from ._dynamics import AbstractDynamics, FullDynamics, ReducedDynamics, branch_offsets, head_selection
-from ._flow_config import SOLVERS, FlowConfig
+from ._flow_config import ROOT_FINDERS, SOLVERS, FlowConfig
 from ._geometry import Geometry
 from ._solution import FlowSolution, Status
 
@@ -46,10 +45,9 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
     """
     delta = config.delta
     term = diffrax.ODETerm(lambda t, y, args: dynamics.vector_field(y))
-    roots = {"newton": optx.Newton, "bisection": optx.Bisection}
     event = diffrax.Event(
         lambda t, y, args, **kw: dynamics.margin(y, delta),
-        root_finder=roots[config.root_finder](rtol=1e-10, atol=1e-10),
+        root_finder=ROOT_FINDERS[config.root_finder](rtol=1e-10, atol=1e-10),
     )
     saveat = diffrax.SaveAt(
         subs=[

@@ -9,6 +9,7 @@ import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 from jaxtyping import Array, Float
 
 from ._config import Task, TheoryAssumptionWarning, _require_int, _require_real, traced_value
@@ -24,7 +25,8 @@ SOLVERS = {
 DYNAMICS = ("reduced", "full")
 SAMPLES = ("balanced", "iid")
 INITS = ("ball", "projected")
-ROOT_FINDERS = ("newton", "bisection")
+# How the selection Event locates its time (tolerances in `integrate`).
+ROOT_FINDERS = {"newton": optx.Newton, "bisection": optx.Bisection}
 # Fields that set a program (static) and fields that flow through it (0-d arrays, traced).
 STATIC_FIELDS = ("dynamics", "solver", "max_steps", "M", "sample", "init", "batch_size", "n_save", "tied", "objective",
                  "root_finder")
@@ -34,8 +36,8 @@ TRACED_FIELDS = ("rho", "delta", "t_max", "rtol", "atol", "t_save_min", "tau", "
 class FlowConfig(eqx.Module):
     """Everything about a gradient-flow run except the task.
 
-    Fields that set the compiled program (dynamics, solver, step budget, sample and save sizes) are
-    static; the numbers (`rho`, `delta`, `t_max`, `rtol`, `atol`, `t_save_min`) are stored as 0-d
+    Fields that set the compiled program (dynamics, solver, root finder, step budget, sample and save
+    sizes, tied, objective) are static; the numbers (`rho`, `delta`, `t_max`, `rtol`, `atol`, `t_save_min`) are stored as 0-d
     arrays, so changing them reuses the compiled program.
 
     **Arguments:**
@@ -141,7 +143,7 @@ class FlowConfig(eqx.Module):
             raise ValueError(f"tied must be True or False, got {tied!r}")
         self.tied = bool(tied)
         if root_finder not in ROOT_FINDERS:
-            raise ValueError(f"root_finder must be one of {ROOT_FINDERS}, got {root_finder!r}")
+            raise ValueError(f"root_finder must be one of {tuple(ROOT_FINDERS)}, got {root_finder!r}")
         self.root_finder = root_finder
         goal = Objective(objective, tau, coordination)  # validates
         self.objective, self.tau, self.coordination = goal.kind, goal.tau, goal.coordination

@@ -263,7 +263,8 @@ def assemble(spec: SweepSpec, parts: dict[int, dict[str, np.ndarray]]):
     coords = {d: spec.grid[d] for d in grid_dims}
     if spec.kind == "flow":
         coords.update(seed=np.arange(spec.seeds), branch=["key", "value"])
-    # lanes are batched per device: the last digits can depend on the device count
+    # lanes are batched per device: the last digits can depend on the device count (that of the
+    # process assembling the dataset; blocks resumed or computed on a cluster may have had others)
     attrs = {"kind": spec.kind, "inductheory_version": _version(), "seed": spec.seed,
              "devices": jax.device_count(), "platform": jax.default_backend(),
              "parameters": to_json({"task": spec.task, "settings": spec.settings, "extra": spec.extra,
@@ -298,7 +299,14 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
         if manifest.exists():
             stored = json.loads(manifest.read_text())
             if stored != wanted:
-                raise ValueError(f"--out {out} holds a different sweep (see {manifest}); choose another directory")
+                spec_was, spec_now = stored.get("spec", {}), wanted["spec"]
+                differ = sorted(k for k in {**spec_was, **spec_now} if spec_was.get(k) != spec_now.get(k))
+                if stored.get("inductheory_version") != wanted["inductheory_version"]:
+                    differ.append("inductheory_version")
+                hint = (" (the default oracle block is one point per device: give the stored block)"
+                        if differ == ["block"] else "")
+                raise ValueError(f"--out {out} holds a different sweep (differs in: {', '.join(differ)}; see "
+                                 f"{manifest}){hint}; choose another directory")
         else:
             write_json_atomic(manifest, wanted)
         for b in range(len(blocks)):

@@ -252,7 +252,7 @@ def cases() -> list[Case]:
         E(["flow", *TINY_FLOW, "--rho", "1e-20"], "below float64 resolution", "tiny-radius"),
         E(["flow", *TINY_FLOW, "--rho", "0"], "rho must be > 0"),
         E(["flow", *TINY_FLOW, "--root-finder", "secant"], "invalid choice"),
-        E(["flow", *TINY_FLOW, "--cpu-devices", "0"], "cpu-devices must be >= 1"),
+        E(["flow", *TINY_FLOW, "--cpu-devices", "0"], "cpu-devices must be >= 1", "cpu-devices"),
         E(["sweep", "flow", "--grid", "beta=1,2", "--cpu-devices", "257"], "cpu-devices must be <= 256"),
         E(["flow", *TINY_FLOW, "--rho", "-1"], "rho must be > 0"),
         E(["flow", *TINY_FLOW, "--rho", "nan"], "rho must be a finite number"),

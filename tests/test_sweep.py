@@ -132,8 +132,10 @@ def test_sweep_resumes_from_its_blocks(tmp_path, monkeypatch):
     with xr.open_dataset(tmp_path / "sweep.nc") as stored:
         np.testing.assert_array_equal(stored.loss.values, full.loss.values)
     # a different sweep in the same directory is refused
-    with pytest.raises(ValueError, match="different sweep"):
+    with pytest.raises(ValueError, match=r"different sweep \(differs in: grid;"):
         it.sweep("loss", TASK, {"beta": [9.0]}, gates=gates, block=2, out=tmp_path)
+    with pytest.raises(ValueError, match=r"differs in: block;"):
+        it.sweep("loss", TASK, grid, gates=gates, block=4, out=tmp_path)
 
 
 def test_bad_grids_are_clear_errors():

@@ -94,7 +94,7 @@ def add_flow_arguments(p) -> None:
     s.add_argument("--n-save", type=int_type("n-save", 1), default=64, help="log-spaced save times (default 64)")
     s.add_argument("--t-save-min", type=float_type("t-save-min", 0, low_open=True), default=1e-2,
                    help="first save time (default 1e-2)")
-    s.add_argument("--root-finder", choices=ROOT_FINDERS, default="newton",
+    s.add_argument("--root-finder", choices=tuple(ROOT_FINDERS), default="newton",
                    help="how the selection time is located (default newton; bisection where newton ends in "
                         "solver errors, e.g. delta <= 3e-7)")
 
@@ -253,7 +253,8 @@ def run(args) -> int:
         detail = ", ".join(f"{k}: {v}" for k, v in failed.items())
         eprint(f"inductheory flow: {'warning' if args.allow_failures else 'error'}: {n_failed} of {s['seeds']} "
                f"seeds failed ({detail}); the summary covers the {s['selected_seeds']} selected seeds"
-               + ("; solver errors at small delta: try --root-finder bisection"
+               + ("; Newton's root find of the selection time stalls when selection is late and delta "
+                  "small: try --root-finder bisection"
                   if failed.get("solver_error") and args.root_finder == "newton" else "")
                + ("" if args.allow_failures else "; pass --allow-failures to accept (exit 0)"))
     elif s["selected_seeds"] == 0:
