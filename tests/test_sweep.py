@@ -179,3 +179,13 @@ def test_sweep_on_a_local_dask_cluster_of_two_workers_matches_the_local_run(tmp_
     for name in local.data_vars:
         np.testing.assert_array_equal(remote[name].values, local[name].values)
     assert len(list((tmp_path / "blocks").iterdir())) == 3
+
+
+def test_default_oracle_block_is_one_point_per_device(monkeypatch):
+    # padding a block of one point to the device count left the other devices idle
+    seen = []
+    monkeypatch.setattr(_sweep, "run_spec", lambda spec, **kw: seen.append(spec.block))
+    for devices in (1, 2, 4):
+        monkeypatch.setattr(_sweep, "padded_size", lambda n, devices=devices: devices * -(-n // devices))
+        _sweep.sweep("oracle", it.Task(L=4, S=4, H=2, N=64, beta=4.0), {"beta": [4.0, 8.0, 9.0]})
+    assert seen == [1, 2, 4]
