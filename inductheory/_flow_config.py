@@ -37,8 +37,9 @@ class FlowConfig(eqx.Module):
     """Everything about a gradient-flow run except the task.
 
     Fields that set the compiled program (dynamics, solver, root finder, step budget, sample and save
-    sizes, tied, objective) are static; the numbers (`rho`, `delta`, `t_max`, `rtol`, `atol`, `t_save_min`) are stored as 0-d
-    arrays, so changing them reuses the compiled program.
+    sizes, tied, objective) are static; the numbers (`rho`, `delta`, `t_max`, `rtol`, `atol`,
+    `t_save_min`, `tau`, `coordination`) are stored as 0-d arrays, so changing them reuses the
+    compiled program.
 
     **Arguments:**
     - `dynamics`: `"reduced"` (2HS-dimensional exact flow) or `"full"` (d-dimensional linear class on
