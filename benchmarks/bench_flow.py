@@ -40,7 +40,7 @@ def bench_reduced(T=6000.0, rtol=1e-10, atol=1e-12, scipy_subset=64):
     task = it.Task(L=8, S=4, H=2, N=10**6, beta=4.0)
     shape = (task.H, 2, task.S)
     print(f"\n== reduced flow: {task.to_dict()}, Dormand-Prince 5(4) both sides, rtol={rtol} atol={atol}, t in [0, {T}]")
-    field = jax.jit(lambda y: it.reduced_vector_field(task, y.reshape(shape)).reshape(-1))
+    field = jax.jit(lambda y: it.flow.reduced_vector_field(task, y.reshape(shape)).reshape(-1))
 
     def one(y0):
         sol = diffrax.diffeqsolve(
@@ -49,7 +49,7 @@ def bench_reduced(T=6000.0, rtol=1e-10, atol=1e-12, scipy_subset=64):
         )
         return sol.ys[-1], sol.stats["num_steps"]
 
-    mapped, n_dev = it.sharded_seed_map(lambda y0, shared: one(y0))
+    mapped, n_dev = it.experiments.sharded_seed_map(lambda y0, shared: one(y0))
 
     def batched(y0):
         pad = -len(y0) % n_dev
@@ -60,7 +60,7 @@ def bench_reduced(T=6000.0, rtol=1e-10, atol=1e-12, scipy_subset=64):
     np_field = lambda t, y: np.asarray(field(jnp.asarray(y)))
     print(f"{'seeds':>6} {'compile s':>10} {'diffrax s':>10} {'scipy s':>10} {'ratio':>8} {'max |dy|':>10}  note")
     for n in (1, 64, 4096):
-        b0 = jax.vmap(lambda k: it.initial_biases(k, task, 0.1).reshape(-1))(jax.random.split(jax.random.key(0), n))
+        b0 = jax.vmap(lambda k: it.flow.initial_biases(k, task, 0.1).reshape(-1))(jax.random.split(jax.random.key(0), n))
         (yf, steps), first, steady = _timed(batched, b0, repeat=2)
         m = min(n, scipy_subset)
         field(b0[0]).block_until_ready()
@@ -70,9 +70,9 @@ def bench_reduced(T=6000.0, rtol=1e-10, atol=1e-12, scipy_subset=64):
         err = float(np.max(np.abs(np.asarray(yf[:m]) - np.stack(ys))))
         note = f"scipy timed on {m} seeds, extrapolated linearly x{n / m:g}" if m < n else ""
         print(f"{n:>6} {first - steady:>10.2f} {steady:>10.4f} {scipy_s:>10.3f} {scipy_s / steady:>8.1f} {err:>10.2e}  {note}")
-    b0 = jax.vmap(lambda k: it.initial_biases(k, task, 0.1))(jax.random.split(jax.random.key(0), 4096))
+    b0 = jax.vmap(lambda k: it.flow.initial_biases(k, task, 0.1))(jax.random.split(jax.random.key(0), 4096))
     cfg = it.FlowConfig()
-    lib = jax.jit(jax.vmap(lambda b: it.solve_reduced(task, cfg, b)))
+    lib = jax.jit(jax.vmap(lambda b: it.flow.solve_reduced(task, cfg, b)))
     out, first, steady = _timed(lib, b0)
     print(f"library solve_reduced (Tsit5, event, 64 saved statistics), 4096 seeds: {steady:.3f} s steady, "
           f"compile {first - steady:.1f} s; selected {int(np.sum(np.asarray(out.status) == it.Status.SELECTED))}/4096, "
@@ -94,7 +94,7 @@ def bench_rhs(M=256, sizes=(1000, 4096, 10_000, 100_000), dense_max=8192):
         task = it.Task(L=8, S=4, H=2, N=N, beta=4.0)
         contexts = it.sample_contexts(jax.random.key(1), task, M)
         exact = it.ExactGeometry(N=N, kappa=task.kappa)
-        c = it.initial_gate_vectors(jax.random.key(2), task, exact, 1.0) * 30
+        c = it.flow.initial_gate_vectors(jax.random.key(2), task, exact, 1.0) * 30
         res = {}
         for name, geo, bs in (("structured", exact, None), ("dense", None, 32)):
             if name == "dense":
@@ -102,7 +102,7 @@ def bench_rhs(M=256, sizes=(1000, 4096, 10_000, 100_000), dense_max=8192):
                     print(f"{N:>7} {'dense':>10} {'-':>10} {'-':>9} {'-':>13}  (N x (N+1) embedding not built above N={dense_max})")
                     continue
                 geo = exact.dense()
-            f = jax.jit(lambda c, g: it.full_vector_field(task, g, contexts, c, bs))
+            f = jax.jit(lambda c, g: it.flow.full_vector_field(task, g, contexts, c, bs))
             mem = _memory(f.lower(c, geo).compile())
             out, first, steady = _timed(f, c, geo, repeat=3)
             res[name] = (out, steady)
@@ -121,7 +121,7 @@ def bench_large(N=100_000, M=16384, sample="iid"):
     wall = time.perf_counter() - t0
     ps = out["per_seed"]
     print(f"wall {wall:.1f} s (incl. compile; first chunk {out['summary']['first_chunk_s_including_compile']:.1f} s) on "
-          f"{jax.device_count()} device(s); status {it.STATUSES[int(ps['status'][0])]}, "
+          f"{jax.device_count()} device(s); status {it.flow.STATUSES[int(ps['status'][0])]}, "
           f"t_selection {float(ps['t_final'][0]):.1f}, steps {int(ps['num_steps'][0])}, "
           f"selected {ps['selected'][0].tolist()}, reduced-from-projection selects {ps['reduced_selected'][0].tolist()}, "
           f"sample M={out['sample']['M']}")
@@ -134,7 +134,7 @@ def main():
                         help="split the CPU into this many XLA devices (seeds are sharded across them)")
     args = parser.parse_args()
     if args.cpu_devices is not None:
-        it.use_cpu_devices(args.cpu_devices)
+        it.internal.use_cpu_devices(args.cpu_devices)
     warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
     print(f"devices: {jax.devices()}")
     for name in args.sections.split(","):

@@ -36,7 +36,7 @@ NS = [16, 32, 64, 128, 256, 512, 1024, 4096]
 ORACLE_SWEEP = textwrap.dedent("""
     import sys, time
     import inductheory as it
-    it.use_cpu_devices(int(sys.argv[1]))
+    it.internal.use_cpu_devices(int(sys.argv[1]))
     betas, ns = eval(sys.argv[2]), eval(sys.argv[3])
     task = it.Task(L=4, S=4, H=2, N=1024, beta=4.0)
     t0 = time.perf_counter()
@@ -71,7 +71,7 @@ def bench_oracle(ref: str, baseline_points: int) -> None:
             import time, jax, inductheory as it
             t0 = time.perf_counter(); hard = []
             for beta, N in {pts!r}:
-                p = it.oracle_point(it.quiet_task(L=4, S=4, H=2, N=N, beta=beta), jax.random.key(0))
+                p = it.oracle_point(it.model.quiet_task(L=4, S=4, H=2, N=N, beta=beta), jax.random.key(0))
                 hard.append((beta, N, p["hard_selection"], p["best_loss"]))
             print(time.perf_counter() - t0); print(repr(hard))
         """)
@@ -89,7 +89,7 @@ def bench_oracle(ref: str, baseline_points: int) -> None:
 FLOW_SWEEP = textwrap.dedent("""
     import sys, time
     import inductheory as it
-    it.use_cpu_devices(int(sys.argv[1]))
+    it.internal.use_cpu_devices(int(sys.argv[1]))
     task = it.Task(L=8, S=4, H=2, N=4096, beta=4.0)
     grid = {"beta": [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0], "rho": [1e-3, 3e-3, 1e-2, 0.03, 0.05, 0.1, 0.2, 0.3]}
     t0 = time.perf_counter()
@@ -104,7 +104,7 @@ FLOW_SWEEP = textwrap.dedent("""
 def bench_flow() -> None:
     cores = os.cpu_count() or 1
     print("\n== reduced-flow sweep: 64 points (8 beta x 8 rho) x 256 seeds, L8 S4 H2 N4096, fresh processes "
-          f"(1 CPU device, then it.use_cpu_devices({cores}))")
+          f"(1 CPU device, then it.internal.use_cpu_devices({cores}))")
     for devices in sorted({1, cores}):
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-c", FLOW_SWEEP, str(devices)], check=True)

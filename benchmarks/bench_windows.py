@@ -51,7 +51,7 @@ def loss_section(args):
         for W, queries in settings(args.S):
             task = it.Task(L=args.L, S=args.S, H=args.H, N=N, beta=4.0, W=W, queries=queries)
             b = jax.random.normal(jax.random.key(0), (args.batch, args.H, 2, W))
-            f = jax.jit(jax.vmap(jax.value_and_grad(lambda b, task: it.population_loss(task, it.shared_gates_from_logits(b))),
+            f = jax.jit(jax.vmap(jax.value_and_grad(lambda b, task: it.population_loss(task, it.model.shared_gates_from_logits(b))),
                                  in_axes=(0, None)))
             first, t = steady(f, b, task, repeat=args.repeat)
             base = base or t

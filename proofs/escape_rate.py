@@ -20,7 +20,7 @@ for (S, H) in {(3, 2), (4, 1)} (larger shapes: tests/test_rates.py, autodiff):
      -(kappa + 1/N) times the eigenvalues of M; M_anti has a negative eigenvalue (an unstable mode)
      whenever D < 0 and A1 + A2 > 0 (proved: its two diagonal entries are then negative).
 
-`inductheory._rates.escape_blocks` implements these matrices; tests/test_rates.py compares them with
+`inductheory.flow._rates.escape_blocks` implements these matrices; tests/test_rates.py compares them with
 the autodiff Jacobian of `ReducedDynamics.vector_field`.
 Run: `python proofs/escape_rate.py` (exit 1 if a check fails). Derivation: proofs/README.md §8.
 """

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import inductheory as it
 
 
-make_task = it.quiet_task  # strategies may leave the theorems' regime on purpose
+make_task = it.model.quiet_task  # strategies may leave the theorems' regime on purpose
 
 
 @st.composite

@@ -6,7 +6,8 @@ import jax
 import numpy as np
 import pytest
 
-from inductheory import Task, approximate_geometry, measure_eps
+from inductheory import Task
+from inductheory.model import approximate_geometry, measure_eps
 from inductheory.figures.approximate_geometry import coherence, wilson_interval
 
 

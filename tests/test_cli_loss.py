@@ -91,7 +91,7 @@ def test_huge_gamma_gives_finite_correct_loss(capsys):
                             "--select", "0,2", "--json")
         data = json.loads(out)
         assert code == 0 and data["phase_accuracy"] == [1.0, 0.0, 1.0]
-        a, b = it.block_attention(1.0, float(gamma), 8)
+        a, b = it.model.block_attention(1.0, float(gamma), 8)
         assert float(a) == 1.0 and float(b) < 1e-300
         # phase 0: head 0 puts all attention on the target's value, head 1 on nothing in the target block
         assert all(np.isfinite(data["phase_loss"]))

@@ -61,8 +61,8 @@ def test_geometry_flags():
 
 
 def test_welch_bound_matches_the_formula_and_is_zero_when_orthonormal_fits():
-    assert it.welch_bound(10, 10) == 0.0
-    assert it.welch_bound(100, 10) == pytest.approx(((100 - 10) / (10 * 99)) ** 0.5)
+    assert it.model.welch_bound(10, 10) == 0.0
+    assert it.model.welch_bound(100, 10) == pytest.approx(((100 - 10) / (10 * 99)) ** 0.5)
 
 
 def test_config_is_immutable():

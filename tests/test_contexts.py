@@ -63,5 +63,5 @@ def test_balanced_sample_needs_divisibility():
 
 
 def test_query_slots_enumerate_non_final_slots():
-    blocks, offsets = it.query_slots(4, 3)
+    blocks, offsets = it.model.query_slots(4, 3)
     assert sorted(zip(blocks.tolist(), offsets.tolist())) == [(l, r) for l in range(4) for r in range(2)]

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import inductheory as it
-from inductheory._objective import Objective, overlap, soft_maximum
+from inductheory.model._objective import Objective, overlap, soft_maximum
 
 
 def test_overlap_is_the_sum_over_pairs_of_heads():
@@ -70,10 +70,10 @@ def test_coordinated_field_is_the_gradient_of_loss_plus_penalty():
         gates = it.SharedGates(key=p[:, 0], value=p[:, 1])
         return it.population_loss(task, gates) + lam * 2 * jnp.dot(p[0, 0], p[1, 0])
 
-    dyn = it.ReducedDynamics(task, objective=Objective(coordination=lam))
+    dyn = it.flow.ReducedDynamics(task, objective=Objective(coordination=lam))
     np.testing.assert_allclose(dyn.vector_field(b), -(1 + 1 / 4096) * jax.grad(objective)(b), rtol=1e-12)
-    worst = it.ReducedDynamics(task, objective=Objective("worst-phase", tau=0.3))
-    soft = lambda b: 0.3 * jax.nn.logsumexp(it.phase_losses(task, it.shared_gates_from_logits(b)) / 0.3) - 0.3 * np.log(3)
+    worst = it.flow.ReducedDynamics(task, objective=Objective("worst-phase", tau=0.3))
+    soft = lambda b: 0.3 * jax.nn.logsumexp(it.phase_losses(task, it.model.shared_gates_from_logits(b)) / 0.3) - 0.3 * np.log(3)
     np.testing.assert_allclose(worst.vector_field(b), -(1 + 1 / 4096) * jax.grad(soft)(b), rtol=1e-12)
 
 
@@ -85,7 +85,7 @@ def test_overlap_penalty_makes_s_minus_1_heads_cover_every_phase():
     s = coordinated["summary"]
     assert s["selected_seeds"] == 32 and s["distinct_fraction"] == 1.0
     for b in coordinated["per_seed"]["state"][:4]:  # the final biases: every phase answered
-        assert float(jnp.min(it.phase_accuracy(task, it.shared_gates_from_logits(jnp.asarray(b))))) == 1.0
+        assert float(jnp.min(it.phase_accuracy(task, it.model.shared_gates_from_logits(jnp.asarray(b))))) == 1.0
     plain = it.run_flow(task, it.FlowConfig(), 32)["summary"]  # the same seeds without the penalty
     assert plain["distinct_fraction"] < 0.6
 

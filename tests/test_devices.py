@@ -15,14 +15,14 @@ from inductheory.cli import main
 @pytest.mark.parametrize("count", [0, -1, 257, True, 1.5, "2"])
 def test_bad_count_is_named(count):
     with pytest.raises(ValueError, match=r"count must be an integer from 1 to 256"):
-        it.use_cpu_devices(count)
+        it.internal.use_cpu_devices(count)
 
 
 def test_after_jax_started_only_the_same_count_is_accepted(capsys):
     have = len(jax.devices("cpu"))  # starts jax in this process
-    assert it.use_cpu_devices(have) == have
+    assert it.internal.use_cpu_devices(have) == have
     with pytest.raises(RuntimeError, match=rf"before the first JAX computation: .* {have} CPU device"):
-        it.use_cpu_devices(have + 1)
+        it.internal.use_cpu_devices(have + 1)
     # the command line says the same in one line
     assert main(["flow", "--cpu-devices", str(have + 1), "--quiet"]) == 2
     assert "before the first JAX computation" in capsys.readouterr().err
@@ -32,7 +32,7 @@ def test_more_devices_than_cores_warns():
     code = ("import warnings, os, jax, inductheory as it\n"
             "with warnings.catch_warnings(record=True) as w:\n"
             "    warnings.simplefilter('always')\n"
-            "    n = it.use_cpu_devices(os.cpu_count() + 1)\n"
+            "    n = it.internal.use_cpu_devices(os.cpu_count() + 1)\n"
             "assert jax.device_count() == n == os.cpu_count() + 1, jax.devices()\n"
             "assert any('more devices than the' in str(x.message) for x in w), w\n"
             "print('OK')")

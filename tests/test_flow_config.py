@@ -46,41 +46,41 @@ def test_large_rho_warns():
 def test_check_flow_geometry():
     approx = it.Task(L=4, S=3, H=1, N=64, eps=0.6)
     with pytest.raises(ValueError, match="exact geometry"):
-        it.check_flow(approx, it.FlowConfig(dynamics="reduced"))
+        it.flow.check_flow(approx, it.FlowConfig(dynamics="reduced"))
     with pytest.warns(it.TheoryAssumptionWarning, match="eps = 0"):
-        it.check_flow(approx, it.FlowConfig(dynamics="full"))
+        it.flow.check_flow(approx, it.FlowConfig(dynamics="full"))
     with pytest.warns(it.TheoryAssumptionWarning, match="log"):
-        it.check_flow(it.Task(L=4, S=3, H=1, N=12), it.FlowConfig(rho=1e-3))
+        it.flow.check_flow(it.Task(L=4, S=3, H=1, N=12), it.FlowConfig(rho=1e-3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        it.check_flow(it.Task(L=4, S=3, H=1, N=4096), it.FlowConfig(rho=1e-3))
+        it.flow.check_flow(it.Task(L=4, S=3, H=1, N=4096), it.FlowConfig(rho=1e-3))
 
 
 def test_balanced_sample_size_rounds_up_to_whole_permutations():
     task = it.Task(L=8, S=4, H=2, N=10**5)
-    assert it.sample_size(task, it.FlowConfig(M=16384)) == 25000  # two permutations of N/L = 12500
-    assert it.sample_size(task, it.FlowConfig(M=12500)) == 12500
-    assert it.sample_size(task, it.FlowConfig(M=16384, sample="iid")) == 16384
+    assert it.experiments.sample_size(task, it.FlowConfig(M=16384)) == 25000  # two permutations of N/L = 12500
+    assert it.experiments.sample_size(task, it.FlowConfig(M=12500)) == 12500
+    assert it.experiments.sample_size(task, it.FlowConfig(M=16384, sample="iid")) == 16384
 
 
 def test_independent_baseline_by_hand():
-    assert it.independent_distinct_baseline(1, 4) == 1.0
-    assert it.independent_distinct_baseline(2, 4) == pytest.approx(2 / 3)
-    assert it.independent_distinct_baseline(3, 5) == pytest.approx(1 * 3 / 4 * 2 / 4)
+    assert it.experiments.independent_distinct_baseline(1, 4) == 1.0
+    assert it.experiments.independent_distinct_baseline(2, 4) == pytest.approx(2 / 3)
+    assert it.experiments.independent_distinct_baseline(3, 5) == pytest.approx(1 * 3 / 4 * 2 / 4)
 
 
 def test_distinct_fraction_and_histogram():
     selected = [[0, 1], [1, 1], [2, -1], [2, 0]]
-    assert it.distinct_fraction(selected) == pytest.approx(0.5)
-    hist = it.offset_histogram(selected, 3)  # S = 4: offsets 0..2
+    assert it.experiments.distinct_fraction(selected) == pytest.approx(0.5)
+    hist = it.experiments.offset_histogram(selected, 3)  # S = 4: offsets 0..2
     assert hist.tolist() == [[1, 1, 2], [1, 2, 0]]
 
 
 def test_bad_radius_and_chunk_are_errors():
     with pytest.raises(ValueError, match="rho must be > 0"):
-        it.ball_uniform(jax.random.key(0), (4,), 0.0)
+        it.flow.ball_uniform(jax.random.key(0), (4,), 0.0)
     with pytest.raises(ValueError, match="rho must be > 0"):
-        it.ball_projection(jax.random.key(0), 2, 10, -1.0)
+        it.flow.ball_projection(jax.random.key(0), 2, 10, -1.0)
     task = it.Task(L=4, S=3, H=1, N=4096)
     with pytest.raises(ValueError, match="chunk must be >= 1"):
         it.run_flow(task, it.FlowConfig(), 2, chunk=0)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inductheory as it
-from inductheory import STATUSES
+from inductheory.flow import STATUSES
 
 
 def test_structured_and_dense_exact_fields_agree():
@@ -19,7 +19,7 @@ def test_structured_and_dense_exact_fields_agree():
     exact = it.ExactGeometry(N=task.N, kappa=task.kappa)
     contexts = it.sample_contexts(jax.random.key(0), task, 6)
     c = 3.0 * jax.random.normal(jax.random.key(1), (task.H, 2, task.S, exact.dim))
-    f = lambda g, bs: it.full_vector_field(task, g, contexts, c, bs)
+    f = lambda g, bs: it.flow.full_vector_field(task, g, contexts, c, bs)
     np.testing.assert_allclose(f(exact, None), f(exact.dense(), 2), rtol=1e-10, atol=1e-15)
 
 
@@ -27,10 +27,10 @@ def test_full_flow_in_span_m_follows_the_reduced_flow():
     """Balanced sample, token-specific components zero at t = 0: the symmetric component is the reduced flow."""
     task = it.Task(L=4, S=3, H=2, N=96, beta=4.0)
     cfg = it.FlowConfig(dynamics="full", M=1, rtol=1e-11, atol=1e-13, t_max=1e5, n_save=24, t_save_min=1.0)
-    geo, contexts = it.flow_sample(task, cfg, seed=3)
-    c0 = it.project_to_mean(it.initial_gate_vectors(jax.random.key(7), task, geo, 0.1), geo)
-    full = jax.jit(it.solve_full)(task, cfg, geo, contexts, c0).to_dict()
-    red = jax.jit(it.solve_reduced)(task, cfg, it.LinearGates(c0).biases(geo)).to_dict()
+    geo, contexts = it.experiments.flow_sample(task, cfg, seed=3)
+    c0 = it.flow.project_to_mean(it.flow.initial_gate_vectors(jax.random.key(7), task, geo, 0.1), geo)
+    full = jax.jit(it.flow.solve_full)(task, cfg, geo, contexts, c0).to_dict()
+    red = jax.jit(it.flow.solve_reduced)(task, cfg, it.LinearGates(c0).biases(geo)).to_dict()
     for out in (full, red):
         assert STATUSES[int(out["status"])] == "selected"
     both = np.isfinite(full["t"]) & np.isfinite(red["t"])
@@ -42,7 +42,7 @@ def test_full_flow_in_span_m_follows_the_reduced_flow():
     assert abs(float(full["t_final"]) - float(red["t_final"])) < 1e-5 * float(red["t_final"])
     # the state never left span(m)
     c = full["state"]
-    assert float(jnp.linalg.norm(c - it.project_to_mean(c, geo))) < 1e-9 * float(jnp.linalg.norm(c))
+    assert float(jnp.linalg.norm(c - it.flow.project_to_mean(c, geo))) < 1e-9 * float(jnp.linalg.norm(c))
     # on span(m) the gates are static: average and static effective offsets coincide
     np.testing.assert_allclose(full["static_offsets"][both], full["avg_offsets"][both], rtol=1e-9)
 

@@ -5,8 +5,8 @@ import jax
 import numpy as np
 
 import inductheory as it
-from inductheory import _flow_run
-from inductheory._lanes import broadcast_lanes
+from inductheory.experiments import _flows as _flow_run
+from inductheory.internal._lanes import broadcast_lanes
 
 
 def _lanes_of(task, config, seeds):

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inductheory as it
-from inductheory import STATUSES
+from inductheory.flow import STATUSES
 
 
-_task = it.quiet_task
+_task = it.model.quiet_task
 
 
 def _sample_gradient(task, contexts, b):
@@ -37,9 +37,9 @@ def test_reduced_field_is_the_projected_sample_gradient(L, S, H, k, gamma, beta,
     contexts = it.balanced_contexts(jax.random.fold_in(key, 1), task, 1)
     G, geo, m = _sample_gradient(task, contexts, b)
     # invariance: on a balanced sample the gradient stays in span(m)
-    np.testing.assert_allclose(G - it.project_to_mean(G, geo), 0.0, atol=1e-13 * (1 + float(jnp.max(jnp.abs(G)))))
+    np.testing.assert_allclose(G - it.flow.project_to_mean(G, geo), 0.0, atol=1e-13 * (1 + float(jnp.max(jnp.abs(G)))))
     # d<c, m>/dt = -<G, m> equals (kappa + 1/N) times -grad Lbar
-    np.testing.assert_allclose(-(G @ m), it.reduced_vector_field(task, b), rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(-(G @ m), it.flow.reduced_vector_field(task, b), rtol=1e-9, atol=1e-14)
 
 
 def test_iid_sample_breaks_the_invariance():
@@ -47,7 +47,7 @@ def test_iid_sample_breaks_the_invariance():
     b = jax.random.normal(jax.random.key(0), (1, 2, 3))
     contexts = it.sample_contexts(jax.random.key(1), task, 8)
     G, geo, m = _sample_gradient(task, contexts, b)
-    off = jnp.linalg.norm(G - it.project_to_mean(G, geo))
+    off = jnp.linalg.norm(G - it.flow.project_to_mean(G, geo))
     assert float(off) > 1e-3 * float(jnp.linalg.norm(G))
 
 
@@ -77,7 +77,7 @@ def test_event_stops_at_first_selection(reduced_run):
         # at the end every head selects r (key) and r + 1 (value), by the library's rule
         # (the event time is a root of the selection margin, found to the root finder's tolerance)
         sel = np.asarray(it.selected_offsets(p[:, 0], p[:, 1], delta * (1 + 1e-6)))
-        assert abs(float(it.selection_margin(p, delta))) < 1e-8
+        assert abs(float(it.flow.selection_margin(p, delta))) < 1e-8
         assert np.all(sel >= 0) and np.all(sel == ps["selected"][i])
         # ... and at every saved time before the end some head had not selected yet
         before = np.isfinite(ps["t"][i]) & (ps["t"][i] < ps["t_final"][i])
@@ -100,20 +100,20 @@ def test_same_seed_same_numbers(reduced_run):
     np.testing.assert_allclose(chunked["per_seed"]["state"], out["per_seed"]["state"][:4], rtol=1e-8)
 
 
-class _NaNField(it.ReducedDynamics):
+class _NaNField(it.flow.ReducedDynamics):
     """The reduced dynamics with a vector field that is NaN everywhere."""
 
     def vector_field(self, b):
         return b * jnp.nan
 
 
-def _statuses(task, config, b0, dynamics=it.ReducedDynamics):
-    return jax.jit(it.integrate)(dynamics(task), b0, config).to_dict()
+def _statuses(task, config, b0, dynamics=it.flow.ReducedDynamics):
+    return jax.jit(it.flow.integrate)(dynamics(task), b0, config).to_dict()
 
 
 def test_failures_are_explicit_statuses():
     task = it.Task(L=4, S=3, H=1, N=1000, beta=4.0)
-    b0 = it.initial_biases(jax.random.key(0), task, 0.1)
+    b0 = it.flow.initial_biases(jax.random.key(0), task, 0.1)
     short = _statuses(task, it.FlowConfig(t_max=1.0, t_save_min=1e-3), b0)
     assert STATUSES[int(short["status"])] == "t_max" and int(short["selected"][0]) == -1
     few = _statuses(task, it.FlowConfig(max_steps=3), b0)
@@ -152,7 +152,7 @@ def test_bisection_root_finder_selects_at_tiny_delta(capsys):
     command line (the option reaches the config), the others reuse its compiled program."""
     import json
 
-    from inductheory._rates import tail_coefficients
+    from inductheory.flow._rates import tail_coefficients
     from inductheory.cli import main
 
     task = it.Task(L=8, S=4, H=2, N=4096, beta=4.0)

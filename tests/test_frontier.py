@@ -10,14 +10,8 @@ import warnings
 import numpy as np
 import pytest
 
-from inductheory import (
-    Task,
-    TheoryAssumptionWarning,
-    frontier_mean_at,
-    mean_and_worst,
-    uniform_gates,
-    uniformity_frontier,
-)
+from inductheory import Task, TheoryAssumptionWarning, uniform_gates
+from inductheory.experiments import frontier_mean_at, mean_and_worst, uniformity_frontier
 
 
 def reference_phase_losses(L, S, N, beta, gamma, key, value):

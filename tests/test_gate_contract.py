@@ -12,27 +12,27 @@ GEO = it.ExactGeometry(48, 1.0)
 
 
 def test_every_gate_class_is_an_abstract_gates():
-    c = it.initial_gate_vectors(jax.random.key(0), TASK, GEO, 0.1)
+    c = it.flow.initial_gate_vectors(jax.random.key(0), TASK, GEO, 0.1)
     for g in (it.hard_selection(3, [0, 1]), it.uniform_gates(2, 3), it.LinearGates(c),
               it.hard_selection(3, [0, 1]).for_blocks(4)):
-        assert isinstance(g, it.AbstractGates) and g.n_offsets == 3
+        assert isinstance(g, it.model.AbstractGates) and g.n_offsets == 3
     assert it.LinearGates(c).parameter_shape == (2, 2, 3, 49)
     with pytest.raises(TypeError):
-        it.AbstractGates()
+        it.model.AbstractGates()
 
 
 def test_linear_gates_in_span_m_reduce_to_shared_gates_with_the_same_loss():
     """Monte Carlo over contexts of the linear class vs the closed form of its reduction."""
-    c = it.project_to_mean(it.initial_gate_vectors(jax.random.key(0), TASK, GEO, 3.0), GEO)
+    c = it.flow.project_to_mean(it.flow.initial_gate_vectors(jax.random.key(0), TASK, GEO, 3.0), GEO)
     shared = it.LinearGates(c).symmetric_reduction(GEO)
     ctx = it.sample_contexts(jax.random.key(1), TASK, 8)
     np.testing.assert_allclose(float(it.monte_carlo_loss(TASK, GEO, it.LinearGates(c), ctx)),
                                float(it.population_loss(TASK, shared)), rtol=1e-12)
     # a generic c has token-specific components: no reduction
-    assert it.LinearGates(it.initial_gate_vectors(jax.random.key(0), TASK, GEO, 3.0)).symmetric_reduction(GEO) is None
+    assert it.LinearGates(it.flow.initial_gate_vectors(jax.random.key(0), TASK, GEO, 3.0)).symmetric_reduction(GEO) is None
 
 
-class TiedSharedGates(it.AbstractGates):
+class TiedSharedGates(it.model.AbstractGates):
     """A new gate class written against the contract alone: one simplex vector for key and value."""
 
     p: jax.Array

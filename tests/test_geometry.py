@@ -29,7 +29,7 @@ def test_exact_embeddings_have_the_exact_gram_and_mean():
     np.testing.assert_allclose(geo.mean_embedding(), E.mean(axis=0), atol=1e-15)
     # <m, x_i> = kappa + 1/N for every token (docs/theory.md §6)
     np.testing.assert_allclose(E @ np.asarray(geo.mean_embedding()), 0.6 + 1 / 20, atol=1e-14)
-    assert it.measure_eps(E, 0.6) < 1e-14
+    assert it.model.measure_eps(E, 0.6) < 1e-14
 
 
 def test_exact_geometry_never_materializes_large_vocabularies():
@@ -50,7 +50,7 @@ def test_measure_eps_agrees_with_a_direct_gram_computation():
     rng = np.random.default_rng(0)
     E = rng.normal(size=(300, 40)) / 7
     direct = np.max(np.abs(E @ E.T - 0.3 - np.eye(300)))
-    assert it.measure_eps(E, 0.3, chunk=64) == pytest.approx(direct, rel=1e-12)
+    assert it.model.measure_eps(E, 0.3, chunk=64) == pytest.approx(direct, rel=1e-12)
 
 
 @pytest.mark.parametrize("d", [8, 64, 512])
@@ -62,7 +62,7 @@ def test_approximate_geometry_reports_its_realized_eps(d):
     gram = E @ E.T
     np.testing.assert_allclose(np.diag(gram), 1.5, atol=1e-12)  # unit v_i plus kappa
     assert geo.eps == pytest.approx(np.max(np.abs(gram - 0.5 - np.eye(256))), rel=1e-12)
-    assert geo.eps >= it.welch_bound(256, d - 1)
+    assert geo.eps >= it.model.welch_bound(256, d - 1)
 
 
 @pytest.mark.parametrize("eps", [0.5, 0.25])
@@ -70,7 +70,7 @@ def test_target_eps_is_reached(eps):
     task = make_task(L=4, S=3, H=1, N=200, eps=eps)
     geo = it.make_geometry(task, jax.random.key(0))
     assert geo.eps <= eps
-    assert it.measure_eps(geo.embeddings, task.kappa) == pytest.approx(geo.eps)
+    assert it.model.measure_eps(geo.embeddings, task.kappa) == pytest.approx(geo.eps)
 
 
 def test_approximate_geometry_is_reproducible_and_needs_a_key():
@@ -89,7 +89,7 @@ def test_eps_that_needs_too_much_memory_is_refused():
 
 
 def test_dimension_for_eps_grows_like_log_n_over_eps_squared():
-    assert it.dimension_for_eps(4096, 0.1) == math.ceil(4 * math.log(4096) / 0.01) + 1
+    assert it.model.dimension_for_eps(4096, 0.1) == math.ceil(4 * math.log(4096) / 0.01) + 1
 
 
 def test_a_dimension_that_misses_the_requested_eps_is_an_error():

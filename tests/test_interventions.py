@@ -14,7 +14,7 @@ TASK = make_task(L=4, S=5, H=2, N=40, gamma=1.0, beta=4.0, kappa=0.8)
 def test_rotation_shifts_the_phase_accuracy_curve(offsets, delta):
     gates = it.hard_selection(TASK.S, offsets)
     before = np.asarray(it.phase_accuracy(TASK, gates))
-    after = np.asarray(it.phase_accuracy(TASK, it.rotate_gates(gates, delta)))
+    after = np.asarray(it.phase_accuracy(TASK, it.model.rotate_gates(gates, delta)))
     np.testing.assert_array_equal(after[delta:], before[: TASK.S - 1 - delta])
     assert after.sum() == before.sum()
 
@@ -23,29 +23,29 @@ def test_rotating_linear_gates_rotates_their_static_gates():
     geo = it.ExactGeometry(TASK.N, TASK.kappa)
     c = jax.random.normal(jax.random.key(0), (TASK.H, 2, TASK.S, geo.dim))
     b = it.LinearGates(c).biases(geo)
-    np.testing.assert_allclose(it.rotate_gates(it.LinearGates(c), 2).biases(geo), np.roll(b, 2, axis=-1), atol=1e-12)
+    np.testing.assert_allclose(it.model.rotate_gates(it.LinearGates(c), 2).biases(geo), np.roll(b, 2, axis=-1), atol=1e-12)
 
 
 def test_closed_form_knockout_equals_the_literal_mean_ablation():
     gates = it.hard_selection(TASK.S, [0, 2])
     geo = it.ExactGeometry(TASK.N, TASK.kappa).dense()
     prompts = it.balanced_contexts(jax.random.key(0), TASK, 4)  # every token equally often per slot
-    mean = it.mean_head_outputs(TASK, geo, gates, prompts)
+    mean = it.model.mean_head_outputs(TASK, geo, gates, prompts)
     np.testing.assert_allclose(mean, np.broadcast_to(geo.mean_embedding(), mean.shape), atol=1e-12)
     ctx = it.sample_contexts(jax.random.key(1), TASK, 8)
     for heads in ([0], [1], [0, 1]):
-        losses, acc = it.monte_carlo_knockout(TASK, geo, gates, ctx, mean, heads)
-        np.testing.assert_allclose(losses, it.knockout_phase_losses(TASK, gates, heads), atol=1e-10)
-        np.testing.assert_array_equal(acc, it.knockout_phase_accuracy(TASK, gates, heads))
+        losses, acc = it.model.monte_carlo_knockout(TASK, geo, gates, ctx, mean, heads)
+        np.testing.assert_allclose(losses, it.model.knockout_phase_losses(TASK, gates, heads), atol=1e-10)
+        np.testing.assert_array_equal(acc, it.model.knockout_phase_accuracy(TASK, gates, heads))
 
 
 def test_knocking_out_a_selecting_head_removes_exactly_its_phase():
     gates = it.hard_selection(TASK.S, [0, 2])
     np.testing.assert_array_equal(it.phase_accuracy(TASK, gates), [1, 0, 1, 0])
-    np.testing.assert_array_equal(it.knockout_phase_accuracy(TASK, gates, [0]), [0, 0, 1, 0])
-    np.testing.assert_array_equal(it.knockout_phase_accuracy(TASK, gates, [1]), [1, 0, 0, 0])
+    np.testing.assert_array_equal(it.model.knockout_phase_accuracy(TASK, gates, [0]), [0, 0, 1, 0])
+    np.testing.assert_array_equal(it.model.knockout_phase_accuracy(TASK, gates, [1]), [1, 0, 0, 0])
     base = np.asarray(it.phase_losses(TASK, gates))
-    ko = np.asarray(it.knockout_phase_losses(TASK, gates, [0]))
+    ko = np.asarray(it.model.knockout_phase_losses(TASK, gates, [0]))
     # with head 0 gone, phase 0 is uncovered like phases 1 and 3: one head (head 1) attends
     # uniformly and puts beta/L on the L value tokens at offset 3, the target gets 0 (hand formula)
     L, N, beta = TASK.L, TASK.N, TASK.beta

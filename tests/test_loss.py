@@ -28,7 +28,7 @@ def test_closed_form_equals_the_general_paths(data, task, seed):
     assert abs(float(it.monte_carlo_loss(task, geo, gates, ctx)) - closed) < 1e-10
     assert abs(float(it.monte_carlo_loss(task, geo.dense(), gates, ctx)) - closed) < 1e-10
     np.testing.assert_allclose(
-        it.phase_losses(task, gates), it.monte_carlo_phase_losses(task, geo.dense(), gates, ctx), atol=1e-10
+        it.phase_losses(task, gates), it.model.monte_carlo_phase_losses(task, geo.dense(), gates, ctx), atol=1e-10
     )
     np.testing.assert_array_equal(
         it.phase_accuracy(task, gates), it.monte_carlo_phase_accuracy(task, geo.dense(), gates, ctx)
@@ -138,7 +138,7 @@ def test_selected_offsets_classify_hard_and_soft_gates():
     with pytest.raises(ValueError, match="delta"):
         it.selected_offsets(g.key, g.value, 0.7)
     offs = jnp.array([[[0, 1], [1, 0]], [[0, 1], [0, 2]]])  # (batch=2, heads=2, blocks=2)
-    assert it.distinct_within_blocks(offs).tolist() == [True, False]
+    assert it.model.distinct_within_blocks(offs).tolist() == [True, False]
 
 
 def test_closed_forms_refuse_an_approximate_geometry():
@@ -148,7 +148,7 @@ def test_closed_forms_refuse_an_approximate_geometry():
         with pytest.raises(ValueError, match="needs exact geometry"):
             closed_form(task, gates)
     with pytest.raises(ValueError, match="needs exact geometry"):
-        it.exact_logits(task, gates.for_blocks(task.L))
+        it.model.exact_logits(task, gates.for_blocks(task.L))
 
 
 def test_hard_selection_rejects_fractional_offsets():

@@ -11,15 +11,15 @@ import inductheory as it
 
 
 def test_entropy_of_uniform_and_one_hot():
-    assert math.isclose(float(it.entropy(jnp.full(5, 0.2))), math.log(5), rel_tol=1e-12)
-    assert float(it.entropy(jnp.array([0.0, 1.0, 0.0]))) == 0.0
+    assert math.isclose(float(it.model.entropy(jnp.full(5, 0.2))), math.log(5), rel_tol=1e-12)
+    assert float(it.model.entropy(jnp.array([0.0, 1.0, 0.0]))) == 0.0
     # H(1/2, 1/4, 1/4) = 1.5 log 2
-    assert math.isclose(float(it.entropy(jnp.array([0.5, 0.25, 0.25]))), 1.5 * math.log(2), rel_tol=1e-12)
+    assert math.isclose(float(it.model.entropy(jnp.array([0.5, 0.25, 0.25]))), 1.5 * math.log(2), rel_tol=1e-12)
 
 
 def test_effective_number_counts_equal_masses():
-    assert math.isclose(float(it.effective_number(jnp.array([0.5, 0.5, 0.0, 0.0]))), 2.0, rel_tol=1e-12)
-    assert math.isclose(float(it.effective_number(jnp.full(4, 0.25))), 4.0, rel_tol=1e-12)
+    assert math.isclose(float(it.model.effective_number(jnp.array([0.5, 0.5, 0.0, 0.0]))), 2.0, rel_tol=1e-12)
+    assert math.isclose(float(it.model.effective_number(jnp.full(4, 0.25))), 4.0, rel_tol=1e-12)
 
 
 def test_static_versus_input_dependent_concentration():

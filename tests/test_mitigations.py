@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import inductheory as it
-from inductheory._mitigations import hard_gate_choices
+from inductheory.experiments._mitigations import hard_gate_choices
 
 TASK = dict(H=2, T=12, N=64, beta=4.0, gamma=1.0, kappa=1.0)
 
@@ -54,9 +54,9 @@ def random_gates(seed, H, W):
 
 @pytest.mark.parametrize("S,W", [(2, 2), (3, 5), (4, 8)])
 def test_gate_measures_match_the_literal_model(S, W):
-    task = it.mitigation_task(S, W, **TASK)
+    task = it.experiments.mitigation_task(S, W, **TASK)
     for gates in (it.uniform_gates(2, W), random_gates(S * W, 2, W), it.hard_selection(W, [0, W - 2])):
-        m = it.gate_measures(task, gates)
+        m = it.experiments.gate_measures(task, gates)
         loss, acc = literal_phase_measures(task, gates.key, gates.value)
         np.testing.assert_allclose(m["loss"], loss, rtol=1e-10)
         np.testing.assert_array_equal(m["accuracy"], acc)
@@ -72,11 +72,11 @@ def test_hard_gate_choices_are_every_multiset_of_pairs():
 
 
 def test_best_hard_selection_is_the_least_loss_vertex():
-    task = it.mitigation_task(2, 3, **TASK)
+    task = it.experiments.mitigation_task(2, 3, **TASK)
     eye = np.eye(3)
     best = min(literal_phase_measures(task, eye[[i, k]], eye[[j, m]])[0].mean()
                for (i, j), (k, m) in itertools.product(itertools.product(range(3), repeat=2), repeat=2))
-    gates, choice, loss = it.best_hard_selection(task)
+    gates, choice, loss = it.experiments.best_hard_selection(task)
     assert loss == pytest.approx(best, rel=1e-10)
     assert literal_phase_measures(task, gates.key, gates.value)[0].mean() == pytest.approx(best, rel=1e-10)
     assert choice.shape == (2, 2)
@@ -100,9 +100,9 @@ def fake_runner(pairs_per_seed):
 
 def test_table_rows_against_the_literal_model():
     seeds_pairs = [[(0, 1), (1, 2)], [(0, 1), (0, 1)], [(1, 2), (2, 3)]]
-    rows = it.mitigation_table([(3, 4)], seeds=3, runner=fake_runner(seeds_pairs), **TASK)
+    rows = it.experiments.mitigation_table([(3, 4)], seeds=3, runner=fake_runner(seeds_pairs), **TASK)
     assert [r["gates"] for r in rows] == ["learned", "hard optimum", "uniform"]
-    task = it.mitigation_task(3, 4, **TASK)
+    task = it.experiments.mitigation_task(3, 4, **TASK)
     eye = np.eye(4)
     per_seed = [literal_phase_measures(task, eye[[i for i, _ in p]], eye[[j for _, j in p]]) for p in seeds_pairs]
     gaps = [a.max() - a.min() for _, a in per_seed]
@@ -120,13 +120,13 @@ def test_table_rows_against_the_literal_model():
 
 
 def test_the_boundary_phase_is_never_answered_at_w_equal_s():
-    rows = it.mitigation_table([(3, 3), (4, 4)], seeds=2, runner=fake_runner([[(0, 1), (1, 2)]]), **TASK)
+    rows = it.experiments.mitigation_table([(3, 3), (4, 4)], seeds=2, runner=fake_runner([[(0, 1), (1, 2)]]), **TASK)
     assert all(r["accuracy"][r["S"] - 1] == 0.0 for r in rows)
 
 
 def test_coordination_rows_count_distinct_heads_and_the_worst_phase():
     pairs = [[(0, 1), (1, 2)], [(0, 1), (0, 1)]]
-    rows = it.coordination_table([{}], shapes=((2, 3),), queries=("within",), seeds=4, runner=fake_runner(pairs),
+    rows = it.experiments.coordination_table([{}], shapes=((2, 3),), queries=("within",), seeds=4, runner=fake_runner(pairs),
                                  T=12, N=64, beta=4.0)
     (row,) = rows
     assert row["distinct_fraction"] == 0.5 and row["selected_seeds"] == 4
@@ -138,7 +138,7 @@ def test_coordination_rows_count_distinct_heads_and_the_worst_phase():
 def test_orderings_found_in_the_figure_hold_on_few_seeds():
     """Learned gates keep a gap where uniform gates tie everywhere; the uniform target probability is the
     lowest; no learned seed ends below the best hard gate's loss (H=2, T=48, N=4096, 8 seeds)."""
-    rows = it.mitigation_table([(4, 4), (4, 8)], seeds=8, H=2, T=48, N=4096, beta=4.0)
+    rows = it.experiments.mitigation_table([(4, 4), (4, 8)], seeds=8, H=2, T=48, N=4096, beta=4.0)
     for learned, hard, uniform in zip(rows[::3], rows[1::3], rows[2::3]):
         assert uniform["gap"]["mean"] == 0 and uniform["mean_accuracy"]["mean"] == 0
         assert learned["gap"]["q25"] == 1

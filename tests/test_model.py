@@ -55,8 +55,8 @@ def test_exact_logits_are_the_dense_logits_shifted_by_beta_h_kappa(data, task, s
     tokens = _contexts(task, seed, M=1)[0]
     gates = data.draw(oracle_gates(task))
     geo = it.ExactGeometry(task.N, task.kappa)
-    exact, log_mult, target = it.exact_logits(task, gates)
-    dense, _, dense_target = it.dense_logits(task, geo.embeddings(), tokens, gates)
+    exact, log_mult, target = it.model.exact_logits(task, gates)
+    dense, _, dense_target = it.model.dense_logits(task, geo.embeddings(), tokens, gates)
     shift = task.beta * task.H * task.kappa
     flat_tokens = np.asarray(tokens).ravel()
     np.testing.assert_allclose(exact[:, :-1] + shift, dense[:, flat_tokens], atol=1e-10)
@@ -74,7 +74,7 @@ def test_kappa_cancels_from_the_loss(data, seed, kappa_a, kappa_b):
     gates = data.draw(oracle_gates(base))
     tokens = _contexts(base, seed, M=1)[0]
     losses = [
-        it.cross_entropy(*it.dense_logits(task_a, it.ExactGeometry(base.N, k).embeddings(), tokens, gates))
+        it.model.cross_entropy(*it.model.dense_logits(task_a, it.ExactGeometry(base.N, k).embeddings(), tokens, gates))
         for k in (kappa_a, kappa_b)
     ]
     np.testing.assert_allclose(losses[0], losses[1], rtol=0, atol=1e-10)
@@ -117,17 +117,17 @@ def test_attention_weights_match_a_softmax_over_blocks():
             scores = gamma * np.array([1.0 + w] + [1.0] * (L - 1))  # kappa = 1
             soft = np.exp(scores - scores.max())
             soft /= soft.sum()
-            a_t, a_o = it.block_attention(w, gamma, L)
+            a_t, a_o = it.model.block_attention(w, gamma, L)
             assert float(a_t) == pytest.approx(soft[0], abs=1e-15)
             assert float(a_o) == pytest.approx(soft[1], abs=1e-15)
             # A(w) = sigmoid(gamma w - log(L-1))
-            assert float(it.attention_to_target(w, gamma, L)) == pytest.approx(
+            assert float(it.model.attention_to_target(w, gamma, L)) == pytest.approx(
                 1 / (1 + np.exp(-(gamma * w - np.log(L - 1)))), abs=1e-15
             )
 
 
 def _second_derivative(gamma, L):
-    return jax.vmap(jax.grad(jax.grad(lambda w: it.attention_to_target(w, gamma, L))))
+    return jax.vmap(jax.grad(jax.grad(lambda w: it.model.attention_to_target(w, gamma, L))))
 
 
 @pytest.mark.parametrize("L, gamma", [(4, 1.0), (4, 0.5), (10, 1.0), (100, 0.01)])
@@ -145,7 +145,7 @@ def test_attention_is_not_convex_outside_the_regime(L, gamma):
 
 def test_top1_ties_count_as_wrong():
     logits = jnp.array([[1.0, 1.0, 0.0], [2.0, 1.0, 0.0], [1.0, 1.0 + 1e-13, 0.0]])
-    correct = it.top1_correct(logits, jnp.zeros(3), jnp.array([0, 0, 1]))
+    correct = it.model.top1_correct(logits, jnp.zeros(3), jnp.array([0, 0, 1]))
     assert correct.tolist() == [False, True, False]
     # a column with zero multiplicity is no competitor
-    assert it.top1_correct(jnp.array([[1.0, 3.0]]), jnp.array([0.0, -jnp.inf]), jnp.array([0])).tolist() == [True]
+    assert it.model.top1_correct(jnp.array([[1.0, 3.0]]), jnp.array([0.0, -jnp.inf]), jnp.array([0])).tolist() == [True]

@@ -47,18 +47,18 @@ def test_project_simplex_against_bisection(v):
     for _ in range(200):  # tau with sum(max(v - tau, 0)) = 1, by bisection
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if np.maximum(v - mid, 0).sum() > 1 else (lo, mid)
-    np.testing.assert_allclose(np.asarray(it.project_simplex(jnp.asarray(v))), np.maximum(v - lo, 0), atol=1e-9)
+    np.testing.assert_allclose(np.asarray(it.oracle.project_simplex(jnp.asarray(v))), np.maximum(v - lo, 0), atol=1e-9)
 
 
 def test_classify_by_hand():
     S = 4
     offsets = np.array([[0, 2, 1], [1, 0, 1]])
-    g = it.vertex_gates(S, offsets)
-    got, hard, distinct = it.classify(g, 1e-3)
+    g = it.oracle.vertex_gates(S, offsets)
+    got, hard, distinct = it.oracle.classify(g, 1e-3)
     np.testing.assert_array_equal(got, offsets)
     assert hard and not distinct  # block 2: both heads select offset 1
     blurred = it.OracleGates(key=0.99 * g.key + 0.01 / S, value=g.value)
-    got, hard, distinct = it.classify(blurred, 1e-3)
+    got, hard, distinct = it.oracle.classify(blurred, 1e-3)
     assert not hard and not distinct and np.all(got == -1)
 
 
@@ -113,7 +113,7 @@ def test_outside_regime_minimizer_is_not_hard():
     for p in (res.gates.key, res.gates.value):
         assert np.all(np.asarray(p) >= 0)
         np.testing.assert_allclose(np.asarray(p).sum(-1), 1.0, rtol=1e-12)
-    recomputed = float(it.context_loss(task, geo, res.gates, tokens))
+    recomputed = float(it.model.context_loss(task, geo, res.gates, tokens))
     assert recomputed == pytest.approx(res.loss, rel=1e-12)
     assert recomputed < vertex.loss - 1e-3
     assert res.fw_gap < 1e-6  # a KKT point, not a stalled one

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-import inductheory._oracle_regime as regime
+import inductheory.experiments._regime as regime
 from inductheory.cli import main
 
 SMALL = ["--L", "4", "--S", "4", "--H", "2", "--restarts", "6", "--steps", "80", "--polish-steps", "80"]

@@ -43,7 +43,7 @@ def test_vertex_loss_matches_hand_formula(data):
     offsets = np.array(data.draw(st.lists(st.integers(0, task.S - 2), min_size=task.H * task.L, max_size=task.H * task.L)))
     offsets = offsets.reshape(task.H, task.L)
     tokens = it.sample_contexts(jax.random.key(0), task, 1)[0]
-    got = float(it.context_loss(task, it.ExactGeometry(task.N, task.kappa), it.vertex_gates(task.S, offsets), tokens))
+    got = float(it.model.context_loss(task, it.ExactGeometry(task.N, task.kappa), it.oracle.vertex_gates(task.S, offsets), tokens))
     assert got == pytest.approx(hand_vertex_loss(task, offsets), rel=1e-12, abs=1e-12)
 
 
@@ -53,7 +53,7 @@ def test_block_shared_vertices_match_closed_form():
     tokens = it.sample_contexts(jax.random.key(1), task, 1)[0]
     for sel in itertools.product(range(task.S - 1), repeat=task.H):
         offsets = np.repeat(np.array(sel)[:, None], task.L, axis=1)
-        general = float(it.context_loss(task, geo, it.vertex_gates(task.S, offsets), tokens))
+        general = float(it.model.context_loss(task, geo, it.oracle.vertex_gates(task.S, offsets), tokens))
         closed = float(it.population_loss(task, it.hard_selection(task.S, sel)))
         assert general == pytest.approx(closed, rel=1e-12)
 
@@ -68,8 +68,8 @@ def test_exact_geometry_all_contexts_equivalent(data, seed):
     geo = it.ExactGeometry(task.N, task.kappa)
     dense = geo.dense()
     ctx = it.sample_contexts(jax.random.key(seed), task, 4)
-    exact = [float(it.context_loss(task, geo, gates, t)) for t in ctx]
-    dense_losses = [float(it.context_loss(task, dense, gates, t)) for t in ctx]
+    exact = [float(it.model.context_loss(task, geo, gates, t)) for t in ctx]
+    dense_losses = [float(it.model.context_loss(task, dense, gates, t)) for t in ctx]
     assert len(set(map(lambda x: round(x, 12), exact))) == 1
     np.testing.assert_allclose(dense_losses, exact[0], rtol=1e-10)
 
@@ -79,9 +79,9 @@ def test_approximate_geometry_contexts_differ():
     (so the test above could fail)."""
     task = make_task(L=4, S=3, H=2, N=256, beta=4.0, d=40)
     geo = it.make_geometry(task, jax.random.key(0))
-    gates = it.vertex_gates(task.S, np.zeros((task.H, task.L), int))
+    gates = it.oracle.vertex_gates(task.S, np.zeros((task.H, task.L), int))
     ctx = it.sample_contexts(jax.random.key(1), task, 3)
-    losses = [float(it.context_loss(task, geo, gates, t)) for t in ctx]
+    losses = [float(it.model.context_loss(task, geo, gates, t)) for t in ctx]
     assert max(losses) - min(losses) > 1e-6
 
 
@@ -92,21 +92,21 @@ def test_context_geometry_preserves_dense_loss():
     for tokens in it.sample_contexts(jax.random.key(3), task, 3):
         p = rng.dirichlet(np.ones(task.S), size=(2, task.H, task.L))
         gates = it.OracleGates(key=jnp.asarray(p[0]), value=jnp.asarray(p[1]))
-        small = it.context_geometry(geo, tokens)
+        small = it.oracle.context_geometry(geo, tokens)
         assert small.embeddings.shape == (task.N, task.L * task.S)
-        full = float(it.context_loss(task, geo, gates, tokens))
-        assert float(it.context_loss(task, small, gates, tokens)) == pytest.approx(full, rel=1e-12)
+        full = float(it.model.context_loss(task, geo, gates, tokens))
+        assert float(it.model.context_loss(task, small, gates, tokens)) == pytest.approx(full, rel=1e-12)
 
 
 def test_block_multisets_cover_every_configuration_class():
     H, L, S = 2, 4, 3
-    every = it.all_vertex_configs(H, L, S)
+    every = it.oracle.all_vertex_configs(H, L, S)
     assert len(every) == (S - 1) ** (H * L)
     assert len({tuple(c.ravel()) for c in every}) == len(every)
     # multisets of block columns, computed independently from the exhaustive list
     classes = {tuple(sorted(tuple(c[:, l]) for l in range(L))) for c in every}
-    reps = it.block_multiset_configs(H, L, S)
-    assert len(reps) == len(classes) == it.n_block_multisets(H, L, S)
+    reps = it.oracle.block_multiset_configs(H, L, S)
+    assert len(reps) == len(classes) == it.oracle.n_block_multisets(H, L, S)
     assert {tuple(sorted(tuple(c[:, l]) for l in range(L))) for c in reps} == classes
 
 
@@ -119,7 +119,7 @@ def test_block_multiset_enumeration_finds_the_exhaustive_optimum():
     assert fast.method == "block-multisets" and full.method == "exhaustive"
     assert fast.n_evaluated < full.n_evaluated
     assert fast.loss == pytest.approx(full.loss, rel=1e-13)
-    losses = [hand_vertex_loss(task, c) for c in it.all_vertex_configs(task.H, task.L, task.S)]
+    losses = [hand_vertex_loss(task, c) for c in it.oracle.all_vertex_configs(task.H, task.L, task.S)]
     assert full.loss == pytest.approx(min(losses), rel=1e-12)
     assert np.all(np.diff(fast.top_losses) >= 0)
 
@@ -130,14 +130,14 @@ def test_block_permutation_invariance_and_head_swaps():
     tokens = it.sample_contexts(jax.random.key(0), task, 1)[0]
     offsets = np.array([[0, 1, 2, 2], [1, 1, 0, 2]])
     perm = offsets[:, [2, 0, 3, 1]]
-    losses = it.vertex_losses(task, geo, tokens, np.stack([offsets, perm]))
+    losses = it.oracle.vertex_losses(task, geo, tokens, np.stack([offsets, perm]))
     assert float(losses[0]) == pytest.approx(float(losses[1]), rel=1e-13)
     # permuting the heads inside one block only is not a symmetry once H >= 3
     task3 = make_task(L=4, S=4, H=3, N=100, beta=5.0)
     offsets = np.array([[1, 0, 1, 2], [2, 2, 0, 1], [2, 2, 0, 1]])
     swapped = offsets.copy()
     swapped[:, 1] = swapped[::-1, 1]
-    pair = it.vertex_losses(task3, geo, tokens, np.stack([offsets, swapped]))
+    pair = it.oracle.vertex_losses(task3, geo, tokens, np.stack([offsets, swapped]))
     hand = [hand_vertex_loss(task3, offsets), hand_vertex_loss(task3, swapped)]
     np.testing.assert_allclose(np.asarray(pair), hand, rtol=1e-12)
     assert abs(hand[0] - hand[1]) > 1e-4

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import inductheory as it
-from inductheory import _programs
-from inductheory._lanes import broadcast_lanes
+from inductheory.internal import _programs
+from inductheory.internal._lanes import broadcast_lanes
 
 
 @pytest.fixture
@@ -76,12 +76,12 @@ FLOW_SCRIPT = textwrap.dedent(
     """
     import sys, jax, numpy as np
     import inductheory as it
-    from inductheory import _programs
+    from inductheory.internal import _programs
     store, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "loaded":  # must not trace the lane program again
         jax.export.export = lambda *a, **k: (_ for _ in ()).throw(AssertionError("traced"))
     assert _programs.enable_program_store(store) is not None
-    it.enable_compilation_cache(store + "/jax")  # the second process skips XLA's compile too
+    it.internal.enable_compilation_cache(store + "/jax")  # the second process skips XLA's compile too
     task, config = it.Task(L=4, S=3, H=1, N=1000, beta=4.0), it.FlowConfig(rho=0.1, n_save=5)
     ps = it.run_flow(task, config, 2)["per_seed"]
     arrays = {k: v for k, v in ps.items() if not isinstance(v, dict)} | {"final_" + k: v for k, v in ps["final"].items()}

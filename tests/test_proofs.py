@@ -20,7 +20,8 @@ if str(ROOT) not in sys.path:
 
 from proofs import _check, convexity, exact_geometry  # noqa: E402
 
-from inductheory import OracleGates, Task, attention_to_target, cross_entropy, exact_logits, query_slots  # noqa: E402
+from inductheory import OracleGates, Task  # noqa: E402
+from inductheory.model import attention_to_target, cross_entropy, exact_logits, query_slots  # noqa: E402
 
 SCRIPTS = sorted(p.name for p in (ROOT / "proofs").glob("*.py") if not p.name.startswith("_"))
 # Scripts whose symbolic work takes long run in the slow target (`pytest -m slow`); the default run

@@ -1,4 +1,4 @@
-"""Convergence rates (inductheory._rates): closed-form escape rates against autodiff, the exponent fit,
+"""Convergence rates (inductheory.flow._rates): closed-form escape rates against autodiff, the exponent fit,
 the tail coefficient against an integration of the reduced flow near a vertex."""
 
 from __future__ import annotations
@@ -9,17 +9,8 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from inductheory import (
-    ReducedDynamics,
-    Task,
-    breaking_norm,
-    escape_blocks,
-    reduced_escape_rates,
-    escape_time,
-    fit_decay_exponent,
-    tail_coefficients,
-    unselected_mass,
-)
+from inductheory import Task
+from inductheory.flow import ReducedDynamics, breaking_norm, escape_blocks, reduced_escape_rates, escape_time, fit_decay_exponent, tail_coefficients, unselected_mass
 
 TASKS = [
     dict(L=8, S=4, H=2, N=4096, beta=4.0),

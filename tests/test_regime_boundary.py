@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from inductheory import ExactGeometry, OracleGates, context_loss, hard_vertex_boundary, hard_vertex_edges, quiet_task
+from inductheory import ExactGeometry, OracleGates
+from inductheory.model import context_loss, quiet_task
+from inductheory.oracle import hard_vertex_boundary, hard_vertex_edges
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:

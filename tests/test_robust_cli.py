@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import inductheory._oracle_regime as regime
-from inductheory import _io
+import inductheory.experiments._regime as regime
+from inductheory.internal import _io
 from inductheory.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import inductheory as it
-from inductheory import _io, _memory
+from inductheory.internal import _io, _memory
 
 
 # --- numerics ----------------------------------------------------------------------------------
@@ -26,7 +26,7 @@ def _plain(w, gamma, L):
 def test_block_attention_bit_identical_to_the_plain_form_for_gamma_at_most_one():
     w = np.linspace(0, 1, 101)
     for gamma in (1e-3, 0.5, 1.0):
-        a, b = it.block_attention(jnp.asarray(w), gamma, 8)
+        a, b = it.model.block_attention(jnp.asarray(w), gamma, 8)
         pa, pb = _plain(w, gamma, 8)
         np.testing.assert_array_equal(np.asarray(a), pa)
         np.testing.assert_array_equal(np.asarray(b), pb)
@@ -35,32 +35,32 @@ def test_block_attention_bit_identical_to_the_plain_form_for_gamma_at_most_one()
 @pytest.mark.parametrize("gamma", [1e3, 1e6, 1e300])
 def test_block_attention_finite_and_correct_for_huge_gamma(gamma):
     w = jnp.array([0.0, 1e-7, 0.5, 1.0])
-    a, b = (np.asarray(x) for x in it.block_attention(w, gamma, 8))
+    a, b = (np.asarray(x) for x in it.model.block_attention(w, gamma, 8))
     assert np.all(np.isfinite(a)) and np.all(np.isfinite(b))
     # sigmoid(gamma w - log(L-1)) computed independently in log space
     x = gamma * np.asarray(w) - math.log(7)
     np.testing.assert_allclose(a, 1 / (1 + np.exp(-x)), rtol=1e-14)
     np.testing.assert_allclose(a + 7 * b, 1.0, rtol=1e-14)  # weights sum to one
     assert a[0] == b[0] == 1 / 8  # w = 0: a tie stays a bit-exact tie
-    grad = jax.grad(lambda v: jnp.sum(it.block_attention(v, gamma, 8)[0]))(w)
+    grad = jax.grad(lambda v: jnp.sum(it.model.block_attention(v, gamma, 8)[0]))(w)
     assert np.all(np.isfinite(np.asarray(grad)))
 
 
 def test_equal_inputs_give_equal_outputs_on_both_sides_of_the_switch():
     for u in (29.999999, 30.0, 30.000001, 700.0):
-        a1, b1 = it.block_attention(jnp.array([u, u]), 1.0, 8)
+        a1, b1 = it.model.block_attention(jnp.array([u, u]), 1.0, 8)
         assert a1[0] == a1[1] and b1[0] == b1[1]
 
 
 def test_toy_does_not_overflow_at_huge_beta():
     for beta in (1e154, 1e200, 1e307):
         cfg = it.ToyConfig(beta=beta)
-        values = [it.split_advantage(cfg), *it.escape_rates(cfg), *it.corner_losses(cfg),
-                  it.toy_loss(cfg, jnp.array([0.5, 0.5]))]
+        values = [it.toy.split_advantage(cfg), *it.toy.escape_rates(cfg), *it.toy.corner_losses(cfg),
+                  it.toy.toy_loss(cfg, jnp.array([0.5, 0.5]))]
         assert all(np.isfinite(float(v)) and float(v) >= 0 for v in values)
     # moderate beta: the log-space forms agree with the direct ones
     cfg = it.ToyConfig(beta=4.0, gamma=1.0, L=8, K=100.0)
-    np.testing.assert_allclose(float(it.split_advantage(cfg)), 0.008960151490614724, rtol=1e-12)
+    np.testing.assert_allclose(float(it.toy.split_advantage(cfg)), 0.008960151490614724, rtol=1e-12)
 
 
 # --- cache -------------------------------------------------------------------------------------
@@ -162,4 +162,4 @@ def test_available_bytes_reads_the_machine(monkeypatch):
 def test_ball_radius_must_be_finite_and_not_bool():
     for rho in (float("inf"), float("nan"), True, 0.0):
         with pytest.raises(ValueError, match="rho must be > 0"):
-            it.ball_uniform(jax.random.key(0), (4,), rho)
+            it.flow.ball_uniform(jax.random.key(0), (4,), rho)

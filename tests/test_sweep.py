@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import inductheory as it
-from inductheory import _sweep
+from inductheory.experiments import _sweep
 from inductheory.cli import main
 
 TASK = it.Task(L=4, S=4, H=2, N=1024, beta=4.0)
@@ -28,7 +28,7 @@ class CompileCounter:
     def measure(self, fn, *, clear=True):
         if clear:
             jax.clear_caches()
-            it._flow_run.lane_map.cache_clear()
+            it.experiments._flows.lane_map.cache_clear()
         self.count, self.active = 0, True
         try:
             result = fn()
@@ -48,7 +48,7 @@ def test_loss_sweep_equals_the_closed_form_at_every_point():
     ds = it.sweep("loss", TASK, grid, gates=gates)
     assert list(ds.loss.dims) == ["beta", "N", "kappa", "gamma"]
     for point in _sweep.grid_points(_sweep._check_grid("loss", TASK, grid)):
-        task = it.quiet_task(**{**TASK.to_dict(), **point})
+        task = it.model.quiet_task(**{**TASK.to_dict(), **point})
         sel = ds.sel(point)
         np.testing.assert_allclose(float(sel.loss), float(it.population_loss(task, gates)), rtol=1e-13)
         np.testing.assert_array_equal(sel.phase_accuracy.values, np.asarray(it.phase_accuracy(task, gates)))
@@ -66,7 +66,7 @@ def test_flow_sweep_matches_run_flow_point_by_point():
         sel = ds.sel(point)
         np.testing.assert_array_equal(sel.selected.values, ref["selected"])
         np.testing.assert_allclose(sel.t_final.values, ref["t_final"], rtol=1e-6)
-        assert list(sel.status.values) == list(it.status_names(ref["status"]))
+        assert list(sel.status.values) == list(it.flow.status_names(ref["status"]))
         assert float(sel.distinct_fraction) == run["summary"]["distinct_fraction"]
 
 

@@ -24,19 +24,9 @@ if str(ROOT) not in sys.path:
 from proofs import toy as proof  # noqa: E402
 
 import inductheory  # noqa: E402
-from inductheory import (  # noqa: E402
-    TheoryAssumptionWarning,
-    ToyConfig,
-    corner_losses,
-    escape_rates,
-    logistic_loss,
-    split_advantage,
-    toy_flow,
-    toy_gradient,
-    toy_loss,
-    toy_margins,
-)
-from inductheory._toy import escape_rate_grid, symmetric_stability_boundary  # noqa: E402
+from inductheory import TheoryAssumptionWarning, ToyConfig  # noqa: E402
+from inductheory.toy import corner_losses, escape_rates, logistic_loss, split_advantage, toy_flow, toy_gradient, toy_loss, toy_margins  # noqa: E402
+from inductheory.toy._toy import escape_rate_grid, symmetric_stability_boundary  # noqa: E402
 from inductheory.cli import main  # noqa: E402
 
 # --- sympy closed forms, lambdified with mpmath (30 digits) ------------------------------------------
@@ -219,7 +209,7 @@ def test_flow_rejects_bad_inputs():
 
 def test_public_names_exported():
     for name in ("ToyConfig", "toy_loss", "toy_gradient", "corner_losses", "split_advantage", "escape_rates", "toy_flow"):
-        assert hasattr(inductheory, name)
+        assert hasattr(inductheory.toy, name)
 
 
 def test_cli_json_matches_sympy(capsys):

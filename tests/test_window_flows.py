@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inductheory as it
-from inductheory._gates import SharedGates, hard_selection, shared_gates_from_logits, uniform_gates
-from inductheory._loss import phase_accuracy, phase_losses, population_loss
+from inductheory.model._gates import SharedGates, hard_selection, shared_gates_from_logits, uniform_gates
+from inductheory.model._loss import phase_accuracy, phase_losses, population_loss
 
 
 def _task(W, H=1, L=8, S=4, queries="all"):
-    return it.quiet_task(L=L, S=S, H=H, N=4096, gamma=1.0, beta=4.0, kappa=1.0, W=W, queries=queries)
+    return it.model.quiet_task(L=L, S=S, H=H, N=4096, gamma=1.0, beta=4.0, kappa=1.0, W=W, queries=queries)
 
 
 @settings(max_examples=12, deadline=None)

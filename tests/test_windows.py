@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import inductheory as it
-from inductheory._model import windowed_logits
+from inductheory.model._logits import windowed_logits
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the proof scripts are importable as `proofs`
@@ -26,7 +26,7 @@ FAST = settings(max_examples=8, deadline=None)
 
 
 def quiet(**kw):
-    return it.quiet_task(**kw)
+    return it.model.quiet_task(**kw)
 
 
 def random_oracle(key, H, L, W):
@@ -76,13 +76,13 @@ def test_positions_follow_the_definition():
     L, S, W = 3, 2, 5
     T = L * S
     expected = [[(l * S + o) % T for o in range(W)] for l in range(L)]
-    np.testing.assert_array_equal(it.entry_positions(L, S, W), expected)
-    np.testing.assert_array_equal(it.query_positions(L, S, "all"), np.arange(T))
-    np.testing.assert_array_equal(it.query_positions(L, S, "within"), [0, 2, 4])
-    np.testing.assert_array_equal(it.target_positions(L, S, "all"), [1, 2, 3, 4, 5, 0])
+    np.testing.assert_array_equal(it.model.entry_positions(L, S, W), expected)
+    np.testing.assert_array_equal(it.model.query_positions(L, S, "all"), np.arange(T))
+    np.testing.assert_array_equal(it.model.query_positions(L, S, "within"), [0, 2, 4])
+    np.testing.assert_array_equal(it.model.target_positions(L, S, "all"), [1, 2, 3, 4, 5, 0])
     tokens = jnp.arange(100, 100 + T).reshape(L, S)
-    np.testing.assert_array_equal(it.window_tokens(tokens, W), np.asarray(expected) + 100)
-    assert it.window_tokens(tokens, S) is tokens
+    np.testing.assert_array_equal(it.model.window_tokens(tokens, W), np.asarray(expected) + 100)
+    assert it.model.window_tokens(tokens, S) is tokens
 
 
 # --- the structured exact path ------------------------------------------------------------------
@@ -91,12 +91,12 @@ def test_positions_follow_the_definition():
 def test_windowed_path_equals_the_block_form_at_w_equals_s():
     task = it.Task(L=6, S=4, H=3, N=500, gamma=0.7, beta=5.0)
     gates = random_oracle(jax.random.key(0), 3, 6, 4)
-    block = it.exact_logits(task, gates)
-    windowed = windowed_logits(task, gates, it.query_positions(6, 4))
+    block = it.model.exact_logits(task, gates)
+    windowed = windowed_logits(task, gates, it.model.query_positions(6, 4))
     np.testing.assert_array_equal(block[2], windowed[2])
-    np.testing.assert_allclose(it.cross_entropy(*windowed), it.cross_entropy(*block), rtol=1e-13, atol=0)
+    np.testing.assert_allclose(it.model.cross_entropy(*windowed), it.model.cross_entropy(*block), rtol=1e-13, atol=0)
     shared = random_shared(jax.random.key(1), 3, 4)
-    np.testing.assert_allclose(it.cross_entropy(*windowed_logits(task, shared.for_blocks(6), np.arange(3))),
+    np.testing.assert_allclose(it.model.cross_entropy(*windowed_logits(task, shared.for_blocks(6), np.arange(3))),
                                it.phase_losses(task, shared), rtol=1e-13, atol=0)
 
 
@@ -108,13 +108,13 @@ def test_structured_exact_path_equals_the_dense_model(W, queries):
     ctx = it.sample_contexts(jax.random.key(2), task, 3)
     gates = random_oracle(jax.random.key(3), 2, 3, W)
     for tokens in ctx:
-        exact = it.cross_entropy(*it.exact_logits(task, gates))
-        dense = it.cross_entropy(*it.dense_logits(task, geo.embeddings(), tokens, gates))
+        exact = it.model.cross_entropy(*it.model.exact_logits(task, gates))
+        dense = it.model.cross_entropy(*it.model.dense_logits(task, geo.embeddings(), tokens, gates))
         np.testing.assert_allclose(exact, dense, rtol=1e-11)
     c = 0.7 * jax.random.normal(jax.random.key(4), (2, 2, W, geo.dim))
     linear = it.LinearGates(c)
-    structured = it.monte_carlo_phase_losses(task, geo, linear, ctx)
-    dense = it.monte_carlo_phase_losses(task, geo.dense(), linear, ctx)
+    structured = it.model.monte_carlo_phase_losses(task, geo, linear, ctx)
+    dense = it.model.monte_carlo_phase_losses(task, geo.dense(), linear, ctx)
     np.testing.assert_allclose(structured, dense, rtol=1e-11)
 
 
@@ -126,10 +126,10 @@ def test_shared_population_loss_equals_monte_carlo(W, queries):
     gates = random_shared(jax.random.key(5), 2, W)
     ctx = it.sample_contexts(jax.random.key(6), task, 8)
     geo = it.ExactGeometry(task.N, task.kappa)
-    np.testing.assert_allclose(it.phase_losses(task, gates), it.monte_carlo_phase_losses(task, geo, gates, ctx),
+    np.testing.assert_allclose(it.phase_losses(task, gates), it.model.monte_carlo_phase_losses(task, geo, gates, ctx),
                                rtol=1e-12)
     np.testing.assert_allclose(it.phase_accuracy(task, gates), it.monte_carlo_phase_accuracy(task, geo, gates, ctx))
-    np.testing.assert_allclose(it.phase_target_probability(task, gates), np.exp(-it.phase_losses(task, gates)))
+    np.testing.assert_allclose(it.model.phase_target_probability(task, gates), np.exp(-it.phase_losses(task, gates)))
 
 
 @pytest.mark.parametrize("L,S,W,H,queries", [
@@ -141,9 +141,9 @@ def test_collapsed_closed_form_equals_every_position(L, S, W, H, queries):
     uncollapsed logits of all T positions (W = S, S < W < 2S, W = 2S, W = T among the shapes)."""
     task = quiet(L=L, S=S, H=H, N=L * S + 5, gamma=0.7, beta=4.0, W=W, queries=queries)
     gates = random_shared(jax.random.key(L * W + H), H, W, 3.0)
-    full = windowed_logits(task, gates.for_blocks(L), it.query_phases(S, queries))
-    np.testing.assert_allclose(it.phase_losses(task, gates), it.cross_entropy(*full), rtol=1e-12, atol=1e-13)
-    np.testing.assert_array_equal(it.phase_accuracy(task, gates), it.top1_correct(*full).astype(float))
+    full = windowed_logits(task, gates.for_blocks(L), it.model.query_phases(S, queries))
+    np.testing.assert_allclose(it.phase_losses(task, gates), it.model.cross_entropy(*full), rtol=1e-12, atol=1e-13)
+    np.testing.assert_array_equal(it.phase_accuracy(task, gates), it.model.top1_correct(*full).astype(float))
 
 
 # --- the boundary claim of §10 ------------------------------------------------------------------
@@ -156,8 +156,8 @@ def test_boundary_target_is_never_top1_at_w_equals_s(L, S, H, seed, gamma, beta,
     """W = S: for every shared gate and every rotation, the boundary target's logit is at most that of
     the token at offset 0 of the query's own entry, and equals that of offset 0 of any other entry."""
     task = quiet(L=L, S=S, H=H, N=L * S + 7, gamma=gamma, beta=beta, queries="all")
-    gates = it.rotate_gates(random_shared(jax.random.key(seed), H, S, scale), delta)
-    logits, _, target = windowed_logits(task, gates.for_blocks(L), it.query_phases(S, "all"))  # one column per position
+    gates = it.model.rotate_gates(random_shared(jax.random.key(seed), H, S, scale), delta)
+    logits, _, target = windowed_logits(task, gates.for_blocks(L), it.model.query_phases(S, "all"))  # one column per position
     row = S - 1  # the boundary query: position S-1, target S (entry 1, offset 0)
     assert int(target[row]) == S
     z = np.asarray(logits[row])
@@ -195,10 +195,10 @@ def test_windowed_vertices_are_enumerated_exhaustively_and_checked_densely():
     task = quiet(L=3, S=3, H=1, N=24, beta=4.0, W=4, queries="all")
     geo = it.ExactGeometry(task.N, task.kappa)
     tokens = it.sample_contexts(jax.random.key(7), task, 1)[0]
-    configs, method = it._vertices.vertex_configs(task, geo)
+    configs, method = it.oracle._vertices.vertex_configs(task, geo)
     assert method == "exhaustive" and len(configs) == 3**3
     best = it.best_vertex(task, geo, tokens, k=3)
-    dense = [float(it.context_loss(task, geo.dense(), it.vertex_gates(4, c), tokens)) for c in configs]
+    dense = [float(it.model.context_loss(task, geo.dense(), it.oracle.vertex_gates(4, c), tokens)) for c in configs]
     assert best.loss == pytest.approx(min(dense), rel=1e-12)
     tied = it.best_vertex(task, geo, tokens, k=1, tied=True)
     assert tied.n_evaluated == 4**3 and tied.loss > best.loss
@@ -217,13 +217,13 @@ def test_tied_oracle_never_selects_key_and_value_apart():
 
 def test_tied_reduced_flow_stays_tied():
     task = it.Task(L=8, S=4, H=2, N=4096, beta=4.0)
-    b0 = it.initial_biases(jax.random.key(1), task, 0.1, tied=True)
+    b0 = it.flow.initial_biases(jax.random.key(1), task, 0.1, tied=True)
     np.testing.assert_array_equal(b0[:, 0], b0[:, 1])
-    dyn = it.ReducedDynamics(task, tied=True)
+    dyn = it.flow.ReducedDynamics(task, tied=True)
     vf = dyn.vector_field(b0)
     np.testing.assert_array_equal(vf[:, 0], vf[:, 1])
     # the tied field is the gradient of the loss of gates (p, p): the chain rule through both branches
-    p_loss = lambda k: it.population_loss(task, it.shared_gates_from_logits(jnp.stack([k, k], axis=1)))
+    p_loss = lambda k: it.population_loss(task, it.model.shared_gates_from_logits(jnp.stack([k, k], axis=1)))
     np.testing.assert_allclose(vf[:, 0], -(1.0 + 1.0 / 4096) * jax.grad(p_loss)(b0[:, 0]), rtol=1e-12)
 
 
@@ -265,7 +265,7 @@ def test_windowed_logits_match_the_symbolic_model_of_the_proof():
     L, S, W, H = 3, 3, 5, 2
     task = quiet(L=L, S=S, H=H, N=40, gamma=0.9, beta=2.5, kappa=0.4, W=W, queries="all")
     gates = random_shared(jax.random.key(8), H, W)
-    logits, _, _ = windowed_logits(task, gates.for_blocks(L), it.query_phases(S, "all"))
+    logits, _, _ = windowed_logits(task, gates.for_blocks(L), it.model.query_phases(S, "all"))
     subs = {boundary.gamma: 0.9, boundary.beta: 2.5, boundary.kappa: 0.4}
     for t in range(S):
         z = boundary.logits(L, S, W, np.asarray(gates.key).tolist(), np.asarray(gates.value).tolist(), t)
@@ -277,7 +277,7 @@ def test_dense_path_with_windows_is_the_literal_model():
     """Approximate geometry, W > S, all queries: `dense_logits` against a plain numpy loop over the
     positions of the cycle (keys, values, softmax over entries, tied unembedding)."""
     task = quiet(L=3, S=3, H=2, N=30, gamma=0.9, beta=3.0, d=12, W=5, queries="all")
-    geo = it.approximate_geometry(task, jax.random.key(9))
+    geo = it.model.approximate_geometry(task, jax.random.key(9))
     tokens = np.asarray(it.sample_contexts(jax.random.key(10), task, 1)[0])
     gates = random_oracle(jax.random.key(11), 2, 3, 5)
     E, pK, pV = np.asarray(geo.embeddings), np.asarray(gates.key), np.asarray(gates.value)
@@ -293,7 +293,7 @@ def test_dense_path_with_windows_is_the_literal_model():
             out += sum(a[l] * vals[l] for l in range(3))
         z = 3.0 * E @ out
         expected.append(np.log(np.exp(z - z.max()).sum()) + z.max() - z[flat[(t + 1) % T]])
-    got = it.cross_entropy(*it.dense_logits(task, geo.embeddings, jnp.asarray(tokens), gates))
+    got = it.model.cross_entropy(*it.model.dense_logits(task, geo.embeddings, jnp.asarray(tokens), gates))
     np.testing.assert_allclose(got, expected, rtol=1e-10)
 
 
@@ -306,9 +306,9 @@ def test_an_oracle_gate_answers_one_boundary_query_in_l_at_w_equals_s():
     task = quiet(L=L, S=S, H=1, N=64, beta=4.0, queries="all")
     key = jnp.broadcast_to(jnp.eye(S)[0], (1, L, S))
     value = jnp.full((1, L, S), 1.0 / S).at[0, 1].set(jnp.eye(S)[0])
-    correct = np.asarray(it.top1_correct(*it.exact_logits(task, it.OracleGates(key=key, value=value))))
+    correct = np.asarray(it.model.top1_correct(*it.model.exact_logits(task, it.OracleGates(key=key, value=value))))
     boundary = correct.reshape(L, S)[:, S - 1]
     np.testing.assert_array_equal(boundary, [True, False, False, False])
-    vertex = it.vertex_gates(S, jnp.zeros((1, L), int))
+    vertex = it.oracle.vertex_gates(S, jnp.zeros((1, L), int))
     vertex = it.OracleGates(key=key, value=vertex.value.at[0, 1].set(jnp.eye(S)[0]))
-    assert not np.asarray(it.top1_correct(*it.exact_logits(task, vertex))).reshape(L, S)[:, S - 1].any()
+    assert not np.asarray(it.model.top1_correct(*it.model.exact_logits(task, vertex))).reshape(L, S)[:, S - 1].any()

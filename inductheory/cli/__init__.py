@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 ok, 1 invalid result or failed seeds, 2 bad argument, 3 not enough memory, "
         "130 interrupted. INDUCTHEORY_DEBUG=1 shows tracebacks of unexpected errors.",
     )
-    from .._io import library_version
+    from ..internal._io import library_version
 
     parser.add_argument("--version", action="version", version=f"inductheory {library_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
@@ -49,9 +49,9 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help (0) or a bad argument (2, one line already printed)
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else EXIT_USAGE)
-    from .._devices import use_cpu_devices
-    from .._paths import enable_compilation_cache
-    from .._programs import enable_program_store
+    from ..internal._devices import use_cpu_devices
+    from ..internal._paths import enable_compilation_cache
+    from ..internal._programs import enable_program_store
 
     # a second run of the same shape reuses traced (stored) and compiled (cached) programs
     if enable_compilation_cache() is not None:

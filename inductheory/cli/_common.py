@@ -16,11 +16,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .._config import QUERY_SETS, Task
-from .._devices import MAX_CPU_DEVICES
-from .._objective import OBJECTIVES
-from .._io import to_json
-from .._table import format_table  # noqa: F401 (re-exported for the subcommands)
+from ..model._task import QUERY_SETS, Task
+from ..internal._devices import MAX_CPU_DEVICES
+from ..model._objective import OBJECTIVES
+from ..internal._io import to_json
+from ..internal._table import format_table  # noqa: F401 (re-exported for the subcommands)
 
 # Largest integer sizes: int64 for seeds (jax.random.key), float64's exact integers for the
 # vocabulary of closed-form paths, int32 where token ids or counts live in int32 arrays.

@@ -7,13 +7,13 @@ import math
 import jax
 import numpy as np
 
-from .._flow_config import ROOT_FINDERS, SOLVERS, FlowConfig
-from .._solution import STATUSES
-from .._flow_run import FAILURES as FLOW_FAILURES
-from .._init import mean_norm_squared
-from .._flow_run import run_flow, sample_size
-from .._io import write_json_atomic, write_npz_atomic
-from .._memory import check_memory, flow_bytes
+from ..flow._config import ROOT_FINDERS, SOLVERS, FlowConfig
+from ..flow._solution import STATUSES
+from ..experiments._flows import FAILURES as FLOW_FAILURES
+from ..flow._init import mean_norm_squared
+from ..experiments._flows import run_flow, sample_size
+from ..internal._io import write_json_atomic, write_npz_atomic
+from ..internal._memory import check_memory, flow_bytes
 from ._common import (
     add_objective_arguments,
     EXIT_FAILED,

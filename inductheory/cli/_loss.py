@@ -10,11 +10,11 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from .._contexts import sample_contexts
-from .._gates import SharedGates, hard_selection, uniform_gates
-from .._geometry import make_geometry
-from .._loss import monte_carlo_phase_accuracy, monte_carlo_phase_losses, phase_accuracy, phase_gap, phase_losses
-from .._memory import check_memory, contexts_bytes, geometry_bytes, loss_bytes, with_total
+from ..model._contexts import sample_contexts
+from ..model._gates import SharedGates, hard_selection, uniform_gates
+from ..model._geometry import make_geometry
+from ..model._loss import monte_carlo_phase_accuracy, monte_carlo_phase_losses, phase_accuracy, phase_gap, phase_losses
+from ..internal._memory import check_memory, contexts_bytes, geometry_bytes, loss_bytes, with_total
 from ._common import (
     CLIError,
     _parse_int,

@@ -9,11 +9,13 @@ import io
 import jax
 import numpy as np
 
-from .._io import write_text_atomic
-from .._memory import check_memory, oracle_bytes
-from .._oracle import OracleMinimizer
-from .._oracle_regime import config_dict, oracle_point, regime_map, with_point
-from .._progress import Progress
+from ..internal._io import write_text_atomic
+from ..internal._memory import check_memory, oracle_bytes
+from ..oracle._minimize import OracleMinimizer
+from ..experiments._regime import regime_map
+from ..model._task import task_with
+from ..oracle._point import config_dict, oracle_point
+from ..internal._progress import Progress
 from ._common import (
     add_objective_arguments,
     TOKEN_ID_MAX,
@@ -208,7 +210,7 @@ def _run_sweep(args, task, config) -> int:
         if not args.eps_grid:
             raise CLIError("--N-grid, --beta-grid and --eps-grid must each hold at least one value")
         # eps = 0: the exact geometry; eps > 0: an approximate geometry with d chosen for that eps
-        tasks = [with_point(task, eps=eps or None, d=None) for eps in args.eps_grid]
+        tasks = [task_with(task, eps=eps or None, d=None) for eps in args.eps_grid]
     else:
         tasks = [task]
     if not N_grid or not beta_grid:
@@ -217,8 +219,8 @@ def _run_sweep(args, task, config) -> int:
     for t in tasks:
         for N in N_grid:
             for beta in beta_grid:
-                with_point(t, N=N, beta=beta)
-        _check_memory(args, with_point(t, N=max(N_grid)))
+                task_with(t, N=N, beta=beta)
+        _check_memory(args, task_with(t, N=max(N_grid)))
     maps = []
     total = len(tasks) * len(beta_grid) * (len(N_grid) + refine)  # refinement may stop early
     with Progress(total, "oracle sweep", enabled=not args.quiet) as bar:

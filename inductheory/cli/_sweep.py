@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 
-from .._io import write_json_atomic
-from .._sweep import points_of, summary_table, sweep
+from ..internal._io import write_json_atomic
+from ..experiments._sweep import points_of, summary_table, sweep
 from ._common import (add_cpu_devices_argument, add_json_argument, add_task_arguments, int_type, output_dir_type,
                       print_json, task_from_args)
 from ._flow import add_flow_arguments, flow_config_from_args

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._toy import ToyConfig, corner_losses, escape_rates, split_advantage, toy_loss
+from ..toy._toy import ToyConfig, corner_losses, escape_rates, split_advantage, toy_loss
 from ._common import EXACT_FLOAT_INT, add_json_argument, float_type, format_table, int_type, print_json, require_finite
 
 

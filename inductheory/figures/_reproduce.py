@@ -8,8 +8,8 @@ import shlex
 import time
 from pathlib import Path
 
-from .._io import _atomic_write, default_cache_dir, write_json_atomic, write_text_atomic
-from .._progress import Progress
+from ..internal._io import _atomic_write, default_cache_dir, write_json_atomic, write_text_atomic
+from ..internal._progress import Progress
 from . import _style
 from ._figure import Figure
 from ._registry import FIGURES
@@ -95,11 +95,11 @@ def _start_worker(compilation_cache: str | None, program_store: str | None) -> N
 
     matplotlib.use("Agg")
     if compilation_cache:
-        from .._paths import enable_compilation_cache
+        from ..internal._paths import enable_compilation_cache
 
         enable_compilation_cache(compilation_cache)
     if program_store:
-        from .._programs import enable_program_store
+        from ..internal._programs import enable_program_store
 
         enable_program_store(program_store)
 
@@ -114,7 +114,7 @@ def _make_in_workers(figures: list[Figure], jobs: int, quick: bool, mode_cache, 
 
     import jax
 
-    from .._programs import program_store_directory
+    from ..internal._programs import program_store_directory
 
     store = program_store_directory()
     caches = (jax.config.jax_compilation_cache_dir or None, None if store is None else str(store))

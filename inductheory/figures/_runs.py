@@ -12,12 +12,12 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 
-from .._config import Task, TheoryAssumptionWarning, quiet_task
-from .._flow_config import FlowConfig
-from .._solution import STATUSES
-from .._flow_run import run_flow
-from .._gates import shared_gates_from_logits
-from .._io import cached
+from ..model._task import Task, TheoryAssumptionWarning, quiet_task
+from ..flow._config import FlowConfig
+from ..flow._solution import STATUSES
+from ..experiments._flows import run_flow
+from ..model._gates import shared_gates_from_logits
+from ..internal._io import cached
 
 _TIMING_KEYS = ("wall_s", "first_chunk_s_including_compile")
 
@@ -56,8 +56,8 @@ def oracle_point(task: Task, config, cache_dir, *, contexts: int = 1, seeds: int
     """One oracle-minimizer point (`_oracle_regime.oracle_point`), cached under the regime map's key."""
     import jax
 
-    from .._oracle_regime import oracle_point as compute_point
-    from .._oracle_regime import point_params
+    from ..oracle._point import oracle_point as compute_point
+    from ..experiments._regime import point_params
 
     params = point_params(task, config, seed=seed, contexts=contexts, seeds=seeds)
     return cached(cache_dir, params, lambda: compute_point(task, jax.random.key(seed), config, contexts=contexts, seeds=seeds))

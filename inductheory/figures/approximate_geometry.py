@@ -7,12 +7,13 @@ import math
 import jax
 import numpy as np
 
-from .._config import welch_bound
-from .._flow_config import FlowConfig
-from .._flow_run import flow_sample
-from .._geometry import make_geometry
-from .._oracle import OracleMinimizer
-from . import _runs, _style
+from ..model._task import welch_bound
+from ..flow._config import FlowConfig
+from ..experiments._flows import flow_sample
+from ..model._geometry import make_geometry
+from ..oracle._minimize import OracleMinimizer
+from . import _runs
+from . import _style
 from ._figure import Figure
 
 SHAPE = dict(L=4, S=3, H=2, N=240, gamma=1.0, beta=4.0, kappa=1.0)

@@ -7,12 +7,13 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .._gates import OracleGates
-from .._interventions import rotate_gates
-from .._loss import phase_accuracy, phase_losses
-from .._model import cross_entropy, exact_logits, top1_correct
-from .._oracle import OracleMinimizer
-from . import _runs, _style
+from ..model._gates import OracleGates
+from ..model._interventions import rotate_gates
+from ..model._loss import phase_accuracy, phase_losses
+from ..model._logits import cross_entropy, exact_logits, top1_correct
+from ..oracle._minimize import OracleMinimizer
+from . import _runs
+from . import _style
 from ._figure import Figure
 
 CLAIM = (

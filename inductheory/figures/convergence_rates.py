@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _rates
-from .._flow_config import FlowConfig
-from . import _runs, _style
+from ..flow import _rates
+from ..flow._config import FlowConfig
+from . import _runs
+from . import _style
 from ._figure import Figure
 
 SHAPE = dict(L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._flow_run import independent_distinct_baseline
-from . import _runs, _style
+from ..experiments._flows import independent_distinct_baseline
+from . import _runs
+from . import _style
 from ._figure import Figure
 
 CLAIM = (

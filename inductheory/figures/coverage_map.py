@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from .._config import TheoryAssumptionWarning
-from .._flow_run import independent_distinct_baseline
-from .._io import cached
-from .._sweep import sweep
-from .._toy import ToyConfig, split_advantage
-from . import _runs, _style
+from ..model._task import TheoryAssumptionWarning
+from ..experiments._flows import independent_distinct_baseline
+from ..internal._io import cached
+from ..experiments._sweep import sweep
+from ..toy._toy import ToyConfig, split_advantage
+from . import _runs
+from . import _style
 from ._figure import Figure
 
 L, S, H = 8, 4, 2

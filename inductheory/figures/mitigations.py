@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._mitigations import PAPER, SETTINGS, coordination_table, mitigation_table
-from . import _runs, _style
+from ..experiments._mitigations import PAPER, SETTINGS, coordination_table, mitigation_table
+from . import _runs
+from . import _style
 from ._figure import Figure
 
 CLAIM = (

@@ -7,10 +7,11 @@ import itertools
 
 import numpy as np
 
-from .._frontier import frontier_mean_at, mean_and_worst, uniformity_frontier
-from .._gates import hard_selection, uniform_gates
-from .._io import cached
-from . import _runs, _style
+from ..experiments._frontier import frontier_mean_at, mean_and_worst, uniformity_frontier
+from ..model._gates import hard_selection, uniform_gates
+from ..internal._io import cached
+from . import _runs
+from . import _style
 from ._figure import Figure
 
 S = 4

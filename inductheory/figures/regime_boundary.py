@@ -6,11 +6,12 @@ import math
 
 import numpy as np
 
-from .._flow_config import FlowConfig
-from .._oracle import OracleMinimizer
-from .._oracle_regime import regime_map
-from .._regime_boundary import hard_vertex_boundary
-from . import _runs, _style
+from ..flow._config import FlowConfig
+from ..oracle._minimize import OracleMinimizer
+from ..experiments._regime import regime_map
+from ..oracle._boundary import hard_vertex_boundary
+from . import _runs
+from . import _style
 from ._figure import Figure
 
 CLAIM = (

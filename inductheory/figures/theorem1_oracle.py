@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._oracle import OracleMinimizer
-from .._oracle_regime import log_boundary, regime_map
-from . import _runs, _style
+from ..oracle._minimize import OracleMinimizer
+from ..experiments._regime import log_boundary, regime_map
+from . import _runs
+from . import _style
 from ._figure import Figure
 
 BRANCHES = ("key", "value")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.lines import Line2D
 
-from . import _runs, _style
+from . import _runs
+from . import _style
 from ._figure import Figure
 
 BRANCHES = ("key", "value")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .._toy import (
+from ..toy._toy import (
     ToyConfig,
     corner_losses,
     escape_rate_grid,

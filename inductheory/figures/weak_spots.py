@@ -5,9 +5,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .._interventions import knockout_phase_accuracy, knockout_phase_losses, rotate_gates
-from .._loss import phase_accuracy, phase_gap, phase_losses
-from . import _runs, _style
+from ..model._interventions import knockout_phase_accuracy, knockout_phase_losses, rotate_gates
+from ..model._loss import phase_accuracy, phase_gap, phase_losses
+from . import _runs
+from . import _style
 from ._figure import Figure
 
 CLAIM = (

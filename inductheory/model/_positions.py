@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 from jaxtyping import Array, Int
 
-from ._config import QUERY_SETS
+from ._task import QUERY_SETS
 
 
 def query_phases(S: int, queries: str = "within") -> np.ndarray:

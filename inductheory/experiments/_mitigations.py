@@ -16,12 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._config import Task, TheoryAssumptionWarning, quiet_task
-from ._flow_config import FlowConfig
-from ._flow_run import run_flow, selected_distinct_fraction
-from ._gates import SharedGates, shared_gates_from_logits, uniform_gates
-from ._loss import phase_accuracy, phase_losses
-from ._solution import Status
+from ..model._task import Task, TheoryAssumptionWarning, quiet_task
+from ..flow._config import FlowConfig
+from ._flows import run_flow, selected_distinct_fraction
+from ..model._gates import SharedGates, shared_gates_from_logits, uniform_gates
+from ..model._loss import phase_accuracy, phase_losses
+from ..flow._solution import Status
 
 # The paper's measurements on trained models (per-phase accuracy over query phases, in %).
 PAPER = {

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int, PRNGKeyArray
 
-from ._config import Task, _require_int
+from ._task import Task, _require_int
 
 
 def _distinct_tokens(key: PRNGKeyArray, N: int, k: int) -> Int[Array, " k"]:

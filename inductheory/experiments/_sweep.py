@@ -31,24 +31,24 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from ._config import Task
-from ._flow_config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
-from ._flow_run import (
+from ..model._task import Task
+from ..flow._config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
+from ._flows import (
     selected_distinct_fraction,
     flow_sample,
     independent_distinct_baseline,
     run_lanes,
     seed_keys,
 )
-from ._gates import SharedGates
-from ._io import _atomic_write, to_json, write_json_atomic, write_npz_atomic, write_text_atomic
-from ._lanes import padded_size, shard_lanes, stack_lanes
-from ._loss import check_gate_shape, phase_accuracy, phase_gap, phase_losses
-from ._oracle import OracleMinimizer
-from ._oracle_regime import config_dict, exact_oracle_points, oracle_point
-from ._progress import Progress
-from ._table import format_table
-from ._solution import STATUSES, Status
+from ..model._gates import SharedGates
+from ..internal._io import _atomic_write, to_json, write_json_atomic, write_npz_atomic, write_text_atomic
+from ..internal._lanes import padded_size, shard_lanes, stack_lanes
+from ..model._loss import check_gate_shape, phase_accuracy, phase_gap, phase_losses
+from ..oracle._minimize import OracleMinimizer
+from ..oracle._point import config_dict, exact_oracle_points, oracle_point
+from ..internal._progress import Progress
+from ..internal._table import format_table
+from ..flow._solution import STATUSES, Status
 
 KINDS = ("loss", "flow", "oracle")
 TASK_FIELDS = ("N", "gamma", "beta", "kappa")
@@ -59,7 +59,7 @@ FLOW_LANES = 4096
 
 
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__
 
@@ -137,7 +137,7 @@ def blocks_of(spec: SweepSpec) -> list[list[int]]:
 def _tasks(spec: SweepSpec, points: list[dict]) -> list[Task]:
     import warnings
 
-    from ._config import TheoryAssumptionWarning
+    from ..model._task import TheoryAssumptionWarning
 
     with warnings.catch_warnings():  # the template was checked; grid points leave the regime on purpose
         warnings.simplefilter("ignore", TheoryAssumptionWarning)

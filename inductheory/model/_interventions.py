@@ -7,11 +7,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from ._config import Task
+from ._task import Task
 from ._gates import Gates, LinearGates, SharedGates
 from ._geometry import DenseGeometry
 from ._loss import per_phase_mean, shared_logits
-from ._model import cross_entropy, head_outputs, logits_from_outputs, top1_correct
+from ._logits import cross_entropy, head_outputs, logits_from_outputs, top1_correct
 from ._positions import window_tokens
 
 

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from ._config import Task
+from ._task import Task
 from ._contexts import query_slots
 from ._gates import OracleGates
 from ._geometry import ExactGeometry, Geometry

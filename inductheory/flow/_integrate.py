@@ -14,10 +14,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from ._config import Task
+from ..model._task import Task
 from ._dynamics import AbstractDynamics, FullDynamics, ReducedDynamics, branch_offsets, head_selection
-from ._flow_config import ROOT_FINDERS, SOLVERS, FlowConfig
-from ._geometry import Geometry
+from ._config import ROOT_FINDERS, SOLVERS, FlowConfig
+from ..model._geometry import Geometry
 from ._solution import FlowSolution, Status
 
 

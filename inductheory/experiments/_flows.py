@@ -16,22 +16,22 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from ._config import Task, _require_int
-from ._contexts import balanced_contexts, sample_contexts
+from ..model._task import Task, _require_int
+from ..model._contexts import balanced_contexts, sample_contexts
 import equinox as eqx
 
-from ._flow import solve_full, solve_reduced
-from ._flow_config import FlowConfig, check_flow
-from ._gates import LinearGates, distinct_within_blocks
-from ._geometry import ExactGeometry, make_geometry
-from ._solution import Status
+from ..flow._integrate import solve_full, solve_reduced
+from ..flow._config import FlowConfig, check_flow
+from ..model._gates import LinearGates, distinct_within_blocks
+from ..model._geometry import ExactGeometry, make_geometry
+from ..flow._solution import Status
 
 # Statuses that are failures (not merely unfinished by t_max).
 FAILURES = (Status.MAX_STEPS, Status.NONFINITE, Status.SOLVER_ERROR)
-from ._lanes import broadcast_lanes, stack_lanes
-from ._init import initial_biases, initial_gate_vectors, project_to_mean
-from ._programs import stored_call
-from ._progress import Progress
+from ..internal._lanes import broadcast_lanes, stack_lanes
+from ..flow._init import initial_biases, initial_gate_vectors, project_to_mean
+from ..internal._programs import stored_call
+from ..internal._progress import Progress
 
 
 def sample_size(task: Task, config: FlowConfig) -> int:

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ._config import Task
+from ..model._task import Task
 
 
 def _uniform_point_constants(task: Task) -> dict:
@@ -193,8 +193,8 @@ def tail_coefficients(task: Task, key_offsets) -> np.ndarray:
     """
     import jax
 
-    from ._gates import hard_selection
-    from ._loss import population_loss
+    from ..model._gates import hard_selection
+    from ..model._loss import population_loss
 
     r = np.asarray(key_offsets, int)
     grads = jax.grad(lambda g: population_loss(task, g))(hard_selection(int(task.S), [int(x) for x in r]))

@@ -17,13 +17,14 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from ._config import Task, _require_int, _require_real
-from ._gates import OracleGates, distinct_within_blocks, first_offset, selected_offsets
-from ._geometry import DenseGeometry, ExactGeometry, Geometry
-from ._vertices import context_loss, vertex_gates
-from ._model import cross_entropy, query_logits
-from ._loss import per_phase_mean
-from ._objective import Objective
+from ..model._task import Task, _require_int, _require_real
+from ..model._gates import OracleGates, distinct_within_blocks, first_offset, selected_offsets
+from ..model._geometry import DenseGeometry, ExactGeometry, Geometry
+from ..model._loss import context_loss
+from ._vertices import vertex_gates
+from ..model._logits import cross_entropy, query_logits
+from ..model._loss import per_phase_mean
+from ..model._objective import Objective
 
 
 class OracleMinimizer(eqx.Module):

@@ -12,8 +12,8 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float
 
-from ._config import Task, TheoryAssumptionWarning, _require_int, _require_real, traced_value
-from ._objective import Objective
+from ..model._task import Task, TheoryAssumptionWarning, _require_int, _require_real, traced_value
+from ..model._objective import Objective
 
 SOLVERS = {
     "tsit5": diffrax.Tsit5,

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from ._config import Task, _require_int, _require_real, traced_value, welch_bound
+from ._task import Task, _require_int, _require_real, traced_value, welch_bound
 
 # Largest N for which ExactGeometry.embeddings() builds the dense N x (N+1) realization.
 DENSE_EXACT_MAX_N = 8192

@@ -263,3 +263,11 @@ def quiet_task(**params) -> Task:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TheoryAssumptionWarning)
         return Task(**params)
+
+
+def task_with(task: Task, **changes) -> Task:
+    """`task` with some parameters changed, assumption warnings silenced (the caller chose them).
+
+    **Example:** `task_with(Task(N=64), N=128, beta=2.0)`.
+    """
+    return quiet_task(**{**task.to_dict(), **changes})

@@ -19,8 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from ._config import TheoryAssumptionWarning, _require_int, _require_real
-from ._model import attention_to_target
+from ..model._task import TheoryAssumptionWarning, _require_int, _require_real
+from ..model._logits import attention_to_target
 
 
 class ToyConfig(eqx.Module):

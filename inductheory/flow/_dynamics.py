@@ -24,14 +24,14 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PyTree
 
-from ._config import Task
-from ._gates import LinearGates, first_offset, selected_offsets, shared_gates_from_logits
-from ._geometry import Geometry
+from ..model._task import Task
+from ..model._gates import LinearGates, first_offset, selected_offsets, shared_gates_from_logits
+from ..model._geometry import Geometry
 from ._init import mean_norm_squared
-from ._loss import monte_carlo_loss, monte_carlo_phase_losses, phase_losses, population_loss
-from ._measures import effective_number, effective_offsets
-from ._objective import Objective
-from ._positions import window_tokens
+from ..model._loss import monte_carlo_loss, monte_carlo_phase_losses, phase_losses, population_loss
+from ..model._measures import effective_number, effective_offsets
+from ..model._objective import Objective
+from ..model._positions import window_tokens
 
 
 def tie(y: Float[Array, "heads 2 ..."]) -> Float[Array, "heads 2 ..."]:

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ._config import _require_real, traced_value
+from ._task import _require_real, traced_value
 
 OBJECTIVES = ("mean", "worst-phase")
 

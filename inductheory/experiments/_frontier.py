@@ -19,10 +19,10 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float
 
-from ._config import Task
-from ._gates import SharedGates, shared_gates_from_logits
-from ._loss import phase_losses
-from ._objective import soft_maximum
+from ..model._task import Task
+from ..model._gates import SharedGates, shared_gates_from_logits
+from ..model._loss import phase_losses
+from ..model._objective import soft_maximum
 
 
 def mean_and_worst(task: Task, gates: SharedGates) -> tuple[float, float]:

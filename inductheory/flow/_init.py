@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ._config import Task
-from ._geometry import Geometry
+from ..model._task import Task
+from ..model._geometry import Geometry
 
 
 def _check_radius(rho) -> None:

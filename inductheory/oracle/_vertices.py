@@ -2,8 +2,7 @@
 
 A vertex configuration gives every head h and block l of one context an offset $r_{h,l}$ in
 0..S-2 and sets $p^K_{h,l} = e_{r_{h,l}}$, $p^V_{h,l} = e_{r_{h,l}+1}$. Its loss is evaluated by
-the one per-context loss (`context_loss`, i.e. `query_logits` + `cross_entropy`); nothing here
-re-derives a formula.
+the one per-context loss (`inductheory.model.context_loss`); nothing here re-derives a formula.
 
 Which configurations must be enumerated:
 - Any geometry: all $(S-1)^{HL}$ configurations (`all_vertex_configs`); with windows (docs/theory.md
@@ -29,35 +28,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ._config import Task
-from ._gates import OracleGates
-from ._geometry import ExactGeometry, Geometry
-from ._model import cross_entropy, query_logits
+from ..model._task import Task
+from ..model._gates import OracleGates
+from ..model._geometry import ExactGeometry, Geometry
+from ..model._loss import context_loss
 
 # Most vertex configurations `best_vertex` evaluates.
 MAX_VERTICES = 1 << 20
-
-
-def context_loss(
-    task: Task, geometry: Geometry, gates: OracleGates, tokens: Int[Array, "blocks offsets"]
-) -> Float[Array, ""]:
-    """Loss of one context: the mean cross-entropy over its L*(S-1) enumerated queries.
-
-    $\\ell_X(p) = \\frac{1}{L(S-1)} \\sum_{(l^*, r^*)} \\mathrm{CE}(l^*, r^*)$, on the structured
-    exact path for `ExactGeometry` and the dense path otherwise (`query_logits`).
-
-    **Arguments:**
-    - `task`, `geometry`: configuration and realized geometry.
-    - `gates`: `OracleGates` of shape (H, L, S) for this context.
-    - `tokens`: the context's token ids (L, S).
-
-    **Returns:** the scalar loss.
-
-    ```python
-    context_loss(task, ExactGeometry(task.N, task.kappa), vertex_gates(task.S, r), tokens)
-    ```
-    """
-    return jnp.mean(cross_entropy(*query_logits(task, geometry, gates, tokens)))
 
 
 def vertex_gates(W: int, offsets: Int[Array, "*batch heads blocks"], tied: bool = False) -> OracleGates:

@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ._config import Task
+from ._task import Task
 from ._gates import Gates, OracleGates, SharedGates
 from ._geometry import Geometry
-from ._model import block_attention, cross_entropy, log_outside_count, query_logits, top1_correct
+from ._logits import block_attention, cross_entropy, log_outside_count, query_logits, top1_correct
 from ._positions import phase_classes, window_tokens
 
 
@@ -140,6 +140,28 @@ def phase_target_probability(task: Task, gates: SharedGates) -> Float[Array, " p
 def phase_gap(accuracy: Float[Array, " phases"]) -> Float[Array, ""]:
     """Max minus min of a per-phase accuracy curve (docs/theory.md §9)."""
     return jnp.max(accuracy) - jnp.min(accuracy)
+
+
+def context_loss(
+    task: Task, geometry: Geometry, gates: OracleGates, tokens: Int[Array, "blocks offsets"]
+) -> Float[Array, ""]:
+    """Loss of one context: the mean cross-entropy over its L*(S-1) enumerated queries.
+
+    $\\ell_X(p) = \\frac{1}{L(S-1)} \\sum_{(l^*, r^*)} \\mathrm{CE}(l^*, r^*)$, on the structured
+    exact path for `ExactGeometry` and the dense path otherwise (`query_logits`).
+
+    **Arguments:**
+    - `task`, `geometry`: configuration and realized geometry.
+    - `gates`: `OracleGates` of shape (H, L, S) for this context.
+    - `tokens`: the context's token ids (L, S).
+
+    **Returns:** the scalar loss.
+
+    ```python
+    context_loss(task, ExactGeometry(task.N, task.kappa), hard_gates, tokens)
+    ```
+    """
+    return jnp.mean(cross_entropy(*query_logits(task, geometry, gates, tokens)))
 
 
 def _per_context(task, geometry, gates: Gates, contexts, outcome, batch_size):

@@ -1,0 +1,43 @@
+"""Experiments of many runs: flows of many seeds, the oracle regime map, sweeps, the
+mitigation tables and the phase-uniformity frontier.
+
+May import: `inductheory.internal`, `inductheory.model`, `inductheory.oracle`,
+`inductheory.flow`.
+
+```python
+import inductheory as it
+run = it.run_flow(it.Task(L=8, S=4, H=2, N=4096), it.FlowConfig(), seeds=8)
+```
+"""
+
+from ._flows import (
+    distinct_fraction as distinct_fraction,
+    flow_sample as flow_sample,
+    independent_distinct_baseline as independent_distinct_baseline,
+    offset_histogram as offset_histogram,
+    run_flow as run_flow,
+    sample_size as sample_size,
+    seed_keys as seed_keys,
+    sharded_seed_map as sharded_seed_map,
+)
+from ._regime import (
+    fit_log_threshold as fit_log_threshold,
+    regime_map as regime_map,
+)
+from ._sweep import (
+    points_of as points_of,
+    summary_table as summary_table,
+    sweep as sweep,
+)
+from ._mitigations import (
+    best_hard_selection as best_hard_selection,
+    coordination_table as coordination_table,
+    gate_measures as gate_measures,
+    mitigation_table as mitigation_table,
+    mitigation_task as mitigation_task,
+)
+from ._frontier import (
+    frontier_mean_at as frontier_mean_at,
+    mean_and_worst as mean_and_worst,
+    uniformity_frontier as uniformity_frontier,
+)
