@@ -1,4 +1,5 @@
-"""Console entry point of `inductheory`: sets the process-wide options of the command line, then runs it.
+"""Console entry point of `inductheory`: sets the process-wide options of the command line,
+then runs it.
 
 `EQX_ON_ERROR=nan` (unless the user set it): equinox runtime checks inside compiled flows then
 return NaN instead of calling back to Python, which the command line reports as an explicit

@@ -47,26 +47,46 @@ ORACLE_SWEEP = textwrap.dedent("""
 """)
 
 
-def _timed_points(script: str, args: list[str], env=None, cwd=None) -> tuple[float, list]:
-    out = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, check=True,
-                         cwd=cwd)
+def _timed_points(
+    script: str, args: list[str], env=None, cwd=None
+) -> tuple[float, list]:
+    out = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=cwd,
+    )
     wall, points = out.stdout.strip().splitlines()[-2:]
     return float(wall), eval(points)  # noqa: S307 (our own subprocess's repr)
 
 
 def bench_oracle(ref: str, baseline_points: int) -> None:
     cores = os.cpu_count() or 1
-    print(f"\n== oracle regime map: L4 S4 H2, {len(BETAS)} betas x {len(NS)} N = {len(BETAS) * len(NS)} points, "
-          "default OracleMinimizer (32 restarts + 8 vertex starts), each run in a fresh process")
+    print(
+        f"\n== oracle regime map: L4 S4 H2, {len(BETAS)} betas x {len(NS)} N = "
+        f"{len(BETAS) * len(NS)} points, "
+        "default OracleMinimizer (32 restarts + 8 vertex starts), each run in a fresh process"
+    )
     new = {}
     for devices in sorted({1, cores}):
-        new[devices] = _timed_points(ORACLE_SWEEP, [str(devices), repr(BETAS), repr(NS)])
+        new[devices] = _timed_points(
+            ORACLE_SWEEP, [str(devices), repr(BETAS), repr(NS)]
+        )
         hard = np.mean([h for _, _, h, _ in new[devices][1]])
-        print(f"vectorized sweep on {devices} CPU device(s) (compile included): {new[devices][0]:.1f} s, "
-              f"hard share {hard:.3f}")
+        print(
+            f"vectorized sweep on {devices} CPU device(s) (compile included): "
+            f"{new[devices][0]:.1f} s, "
+            f"hard share {hard:.3f}"
+        )
     pts = [(b, n) for b in BETAS for n in NS][:baseline_points]
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(f"git -C {ROOT} archive {ref} inductheory | tar -x -C {tmp}", shell=True, check=True)
+        subprocess.run(
+            f"git -C {ROOT} archive {ref} inductheory | tar -x -C {tmp}",
+            shell=True,
+            check=True,
+        )
         script = textwrap.dedent(f"""
             import time, jax, inductheory as it
             t0 = time.perf_counter(); hard = []
@@ -75,15 +95,24 @@ def bench_oracle(ref: str, baseline_points: int) -> None:
                 hard.append((beta, N, p["hard_selection"], p["best_loss"]))
             print(time.perf_counter() - t0); print(repr(hard))
         """)
-        old, old_points = _timed_points(script, [], env={**os.environ, "PYTHONPATH": tmp}, cwd=tmp)
+        old, old_points = _timed_points(
+            script, [], env={**os.environ, "PYTHONPATH": tmp}, cwd=tmp
+        )
     scale = len(BETAS) * len(NS) / len(pts)
-    print(f"one by one at {ref} ({len(pts)} points): {old:.1f} s"
-          + (f", x{scale:.0f} extrapolated = {old * scale:.1f} s" if scale != 1 else ""))
+    print(
+        f"one by one at {ref} ({len(pts)} points): {old:.1f} s"
+        + (f", x{scale:.0f} extrapolated = {old * scale:.1f} s" if scale != 1 else "")
+    )
     for devices, (wall, points) in new.items():
         mine = {(b, n): (h, loss) for b, n, h, loss in points}
-        same = all(mine[b, n][0] == h and abs(mine[b, n][1] - loss) < 1e-9 for b, n, h, loss in old_points)
-        print(f"ratio on {devices} device(s): {old * scale / wall:.1f}x; "
-              f"same hard/not-hard verdicts and losses (1e-9): {same}")
+        same = all(
+            mine[b, n][0] == h and abs(mine[b, n][1] - loss) < 1e-9
+            for b, n, h, loss in old_points
+        )
+        print(
+            f"ratio on {devices} device(s): {old * scale / wall:.1f}x; "
+            f"same hard/not-hard verdicts and losses (1e-9): {same}"
+        )
 
 
 FLOW_SWEEP = textwrap.dedent("""
@@ -103,8 +132,11 @@ FLOW_SWEEP = textwrap.dedent("""
 
 def bench_flow() -> None:
     cores = os.cpu_count() or 1
-    print("\n== reduced-flow sweep: 64 points (8 beta x 8 rho) x 256 seeds, L8 S4 H2 N4096, fresh processes "
-          f"(1 CPU device, then it.internal.use_cpu_devices({cores}))")
+    print(
+        "\n== reduced-flow sweep: 64 points (8 beta x 8 rho) x 256 seeds, L8 S4 H2 "
+        "N4096, fresh processes "
+        f"(1 CPU device, then it.internal.use_cpu_devices({cores}))"
+    )
     for devices in sorted({1, cores}):
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-c", FLOW_SWEEP, str(devices)], check=True)
@@ -112,17 +144,35 @@ def bench_flow() -> None:
 
 
 def bench_cli() -> None:
-    print("\n== `inductheory flow --seeds 64 --dynamics reduced`, two fresh processes, one fresh compilation cache")
+    print(
+        "\n== `inductheory flow --seeds 64 --dynamics reduced`, two fresh processes, "
+        "one fresh compilation cache"
+    )
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "INDUCTHEORY_CACHE_DIR": cache}
         for label in ("first (cold cache)", "second (warm cache)"):
             t0 = time.perf_counter()
-            subprocess.run(["inductheory", "flow", "--seeds", "64", "--dynamics", "reduced", "--quiet", "--json"],
-                           env=env, check=True, capture_output=True)
+            subprocess.run(
+                [
+                    "inductheory",
+                    "flow",
+                    "--seeds",
+                    "64",
+                    "--dynamics",
+                    "reduced",
+                    "--quiet",
+                    "--json",
+                ],
+                env=env,
+                check=True,
+                capture_output=True,
+            )
             print(f"{label}: {time.perf_counter() - t0:.2f} s wall")
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-c", "import inductheory"], check=True)
-        print(f"(python -c 'import inductheory' alone: {time.perf_counter() - t0:.2f} s)")
+        print(
+            f"(python -c 'import inductheory' alone: {time.perf_counter() - t0:.2f} s)"
+        )
 
 
 def bench_seeds() -> None:
@@ -138,10 +188,21 @@ def bench_seeds() -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--sections", default="oracle,flow,cli,seeds")
-    p.add_argument("--baseline-ref", default="c953f28", help="git revision of the one-by-one baseline")
-    p.add_argument("--baseline-points", type=int, default=64, help="oracle points run by the baseline")
+    p.add_argument(
+        "--baseline-ref",
+        default="c953f28",
+        help="git revision of the one-by-one baseline",
+    )
+    p.add_argument(
+        "--baseline-points",
+        type=int,
+        default=64,
+        help="oracle points run by the baseline",
+    )
     args = p.parse_args()
     print(f"jax {jax.__version__}, devices {jax.devices()}, {os.cpu_count()} CPUs")
     sections = args.sections.split(",")

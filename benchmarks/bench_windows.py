@@ -39,39 +39,70 @@ def steady(f, *args, repeat: int):
 
 
 def settings(S: int):
-    return [(S, "within"), (S, "all"), (S + 1, "all"), (S + S // 2, "all"), (2 * S, "all")]
+    return [
+        (S, "within"),
+        (S, "all"),
+        (S + 1, "all"),
+        (S + S // 2, "all"),
+        (2 * S, "all"),
+    ]
 
 
 def loss_section(args):
-    print(f"exact loss + gradient of shared gates, batch {args.batch}, L={args.L} S={args.S} H={args.H} "
-          f"(median of {args.repeat}; compile = first call minus steady)")
-    print(f"{'N':>8} {'W':>3} {'queries':>7} {'compile s':>10} {'steady ms':>10} {'ratio':>6}")
+    print(
+        f"exact loss + gradient of shared gates, batch {args.batch}, L={args.L} "
+        f"S={args.S} H={args.H} "
+        f"(median of {args.repeat}; compile = first call minus steady)"
+    )
+    print(
+        f"{'N':>8} {'W':>3} {'queries':>7} {'compile s':>10} {'steady ms':>10} {'ratio':>6}"
+    )
     for N in (4096, 10**6):
         base = None
         for W, queries in settings(args.S):
-            task = it.Task(L=args.L, S=args.S, H=args.H, N=N, beta=4.0, W=W, queries=queries)
+            task = it.Task(
+                L=args.L, S=args.S, H=args.H, N=N, beta=4.0, W=W, queries=queries
+            )
             b = jax.random.normal(jax.random.key(0), (args.batch, args.H, 2, W))
-            f = jax.jit(jax.vmap(jax.value_and_grad(lambda b, task: it.population_loss(task, it.model.shared_gates_from_logits(b))),
-                                 in_axes=(0, None)))
+            f = jax.jit(
+                jax.vmap(
+                    jax.value_and_grad(
+                        lambda b, task: it.population_loss(
+                            task, it.model.shared_gates_from_logits(b)
+                        )
+                    ),
+                    in_axes=(0, None),
+                )
+            )
             first, t = steady(f, b, task, repeat=args.repeat)
             base = base or t
-            print(f"{N:>8} {W:>3} {queries:>7} {first - t:>10.2f} {1e3 * t:>10.2f} {t / base:>6.2f}")
+            print(
+                f"{N:>8} {W:>3} {queries:>7} {first - t:>10.2f} {1e3 * t:>10.2f} {t / base:>6.2f}"
+            )
 
 
 def flow_section(args):
-    print(f"\nreduced flow, {args.seeds} seeds, L={args.L} S={args.S} H={args.H} N=4096 beta=4 rho=0.1 "
-          "(second run: compile excluded)")
+    print(
+        f"\nreduced flow, {args.seeds} seeds, L={args.L} S={args.S} H={args.H} N=4096 "
+        "beta=4 rho=0.1 "
+        "(second run: compile excluded)"
+    )
     print(f"{'W':>3} {'queries':>7} {'wall s':>8} {'ratio':>6} {'selected':>9}")
     base = None
     for W, queries in settings(args.S):
-        task = it.Task(L=args.L, S=args.S, H=args.H, N=4096, beta=4.0, W=W, queries=queries)
+        task = it.Task(
+            L=args.L, S=args.S, H=args.H, N=4096, beta=4.0, W=W, queries=queries
+        )
         config = it.FlowConfig(rho=0.1)
         it.run_flow(task, config, args.seeds)
         t0 = time.perf_counter()
         out = it.run_flow(task, config, args.seeds)
         wall = time.perf_counter() - t0
         base = base or wall
-        print(f"{W:>3} {queries:>7} {wall:>8.2f} {wall / base:>6.2f} {out['summary']['selected_fraction']:>9.2f}")
+        print(
+            f"{W:>3} {queries:>7} {wall:>8.2f} {wall / base:>6.2f} "
+            f"{out['summary']['selected_fraction']:>9.2f}"
+        )
 
 
 def main():

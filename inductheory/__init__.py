@@ -20,7 +20,12 @@ import jax as _jax
 
 _jax.config.update("jax_enable_x64", True)
 
-from . import experiments, flow, internal, model, oracle, toy
+from . import experiments as experiments
+from . import flow as flow
+from . import internal as internal
+from . import model as model
+from . import oracle as oracle
+from . import toy as toy
 from .experiments import regime_map, run_flow, sweep
 from .flow import FlowConfig, FlowSolution, Status
 from .model import (

@@ -3,7 +3,8 @@
 ell'(m) = -K e^{-m} / (1 + K e^{-m}),  ell''(m) = K e^{-m} / (1 + K e^{-m})^2 > 0 for K > 0, and for
 any u != v the exact two-point Jensen gap
 
-    (ell(u) + ell(v))/2 - ell((u+v)/2) = (1/2) log(1 + K (e^{-u/2} - e^{-v/2})^2 / (1 + K e^{-(u+v)/2})^2) > 0.
+    (ell(u) + ell(v))/2 - ell((u+v)/2) = (1/2) log(1 + K (e^{-u/2} - e^{-v/2})^2 / (1 + K
+    e^{-(u+v)/2})^2) > 0.
 
 Run: `python proofs/logistic.py` (exit 1 if a check fails). Derivation: proofs/README.md.
 """
@@ -41,7 +42,15 @@ def logistic_loss_d2(m, K):
 
 def jensen_gap(u, v, K):
     """Closed form of (ell(u) + ell(v))/2 - ell((u+v)/2) (sympy)."""
-    return sp.log(1 + K * (sp.exp(-u / 2) - sp.exp(-v / 2)) ** 2 / (1 + K * sp.exp(-(u + v) / 2)) ** 2) / 2
+    return (
+        sp.log(
+            1
+            + K
+            * (sp.exp(-u / 2) - sp.exp(-v / 2)) ** 2
+            / (1 + K * sp.exp(-(u + v) / 2)) ** 2
+        )
+        / 2
+    )
 
 
 def main() -> None:
@@ -49,27 +58,44 @@ def main() -> None:
     ell = logistic_loss(m, K)
     check_zero(sp.diff(ell, m) - logistic_loss_d1(m, K), "ell'(m) closed form")
     check_zero(sp.diff(ell, m, 2) - logistic_loss_d2(m, K), "ell''(m) closed form")
-    check_positive(logistic_loss_d2(m, K), "ell''(m) > 0 for K > 0, every real m: ell strictly convex")
-    check_zero(logistic_loss_d2(m, K) + logistic_loss_d1(m, K) * (1 + logistic_loss_d1(m, K)),
-               "ell'' = -ell' (1 + ell') (logistic sigmoid identity)")
+    check_positive(
+        logistic_loss_d2(m, K),
+        "ell''(m) > 0 for K > 0, every real m: ell strictly convex",
+    )
+    check_zero(
+        logistic_loss_d2(m, K) + logistic_loss_d1(m, K) * (1 + logistic_loss_d1(m, K)),
+        "ell'' = -ell' (1 + ell') (logistic sigmoid identity)",
+    )
 
     # Large-K expansion: ell(m) = log K - m + e^m / K + O(1/K^2).
     eps = sp.Symbol("epsilon", positive=True)  # eps = 1/K
     series = sp.series(logistic_loss(m, 1 / eps) + sp.log(eps), eps, 0, 2).removeO()
     check_zero(series - (-m + sp.exp(m) * eps), "ell(m) = log K - m + e^m/K + O(1/K^2)")
 
-    # Two-point Jensen gap in closed form: exp(2 * gap) = (1 + K e^{-u})(1 + K e^{-v}) / (1 + K e^{-(u+v)/2})^2
+    # Two-point Jensen gap in closed form: exp(2 * gap) = (1 + K e^{-u})(1 + K e^{-v}) / (1
+    # + K e^{-(u+v)/2})^2
     # and numerator - denominator = K (e^{-u/2} - e^{-v/2})^2 exactly.
     a, b = sp.symbols("a b", positive=True)  # a = e^{-u/2}, b = e^{-v/2}
     num = (1 + K * a**2) * (1 + K * b**2)
     den = (1 + K * a * b) ** 2
-    check_zero(sp.expand(num - den - K * (a - b) ** 2), "(1+K a^2)(1+K b^2) - (1+K a b)^2 = K (a-b)^2",
-               simplifier=sp.expand)
-    gap = (logistic_loss(u, K) + logistic_loss(v, K)) / 2 - logistic_loss((u + v) / 2, K)
-    check_zero(sp.expand(sp.exp(2 * gap) - sp.exp(2 * jensen_gap(u, v, K))),
-               "Jensen gap (ell(u)+ell(v))/2 - ell((u+v)/2) closed form (equal exponentials of real numbers)")
-    check_positive(K / den,
-                   "K/(1 + K a b)^2 > 0, so gap = (1/2) log(1 + K (a-b)^2/(1+Kab)^2) > 0 iff a != b iff u != v")
+    check_zero(
+        sp.expand(num - den - K * (a - b) ** 2),
+        "(1+K a^2)(1+K b^2) - (1+K a b)^2 = K (a-b)^2",
+        simplifier=sp.expand,
+    )
+    gap = (logistic_loss(u, K) + logistic_loss(v, K)) / 2 - logistic_loss(
+        (u + v) / 2, K
+    )
+    check_zero(
+        sp.expand(sp.exp(2 * gap) - sp.exp(2 * jensen_gap(u, v, K))),
+        "Jensen gap (ell(u)+ell(v))/2 - ell((u+v)/2) closed form (equal exponentials "
+        "of real numbers)",
+    )
+    check_positive(
+        K / den,
+        "K/(1 + K a b)^2 > 0, so gap = (1/2) log(1 + K (a-b)^2/(1+Kab)^2) > 0 iff a != "
+        "b iff u != v",
+    )
     # u != v  <=>  a != b because exp is injective; spot values of the gap, exactly:
     g = jensen_gap(u, v, K).subs({u: 1, v: 3, K: 5})
     check(g.is_positive, f"gap at u=1, v=3, K=5 is {sp.N(g, 8)} > 0")

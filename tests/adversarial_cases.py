@@ -1,4 +1,5 @@
-"""Adversarial command lines for `inductheory` (issue 13): each must end in a correct result (exit 0)
+"""Adversarial command lines for `inductheory` (issue 13): each must end in a correct result
+(exit 0)
 or a one-line error (exit != 0), never a traceback, a silent wrong answer or a hang.
 
 Run all of them and print the counts:
@@ -26,14 +27,59 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
-TINY_ORACLE = ["--L", "4", "--S", "3", "--H", "1", "--N", "64", "--restarts", "2", "--steps", "5",
-               "--polish-steps", "5", "--rounds", "1", "--vertex-starts", "1", "--quiet"]
-TINY_FLOW = ["--L", "4", "--S", "3", "--H", "1", "--N", "64", "--t-max", "1e4", "--n-save", "4", "--quiet"]
+TINY_ORACLE = [
+    "--L",
+    "4",
+    "--S",
+    "3",
+    "--H",
+    "1",
+    "--N",
+    "64",
+    "--restarts",
+    "2",
+    "--steps",
+    "5",
+    "--polish-steps",
+    "5",
+    "--rounds",
+    "1",
+    "--vertex-starts",
+    "1",
+    "--quiet",
+]
+TINY_FLOW = [
+    "--L",
+    "4",
+    "--S",
+    "3",
+    "--H",
+    "1",
+    "--N",
+    "64",
+    "--t-max",
+    "1e4",
+    "--n-save",
+    "4",
+    "--quiet",
+]
 # keys whose value may be null in a correct result
-NULLABLE = {"eps", "d", "batch_size", "N_below", "N_star", "fit", "t_selection", "selected_offsets",
-            "key_offsets", "value_offsets", "first_chunk_s_including_compile", "sample"}
+NULLABLE = {
+    "eps",
+    "d",
+    "batch_size",
+    "N_below",
+    "N_star",
+    "fit",
+    "t_selection",
+    "selected_offsets",
+    "key_offsets",
+    "value_offsets",
+    "first_chunk_s_including_compile",
+    "sample",
+}
 BIG = str(2**64)
 
 
@@ -73,15 +119,24 @@ def _json(out):
 def loss_check(expected_acc=None):
     def check(out):
         d = _json(out)
-        ok = math.isfinite(d["population_loss"]) and all(0 <= a <= 1 for a in d["phase_accuracy"])
-        return ok and (expected_acc is None or d["phase_accuracy"] == expected_acc) and default_check(out)
+        ok = math.isfinite(d["population_loss"]) and all(
+            0 <= a <= 1 for a in d["phase_accuracy"]
+        )
+        return (
+            ok
+            and (expected_acc is None or d["phase_accuracy"] == expected_acc)
+            and default_check(out)
+        )
+
     return check
 
 
 def flow_check(out):
     d = _json(out)
     s = d["summary"]
-    if s["selected_seeds"] == 0:  # nothing to summarize: the distinct fraction is null, not a number
+    if (
+        s["selected_seeds"] == 0
+    ):  # nothing to summarize: the distinct fraction is null, not a number
         ok = s["distinct_fraction"] is None
     else:
         ok = 0 <= s["distinct_fraction"] <= 1
@@ -91,7 +146,9 @@ def flow_check(out):
 
 def toy_check(out):
     d = _json(out)
-    return d["split_advantage"] >= 0 and all(math.isfinite(v) for k, v in d.items() if k != "config")
+    return d["split_advantage"] >= 0 and all(
+        math.isfinite(v) for k, v in d.items() if k != "config"
+    )
 
 
 def E(argv, match="", klass="", **kw):
@@ -113,7 +170,11 @@ def cases() -> list[Case]:
         # --- loss: valid settings, including extremes, must give correct numbers
         OK([*L, "--uniform"], loss_check(), "loss-ok"),
         OK([*L, "--select", "0,2"], loss_check([1.0, 0.0, 1.0])),
-        OK([*L, "--select", "0,2", "--gamma", "1e3"], loss_check([1.0, 0.0, 1.0]), "huge-gamma"),
+        OK(
+            [*L, "--select", "0,2", "--gamma", "1e3"],
+            loss_check([1.0, 0.0, 1.0]),
+            "huge-gamma",
+        ),
         OK([*L, "--select", "0,2", "--gamma", "1e6"], loss_check([1.0, 0.0, 1.0])),
         OK([*L, "--select", "0,2", "--gamma", "1e300"], loss_check([1.0, 0.0, 1.0])),
         OK([*L, "--select", "0,2", "--beta", "1e-300"], loss_check()),
@@ -122,12 +183,67 @@ def cases() -> list[Case]:
         OK([*L, "--select", "0,2", "--kappa", "1e300"], loss_check()),
         OK([*L, "--select", "0,2", "--N", str(2**53)], loss_check([1.0, 0.0, 1.0])),
         OK([*L, "--select", "0,2", "--N", "32"], loss_check()),
-        OK([*L, "--select", "0,1,2", "--H", "3", "--N", "64"], loss_check([1.0, 1.0, 1.0])),
-        OK([*L, "--select", "0", "--L", "4", "--S", "3", "--H", "1", "--N", "64", "--eps", "0.5"], loss_check(),
-           "loss-monte-carlo"),
-        OK([*L, "--select", "0", "--L", "4", "--S", "3", "--H", "1", "--N", "64", "--d", "16", "--seed", "7"],
-           loss_check()),
-        OK([*L, "--select", "0", "--L", "4", "--S", "3", "--H", "1", "--N", "64", "--contexts", "2"], loss_check()),
+        OK(
+            [*L, "--select", "0,1,2", "--H", "3", "--N", "64"],
+            loss_check([1.0, 1.0, 1.0]),
+        ),
+        OK(
+            [
+                *L,
+                "--select",
+                "0",
+                "--L",
+                "4",
+                "--S",
+                "3",
+                "--H",
+                "1",
+                "--N",
+                "64",
+                "--eps",
+                "0.5",
+            ],
+            loss_check(),
+            "loss-monte-carlo",
+        ),
+        OK(
+            [
+                *L,
+                "--select",
+                "0",
+                "--L",
+                "4",
+                "--S",
+                "3",
+                "--H",
+                "1",
+                "--N",
+                "64",
+                "--d",
+                "16",
+                "--seed",
+                "7",
+            ],
+            loss_check(),
+        ),
+        OK(
+            [
+                *L,
+                "--select",
+                "0",
+                "--L",
+                "4",
+                "--S",
+                "3",
+                "--H",
+                "1",
+                "--N",
+                "64",
+                "--contexts",
+                "2",
+            ],
+            loss_check(),
+        ),
         OK(["loss", "--uniform", "--N", "1_000"]),
         OK(["loss", "--select", "0,2", "--N", "1e4"]),
         # --- loss: malformed --select
@@ -138,7 +254,9 @@ def cases() -> list[Case]:
         E(["loss", "--select", ""], "comma-separated integers"),
         E(["loss", "--select", " "], "comma-separated integers"),
         E(["loss", "--select=-1,0"], ">= 0"),
-        E(["loss", "--select", "-1,0"], "expected one argument"),  # argparse: "-1,0" looks like an option
+        E(
+            ["loss", "--select", "-1,0"], "expected one argument"
+        ),  # argparse: "-1,0" looks like an option
         E(["loss", "--select", "0,3"], "<= 2"),
         E(["loss", "--select", "0"], "one offset per head"),
         E(["loss", "--select", "0,1,2"], "one offset per head"),
@@ -173,19 +291,37 @@ def cases() -> list[Case]:
         E(["loss", "--uniform", "--eps", "1"], "eps must be < 1"),
         E(["loss", "--uniform", "--eps", "-0.1"], "eps must be >= 0"),
         E(["loss", "--uniform", "--eps", "nan"], "eps must be a finite number"),
-        E(["loss", "--uniform", "--eps", "0", "--d", "5"], "eps = 0 is the exact geometry"),
+        E(
+            ["loss", "--uniform", "--eps", "0", "--d", "5"],
+            "eps = 0 is the exact geometry",
+        ),
         E(["loss", "--uniform", "--d", "1"], "d must be >= 2"),
         E(["loss", "--uniform", "--d", "5", "--eps", "0.1"], "too small for eps"),
         E(["loss", "--uniform", "--seed", BIG], "seed must be <=", klass="huge-seed"),
         E(["loss", "--uniform", "--seed", "-1"], "seed must be >= 0"),
         E(["loss", "--uniform", "--seed", "1.5"], "seed must be an integer"),
-        E(["loss", "--uniform", "--seed", "3"], "--seed only applies to Monte Carlo", "ignored-option"),
+        E(
+            ["loss", "--uniform", "--seed", "3"],
+            "--seed only applies to Monte Carlo",
+            "ignored-option",
+        ),
         E(["loss", "--uniform", "--contexts", "0"], "contexts must be >= 1"),
-        E(["loss", "--uniform", "--N", "100000", "--eps", "0.01"], "needs about", klass="memory"),
+        E(
+            ["loss", "--uniform", "--N", "100000", "--eps", "0.01"],
+            "needs about",
+            klass="memory",
+        ),
         E(["loss", "--uniform", "--N", "3000000000", "--contexts", "2"], "int32"),
-        E(["loss", "--uniform", "--N", "4096", "--eps", "0.3"], "needs about", env={"INDUCTHEORY_MAX_BYTES": "1000"}),
-        E(["loss", "--uniform", "--contexts", "2"], "INDUCTHEORY_MAX_BYTES must be an integer",
-          env={"INDUCTHEORY_MAX_BYTES": "lots"}),
+        E(
+            ["loss", "--uniform", "--N", "4096", "--eps", "0.3"],
+            "needs about",
+            env={"INDUCTHEORY_MAX_BYTES": "1000"},
+        ),
+        E(
+            ["loss", "--uniform", "--contexts", "2"],
+            "INDUCTHEORY_MAX_BYTES must be an integer",
+            env={"INDUCTHEORY_MAX_BYTES": "lots"},
+        ),
         # --- toy
         OK(["toy", "--json"], toy_check, "toy-ok"),
         OK(["toy", "--json", "--beta", "1e154"], toy_check, "toy-overflow"),
@@ -213,10 +349,30 @@ def cases() -> list[Case]:
         OK(["oracle", *TINY_ORACLE, "--json", "--gamma", "1e3"]),
         OK(["oracle", *TINY_ORACLE, "--json", "--contexts", "2"]),
         OK(["oracle", *TINY_ORACLE, "--json", "--eps", "0.5"]),
-        OK(["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "16,64", "--beta-grid", "1", "--out", "{tmp}"], None,
-           "oracle-sweep"),
-        E(["oracle", *TINY_ORACLE, "--seeds", "2"], "renamed --vertex-starts", "renamed-flag"),
-        E(["oracle", *TINY_ORACLE, "--vertex-starts", "-1"], "vertex-starts must be >= 0"),
+        OK(
+            [
+                "oracle",
+                *TINY_ORACLE,
+                "--sweep",
+                "--N-grid",
+                "16,64",
+                "--beta-grid",
+                "1",
+                "--out",
+                "{tmp}",
+            ],
+            None,
+            "oracle-sweep",
+        ),
+        E(
+            ["oracle", *TINY_ORACLE, "--seeds", "2"],
+            "renamed --vertex-starts",
+            "renamed-flag",
+        ),
+        E(
+            ["oracle", *TINY_ORACLE, "--vertex-starts", "-1"],
+            "vertex-starts must be >= 0",
+        ),
         E(["oracle", *TINY_ORACLE, "--restarts", "0"], "restarts must be >= 1"),
         E(["oracle", *TINY_ORACLE, "--restarts", "10000000"], "needs about"),
         E(["oracle", *TINY_ORACLE, "--steps", "0"], "steps must be >= 1"),
@@ -224,36 +380,122 @@ def cases() -> list[Case]:
         E(["oracle", *TINY_ORACLE, "--delta", "0.5"], "delta must be < 0.5"),
         E(["oracle", *TINY_ORACLE, "--delta", "nan"], "delta must be a finite number"),
         E(["oracle", *TINY_ORACLE, "--contexts", "0"], "contexts must be >= 1"),
-        E(["oracle", *TINY_ORACLE, "--out", "{tmp}"], "only applies with --sweep", "sweep-only"),
+        E(
+            ["oracle", *TINY_ORACLE, "--out", "{tmp}"],
+            "only applies with --sweep",
+            "sweep-only",
+        ),
         E(["oracle", *TINY_ORACLE, "--N-grid", "64"], "only applies with --sweep"),
         E(["oracle", *TINY_ORACLE, "--refine", "1"], "only applies with --sweep"),
-        E(["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "inf"], "--N-grid must be an integer", "grid"),
+        E(
+            ["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "inf"],
+            "--N-grid must be an integer",
+            "grid",
+        ),
         E(["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "0,,2"], "empty item"),
-        E(["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "1e20"], "--N-grid must be an integer"),
+        E(
+            ["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "1e20"],
+            "--N-grid must be an integer",
+        ),
         E(["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "8"], "N must be >= L*S"),
         E(["oracle", *TINY_ORACLE, "--sweep", "--N-grid", ""], "at least one value"),
-        E(["oracle", *TINY_ORACLE, "--sweep", "--beta-grid", "nan"], "--beta-grid must be a finite number"),
-        E(["oracle", *TINY_ORACLE, "--sweep", "--beta-grid", "-1"], "--beta-grid must be > 0"),
-        E(["oracle", *TINY_ORACLE, "--sweep", "--eps-grid", "1"], "--eps-grid must be < 1"),
-        E(["oracle", *TINY_ORACLE, "--sweep", "--eps-grid", "0.3", "--d", "8"], "exclude each other"),
+        E(
+            ["oracle", *TINY_ORACLE, "--sweep", "--beta-grid", "nan"],
+            "--beta-grid must be a finite number",
+        ),
+        E(
+            ["oracle", *TINY_ORACLE, "--sweep", "--beta-grid", "-1"],
+            "--beta-grid must be > 0",
+        ),
+        E(
+            ["oracle", *TINY_ORACLE, "--sweep", "--eps-grid", "1"],
+            "--eps-grid must be < 1",
+        ),
+        E(
+            ["oracle", *TINY_ORACLE, "--sweep", "--eps-grid", "0.3", "--d", "8"],
+            "exclude each other",
+        ),
         E(["oracle", *TINY_ORACLE, "--sweep", "--refine", "-1"], "refine must be >= 0"),
-        E(["oracle", *TINY_ORACLE, "--sweep", "--refine", "1000"], "refine must be <= 60"),
-        E(["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "64", "--beta-grid", "1", "--out", ""], "must not be empty",
-          "output-path"),
-        E(["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "64", "--beta-grid", "1", "--out", "{file}"],
-          "not a directory"),
-        E(["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "64", "--beta-grid", "1", "--out", "/proc/inductheory"],
-          "cannot write"),
-        E(["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "64", "--beta-grid", "1", "--out", "{file}/sub"],
-          "cannot write"),
+        E(
+            ["oracle", *TINY_ORACLE, "--sweep", "--refine", "1000"],
+            "refine must be <= 60",
+        ),
+        E(
+            [
+                "oracle",
+                *TINY_ORACLE,
+                "--sweep",
+                "--N-grid",
+                "64",
+                "--beta-grid",
+                "1",
+                "--out",
+                "",
+            ],
+            "must not be empty",
+            "output-path",
+        ),
+        E(
+            [
+                "oracle",
+                *TINY_ORACLE,
+                "--sweep",
+                "--N-grid",
+                "64",
+                "--beta-grid",
+                "1",
+                "--out",
+                "{file}",
+            ],
+            "not a directory",
+        ),
+        E(
+            [
+                "oracle",
+                *TINY_ORACLE,
+                "--sweep",
+                "--N-grid",
+                "64",
+                "--beta-grid",
+                "1",
+                "--out",
+                "/proc/inductheory",
+            ],
+            "cannot write",
+        ),
+        E(
+            [
+                "oracle",
+                *TINY_ORACLE,
+                "--sweep",
+                "--N-grid",
+                "64",
+                "--beta-grid",
+                "1",
+                "--out",
+                "{file}/sub",
+            ],
+            "cannot write",
+        ),
         E(["oracle", *TINY_ORACLE, "--seed", BIG], "seed must be <="),
         E(["oracle", "--L", "4", "--S", "3", "--H", "1", "--N", "3000000000"], "int32"),
         # --- flow: refused before any computation
-        E(["flow", *TINY_FLOW, "--rho", "1e-20"], "below float64 resolution", "tiny-radius"),
+        E(
+            ["flow", *TINY_FLOW, "--rho", "1e-20"],
+            "below float64 resolution",
+            "tiny-radius",
+        ),
         E(["flow", *TINY_FLOW, "--rho", "0"], "rho must be > 0"),
         E(["flow", *TINY_FLOW, "--root-finder", "secant"], "invalid choice"),
-        E(["flow", *TINY_FLOW, "--cpu-devices", "0"], "cpu-devices must be >= 1", "cpu-devices"),
-        E(["sweep", "flow", "--grid", "beta=1,2", "--cpu-devices", "257"], "cpu-devices must be <= 256"),
+        E(
+            ["flow", *TINY_FLOW, "--cpu-devices", "0"],
+            "cpu-devices must be >= 1",
+            "cpu-devices",
+        ),
+        E(
+            ["sweep", "flow", "--grid", "beta=1,2", "--cpu-devices", "257"],
+            "cpu-devices must be <= 256",
+        ),
         E(["flow", *TINY_FLOW, "--rho", "-1"], "rho must be > 0"),
         E(["flow", *TINY_FLOW, "--rho", "nan"], "rho must be a finite number"),
         E(["flow", *TINY_FLOW, "--rho", "inf"], "rho must be a finite number"),
@@ -265,8 +507,15 @@ def cases() -> list[Case]:
         E(["flow", *TINY_FLOW, "--seeds", "1e20"], "seeds must be an integer"),
         E(["flow", *TINY_FLOW, "--seeds", "True"], "seeds must be an integer"),
         E(["flow", *TINY_FLOW, "--seeds", "2000000000"], "needs about"),
-        E(["flow", *TINY_FLOW, "--M", "5"], "applies to --dynamics full only", "reduced-ignores"),
-        E(["flow", *TINY_FLOW, "--init", "projected"], "applies to --dynamics full only"),
+        E(
+            ["flow", *TINY_FLOW, "--M", "5"],
+            "applies to --dynamics full only",
+            "reduced-ignores",
+        ),
+        E(
+            ["flow", *TINY_FLOW, "--init", "projected"],
+            "applies to --dynamics full only",
+        ),
         E(["flow", *TINY_FLOW, "--sample", "iid"], "applies to --dynamics full only"),
         E(["flow", *TINY_FLOW, "--batch-size", "8"], "applies to --dynamics full only"),
         E(["flow", *TINY_FLOW, "--dynamics", "bogus"], "invalid choice"),
@@ -285,21 +534,119 @@ def cases() -> list[Case]:
         E(["flow", *TINY_FLOW, "--per-seed"], "--per-seed applies with --json"),
         E(["flow", *TINY_FLOW, "--eps", "0.5"], "needs exact geometry"),
         E(["flow", *TINY_FLOW, "--seed", BIG], "seed must be <="),
-        E(["flow", "--dynamics", "full", "--N", "10000000", "--quiet"], "needs about", "full-memory"),
-        E(["flow", "--dynamics", "full", "--L", "4", "--S", "3", "--H", "1", "--N", "100", "--quiet"],
-          "balanced samples need"),
-        E(["flow", "--dynamics", "full", "--L", "4", "--S", "3", "--H", "1", "--N", "3000000000", "--quiet"], "int32"),
-        E(["flow", "--dynamics", "full", "--L", "4", "--S", "3", "--H", "1", "--N", "96", "--M", "10000000", "--quiet"],
-          "needs about"),
+        E(
+            ["flow", "--dynamics", "full", "--N", "10000000", "--quiet"],
+            "needs about",
+            "full-memory",
+        ),
+        E(
+            [
+                "flow",
+                "--dynamics",
+                "full",
+                "--L",
+                "4",
+                "--S",
+                "3",
+                "--H",
+                "1",
+                "--N",
+                "100",
+                "--quiet",
+            ],
+            "balanced samples need",
+        ),
+        E(
+            [
+                "flow",
+                "--dynamics",
+                "full",
+                "--L",
+                "4",
+                "--S",
+                "3",
+                "--H",
+                "1",
+                "--N",
+                "3000000000",
+                "--quiet",
+            ],
+            "int32",
+        ),
+        E(
+            [
+                "flow",
+                "--dynamics",
+                "full",
+                "--L",
+                "4",
+                "--S",
+                "3",
+                "--H",
+                "1",
+                "--N",
+                "96",
+                "--M",
+                "10000000",
+                "--quiet",
+            ],
+            "needs about",
+        ),
         # --- flow: runs
         OK(["flow", *TINY_FLOW, "--seeds", "2", "--json"], flow_check, "flow-ok"),
         OK(["flow", *TINY_FLOW, "--seeds", "2", "--out", "{tmp}"]),
-        OK(["flow", "--N", str(2**53), "--seeds", "2", "--t-max", "1e4", "--n-save", "4", "--quiet", "--json",
-            "--allow-failures"], flow_check),
-        E(["flow", *TINY_FLOW, "--seeds", "2", "--max-steps", "2"], "seeds failed", "failed-seeds"),
-        OK(["flow", *TINY_FLOW, "--seeds", "2", "--max-steps", "2", "--allow-failures"]),
-        OK(["flow", "--L", "4", "--S", "3", "--H", "1", "--N", "96", "--dynamics", "full", "--M", "24", "--seeds", "1",
-            "--t-max", "1e3", "--n-save", "4", "--quiet", "--json", "--allow-failures"], flow_check),
+        OK(
+            [
+                "flow",
+                "--N",
+                str(2**53),
+                "--seeds",
+                "2",
+                "--t-max",
+                "1e4",
+                "--n-save",
+                "4",
+                "--quiet",
+                "--json",
+                "--allow-failures",
+            ],
+            flow_check,
+        ),
+        E(
+            ["flow", *TINY_FLOW, "--seeds", "2", "--max-steps", "2"],
+            "seeds failed",
+            "failed-seeds",
+        ),
+        OK(
+            ["flow", *TINY_FLOW, "--seeds", "2", "--max-steps", "2", "--allow-failures"]
+        ),
+        OK(
+            [
+                "flow",
+                "--L",
+                "4",
+                "--S",
+                "3",
+                "--H",
+                "1",
+                "--N",
+                "96",
+                "--dynamics",
+                "full",
+                "--M",
+                "24",
+                "--seeds",
+                "1",
+                "--t-max",
+                "1e3",
+                "--n-save",
+                "4",
+                "--quiet",
+                "--json",
+                "--allow-failures",
+            ],
+            flow_check,
+        ),
         # --- reproduce (owned elsewhere): only the cheap refusals
         OK(["reproduce", "--list"]),
         E(["reproduce", "--only", "nope", "--out", "{tmp}"], "nope"),
@@ -336,11 +683,21 @@ def run_case(case: Case) -> tuple[str, str]:
         outdir = os.path.join(tmp, "out")
         argv = [a.replace("{tmp}", outdir).replace("{file}", file) for a in case.argv]
         out, err = io.StringIO(), io.StringIO()
-        with _environment(case.env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with (
+            _environment(case.env),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
             try:
                 code = main(argv)
-            except SystemExit as exit_:  # a command line would see this exit status, no traceback
-                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+            except (
+                SystemExit
+            ) as exit_:  # a command line would see this exit status, no traceback
+                code = (
+                    exit_.code
+                    if isinstance(exit_.code, int)
+                    else (0 if exit_.code is None else 1)
+                )
             except BaseException:  # noqa: BLE001 - anything escaping main is a traceback for the user
                 return "traceback", traceback.format_exc(limit=3)
         out, err = out.getvalue(), err.getvalue()
@@ -352,14 +709,25 @@ def run_case(case: Case) -> tuple[str, str]:
             return "unclear", f"exit {code}: {err.strip()[-300:]}"
         if len(errors) == 1 and case.match in errors[0]:
             return "clear", errors[0]
-        return "unclear", f"exit {code}, error lines {errors}, wanted {case.match!r}; stderr {err.strip()[-300:]}"
+        return (
+            "unclear",
+            f"exit {code}, error lines {errors}, wanted {case.match!r}; stderr "
+            f"{err.strip()[-300:]}",
+        )
     if case.expect == "error":
-        return "silent", f"exit 0, wanted an error {case.match!r}; stdout {out.strip()[:200]}"
+        return (
+            "silent",
+            f"exit 0, wanted an error {case.match!r}; stdout {out.strip()[:200]}",
+        )
     try:
         good = (case.check or default_check)(out)
     except Exception as exc:  # noqa: BLE001
         good, out = False, f"{type(exc).__name__}: {exc}; {out[:200]}"
-    return ("ok", "") if good else ("silent", f"exit 0 but the result fails its check: {out.strip()[:300]}")
+    return (
+        ("ok", "")
+        if good
+        else ("silent", f"exit 0 but the result fails its check: {out.strip()[:300]}")
+    )
 
 
 def main(argv=None) -> int:
@@ -374,11 +742,17 @@ def main(argv=None) -> int:
         if outcome in ("traceback", "silent", "unclear"):
             bad.append((case.argv, outcome, detail))
         if verbose:
-            print(f"[{i + 1}/{len(all_cases)}] {outcome:9s} {time.perf_counter() - t0:5.1f}s {' '.join(case.argv)}"
-                  + (f"\n      {detail}" if detail and outcome != "ok" else ""), flush=True)
-    print(f"tried {len(all_cases)}: ok {counts.get('ok', 0)}, clear error {counts.get('clear', 0)}, "
-          f"traceback {counts.get('traceback', 0)}, silent-wrong {counts.get('silent', 0)}, "
-          f"unclear {counts.get('unclear', 0)}  [{time.perf_counter() - start:.0f}s]")
+            print(
+                f"[{i + 1}/{len(all_cases)}] {outcome:9s} "
+                f"{time.perf_counter() - t0:5.1f}s {' '.join(case.argv)}"
+                + (f"\n      {detail}" if detail and outcome != "ok" else ""),
+                flush=True,
+            )
+    print(
+        f"tried {len(all_cases)}: ok {counts.get('ok', 0)}, clear error {counts.get('clear', 0)}, "
+        f"traceback {counts.get('traceback', 0)}, silent-wrong {counts.get('silent', 0)}, "
+        f"unclear {counts.get('unclear', 0)}  [{time.perf_counter() - start:.0f}s]"
+    )
     for argv_, outcome, detail in bad:
         print(f"  {outcome}: {' '.join(argv_)}\n      {detail}")
     return 1 if bad else 0

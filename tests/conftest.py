@@ -6,7 +6,9 @@ import hypothesis
 
 # Tests never write the user's cache directory, and the library's own caches (the CLI's compilation
 # cache, the program store) stay off; tests of those caches turn them on explicitly.
-os.environ.setdefault("INDUCTHEORY_CACHE_DIR", tempfile.mkdtemp(prefix="inductheory-test-cache-"))
+os.environ.setdefault(
+    "INDUCTHEORY_CACHE_DIR", tempfile.mkdtemp(prefix="inductheory-test-cache-")
+)
 os.environ.setdefault("INDUCTHEORY_COMPILATION_CACHE", "0")
 
 # One persistent XLA cache for the whole run, shared through the environment by the xdist workers,
@@ -23,16 +25,21 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
         JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
     )
 
-import inductheory  # noqa: F401,E402  (enables float64 before any test builds arrays)
 import jax  # noqa: E402
+
+import inductheory  # noqa: F401,E402  (enables float64 before any test builds arrays)
 
 # in case a plugin imported jax before this file set its environment
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
-hypothesis.settings.register_profile("default", deadline=None, max_examples=25, print_blob=True)
-hypothesis.settings.register_profile("ci", deadline=None, max_examples=25, derandomize=True, print_blob=True)
+hypothesis.settings.register_profile(
+    "default", deadline=None, max_examples=25, print_blob=True
+)
+hypothesis.settings.register_profile(
+    "ci", deadline=None, max_examples=25, derandomize=True, print_blob=True
+)
 hypothesis.settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 
@@ -41,16 +48,22 @@ hypothesis.settings.load_profile("ci" if os.environ.get("CI") else "default")
 # inherit it. Not under `-m slow`, which regenerates every figure and compares it with the committed
 # numbers: the constrained frontier of phase_uniformity moves by 3e-4 relative under it. XLA reads
 # the flags when jax first builds its backend, after this hook (importing inductheory does not).
-FAST_COMPILE_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+FAST_COMPILE_FLAGS = (
+    "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+)
 
 
 def pytest_configure(config):
     if (config.option.markexpr or "").strip() != "not slow":
         return
     if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}".strip()
+        os.environ["XLA_FLAGS"] = (
+            f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}".strip()
+        )
 
 
 def pytest_unconfigure(config):
-    if _SESSION_XLA_CACHE is not None:  # only the process that made it (not the xdist workers)
+    if (
+        _SESSION_XLA_CACHE is not None
+    ):  # only the process that made it (not the xdist workers)
         shutil.rmtree(_SESSION_XLA_CACHE, ignore_errors=True)

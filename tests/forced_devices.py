@@ -6,8 +6,19 @@ import sys
 
 
 def run_on_host_devices(script: str, devices: int = 4, timeout: int = 900) -> None:
-    """Run `script` with `devices` forced host devices; fail unless it exits 0 and prints OK last."""
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
+    """Run `script` with `devices` forced host devices; fail unless it exits 0 and prints OK
+    last."""
+    env = dict(
+        os.environ,
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        JAX_PLATFORMS="cpu",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.strip().endswith("OK")

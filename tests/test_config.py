@@ -1,11 +1,12 @@
+import dataclasses
 import warnings
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import tasks
 
 import inductheory as it
-from strategies import tasks
 
 
 @pytest.mark.parametrize(
@@ -20,14 +21,19 @@ from strategies import tasks
         (dict(L=4, S=4, H=1, N=64, beta=0.0), "beta must be > 0"),
         (dict(L=4, S=4, H=1, N=64, kappa=-0.1), "kappa must be >= 0"),
         (dict(L=4, S=4, H=1, N=64, eps=1.5), "eps must lie in"),
-        (dict(L=4, S=4, H=1, N=4096, eps=0.01, d=10), "d = 10 is too small for eps = 0.01"),
+        (
+            dict(L=4, S=4, H=1, N=4096, eps=0.01, d=10),
+            "d = 10 is too small for eps = 0.01",
+        ),
         (dict(L=4, S=4, H=1, N=64, d=1), "d must be >= 2"),
         (dict(L=4.5, S=4, H=1, N=64), "L must be an integer"),
         (dict(L=4, S=4, H=1, N=64, beta=float("nan")), "beta must be a finite real"),
     ],
 )
 def test_bad_settings_raise_naming_the_constraint(kwargs, message):
-    with pytest.raises(ValueError, match=message.replace("*", r"\*").replace("(", r"\(")):
+    with pytest.raises(
+        ValueError, match=message.replace("*", r"\*").replace("(", r"\(")
+    ):
         it.Task(**kwargs)
 
 
@@ -62,12 +68,14 @@ def test_geometry_flags():
 
 def test_welch_bound_matches_the_formula_and_is_zero_when_orthonormal_fits():
     assert it.model.welch_bound(10, 10) == 0.0
-    assert it.model.welch_bound(100, 10) == pytest.approx(((100 - 10) / (10 * 99)) ** 0.5)
+    assert it.model.welch_bound(100, 10) == pytest.approx(
+        ((100 - 10) / (10 * 99)) ** 0.5
+    )
 
 
 def test_config_is_immutable():
     task = it.Task(L=4, S=3, H=1, N=64)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         task.N = 10
 
 

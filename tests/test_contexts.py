@@ -3,12 +3,14 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-import inductheory as it
 from strategies import make_task, seeds
 
+import inductheory as it
 
-@given(st.sampled_from([2, 5]), st.sampled_from([2, 4]), st.sampled_from([0, 1, 40]), seeds)
+
+@given(
+    st.sampled_from([2, 5]), st.sampled_from([2, 4]), st.sampled_from([0, 1, 40]), seeds
+)
 def test_contexts_hold_distinct_in_range_tokens(L, S, extra, seed):
     task = make_task(L=L, S=S, H=1, N=L * S + extra)
     ctx = np.asarray(it.sample_contexts(jax.random.key(seed), task, 16))
@@ -64,4 +66,6 @@ def test_balanced_sample_needs_divisibility():
 
 def test_query_slots_enumerate_non_final_slots():
     blocks, offsets = it.model.query_slots(4, 3)
-    assert sorted(zip(blocks.tolist(), offsets.tolist())) == [(l, r) for l in range(4) for r in range(2)]
+    assert sorted(zip(blocks.tolist(), offsets.tolist())) == [
+        (l, r) for l in range(4) for r in range(2)
+    ]

@@ -33,7 +33,9 @@ def site(tmp_path_factory) -> Path:
         text=True,
         timeout=300,
     )
-    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == 0, (
+        f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
+    )
     return out
 
 
@@ -50,7 +52,9 @@ def test_theory_page_is_built_with_its_sections(site):
 
 @needs_mkdocs
 def test_api_notebook_and_figure_pages_are_built(site):
-    assert "inductheory.Task" in (site / "api" / "config" / "index.html").read_text(encoding="utf-8")
+    assert "inductheory.Task" in (site / "api" / "config" / "index.html").read_text(
+        encoding="utf-8"
+    )
     for name in ("oracle_explorer", "flow_explorer", "two_head_toy"):
         assert (site / "notebooks" / name / "index.html").is_file()
     figures = (site / "figures" / "index.html").read_text(encoding="utf-8")
@@ -63,21 +67,31 @@ def test_api_notebook_and_figure_pages_are_built(site):
 def test_no_page_points_outside_the_repository(site):
     for page in site.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        for bad in (" ".join(("shared", "folder")), "../" + "shared"):  # spelled apart: the repo never names it
+        for bad in (
+            " ".join(("shared", "folder")),
+            "../" + "shared",
+        ):  # spelled apart: the repo never names it
             assert bad not in text, f"{page.relative_to(site)} contains {bad!r}"
 
 
 def test_every_public_name_has_an_api_entry():
-    """Each public name of inductheory/__init__.py appears as `::: inductheory.NAME` in docs/api/."""
+    """Each public name of inductheory/__init__.py appears as `::: inductheory.NAME` in
+    docs/api/."""
     import inductheory
 
     documented = set()
     for page in API.glob("*.md"):
-        documented |= set(re.findall(r"^::: inductheory\.(\w+)\s*$", page.read_text(encoding="utf-8"), re.M))
+        documented |= set(
+            re.findall(
+                r"^::: inductheory\.(\w+)\s*$", page.read_text(encoding="utf-8"), re.M
+            )
+        )
     public = {
         name
         for name, value in vars(inductheory).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
-    assert not public - documented, f"add to a page under docs/api/: {sorted(public - documented)}"
+    assert not public - documented, (
+        f"add to a page under docs/api/: {sorted(public - documented)}"
+    )
     assert not documented - public, f"not public names: {sorted(documented - public)}"

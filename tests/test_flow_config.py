@@ -58,15 +58,21 @@ def test_check_flow_geometry():
 
 def test_balanced_sample_size_rounds_up_to_whole_permutations():
     task = it.Task(L=8, S=4, H=2, N=10**5)
-    assert it.experiments.sample_size(task, it.FlowConfig(M=16384)) == 25000  # two permutations of N/L = 12500
+    assert (
+        it.experiments.sample_size(task, it.FlowConfig(M=16384)) == 25000
+    )  # two permutations of N/L = 12500
     assert it.experiments.sample_size(task, it.FlowConfig(M=12500)) == 12500
-    assert it.experiments.sample_size(task, it.FlowConfig(M=16384, sample="iid")) == 16384
+    assert (
+        it.experiments.sample_size(task, it.FlowConfig(M=16384, sample="iid")) == 16384
+    )
 
 
 def test_independent_baseline_by_hand():
     assert it.experiments.independent_distinct_baseline(1, 4) == 1.0
     assert it.experiments.independent_distinct_baseline(2, 4) == pytest.approx(2 / 3)
-    assert it.experiments.independent_distinct_baseline(3, 5) == pytest.approx(1 * 3 / 4 * 2 / 4)
+    assert it.experiments.independent_distinct_baseline(3, 5) == pytest.approx(
+        1 * 3 / 4 * 2 / 4
+    )
 
 
 def test_distinct_fraction_and_histogram():

@@ -20,41 +20,68 @@ def test_structured_and_dense_exact_fields_agree():
     contexts = it.sample_contexts(jax.random.key(0), task, 6)
     c = 3.0 * jax.random.normal(jax.random.key(1), (task.H, 2, task.S, exact.dim))
     f = lambda g, bs: it.flow.full_vector_field(task, g, contexts, c, bs)
-    np.testing.assert_allclose(f(exact, None), f(exact.dense(), 2), rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(
+        f(exact, None), f(exact.dense(), 2), rtol=1e-10, atol=1e-15
+    )
 
 
 def test_full_flow_in_span_m_follows_the_reduced_flow():
-    """Balanced sample, token-specific components zero at t = 0: the symmetric component is the reduced flow."""
+    """Balanced sample, token-specific components zero at t = 0: the symmetric component is
+    the reduced flow."""
     task = it.Task(L=4, S=3, H=2, N=96, beta=4.0)
-    cfg = it.FlowConfig(dynamics="full", M=1, rtol=1e-11, atol=1e-13, t_max=1e5, n_save=24, t_save_min=1.0)
+    cfg = it.FlowConfig(
+        dynamics="full",
+        M=1,
+        rtol=1e-11,
+        atol=1e-13,
+        t_max=1e5,
+        n_save=24,
+        t_save_min=1.0,
+    )
     geo, contexts = it.experiments.flow_sample(task, cfg, seed=3)
-    c0 = it.flow.project_to_mean(it.flow.initial_gate_vectors(jax.random.key(7), task, geo, 0.1), geo)
+    c0 = it.flow.project_to_mean(
+        it.flow.initial_gate_vectors(jax.random.key(7), task, geo, 0.1), geo
+    )
     full = jax.jit(it.flow.solve_full)(task, cfg, geo, contexts, c0).to_dict()
-    red = jax.jit(it.flow.solve_reduced)(task, cfg, it.LinearGates(c0).biases(geo)).to_dict()
+    red = jax.jit(it.flow.solve_reduced)(
+        task, cfg, it.LinearGates(c0).biases(geo)
+    ).to_dict()
     for out in (full, red):
         assert STATUSES[int(out["status"])] == "selected"
     both = np.isfinite(full["t"]) & np.isfinite(red["t"])
     assert both.sum() > 15
-    np.testing.assert_allclose(full["biases"][both], red["biases"][both], rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(full["mass"][both], red["mass"][both], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(
+        full["biases"][both], red["biases"][both], rtol=1e-6, atol=1e-9
+    )
+    np.testing.assert_allclose(
+        full["mass"][both], red["mass"][both], rtol=1e-6, atol=1e-9
+    )
     np.testing.assert_allclose(full["loss"][both], red["loss"][both], rtol=1e-9)
     np.testing.assert_array_equal(full["selected"], red["selected"])
-    assert abs(float(full["t_final"]) - float(red["t_final"])) < 1e-5 * float(red["t_final"])
+    assert abs(float(full["t_final"]) - float(red["t_final"])) < 1e-5 * float(
+        red["t_final"]
+    )
     # the state never left span(m)
     c = full["state"]
-    assert float(jnp.linalg.norm(c - it.flow.project_to_mean(c, geo))) < 1e-9 * float(jnp.linalg.norm(c))
+    assert float(jnp.linalg.norm(c - it.flow.project_to_mean(c, geo))) < 1e-9 * float(
+        jnp.linalg.norm(c)
+    )
     # on span(m) the gates are static: average and static effective offsets coincide
-    np.testing.assert_allclose(full["static_offsets"][both], full["avg_offsets"][both], rtol=1e-9)
+    np.testing.assert_allclose(
+        full["static_offsets"][both], full["avg_offsets"][both], rtol=1e-9
+    )
 
 
 def test_full_flow_from_generic_init():
-    """Ball init, balanced sample: loss decreases, selection is uniform and matches the reduced flow."""
+    """Ball init, balanced sample: loss decreases, selection is uniform and matches the
+    reduced flow."""
     task = it.Task(L=4, S=4, H=2, N=256, beta=4.0)
     out = it.run_flow(task, it.FlowConfig(dynamics="full", M=256, t_max=1e6), 4, seed=0)
     ps = out["per_seed"]
     assert np.all(ps["status"] == STATUSES.index("selected"))
     np.testing.assert_array_equal(ps["value_offsets"], ps["key_offsets"] + 1)
-    # docs/theory.md §6: from a generic small init the full flow ends in the reduced flow's selection
+    # docs/theory.md §6: from a generic small init the full flow ends in the reduced flow's
+    # selection
     np.testing.assert_array_equal(ps["selected"], ps["reduced_selected"])
     # uniform over windows: the minimum masses over every context and block select
     assert out["sample"]["M"] == 256
@@ -75,7 +102,10 @@ def test_approximate_geometry_runs_with_explicit_status():
     task = it.Task(L=4, S=3, H=1, N=96, d=40, beta=4.0)
     with pytest.warns(it.TheoryAssumptionWarning, match="eps = 0"):
         out = it.run_flow(task, it.FlowConfig(dynamics="full", M=48, t_max=1e5), 2)
-    assert out["sample"]["geometry"] == "DenseGeometry" and 0 < out["sample"]["eps_realized"] < 1
+    assert (
+        out["sample"]["geometry"] == "DenseGeometry"
+        and 0 < out["sample"]["eps_realized"] < 1
+    )
     assert set(out["per_seed"]["status"].tolist()) <= set(range(len(STATUSES)))
     assert "reduced_selected" not in out["per_seed"]
 
@@ -85,21 +115,33 @@ def _theorem2_full(S, H, k, beta, logrho, seed):
     task = it.Task(L=4, S=S, H=H, N=4 * S * k, beta=beta)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
-        out = it.run_flow(task, it.FlowConfig(dynamics="full", M=task.N // 4, rho=10**logrho, t_max=1e7), 2, seed=seed)
+        out = it.run_flow(
+            task,
+            it.FlowConfig(dynamics="full", M=task.N // 4, rho=10**logrho, t_max=1e7),
+            2,
+            seed=seed,
+        )
     ps = out["per_seed"]
     assert np.all(ps["status"] == STATUSES.index("selected")), ps["status"]
     np.testing.assert_array_equal(ps["value_offsets"], ps["key_offsets"] + 1)
     assert np.all(ps["key_offsets"] >= 0)
 
 
-_full_args = dict(S=st.integers(3, 4), H=st.integers(1, 2), k=st.sampled_from([16, 24]), beta=st.floats(1.0, 4.0),
-                  logrho=st.floats(-2, -0.5), seed=st.integers(0, 100))
+_full_args = dict(
+    S=st.integers(3, 4),
+    H=st.integers(1, 2),
+    k=st.sampled_from([16, 24]),
+    beta=st.floats(1.0, 4.0),
+    logrho=st.floats(-2, -0.5),
+    seed=st.integers(0, 100),
+)
 
 
 @settings(max_examples=1, deadline=None)
 @given(**_full_args)
 def test_theorem2_full_every_seed_selects(S, H, k, beta, logrho, seed):
-    """Theorem 2 (full, balanced sample): every head selects key r, value r + 1, uniformly over the sample."""
+    """Theorem 2 (full, balanced sample): every head selects key r, value r + 1, uniformly
+    over the sample."""
     _theorem2_full(S, H, k, beta, logrho, seed)
 
 

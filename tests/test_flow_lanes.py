@@ -1,4 +1,5 @@
-"""`run_lanes` in two passes (a short step budget, then the lanes that ran out of it with the full one)
+"""`run_lanes` in two passes (a short step budget, then the lanes that ran out of it with
+the full one)
 gives the numbers of a single pass."""
 
 import jax
@@ -12,7 +13,9 @@ from inductheory.internal._lanes import broadcast_lanes
 def _lanes_of(task, config, seeds):
     keys = np.asarray(_flow_run.seed_keys(0, seeds))
     n = len(seeds)
-    return _flow_run.run_lanes(broadcast_lanes(task, n), broadcast_lanes(config, n), keys, (None, None))
+    return _flow_run.run_lanes(
+        broadcast_lanes(task, n), broadcast_lanes(config, n), keys, (None, None)
+    )
 
 
 def _lanes(task, config, n):
@@ -23,22 +26,28 @@ def test_two_passes_give_the_numbers_of_one(monkeypatch):
     task = it.Task(L=4, S=3, H=2, N=1000, beta=4.0)
     config = it.FlowConfig(rho=0.1, t_max=1e6, n_save=6)
     n = 16
-    # one pass, in the batch size of the second pass's reruns (8 lanes: one program fewer to compile)
+    # one pass, in the batch size of the second pass's reruns (8 lanes: one program fewer to
+    # compile)
     monkeypatch.setattr(_flow_run, "ONE_PASS_LANES", n)
     halves = [_lanes_of(task, config, np.arange(i, i + 8)) for i in (0, 8)]
     one = jax.tree.map(lambda a, b: np.concatenate([a, b]), *halves)
     steps = one["num_steps"]
     assert np.all(one["status"] == it.Status.SELECTED)
-    # a first-pass budget that a few lanes exceed (they rerun in a batch of 8), and where those lanes
+    # a first-pass budget that a few lanes exceed (they rerun in a batch of 8), and where
+    # those lanes
     # end "selected", not "max_steps": the first pass's budget is not the flow's
     cap = int(np.sort(steps)[-4]) - 1
     monkeypatch.setattr(_flow_run, "ONE_PASS_LANES", n - 1)
     monkeypatch.setattr(_flow_run, "FIRST_PASS_STEPS", cap)
     two = _lanes(task, config, n)
     assert 4 <= np.sum(steps > cap) <= 8
-    for (path, a), b in zip(jax.tree_util.tree_leaves_with_path(one), jax.tree.leaves(two)):
+    for (path, a), b in zip(
+        jax.tree_util.tree_leaves_with_path(one), jax.tree.leaves(two)
+    ):
         name = jax.tree_util.keystr(path)
         if a.dtype.kind in "iub":
             np.testing.assert_array_equal(a, b, err_msg=name)
         else:  # bit for bit on the machine it was written on; a margin for other CPUs' vector code
-            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-300, equal_nan=True, err_msg=name)
+            np.testing.assert_allclose(
+                a, b, rtol=1e-10, atol=1e-300, equal_nan=True, err_msg=name
+            )

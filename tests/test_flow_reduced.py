@@ -1,4 +1,5 @@
-"""The reduced flow: its vector field against the general code path, monotone loss, statuses, Theorem 2."""
+"""The reduced flow: its vector field against the general code path, monotone loss,
+statuses, Theorem 2."""
 
 import math
 
@@ -12,7 +13,6 @@ from hypothesis import strategies as st
 import inductheory as it
 from inductheory.flow import STATUSES
 
-
 _task = it.model.quiet_task
 
 
@@ -21,25 +21,41 @@ def _sample_gradient(task, contexts, b):
     geo = it.ExactGeometry(N=task.N, kappa=task.kappa)
     m = geo.mean_embedding()
     c = b[..., None] * m / (m @ m)
-    G = jax.grad(lambda x: it.monte_carlo_loss(task, geo, it.LinearGates(x), contexts))(c)
+    G = jax.grad(lambda x: it.monte_carlo_loss(task, geo, it.LinearGates(x), contexts))(
+        c
+    )
     return G, geo, m
 
 
 @settings(max_examples=3, deadline=None)
 @given(
-    L=st.integers(4, 5), S=st.integers(3, 4), H=st.integers(1, 2), k=st.integers(1, 2),
-    gamma=st.floats(0.2, 1.0), beta=st.floats(0.5, 6.0), kappa=st.floats(0.1, 2.0), seed=st.integers(0, 2**31 - 1),
+    L=st.integers(4, 5),
+    S=st.integers(3, 4),
+    H=st.integers(1, 2),
+    k=st.integers(1, 2),
+    gamma=st.floats(0.2, 1.0),
+    beta=st.floats(0.5, 6.0),
+    kappa=st.floats(0.1, 2.0),
+    seed=st.integers(0, 2**31 - 1),
 )
-def test_reduced_field_is_the_projected_sample_gradient(L, S, H, k, gamma, beta, kappa, seed):
+def test_reduced_field_is_the_projected_sample_gradient(
+    L, S, H, k, gamma, beta, kappa, seed
+):
     task = _task(L=L, S=S, H=H, N=L * S * k, gamma=gamma, beta=beta, kappa=kappa)
     key = jax.random.key(seed)
     b = 2.0 * jax.random.normal(key, (H, 2, S))
     contexts = it.balanced_contexts(jax.random.fold_in(key, 1), task, 1)
     G, geo, m = _sample_gradient(task, contexts, b)
     # invariance: on a balanced sample the gradient stays in span(m)
-    np.testing.assert_allclose(G - it.flow.project_to_mean(G, geo), 0.0, atol=1e-13 * (1 + float(jnp.max(jnp.abs(G)))))
+    np.testing.assert_allclose(
+        G - it.flow.project_to_mean(G, geo),
+        0.0,
+        atol=1e-13 * (1 + float(jnp.max(jnp.abs(G)))),
+    )
     # d<c, m>/dt = -<G, m> equals (kappa + 1/N) times -grad Lbar
-    np.testing.assert_allclose(-(G @ m), it.flow.reduced_vector_field(task, b), rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(
+        -(G @ m), it.flow.reduced_vector_field(task, b), rtol=1e-9, atol=1e-14
+    )
 
 
 def test_iid_sample_breaks_the_invariance():
@@ -82,7 +98,12 @@ def test_event_stops_at_first_selection(reduced_run):
         # ... and at every saved time before the end some head had not selected yet
         before = np.isfinite(ps["t"][i]) & (ps["t"][i] < ps["t_final"][i])
         m = ps["mass"][i][before]
-        assert not np.any(np.all(np.asarray(it.selected_offsets(m[:, :, 0], m[:, :, 1], delta)) >= 0, axis=1))
+        assert not np.any(
+            np.all(
+                np.asarray(it.selected_offsets(m[:, :, 0], m[:, :, 1], delta)) >= 0,
+                axis=1,
+            )
+        )
         # statistics at the end are those of the final state
         np.testing.assert_allclose(ps["final"]["mass"][i], p, rtol=1e-12)
         assert np.all(ps["final"]["static_offsets"][i] < 1.01)
@@ -91,13 +112,21 @@ def test_event_stops_at_first_selection(reduced_run):
 def test_same_seed_same_numbers(reduced_run):
     task, out = reduced_run
     again = it.run_flow(task, it.FlowConfig(rho=0.1, t_max=1e6), 16)
-    np.testing.assert_array_equal(again["per_seed"]["t_final"], out["per_seed"]["t_final"])
+    np.testing.assert_array_equal(
+        again["per_seed"]["t_final"], out["per_seed"]["t_final"]
+    )
     np.testing.assert_array_equal(again["per_seed"]["state"], out["per_seed"]["state"])
     # a seed's numbers do not depend on the chunking (up to the vectorized arithmetic)
     chunked = it.run_flow(task, it.FlowConfig(rho=0.1, t_max=1e6), 4, chunk=2)
-    np.testing.assert_array_equal(chunked["per_seed"]["selected"], out["per_seed"]["selected"][:4])
-    np.testing.assert_allclose(chunked["per_seed"]["t_final"], out["per_seed"]["t_final"][:4], rtol=1e-8)
-    np.testing.assert_allclose(chunked["per_seed"]["state"], out["per_seed"]["state"][:4], rtol=1e-8)
+    np.testing.assert_array_equal(
+        chunked["per_seed"]["selected"], out["per_seed"]["selected"][:4]
+    )
+    np.testing.assert_allclose(
+        chunked["per_seed"]["t_final"], out["per_seed"]["t_final"][:4], rtol=1e-8
+    )
+    np.testing.assert_allclose(
+        chunked["per_seed"]["state"], out["per_seed"]["state"][:4], rtol=1e-8
+    )
 
 
 class _NaNField(it.flow.ReducedDynamics):
@@ -124,22 +153,38 @@ def test_failures_are_explicit_statuses():
 
 @settings(max_examples=2, deadline=None)
 @given(
-    L=st.integers(4, 8), S=st.integers(3, 5), h=st.floats(0, 1), logN=st.floats(4, 6),
-    betas=st.lists(st.floats(0.5, 4.0), min_size=2, max_size=2), gamma=st.floats(0.5, 1.0),
-    kappa=st.floats(0.5, 2.0), logrhos=st.lists(st.floats(-2, math.log10(0.5)), min_size=2, max_size=2),
+    L=st.integers(4, 8),
+    S=st.integers(3, 5),
+    h=st.floats(0, 1),
+    logN=st.floats(4, 6),
+    betas=st.lists(st.floats(0.5, 4.0), min_size=2, max_size=2),
+    gamma=st.floats(0.5, 1.0),
+    kappa=st.floats(0.5, 2.0),
+    logrhos=st.lists(st.floats(-2, math.log10(0.5)), min_size=2, max_size=2),
     seed=st.integers(0, 1000),
 )
-def test_theorem2_reduced_every_seed_selects(L, S, h, logN, betas, gamma, kappa, logrhos, seed):
-    """Theorem 2 (reduced): eps = 0, small rho, large N: every head of every seed selects key r, value r+1.
+def test_theorem2_reduced_every_seed_selects(
+    L, S, h, logN, betas, gamma, kappa, logrhos, seed
+):
+    """Theorem 2 (reduced): eps = 0, small rho, large N: every head of every seed selects
+    key r, value r+1.
 
     Each example is a shape and a 2 x 2 grid of (beta, rho) with 8 seeds per point: one compiled
     program (the scalars are traced), 32 flows."""
     H = 1 + int(h * (S - 2))
-    task = it.Task(L=L, S=S, H=H, N=int(10**logN), beta=betas[0], gamma=gamma, kappa=kappa)
+    task = it.Task(
+        L=L, S=S, H=H, N=int(10**logN), beta=betas[0], gamma=gamma, kappa=kappa
+    )
     grid = {"beta": sorted(set(betas)), "rho": sorted(set(10**r for r in logrhos))}
-    ds = it.sweep("flow", task, grid, config=it.FlowConfig(t_max=1e7), seeds=8, seed=seed)
+    ds = it.sweep(
+        "flow", task, grid, config=it.FlowConfig(t_max=1e7), seeds=8, seed=seed
+    )
     assert np.all(ds.status.values == "selected"), ds.status.values
-    key, value, selected = ds.key_offsets.values, ds.value_offsets.values, ds.selected.values
+    key, value, selected = (
+        ds.key_offsets.values,
+        ds.value_offsets.values,
+        ds.selected.values,
+    )
     assert np.all(key >= 0)
     np.testing.assert_array_equal(value, key + 1)
     np.testing.assert_array_equal(selected, key)
@@ -152,17 +197,48 @@ def test_bisection_root_finder_selects_at_tiny_delta(capsys):
     command line (the option reaches the config), the others reuse its compiled program."""
     import json
 
-    from inductheory.flow._rates import tail_coefficients
     from inductheory.cli import main
+    from inductheory.flow._rates import tail_coefficients
 
     task = it.Task(L=8, S=4, H=2, N=4096, beta=4.0)
-    assert main(["flow", "--L", "8", "--S", "4", "--H", "2", "--N", "4096", "--beta", "4", "--delta", "1e-7",
-                 "--t-max", "1e12", "--n-save", "4", "--seeds", "4", "--root-finder", "bisection", "--json",
-                 "--per-seed", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "flow",
+                "--L",
+                "8",
+                "--S",
+                "4",
+                "--H",
+                "2",
+                "--N",
+                "4096",
+                "--beta",
+                "4",
+                "--delta",
+                "1e-7",
+                "--t-max",
+                "1e12",
+                "--n-save",
+                "4",
+                "--seeds",
+                "4",
+                "--root-finder",
+                "bisection",
+                "--json",
+                "--per-seed",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["flow"]["root_finder"] == "bisection"
-    cli = {"status": [s["status"] for s in report["seeds"]], "key_offsets": [s["key_offsets"] for s in report["seeds"]],
-           "t_final": np.array([s["t_selection"] for s in report["seeds"]])}
+    cli = {
+        "status": [s["status"] for s in report["seeds"]],
+        "key_offsets": [s["key_offsets"] for s in report["seeds"]],
+        "t_final": np.array([s["t_selection"] for s in report["seeds"]]),
+    }
     config = it.FlowConfig(delta=1e-9, t_max=1e12, n_save=4, root_finder="bisection")
     assert it.FlowConfig(**config.to_dict()) == config
     ps = it.run_flow(task, config, 4)["per_seed"]
@@ -176,10 +252,15 @@ def test_bisection_root_finder_selects_at_tiny_delta(capsys):
         errors.append(err)
     assert np.all(errors[1] < errors[0])
     # where both select, the two root finders agree (same lanes, same program shapes)
-    runs = [it.run_flow(task, config.replace(delta=1e-3, root_finder=rf), 4)["per_seed"] for rf in ("newton", "bisection")]
+    runs = [
+        it.run_flow(task, config.replace(delta=1e-3, root_finder=rf), 4)["per_seed"]
+        for rf in ("newton", "bisection")
+    ]
     assert all(STATUSES[int(s)] == "selected" for r in runs for s in r["status"])
     np.testing.assert_array_equal(runs[0]["selected"], runs[1]["selected"])
     np.testing.assert_allclose(runs[0]["t_final"], runs[1]["t_final"], rtol=1e-9)
-    assert "root_finder" not in it.FlowConfig().to_dict()  # plain runs keep their parameters (cache keys)
+    assert (
+        "root_finder" not in it.FlowConfig().to_dict()
+    )  # plain runs keep their parameters (cache keys)
     with pytest.raises(ValueError, match="root_finder must be one of"):
         it.FlowConfig(root_finder="secant")

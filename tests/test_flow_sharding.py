@@ -3,7 +3,6 @@
 import textwrap
 
 import pytest
-
 from forced_devices import run_on_host_devices
 
 SCRIPT = textwrap.dedent(

@@ -1,4 +1,5 @@
-"""The gate-class contract: every class gives per-context gates; symmetric reductions match the closed form."""
+"""The gate-class contract: every class gives per-context gates; symmetric reductions match
+the closed form."""
 
 import jax
 import jax.numpy as jnp
@@ -13,8 +14,12 @@ GEO = it.ExactGeometry(48, 1.0)
 
 def test_every_gate_class_is_an_abstract_gates():
     c = it.flow.initial_gate_vectors(jax.random.key(0), TASK, GEO, 0.1)
-    for g in (it.hard_selection(3, [0, 1]), it.uniform_gates(2, 3), it.LinearGates(c),
-              it.hard_selection(3, [0, 1]).for_blocks(4)):
+    for g in (
+        it.hard_selection(3, [0, 1]),
+        it.uniform_gates(2, 3),
+        it.LinearGates(c),
+        it.hard_selection(3, [0, 1]).for_blocks(4),
+    ):
         assert isinstance(g, it.model.AbstractGates) and g.n_offsets == 3
     assert it.LinearGates(c).parameter_shape == (2, 2, 3, 49)
     with pytest.raises(TypeError):
@@ -23,13 +28,23 @@ def test_every_gate_class_is_an_abstract_gates():
 
 def test_linear_gates_in_span_m_reduce_to_shared_gates_with_the_same_loss():
     """Monte Carlo over contexts of the linear class vs the closed form of its reduction."""
-    c = it.flow.project_to_mean(it.flow.initial_gate_vectors(jax.random.key(0), TASK, GEO, 3.0), GEO)
+    c = it.flow.project_to_mean(
+        it.flow.initial_gate_vectors(jax.random.key(0), TASK, GEO, 3.0), GEO
+    )
     shared = it.LinearGates(c).symmetric_reduction(GEO)
     ctx = it.sample_contexts(jax.random.key(1), TASK, 8)
-    np.testing.assert_allclose(float(it.monte_carlo_loss(TASK, GEO, it.LinearGates(c), ctx)),
-                               float(it.population_loss(TASK, shared)), rtol=1e-12)
+    np.testing.assert_allclose(
+        float(it.monte_carlo_loss(TASK, GEO, it.LinearGates(c), ctx)),
+        float(it.population_loss(TASK, shared)),
+        rtol=1e-12,
+    )
     # a generic c has token-specific components: no reduction
-    assert it.LinearGates(it.flow.initial_gate_vectors(jax.random.key(0), TASK, GEO, 3.0)).symmetric_reduction(GEO) is None
+    assert (
+        it.LinearGates(
+            it.flow.initial_gate_vectors(jax.random.key(0), TASK, GEO, 3.0)
+        ).symmetric_reduction(GEO)
+        is None
+    )
 
 
 class TiedSharedGates(it.model.AbstractGates):
@@ -49,8 +64,11 @@ def test_a_new_gate_class_works_with_the_general_losses():
     p = jax.nn.softmax(jax.random.normal(jax.random.key(2), (2, 3)), axis=-1)
     ctx = it.sample_contexts(jax.random.key(3), TASK, 4)
     tied = TiedSharedGates(p)
-    np.testing.assert_allclose(float(it.monte_carlo_loss(TASK, GEO, tied, ctx)),
-                               float(it.population_loss(TASK, it.SharedGates(key=p, value=p))), rtol=1e-12)
+    np.testing.assert_allclose(
+        float(it.monte_carlo_loss(TASK, GEO, tied, ctx)),
+        float(it.population_loss(TASK, it.SharedGates(key=p, value=p))),
+        rtol=1e-12,
+    )
     assert tied.n_offsets == 3 and tied.symmetric_reduction() is None
     assert jnp.all(it.monte_carlo_phase_accuracy(TASK, GEO, tied, ctx) >= 0)
 

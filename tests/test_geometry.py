@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import make_task
 
 import inductheory as it
-from strategies import make_task
 
 
 @given(st.sampled_from([12, 45]), st.floats(0.0, 4.0), st.integers(0, 1000))
@@ -17,9 +17,15 @@ def test_structured_scores_equal_dense_scores(N, kappa, seed):
     c = jax.random.normal(key_c, (2, 2, 3, N + 1))
     tokens = jax.random.permutation(key_t, N)[:12].reshape(4, 3)
     E = geo.embeddings()
-    by_hand = np.einsum("hbrd,lrd->hblr", np.asarray(c), np.asarray(E)[np.asarray(tokens)])
-    np.testing.assert_allclose(geo.offset_scores(c, tokens), by_hand, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(geo.dense().offset_scores(c, tokens), by_hand, rtol=0, atol=1e-12)
+    by_hand = np.einsum(
+        "hbrd,lrd->hblr", np.asarray(c), np.asarray(E)[np.asarray(tokens)]
+    )
+    np.testing.assert_allclose(
+        geo.offset_scores(c, tokens), by_hand, rtol=0, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        geo.dense().offset_scores(c, tokens), by_hand, rtol=0, atol=1e-12
+    )
 
 
 def test_exact_embeddings_have_the_exact_gram_and_mean():
@@ -28,7 +34,9 @@ def test_exact_embeddings_have_the_exact_gram_and_mean():
     np.testing.assert_allclose(E @ E.T, 0.6 + np.eye(20), atol=1e-14)
     np.testing.assert_allclose(geo.mean_embedding(), E.mean(axis=0), atol=1e-15)
     # <m, x_i> = kappa + 1/N for every token (docs/theory.md §6)
-    np.testing.assert_allclose(E @ np.asarray(geo.mean_embedding()), 0.6 + 1 / 20, atol=1e-14)
+    np.testing.assert_allclose(
+        E @ np.asarray(geo.mean_embedding()), 0.6 + 1 / 20, atol=1e-14
+    )
     assert it.model.measure_eps(E, 0.6) < 1e-14
 
 
@@ -39,7 +47,11 @@ def test_exact_geometry_never_materializes_large_vocabularies():
     task = it.Task(L=4, S=3, H=1, N=10**6, beta=2.0)
     ctx = it.sample_contexts(jax.random.key(0), task, 8)
     c = 0.1 * jax.random.normal(jax.random.key(1), (1, 2, 3, geo.dim))
-    loss, grad = jax.jit(jax.value_and_grad(lambda c: it.monte_carlo_loss(task, geo, it.LinearGates(c), ctx)))(c)
+    loss, grad = jax.jit(
+        jax.value_and_grad(
+            lambda c: it.monte_carlo_loss(task, geo, it.LinearGates(c), ctx)
+        )
+    )(c)
     assert np.isfinite(float(loss)) and grad.shape == c.shape
     # only the shared coordinate and the 8*12 coordinates of context tokens receive gradient
     touched = np.count_nonzero(np.any(np.asarray(grad) != 0, axis=(0, 1, 2)))
@@ -89,11 +101,16 @@ def test_eps_that_needs_too_much_memory_is_refused():
 
 
 def test_dimension_for_eps_grows_like_log_n_over_eps_squared():
-    assert it.model.dimension_for_eps(4096, 0.1) == math.ceil(4 * math.log(4096) / 0.01) + 1
+    assert (
+        it.model.dimension_for_eps(4096, 0.1)
+        == math.ceil(4 * math.log(4096) / 0.01) + 1
+    )
 
 
 def test_a_dimension_that_misses_the_requested_eps_is_an_error():
-    task = make_task(L=4, S=3, H=1, N=256, eps=0.3, d=64)  # passes the Welch bound, misses in practice
+    task = make_task(
+        L=4, S=3, H=1, N=256, eps=0.3, d=64
+    )  # passes the Welch bound, misses in practice
     with pytest.raises(ValueError, match="realizes eps"):
         it.make_geometry(task, jax.random.key(0))
 

@@ -3,9 +3,9 @@
 import jax
 import numpy as np
 import pytest
+from strategies import make_task
 
 import inductheory as it
-from strategies import make_task
 
 TASK = make_task(L=4, S=5, H=2, N=40, gamma=1.0, beta=4.0, kappa=0.8)
 
@@ -23,27 +23,43 @@ def test_rotating_linear_gates_rotates_their_static_gates():
     geo = it.ExactGeometry(TASK.N, TASK.kappa)
     c = jax.random.normal(jax.random.key(0), (TASK.H, 2, TASK.S, geo.dim))
     b = it.LinearGates(c).biases(geo)
-    np.testing.assert_allclose(it.model.rotate_gates(it.LinearGates(c), 2).biases(geo), np.roll(b, 2, axis=-1), atol=1e-12)
+    np.testing.assert_allclose(
+        it.model.rotate_gates(it.LinearGates(c), 2).biases(geo),
+        np.roll(b, 2, axis=-1),
+        atol=1e-12,
+    )
 
 
 def test_closed_form_knockout_equals_the_literal_mean_ablation():
     gates = it.hard_selection(TASK.S, [0, 2])
     geo = it.ExactGeometry(TASK.N, TASK.kappa).dense()
-    prompts = it.balanced_contexts(jax.random.key(0), TASK, 4)  # every token equally often per slot
+    prompts = it.balanced_contexts(
+        jax.random.key(0), TASK, 4
+    )  # every token equally often per slot
     mean = it.model.mean_head_outputs(TASK, geo, gates, prompts)
-    np.testing.assert_allclose(mean, np.broadcast_to(geo.mean_embedding(), mean.shape), atol=1e-12)
+    np.testing.assert_allclose(
+        mean, np.broadcast_to(geo.mean_embedding(), mean.shape), atol=1e-12
+    )
     ctx = it.sample_contexts(jax.random.key(1), TASK, 8)
     for heads in ([0], [1], [0, 1]):
         losses, acc = it.model.monte_carlo_knockout(TASK, geo, gates, ctx, mean, heads)
-        np.testing.assert_allclose(losses, it.model.knockout_phase_losses(TASK, gates, heads), atol=1e-10)
-        np.testing.assert_array_equal(acc, it.model.knockout_phase_accuracy(TASK, gates, heads))
+        np.testing.assert_allclose(
+            losses, it.model.knockout_phase_losses(TASK, gates, heads), atol=1e-10
+        )
+        np.testing.assert_array_equal(
+            acc, it.model.knockout_phase_accuracy(TASK, gates, heads)
+        )
 
 
 def test_knocking_out_a_selecting_head_removes_exactly_its_phase():
     gates = it.hard_selection(TASK.S, [0, 2])
     np.testing.assert_array_equal(it.phase_accuracy(TASK, gates), [1, 0, 1, 0])
-    np.testing.assert_array_equal(it.model.knockout_phase_accuracy(TASK, gates, [0]), [0, 0, 1, 0])
-    np.testing.assert_array_equal(it.model.knockout_phase_accuracy(TASK, gates, [1]), [1, 0, 0, 0])
+    np.testing.assert_array_equal(
+        it.model.knockout_phase_accuracy(TASK, gates, [0]), [0, 0, 1, 0]
+    )
+    np.testing.assert_array_equal(
+        it.model.knockout_phase_accuracy(TASK, gates, [1]), [1, 0, 0, 0]
+    )
     base = np.asarray(it.phase_losses(TASK, gates))
     ko = np.asarray(it.model.knockout_phase_losses(TASK, gates, [0]))
     # with head 0 gone, phase 0 is uncovered like phases 1 and 3: one head (head 1) attends
@@ -51,4 +67,6 @@ def test_knocking_out_a_selecting_head_removes_exactly_its_phase():
     L, N, beta = TASK.L, TASK.N, TASK.beta
     uncovered_one_head = np.log(L * np.exp(beta / L) + (N - L))
     np.testing.assert_allclose(ko[[0, 1, 3]], uncovered_one_head, rtol=1e-13)
-    assert ko[0] > base[0] and ko[1] < base[1] and ko[2] < base[2]  # a distractor is gone for the others
+    assert (
+        ko[0] > base[0] and ko[1] < base[1] and ko[2] < base[2]
+    )  # a distractor is gone for the others

@@ -1,4 +1,5 @@
-"""Closed-form population loss and per-phase accuracy against the general paths and hand formulas."""
+"""Closed-form population loss and per-phase accuracy against the general paths and hand
+formulas."""
 
 import jax
 import jax.numpy as jnp
@@ -6,9 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import make_task, selections, shared_gates
 
 import inductheory as it
-from strategies import make_task, selections, shared_gates
 
 TASKS = [
     make_task(L=4, S=3, H=1, N=12, gamma=1.0, beta=2.0, kappa=0.5),
@@ -26,16 +27,24 @@ def test_closed_form_equals_the_general_paths(data, task, seed):
     closed = float(it.population_loss(task, gates))
     # the block-enumerating exact path and the literal dense model, on arbitrary contexts
     assert abs(float(it.monte_carlo_loss(task, geo, gates, ctx)) - closed) < 1e-10
-    assert abs(float(it.monte_carlo_loss(task, geo.dense(), gates, ctx)) - closed) < 1e-10
+    assert (
+        abs(float(it.monte_carlo_loss(task, geo.dense(), gates, ctx)) - closed) < 1e-10
+    )
     np.testing.assert_allclose(
-        it.phase_losses(task, gates), it.model.monte_carlo_phase_losses(task, geo.dense(), gates, ctx), atol=1e-10
+        it.phase_losses(task, gates),
+        it.model.monte_carlo_phase_losses(task, geo.dense(), gates, ctx),
+        atol=1e-10,
     )
     np.testing.assert_array_equal(
-        it.phase_accuracy(task, gates), it.monte_carlo_phase_accuracy(task, geo.dense(), gates, ctx)
+        it.phase_accuracy(task, gates),
+        it.monte_carlo_phase_accuracy(task, geo.dense(), gates, ctx),
     )
 
 
-@pytest.mark.parametrize("L, S, N, gamma, beta", [(4, 3, 12, 1.0, 2.0), (8, 4, 4096, 1.0, 4.0), (5, 6, 31, 0.3, 9.0)])
+@pytest.mark.parametrize(
+    "L, S, N, gamma, beta",
+    [(4, 3, 12, 1.0, 2.0), (8, 4, 4096, 1.0, 4.0), (5, 6, 31, 0.3, 9.0)],
+)
 @pytest.mark.parametrize("r", [0, 1])
 def test_one_head_hard_selection_matches_the_hand_formula(L, S, N, gamma, beta, r):
     task = make_task(L=L, S=S, H=1, N=N, gamma=gamma, beta=beta)
@@ -43,11 +52,16 @@ def test_one_head_hard_selection_matches_the_hand_formula(L, S, N, gamma, beta, 
     # the target carries beta*A(1), its L-1 twins beta*a_o, the other N - L tokens 0.
     e = np.exp(gamma)
     a_star, a_other = e / (e + L - 1), 1 / (e + L - 1)
-    hit = np.log(np.exp(beta * a_star) + (L - 1) * np.exp(beta * a_other) + (N - L)) - beta * a_star
+    hit = (
+        np.log(np.exp(beta * a_star) + (L - 1) * np.exp(beta * a_other) + (N - L))
+        - beta * a_star
+    )
     # Any other phase: uniform attention 1/L, the L value tokens at r+1 carry beta/L, the target 0.
     miss = np.log(L * np.exp(beta / L) + (N - L))
     expected = (hit + (S - 2) * miss) / (S - 1)
-    assert float(it.population_loss(task, it.hard_selection(S, [r]))) == pytest.approx(expected, rel=1e-13)
+    assert float(it.population_loss(task, it.hard_selection(S, [r]))) == pytest.approx(
+        expected, rel=1e-13
+    )
 
 
 def test_monte_carlo_is_exact_for_shared_gates_under_exact_geometry():
@@ -55,7 +69,9 @@ def test_monte_carlo_is_exact_for_shared_gates_under_exact_geometry():
     gates = it.hard_selection(task.S, [0, 2])
     for M in (1, 7, 64):
         ctx = it.sample_contexts(jax.random.key(M), task, M)
-        mc = it.monte_carlo_loss(task, it.ExactGeometry(task.N, task.kappa).dense(), gates, ctx)
+        mc = it.monte_carlo_loss(
+            task, it.ExactGeometry(task.N, task.kappa).dense(), gates, ctx
+        )
         assert abs(float(mc) - float(it.population_loss(task, gates))) < 1e-10
 
 
@@ -68,7 +84,12 @@ def test_monte_carlo_converges_to_the_closed_form_as_eps_vanishes():
         task = make_task(L=4, S=3, H=2, N=256, beta=3.0, d=d)
         geo = it.make_geometry(task, jax.random.key(0))
         ctx = it.sample_contexts(jax.random.key(1), task, 256)
-        errors.append(abs(float(it.monte_carlo_loss(task, geo, gates, ctx, batch_size=64)) - closed))
+        errors.append(
+            abs(
+                float(it.monte_carlo_loss(task, geo, gates, ctx, batch_size=64))
+                - closed
+            )
+        )
         eps.append(geo.eps)
     assert eps[0] > eps[1] > eps[2]
     assert errors[0] > errors[1] > errors[2]
@@ -80,13 +101,21 @@ def test_monte_carlo_converges_over_random_contexts_with_context_dependent_gates
     # must approach a large-sample reference at the 1/sqrt(M) rate (within 4 standard errors).
     task = make_task(L=4, S=3, H=1, N=60, beta=3.0)
     geo = it.ExactGeometry(task.N, task.kappa)
-    gates = it.LinearGates(2.0 * jax.random.normal(jax.random.key(0), (1, 2, 3, geo.dim)))
-    big = it.query_losses(task, geo, gates, it.sample_contexts(jax.random.key(1), task, 20000)).mean(axis=1)
+    gates = it.LinearGates(
+        2.0 * jax.random.normal(jax.random.key(0), (1, 2, 3, geo.dim))
+    )
+    big = it.query_losses(
+        task, geo, gates, it.sample_contexts(jax.random.key(1), task, 20000)
+    ).mean(axis=1)
     reference, spread = float(big.mean()), float(big.std())
     assert spread > 1e-3  # contexts really differ
     for M in (64, 1024):
-        small = it.monte_carlo_loss(task, geo, gates, it.sample_contexts(jax.random.key(M), task, M))
-        assert abs(float(small) - reference) < 4 * spread / np.sqrt(M) + 4 * spread / np.sqrt(20000)
+        small = it.monte_carlo_loss(
+            task, geo, gates, it.sample_contexts(jax.random.key(M), task, M)
+        )
+        assert abs(float(small) - reference) < 4 * spread / np.sqrt(
+            M
+        ) + 4 * spread / np.sqrt(20000)
 
 
 @given(st.data(), st.sampled_from(TASKS[:2]))
@@ -95,12 +124,16 @@ def test_distinct_selecting_heads_cover_exactly_their_phases(data, task):
     acc = np.asarray(it.phase_accuracy(task, it.hard_selection(task.S, offsets)))
     expected = np.isin(np.arange(task.S - 1), offsets).astype(float)
     np.testing.assert_array_equal(acc, expected)
-    assert float(it.phase_gap(acc)) == (1.0 if 0 < len(set(offsets)) < task.S - 1 else 0.0)
+    assert float(it.phase_gap(acc)) == (
+        1.0 if 0 < len(set(offsets)) < task.S - 1 else 0.0
+    )
 
 
 def test_uniform_gates_tie_everywhere_and_score_zero():
     task = TASKS[1]
-    np.testing.assert_array_equal(it.phase_accuracy(task, it.uniform_gates(task.H, task.S)), 0.0)
+    np.testing.assert_array_equal(
+        it.phase_accuracy(task, it.uniform_gates(task.H, task.S)), 0.0
+    )
 
 
 def test_batched_oracle_gates_must_match_the_number_of_contexts():
@@ -108,13 +141,17 @@ def test_batched_oracle_gates_must_match_the_number_of_contexts():
     ctx = it.sample_contexts(jax.random.key(0), task, 3)
     p = jnp.full((2, task.H, task.L, task.S), 1 / task.S)
     with pytest.raises(ValueError, match="oracle gates for 2 contexts but 3 contexts"):
-        it.monte_carlo_loss(task, it.ExactGeometry(task.N, task.kappa), it.OracleGates(p, p), ctx)
+        it.monte_carlo_loss(
+            task, it.ExactGeometry(task.N, task.kappa), it.OracleGates(p, p), ctx
+        )
 
 
 def test_batch_size_does_not_change_the_result():
     task = TASKS[1]
     geo = it.ExactGeometry(task.N, task.kappa)
-    gates = it.LinearGates(jax.random.normal(jax.random.key(0), (task.H, 2, task.S, geo.dim)))
+    gates = it.LinearGates(
+        jax.random.normal(jax.random.key(0), (task.H, 2, task.S, geo.dim))
+    )
     ctx = it.sample_contexts(jax.random.key(1), task, 50)
     a = it.monte_carlo_loss(task, geo, gates, ctx)
     b = it.monte_carlo_loss(task, geo, gates, ctx, batch_size=8)
@@ -137,7 +174,9 @@ def test_selected_offsets_classify_hard_and_soft_gates():
     np.testing.assert_array_equal(it.selected_offsets(g.key, g.key, 0.1), [-1, -1])
     with pytest.raises(ValueError, match="delta"):
         it.selected_offsets(g.key, g.value, 0.7)
-    offs = jnp.array([[[0, 1], [1, 0]], [[0, 1], [0, 2]]])  # (batch=2, heads=2, blocks=2)
+    offs = jnp.array(
+        [[[0, 1], [1, 0]], [[0, 1], [0, 2]]]
+    )  # (batch=2, heads=2, blocks=2)
     assert it.model.distinct_within_blocks(offs).tolist() == [True, False]
 
 

@@ -6,15 +6,17 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import make_task, oracle_gates, seeds
 
 import inductheory as it
-from strategies import make_task, oracle_gates, seeds
 
 # A few shapes (each shape compiles once); values vary freely.
 TASKS = [
     make_task(L=4, S=3, H=1, N=12, gamma=1.0, beta=2.0, kappa=0.5),
     make_task(L=5, S=4, H=2, N=41, gamma=0.7, beta=5.0, kappa=1.3),
-    make_task(L=2, S=2, H=3, N=9, gamma=2.5, beta=0.8, kappa=0.0),  # outside the theorems: still exact
+    make_task(
+        L=2, S=2, H=3, N=9, gamma=2.5, beta=0.8, kappa=0.0
+    ),  # outside the theorems: still exact
 ]
 task_strategy = st.sampled_from(TASKS)
 
@@ -40,13 +42,19 @@ def test_exact_path_equals_dense_path_for_oracle_gates(data, task, seed):
 def test_exact_path_equals_dense_path_for_linear_gates(task, seed, scale):
     ctx = _contexts(task, seed)
     geo = it.ExactGeometry(task.N, task.kappa)
-    c = scale * jax.random.normal(jax.random.key(seed + 1), (task.H, 2, task.S, geo.dim))
+    c = scale * jax.random.normal(
+        jax.random.key(seed + 1), (task.H, 2, task.S, geo.dim)
+    )
     gates = it.LinearGates(c)
     np.testing.assert_allclose(
-        it.query_losses(task, geo, gates, ctx), it.query_losses(task, geo.dense(), gates, ctx), rtol=0, atol=1e-10
+        it.query_losses(task, geo, gates, ctx),
+        it.query_losses(task, geo.dense(), gates, ctx),
+        rtol=0,
+        atol=1e-10,
     )
     np.testing.assert_array_equal(
-        it.monte_carlo_phase_accuracy(task, geo, gates, ctx), it.monte_carlo_phase_accuracy(task, geo.dense(), gates, ctx)
+        it.monte_carlo_phase_accuracy(task, geo, gates, ctx),
+        it.monte_carlo_phase_accuracy(task, geo.dense(), gates, ctx),
     )
 
 
@@ -56,7 +64,9 @@ def test_exact_logits_are_the_dense_logits_shifted_by_beta_h_kappa(data, task, s
     gates = data.draw(oracle_gates(task))
     geo = it.ExactGeometry(task.N, task.kappa)
     exact, log_mult, target = it.model.exact_logits(task, gates)
-    dense, _, dense_target = it.model.dense_logits(task, geo.embeddings(), tokens, gates)
+    dense, _, dense_target = it.model.dense_logits(
+        task, geo.embeddings(), tokens, gates
+    )
     shift = task.beta * task.H * task.kappa
     flat_tokens = np.asarray(tokens).ravel()
     np.testing.assert_allclose(exact[:, :-1] + shift, dense[:, flat_tokens], atol=1e-10)
@@ -70,11 +80,23 @@ def test_exact_logits_are_the_dense_logits_shifted_by_beta_h_kappa(data, task, s
 @given(st.data(), seeds, st.floats(0.0, 5.0), st.floats(0.0, 5.0))
 def test_kappa_cancels_from_the_loss(data, seed, kappa_a, kappa_b):
     base = TASKS[1]
-    task_a = make_task(L=base.L, S=base.S, H=base.H, N=base.N, gamma=base.gamma, beta=base.beta, kappa=kappa_a)
+    task_a = make_task(
+        L=base.L,
+        S=base.S,
+        H=base.H,
+        N=base.N,
+        gamma=base.gamma,
+        beta=base.beta,
+        kappa=kappa_a,
+    )
     gates = data.draw(oracle_gates(base))
     tokens = _contexts(base, seed, M=1)[0]
     losses = [
-        it.model.cross_entropy(*it.model.dense_logits(task_a, it.ExactGeometry(base.N, k).embeddings(), tokens, gates))
+        it.model.cross_entropy(
+            *it.model.dense_logits(
+                task_a, it.ExactGeometry(base.N, k).embeddings(), tokens, gates
+            )
+        )
         for k in (kappa_a, kappa_b)
     ]
     np.testing.assert_allclose(losses[0], losses[1], rtol=0, atol=1e-10)
@@ -87,11 +109,15 @@ def test_loss_is_invariant_to_relabeling_the_vocabulary(data, task, seed):
     perm = np.asarray(jax.random.permutation(jax.random.key(seed + 7), task.N))
     geo = it.ExactGeometry(task.N, task.kappa).dense()
     np.testing.assert_allclose(
-        it.query_losses(task, geo, gates, ctx), it.query_losses(task, geo, gates, perm[np.asarray(ctx)]), atol=1e-10
+        it.query_losses(task, geo, gates, ctx),
+        it.query_losses(task, geo, gates, perm[np.asarray(ctx)]),
+        atol=1e-10,
     )
     # linear gates: relabel the token coordinates of c together with the tokens
     c = jax.random.normal(jax.random.key(seed), (task.H, 2, task.S, task.N + 1))
-    c_relabeled = jnp.asarray(np.asarray(c)[..., np.concatenate([[0], 1 + np.argsort(perm)])])
+    c_relabeled = jnp.asarray(
+        np.asarray(c)[..., np.concatenate([[0], 1 + np.argsort(perm)])]
+    )
     np.testing.assert_allclose(
         it.query_losses(task, geo, it.LinearGates(c), ctx),
         it.query_losses(task, geo, it.LinearGates(c_relabeled), perm[np.asarray(ctx)]),
@@ -127,7 +153,9 @@ def test_attention_weights_match_a_softmax_over_blocks():
 
 
 def _second_derivative(gamma, L):
-    return jax.vmap(jax.grad(jax.grad(lambda w: it.model.attention_to_target(w, gamma, L))))
+    return jax.vmap(
+        jax.grad(jax.grad(lambda w: it.model.attention_to_target(w, gamma, L)))
+    )
 
 
 @pytest.mark.parametrize("L, gamma", [(4, 1.0), (4, 0.5), (10, 1.0), (100, 0.01)])
@@ -148,4 +176,6 @@ def test_top1_ties_count_as_wrong():
     correct = it.model.top1_correct(logits, jnp.zeros(3), jnp.array([0, 0, 1]))
     assert correct.tolist() == [False, True, False]
     # a column with zero multiplicity is no competitor
-    assert it.model.top1_correct(jnp.array([[1.0, 3.0]]), jnp.array([0.0, -jnp.inf]), jnp.array([0])).tolist() == [True]
+    assert it.model.top1_correct(
+        jnp.array([[1.0, 3.0]]), jnp.array([0.0, -jnp.inf]), jnp.array([0])
+    ).tolist() == [True]

@@ -6,7 +6,8 @@ variable (and `MPLBACKEND=Agg`) is set here before the kernel starts. Any cell e
 
 At quick sizes compiling dominates (each shape of the oracle minimizer or of a flow compiles once,
 then runs in milliseconds), so the kernel inherits the suite's XLA flags (tests/conftest.py) that
-trade generated-code speed for compile speed, with the same numbers to rounding. The notebooks' widgets (ipywidgets, in the `test` extra) run headless: their callbacks
+trade generated-code speed for compile speed, with the same numbers to rounding. The
+notebooks' widgets (ipywidgets, in the `test` extra) run headless: their callbacks
 are called once with the default values, so the outputs land in the cells.
 """
 
@@ -22,7 +23,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 KERNEL = "python3"
-CELL_TIMEOUT_S = 300  # per cell; quick mode needs ~10 s for the slowest cell on an idle core
+CELL_TIMEOUT_S = (
+    300  # per cell; quick mode needs ~10 s for the slowest cell on an idle core
+)
 MAX_BYTES = 300_000
 
 
@@ -33,7 +36,8 @@ def _require_kernel() -> None:
         KernelSpecManager().get_kernel_spec(KERNEL)
     except NoSuchKernel:
         pytest.fail(
-            f"no Jupyter kernel named {KERNEL!r}: install the test extra (`pip install -e \".[test]\"`, which "
+            f"no Jupyter kernel named {KERNEL!r}: install the test extra (`pip install "
+            '-e ".[test]"`, which '
             f"brings ipykernel) or register one with `python -m ipykernel install --sys-prefix`"
         )
 
@@ -42,31 +46,49 @@ def _require_widgets() -> None:
     try:
         import ipywidgets  # noqa: F401
     except ImportError:
-        pytest.fail("the notebooks' live controls need ipywidgets: install the test extra (`pip install -e \".[test]\"`)")
+        pytest.fail(
+            "the notebooks' live controls need ipywidgets: install the test extra "
+            '(`pip install -e ".[test]"`)'
+        )
 
 
 def test_at_least_three_notebooks():
-    assert len(NOTEBOOKS) >= 3, f"expected at least three notebooks in {NOTEBOOK_DIR}, found {NOTEBOOKS}"
+    assert len(NOTEBOOKS) >= 3, (
+        f"expected at least three notebooks in {NOTEBOOK_DIR}, found {NOTEBOOKS}"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_is_small_and_quick_aware(path):
-    assert path.stat().st_size < MAX_BYTES, f"{path.name} is {path.stat().st_size} bytes (limit {MAX_BYTES})"
+    assert path.stat().st_size < MAX_BYTES, (
+        f"{path.name} is {path.stat().st_size} bytes (limit {MAX_BYTES})"
+    )
     nb = json.loads(path.read_text())
     cells = nb["cells"]
-    assert cells[0]["cell_type"] == "markdown", "the first cell must say what the notebook shows"
+    assert cells[0]["cell_type"] == "markdown", (
+        "the first cell must say what the notebook shows"
+    )
     code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-    assert any("INDUCTHEORY_NOTEBOOK_QUICK" in src for src in code[:2]), "a parameters cell near the top must read QUICK"
-    assert sum(c["cell_type"] == "markdown" for c in cells) >= 3, "explain the steps in Markdown"
+    assert any("INDUCTHEORY_NOTEBOOK_QUICK" in src for src in code[:2]), (
+        "a parameters cell near the top must read QUICK"
+    )
+    assert sum(c["cell_type"] == "markdown" for c in cells) >= 3, (
+        "explain the steps in Markdown"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_first_cell_cites_the_theory_page_and_says_how_to_open(path):
     first = "".join(json.loads(path.read_text())["cells"][0]["source"])
-    assert "THEORY.md" not in first, "cite the theory page as `docs/theory.md §n` (THEORY.md is not in the repository)"
-    assert re.search(r"docs/theory\.md §\d", first), "the first cell must cite the theory page as `docs/theory.md §n`"
+    assert "THEORY.md" not in first, (
+        "cite the theory page as `docs/theory.md §n` (THEORY.md is not in the repository)"
+    )
+    assert re.search(r"docs/theory\.md §\d", first), (
+        "the first cell must cite the theory page as `docs/theory.md §n`"
+    )
     assert 'pip install -e ".[notebooks]"' in first and "jupyter lab" in first, (
-        'the first cell must say how to open the notebook: python -m pip install -e ".[notebooks]" && jupyter lab notebooks/'
+        "the first cell must say how to open the notebook: python -m pip install -e "
+        '".[notebooks]" && jupyter lab notebooks/'
     )
 
 
@@ -90,6 +112,11 @@ def test_notebook_runs(path, monkeypatch):
     client.execute()  # raises CellExecutionError (with the traceback) on the first failing cell
     # the quick switch reached the kernel
     printed = "".join(
-        out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+        out.get("text", "")
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
     )
-    assert "QUICK=True" in printed, "the kernel did not see INDUCTHEORY_NOTEBOOK_QUICK=1"
+    assert "QUICK=True" in printed, (
+        "the kernel did not see INDUCTHEORY_NOTEBOOK_QUICK=1"
+    )

@@ -1,4 +1,5 @@
-"""Theorem 1 (docs/theory.md §7): the global minimizer over the oracle class, in and out of its regime.
+"""Theorem 1 (docs/theory.md §7): the global minimizer over the oracle class, in and out of
+its regime.
 
 The minimizer is checked against the enumeration of hard selections (an independent method): in
 the regime it must not beat the best vertex and must itself be a hard selection (with distinct
@@ -47,7 +48,11 @@ def test_project_simplex_against_bisection(v):
     for _ in range(200):  # tau with sum(max(v - tau, 0)) = 1, by bisection
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if np.maximum(v - mid, 0).sum() > 1 else (lo, mid)
-    np.testing.assert_allclose(np.asarray(it.oracle.project_simplex(jnp.asarray(v))), np.maximum(v - lo, 0), atol=1e-9)
+    np.testing.assert_allclose(
+        np.asarray(it.oracle.project_simplex(jnp.asarray(v))),
+        np.maximum(v - lo, 0),
+        atol=1e-9,
+    )
 
 
 def test_classify_by_hand():
@@ -63,19 +68,26 @@ def test_classify_by_hand():
 
 
 def _check_minimizer_in_regime(task, seed, contexts=1, distinct=True):
-    point = it.oracle_point(task, jax.random.key(seed), FAST, contexts=contexts, seeds=4)
+    point = it.oracle_point(
+        task, jax.random.key(seed), FAST, contexts=contexts, seeds=4
+    )
     for c in point["contexts"]:
         # the numerical optimum does not beat the best vertex (beyond rounding) ...
         assert c["gap"] <= 1e-9 * (1 + abs(c["best_vertex_loss"]))
         assert c["best_loss"] <= c["best_vertex_loss"] + 1e-9
         # the local search itself reached the best vertex's loss (no fallback to the vertex)
-        assert not c["minimizer_failed"] and c["minimizer_loss"] <= c["best_vertex_loss"] + 1e-9
+        assert (
+            not c["minimizer_failed"]
+            and c["minimizer_loss"] <= c["best_vertex_loss"] + 1e-9
+        )
         # ... and is itself a hard selection, with distinct heads at eps = 0
         assert c["hard_selection"], c["offsets"]
         if distinct:
             assert c["distinct_heads"], c["offsets"]
         # random starts alone never beat the best vertex either
-        assert c["best_random_loss"] >= c["best_vertex_loss"] - 1e-9 * (1 + abs(c["best_vertex_loss"]))
+        assert c["best_random_loss"] >= c["best_vertex_loss"] - 1e-9 * (
+            1 + abs(c["best_vertex_loss"])
+        )
 
 
 @settings(max_examples=2, deadline=None)
@@ -88,7 +100,9 @@ def _check_minimizer_in_regime(task, seed, contexts=1, distinct=True):
     beta=st.floats(0.5, 3.0),
     seed=seeds,
 )
-def test_theorem1_exact_minimizers_are_distinct_hard_selections(L, S, H, log2N, gamma, beta, seed):
+def test_theorem1_exact_minimizers_are_distinct_hard_selections(
+    L, S, H, log2N, gamma, beta, seed
+):
     task = make_task(L=L, S=S, H=H, N=2**log2N, gamma=gamma, beta=beta)
     _check_minimizer_in_regime(task, seed)
 
@@ -101,7 +115,8 @@ def test_theorem1_small_eps_minimizers_are_hard_selections(beta, seed):
 
 
 def test_outside_regime_minimizer_is_not_hard():
-    """Large beta, N = L*S (nothing outside the context), H < S-1: the optimum spreads value mass."""
+    """Large beta, N = L*S (nothing outside the context), H < S-1: the optimum spreads value
+    mass."""
     task = make_task(L=4, S=4, H=2, N=16, beta=8.0)
     geo = it.ExactGeometry(task.N, task.kappa)
     tokens = it.sample_contexts(jax.random.key(0), task, 1)[0]
@@ -135,7 +150,9 @@ def test_random_starts_alone_find_distinct_hard_optimum():
     geo = it.ExactGeometry(task.N, task.kappa)
     tokens = it.sample_contexts(jax.random.key(0), task, 1)[0]
     vertex = it.best_vertex(task, geo, tokens)
-    res = it.minimize_oracle(task, geo, tokens, jax.random.key(1), it.OracleMinimizer(restarts=64))
+    res = it.minimize_oracle(
+        task, geo, tokens, jax.random.key(1), it.OracleMinimizer(restarts=64)
+    )
     assert res.hard and res.distinct
     assert res.loss == pytest.approx(vertex.loss, rel=1e-12)
 
@@ -143,7 +160,9 @@ def test_random_starts_alone_find_distinct_hard_optimum():
 @pytest.mark.slow
 def test_regime_boundary_grows_with_beta():
     task = make_task(L=4, S=4, H=2, N=16, beta=1.0)
-    result = it.regime_map(task, [16, 64, 256, 1024, 4096, 16384], [6.0, 8.0, 10.0], config=FAST)
+    result = it.regime_map(
+        task, [16, 64, 256, 1024, 4096, 16384], [6.0, 8.0, 10.0], config=FAST
+    )
     stars = [b["N_star"] for b in result["boundary"]]
     assert all(s is not None for s in stars)
     assert stars == sorted(stars) and stars[-1] > stars[0]

@@ -8,7 +8,20 @@ import pytest
 import inductheory.experiments._regime as regime
 from inductheory.cli import main
 
-SMALL = ["--L", "4", "--S", "4", "--H", "2", "--restarts", "6", "--steps", "80", "--polish-steps", "80"]
+SMALL = [
+    "--L",
+    "4",
+    "--S",
+    "4",
+    "--H",
+    "2",
+    "--restarts",
+    "6",
+    "--steps",
+    "80",
+    "--polish-steps",
+    "80",
+]
 
 
 def test_oracle_point_json(capsys):
@@ -18,14 +31,29 @@ def test_oracle_point_json(capsys):
     assert out["best_loss"] < out["best_vertex_loss"] - 1e-3
     # an independent check of "not hard": some key or value gate is far from every vertex
     gates = out["contexts"][0]["gates"]
-    assert max(np.max(1 - np.max(np.asarray(gates[b]), axis=-1)) for b in ("key", "value")) > 1e-3
+    assert (
+        max(np.max(1 - np.max(np.asarray(gates[b]), axis=-1)) for b in ("key", "value"))
+        > 1e-3
+    )
     gates = out["contexts"][0]["gates"]
     assert np.asarray(gates["key"]).shape == (2, 4, 4)
     assert np.asarray(out["contexts"][0]["offsets"]).shape == (2, 4)
 
 
 def test_oracle_sweep_writes_points_and_resumes(tmp_path, capsys, monkeypatch):
-    args = ["oracle", *SMALL, "--sweep", "--N-grid", "16,4096", "--beta-grid", "8", "--out", str(tmp_path), "--json", "--quiet"]
+    args = [
+        "oracle",
+        *SMALL,
+        "--sweep",
+        "--N-grid",
+        "16,4096",
+        "--beta-grid",
+        "8",
+        "--out",
+        str(tmp_path),
+        "--json",
+        "--quiet",
+    ]
     assert main(args) == 0
     first = json.loads(capsys.readouterr().out)
     assert len(list(tmp_path.glob("*.json"))) == 2
@@ -54,27 +82,76 @@ def test_oracle_rejects_bad_grid(capsys):
 
 def test_failed_local_search_falls_back_to_the_best_vertex(capsys):
     # one BFGS step from one start cannot reach the optimum; a vertex is feasible and better
-    argv = ["oracle", "--L", "4", "--S", "3", "--H", "1", "--N", "4096", "--beta", "2", "--restarts", "1", "--steps",
-            "1", "--polish-steps", "0", "--rounds", "1", "--vertex-starts", "0", "--json"]
+    argv = [
+        "oracle",
+        "--L",
+        "4",
+        "--S",
+        "3",
+        "--H",
+        "1",
+        "--N",
+        "4096",
+        "--beta",
+        "2",
+        "--restarts",
+        "1",
+        "--steps",
+        "1",
+        "--polish-steps",
+        "0",
+        "--rounds",
+        "1",
+        "--vertex-starts",
+        "0",
+        "--json",
+    ]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     ctx = out["contexts"][0]
     assert ctx["minimizer_failed"] and ctx["minimizer_loss"] > ctx["best_vertex_loss"]
-    assert out["best_loss"] == pytest.approx(out["best_vertex_loss"]) and out["gap"] == 0.0
+    assert (
+        out["best_loss"] == pytest.approx(out["best_vertex_loss"]) and out["gap"] == 0.0
+    )
     assert out["hard_selection"]  # classified at the vertex, which is a hard selection
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--sweep", "--N-grid", "", "--beta-grid", "1"], "at least one value"),
-    (["--sweep", "--N-grid", "64", "--beta-grid", "1", "--refine", "-1"], "refine must be"),
-    (["--sweep", "--N-grid", "64", "--beta-grid", "1", "--eps-grid", "0.3", "--d", "64"], "exclude each other"),
-    (["--vertex-starts", "-1"], "vertex-starts must be >= 0"),
-    (["--seeds", "2"], "renamed --vertex-starts"),
-    (["--out", "somewhere"], "only applies with --sweep"),
-    (["--sweep", "--N-grid", "inf", "--beta-grid", "1"], "--N-grid must be an integer"),
-    (["--sweep", "--N-grid", "8", "--beta-grid", "1"], "N must be >= L*S"),
-    (["--sweep", "--N-grid", "64", "--beta-grid", "1", "--out", ""], "must not be empty"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--sweep", "--N-grid", "", "--beta-grid", "1"], "at least one value"),
+        (
+            ["--sweep", "--N-grid", "64", "--beta-grid", "1", "--refine", "-1"],
+            "refine must be",
+        ),
+        (
+            [
+                "--sweep",
+                "--N-grid",
+                "64",
+                "--beta-grid",
+                "1",
+                "--eps-grid",
+                "0.3",
+                "--d",
+                "64",
+            ],
+            "exclude each other",
+        ),
+        (["--vertex-starts", "-1"], "vertex-starts must be >= 0"),
+        (["--seeds", "2"], "renamed --vertex-starts"),
+        (["--out", "somewhere"], "only applies with --sweep"),
+        (
+            ["--sweep", "--N-grid", "inf", "--beta-grid", "1"],
+            "--N-grid must be an integer",
+        ),
+        (["--sweep", "--N-grid", "8", "--beta-grid", "1"], "N must be >= L*S"),
+        (
+            ["--sweep", "--N-grid", "64", "--beta-grid", "1", "--out", ""],
+            "must not be empty",
+        ),
+    ],
+)
 def test_bad_sweep_parameters_exit_non_zero(capsys, argv, message):
     assert main(["oracle", *SMALL, "--N", "64", *argv]) == 2
     assert message in capsys.readouterr().err

@@ -40,10 +40,25 @@ def hand_vertex_loss(task, offsets):
 @given(data=st.data())
 def test_vertex_loss_matches_hand_formula(data):
     task = data.draw(tasks(min_L=2, max_L=5, min_S=2, max_S=4, max_H=3, max_N=200))
-    offsets = np.array(data.draw(st.lists(st.integers(0, task.S - 2), min_size=task.H * task.L, max_size=task.H * task.L)))
+    offsets = np.array(
+        data.draw(
+            st.lists(
+                st.integers(0, task.S - 2),
+                min_size=task.H * task.L,
+                max_size=task.H * task.L,
+            )
+        )
+    )
     offsets = offsets.reshape(task.H, task.L)
     tokens = it.sample_contexts(jax.random.key(0), task, 1)[0]
-    got = float(it.model.context_loss(task, it.ExactGeometry(task.N, task.kappa), it.oracle.vertex_gates(task.S, offsets), tokens))
+    got = float(
+        it.model.context_loss(
+            task,
+            it.ExactGeometry(task.N, task.kappa),
+            it.oracle.vertex_gates(task.S, offsets),
+            tokens,
+        )
+    )
     assert got == pytest.approx(hand_vertex_loss(task, offsets), rel=1e-12, abs=1e-12)
 
 
@@ -53,7 +68,11 @@ def test_block_shared_vertices_match_closed_form():
     tokens = it.sample_contexts(jax.random.key(1), task, 1)[0]
     for sel in itertools.product(range(task.S - 1), repeat=task.H):
         offsets = np.repeat(np.array(sel)[:, None], task.L, axis=1)
-        general = float(it.model.context_loss(task, geo, it.oracle.vertex_gates(task.S, offsets), tokens))
+        general = float(
+            it.model.context_loss(
+                task, geo, it.oracle.vertex_gates(task.S, offsets), tokens
+            )
+        )
         closed = float(it.population_loss(task, it.hard_selection(task.S, sel)))
         assert general == pytest.approx(closed, rel=1e-12)
 
@@ -75,7 +94,8 @@ def test_exact_geometry_all_contexts_equivalent(data, seed):
 
 
 def test_approximate_geometry_contexts_differ():
-    """The equivalence is special to eps = 0: with eps > 0 the same gates cost differently per context
+    """The equivalence is special to eps = 0: with eps > 0 the same gates cost differently
+    per context
     (so the test above could fail)."""
     task = make_task(L=4, S=3, H=2, N=256, beta=4.0, d=40)
     geo = it.make_geometry(task, jax.random.key(0))
@@ -95,7 +115,9 @@ def test_context_geometry_preserves_dense_loss():
         small = it.oracle.context_geometry(geo, tokens)
         assert small.embeddings.shape == (task.N, task.L * task.S)
         full = float(it.model.context_loss(task, geo, gates, tokens))
-        assert float(it.model.context_loss(task, small, gates, tokens)) == pytest.approx(full, rel=1e-12)
+        assert float(
+            it.model.context_loss(task, small, gates, tokens)
+        ) == pytest.approx(full, rel=1e-12)
 
 
 def test_block_multisets_cover_every_configuration_class():
@@ -119,7 +141,10 @@ def test_block_multiset_enumeration_finds_the_exhaustive_optimum():
     assert fast.method == "block-multisets" and full.method == "exhaustive"
     assert fast.n_evaluated < full.n_evaluated
     assert fast.loss == pytest.approx(full.loss, rel=1e-13)
-    losses = [hand_vertex_loss(task, c) for c in it.oracle.all_vertex_configs(task.H, task.L, task.S)]
+    losses = [
+        hand_vertex_loss(task, c)
+        for c in it.oracle.all_vertex_configs(task.H, task.L, task.S)
+    ]
     assert full.loss == pytest.approx(min(losses), rel=1e-12)
     assert np.all(np.diff(fast.top_losses) >= 0)
 

@@ -25,14 +25,23 @@ def store(tmp_path, monkeypatch):
 
 
 def _softplus_sum(x, scale):
-    return {"value": jnp.sum(jnp.logaddexp(0.0, scale * x)), "grad": jax.grad(lambda y: jnp.sum(jnp.logaddexp(0.0, scale * y)))(x)}
+    return {
+        "value": jnp.sum(jnp.logaddexp(0.0, scale * x)),
+        "grad": jax.grad(lambda y: jnp.sum(jnp.logaddexp(0.0, scale * y)))(x),
+    }
 
 
 def _no_tracing(monkeypatch):
-    monkeypatch.setattr(jax.export, "export", lambda *a, **k: (_ for _ in ()).throw(AssertionError("traced")))
+    monkeypatch.setattr(
+        jax.export,
+        "export",
+        lambda *a, **k: (_ for _ in ()).throw(AssertionError("traced")),
+    )
 
 
-def test_a_stored_program_is_loaded_not_traced_and_damage_is_repaired(store, monkeypatch):
+def test_a_stored_program_is_loaded_not_traced_and_damage_is_repaired(
+    store, monkeypatch
+):
     x, scale = np.linspace(-2.0, 3.0, 7), np.float64(1.5)
     expected = jax.jit(_softplus_sum)(x, scale)
     first = _programs.stored_call("f", _softplus_sum, (x, scale))
@@ -43,9 +52,15 @@ def test_a_stored_program_is_loaded_not_traced_and_damage_is_repaired(store, mon
     _programs.enable_program_store(store)
     with monkeypatch.context() as m:
         _no_tracing(m)
-        again = _programs.stored_call("f", _softplus_sum, (x, np.float64(-0.5)))  # a new traced value
-    np.testing.assert_array_equal(again["grad"], jax.jit(_softplus_sum)(x, np.float64(-0.5))["grad"])
-    _programs.stored_call("f", _softplus_sum, (x[:3], scale))  # a new shape is a new program
+        again = _programs.stored_call(
+            "f", _softplus_sum, (x, np.float64(-0.5))
+        )  # a new traced value
+    np.testing.assert_array_equal(
+        again["grad"], jax.jit(_softplus_sum)(x, np.float64(-0.5))["grad"]
+    )
+    _programs.stored_call(
+        "f", _softplus_sum, (x[:3], scale)
+    )  # a new shape is a new program
     assert len(list(store.glob("f-*.jaxexport"))) == 2
     path.write_bytes(b"damaged")
     _programs.disable_program_store()
@@ -57,8 +72,12 @@ def test_a_stored_program_is_loaded_not_traced_and_damage_is_repaired(store, mon
 
 def test_static_fields_and_shapes_are_in_the_key():
     task, config = it.Task(L=4, S=3, H=1, N=1000, beta=4.0), it.FlowConfig()
-    key = lambda t, c, n=2: _programs.program_key("p", (broadcast_lanes(t, n), broadcast_lanes(c, n)))  # noqa: E731
-    assert key(task, config) == key(task.replace(N=2000, beta=2.0), config.replace(rho=0.3))  # traced values
+    key = lambda t, c, n=2: _programs.program_key(
+        "p", (broadcast_lanes(t, n), broadcast_lanes(c, n))
+    )  # noqa: E731
+    assert key(task, config) == key(
+        task.replace(N=2000, beta=2.0), config.replace(rho=0.3)
+    )  # traced values
     assert key(task, config) != key(task, config.replace(max_steps=50_000))
     assert key(task, config) != key(task.replace(H=2), config)
     assert key(task, config) != key(task, config, n=4)
@@ -96,8 +115,12 @@ FLOW_SCRIPT = textwrap.dedent(
 
 def _flow_process(store, out, mode):
     env = {**os.environ, "EQX_ON_ERROR": "nan", "INDUCTHEORY_COMPILATION_CACHE": "1"}
-    result = subprocess.run([sys.executable, "-c", FLOW_SCRIPT, str(store), str(out), mode], env=env,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", FLOW_SCRIPT, str(store), str(out), mode],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return dict(np.load(out))
 
@@ -108,7 +131,9 @@ def test_a_stored_flow_program_gives_the_traced_numbers_in_a_second_process(tmp_
     first = _flow_process(store, tmp_path / "first.npz", "first")
     assert len(list(store.glob("flow_lanes-*.jaxexport"))) == 1
     for k in [k for k in first if k.startswith("jit_")]:
-        np.testing.assert_array_equal(first[k], first[k[4:]], err_msg=k)  # stored == traced, bit for bit
+        np.testing.assert_array_equal(
+            first[k], first[k[4:]], err_msg=k
+        )  # stored == traced, bit for bit
     loaded = _flow_process(store, tmp_path / "loaded.npz", "loaded")
     for k, v in loaded.items():
         np.testing.assert_array_equal(v, first[k], err_msg=k)

@@ -6,7 +6,11 @@ import inductheory as it
 
 
 def test_all_lists_exactly_the_public_names():
-    public = {n for n, v in vars(it).items() if not n.startswith("_") and not isinstance(v, types.ModuleType)}
+    public = {
+        n
+        for n, v in vars(it).items()
+        if not n.startswith("_") and not isinstance(v, types.ModuleType)
+    }
     assert set(it.__all__) == public
     assert len(it.__all__) == len(set(it.__all__))
     assert not hasattr(it, "jax") and not hasattr(it, "np")
@@ -21,7 +25,10 @@ def test_every_imported_distribution_is_declared():
 
     root = pathlib.Path(it.__file__).parent
     declared = tomllib.loads((root.parent / "pyproject.toml").read_text())
-    names = " ".join(declared["project"]["dependencies"] + sum(declared["project"]["optional-dependencies"].values(), []))
+    names = " ".join(
+        declared["project"]["dependencies"]
+        + sum(declared["project"]["optional-dependencies"].values(), [])
+    )
     imported = set()
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -29,7 +36,11 @@ def test_every_imported_distribution_is_declared():
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.split(".")[0])
-    third_party = {m for m in imported if m not in sys.stdlib_module_names and m != "inductheory"}
+    third_party = {
+        m for m in imported if m not in sys.stdlib_module_names and m != "inductheory"
+    }
     aliases = {"netCDF4": "netcdf4"}
     missing = {m for m in third_party if aliases.get(m, m).lower() not in names.lower()}
-    assert not missing, f"imported but not declared in pyproject.toml: {sorted(missing)}"
+    assert not missing, (
+        f"imported but not declared in pyproject.toml: {sorted(missing)}"
+    )

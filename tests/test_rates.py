@@ -1,4 +1,5 @@
-"""Convergence rates (inductheory.flow._rates): closed-form escape rates against autodiff, the exponent fit,
+"""Convergence rates (inductheory.flow._rates): closed-form escape rates against autodiff,
+the exponent fit,
 the tail coefficient against an integration of the reduced flow near a vertex."""
 
 from __future__ import annotations
@@ -10,12 +11,24 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from inductheory import Task
-from inductheory.flow import ReducedDynamics, breaking_norm, escape_blocks, reduced_escape_rates, escape_time, fit_decay_exponent, tail_coefficients, unselected_mass
+from inductheory.flow import (
+    ReducedDynamics,
+    breaking_norm,
+    escape_blocks,
+    escape_time,
+    fit_decay_exponent,
+    reduced_escape_rates,
+    tail_coefficients,
+    unselected_mass,
+)
 
 TASKS = [
     dict(L=8, S=4, H=2, N=4096, beta=4.0),
     dict(L=5, S=3, H=2, N=40, beta=2.0, gamma=0.5, kappa=0.3),
-    pytest.param(dict(L=6, S=5, H=3, N=100, beta=6.0, gamma=0.8, kappa=2.0), marks=pytest.mark.slow),
+    pytest.param(
+        dict(L=6, S=5, H=3, N=100, beta=6.0, gamma=0.8, kappa=2.0),
+        marks=pytest.mark.slow,
+    ),
     pytest.param(dict(L=4, S=4, H=1, N=64, beta=3.0), marks=pytest.mark.slow),
 ]
 
@@ -58,8 +71,12 @@ def test_closed_form_blocks_match_the_autodiff_jacobian(kw):
         Q = _mode_basis(task.H, task.S, heads)
         # the mode space is invariant under J
         np.testing.assert_allclose(J @ Q - Q @ (Q.T @ J @ Q), 0, atol=1e-12)
-        expected = np.sort(np.repeat(-scale * np.linalg.eigvalsh(blocks[name]), task.S - 2))
-        np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(Q.T @ J @ Q)), expected, rtol=1e-9, atol=1e-14)
+        expected = np.sort(
+            np.repeat(-scale * np.linalg.eigvalsh(blocks[name]), task.S - 2)
+        )
+        np.testing.assert_allclose(
+            np.sort(np.linalg.eigvalsh(Q.T @ J @ Q)), expected, rtol=1e-9, atol=1e-14
+        )
         for lam in expected:  # and they are eigenvalues of the whole Jacobian
             assert np.min(np.abs(full - lam)) < 1e-9
     rates = reduced_escape_rates(task)
@@ -77,7 +94,9 @@ def test_uniform_point_is_not_a_fixed_point_but_the_drift_breaks_no_symmetry():
 
 def test_escape_time_is_log_over_rate():
     task = Task(**TASKS[0])
-    np.testing.assert_allclose(escape_time(task, [np.exp(-2.0)]), 2.0 / reduced_escape_rates(task)["rate"])
+    np.testing.assert_allclose(
+        escape_time(task, [np.exp(-2.0)]), 2.0 / reduced_escape_rates(task)["rate"]
+    )
     with pytest.raises(ValueError):
         escape_time(task, 0.0)
 
@@ -95,8 +114,14 @@ def test_fit_recovers_a_known_exponent(a):
 
 def test_unselected_mass_is_the_largest_mass_off_the_selection():
     mass = np.zeros((1, 2, 2, 4))
-    mass[0, 0] = [[0.9, 0.05, 0.05, 0.0], [0.0, 0.8, 0.1, 0.1]]  # head 0 selects 0: off masses 0.1, 0.2
-    mass[0, 1] = [[0.0, 0.0, 0.97, 0.03], [0.01, 0.0, 0.0, 0.99]]  # head 1 selects 2: 0.03, 0.01
+    mass[0, 0] = [
+        [0.9, 0.05, 0.05, 0.0],
+        [0.0, 0.8, 0.1, 0.1],
+    ]  # head 0 selects 0: off masses 0.1, 0.2
+    mass[0, 1] = [
+        [0.0, 0.0, 0.97, 0.03],
+        [0.01, 0.0, 0.0, 0.99],
+    ]  # head 1 selects 2: 0.03, 0.01
     np.testing.assert_allclose(unselected_mass(mass, [0, 2]), [0.2])
 
 
@@ -108,8 +133,14 @@ def test_tail_coefficient_matches_an_integration_near_a_vertex():
     b0[0, 0] = [6.0, 0.0, 0.0]  # head selects 0: key e_0, value e_1
     b0[0, 1] = [0.0, 6.0, 0.0]
     T = 1e6
-    sol = solve_ivp(lambda t, y: np.asarray(f(jnp.asarray(y.reshape(1, 2, 3)))).ravel(), (0, T), b0.ravel(),
-                    method="LSODA", rtol=1e-10, atol=1e-12)
+    sol = solve_ivp(
+        lambda t, y: np.asarray(f(jnp.asarray(y.reshape(1, 2, 3)))).ravel(),
+        (0, T),
+        b0.ravel(),
+        method="LSODA",
+        rtol=1e-10,
+        atol=1e-12,
+    )
     p = np.asarray(jax.nn.softmax(sol.y[:, -1].reshape(1, 2, 3), axis=-1))
     measured = np.array([1 - p[0, 0, 0], 1 - p[0, 1, 1]]) * T
     # asymptotic: corrections of relative size ~1e-2 remain at t = 1e6 (value branch)

@@ -1,4 +1,5 @@
-"""The closed-form edge derivatives and local boundary of the hard vertex (`_regime_boundary`), checked
+"""The closed-form edge derivatives and local boundary of the hard vertex
+(`_regime_boundary`), checked
 against autodiff of the library's per-context loss and against the literal sympy loss of proofs/."""
 
 from __future__ import annotations
@@ -34,8 +35,13 @@ def vertex(L, S, offsets):
 
 def loss_fn(L, S, H, N, beta, gamma):
     task = quiet_task(L=L, S=S, H=H, N=N, beta=beta, gamma=gamma, kappa=0.7)
-    geometry, tokens = ExactGeometry(task.N, task.kappa), jnp.arange(L * S).reshape(L, S)
-    return lambda k, v: context_loss(task, geometry, OracleGates(key=k, value=v), tokens)
+    geometry, tokens = (
+        ExactGeometry(task.N, task.kappa),
+        jnp.arange(L * S).reshape(L, S),
+    )
+    return lambda k, v: context_loss(
+        task, geometry, OracleGates(key=k, value=v), tokens
+    )
 
 
 CASES = [  # (L, S, H, gamma, beta, N, offsets): offsets in any order, not only 0..H-1
@@ -51,8 +57,14 @@ CASES = [  # (L, S, H, gamma, beta, N, offsets): offsets in any order, not only 
 @pytest.mark.parametrize("L,S,H,gamma,beta,N,offsets", CASES)
 def test_edges_match_autodiff_of_context_loss(L, S, H, gamma, beta, N, offsets):
     key, value = vertex(L, S, offsets)
-    gk, gv = map(np.asarray, jax.jit(jax.grad(loss_fn(L, S, H, N, beta, gamma), argnums=(0, 1)))(key, value))
-    edges = {k: float(v) for k, v in hard_vertex_edges(beta, N, L=L, S=S, H=H, gamma=gamma).items()}
+    gk, gv = map(
+        np.asarray,
+        jax.jit(jax.grad(loss_fn(L, S, H, N, beta, gamma), argnums=(0, 1)))(key, value),
+    )
+    edges = {
+        k: float(v)
+        for k, v in hard_vertex_edges(beta, N, L=L, S=S, H=H, gamma=gamma).items()
+    }
     targets = {r + 1 for r in offsets}
     uncovered = [i + 1 for i in range(S - 1) if i not in offsets]
     seen = []
@@ -61,11 +73,19 @@ def test_edges_match_autodiff_of_context_loss(L, S, H, gamma, beta, N, offsets):
             for i in range(S):
                 if i != r:
                     seen.append(edges["key"])
-                    np.testing.assert_allclose(gk[h, l, i] - gk[h, l, r], edges["key"], rtol=1e-10)
+                    np.testing.assert_allclose(
+                        gk[h, l, i] - gk[h, l, r], edges["key"], rtol=1e-10
+                    )
                 if i == r + 1:
                     continue
                 gap = gv[h, l, i] - gv[h, l, r + 1]
-                name = "value_zero" if i == 0 else "value_other" if i in targets else "value_uncovered"
+                name = (
+                    "value_zero"
+                    if i == 0
+                    else "value_other"
+                    if i in targets
+                    else "value_uncovered"
+                )
                 np.testing.assert_allclose(gap, edges[name], rtol=1e-10, atol=1e-15)
                 seen.append(edges[name])
     assert math.isclose(float(edges["min"]), min(seen), rel_tol=1e-12)
@@ -73,8 +93,14 @@ def test_edges_match_autodiff_of_context_loss(L, S, H, gamma, beta, N, offsets):
     assert np.isnan(edges["value_other"]) == (H == 1)
 
 
-@pytest.mark.parametrize("L,S,H,gamma,beta,N,offsets", [
-    pytest.param(*c, marks=[pytest.mark.slow] if c[0] > 4 else []) for c in CASES if c[2] < c[1] - 1])
+@pytest.mark.parametrize(
+    "L,S,H,gamma,beta,N,offsets",
+    [
+        pytest.param(*c, marks=[pytest.mark.slow] if c[0] > 4 else [])
+        for c in CASES
+        if c[2] < c[1] - 1
+    ],
+)
 def test_curvature_matches_autodiff(L, S, H, gamma, beta, N, offsets):
     key, value = vertex(L, S, offsets)
     f = loss_fn(L, S, H, N, beta, gamma)
@@ -85,35 +111,60 @@ def test_curvature_matches_autodiff(L, S, H, gamma, beta, N, offsets):
         return f(key, value.at[h, l, offsets[h] + 1].add(-t).at[h, l, i].add(t))
 
     expected = jax.grad(jax.grad(along))(0.0)
-    np.testing.assert_allclose(hard_vertex_edges(beta, N, L=L, S=S, H=H, gamma=gamma)["curvature"], expected,
-                               rtol=1e-9)
+    np.testing.assert_allclose(
+        hard_vertex_edges(beta, N, L=L, S=S, H=H, gamma=gamma)["curvature"],
+        expected,
+        rtol=1e-9,
+    )
 
 
 def test_boundary_is_the_root_of_the_literal_sympy_edge():
-    # independent of the library: the edge derivative of the literal §4 loss (proofs/), root in K by nsolve
+    # independent of the library: the edge derivative of the literal §4 loss (proofs/), root
+    # in K by nsolve
     L, S, H, gamma, beta = 4, 4, 2, 1.0, 8.0
     pK, pV = proof.vertex_gates(L, S, H)
-    loss = proof.literal_loss(L, S, H, pK, proof.moved(pV, 0, 0, 1, 3))  # head 0: value 1 -> 3 (phase 2 uncovered)
-    edge = sp.diff(loss, proof.t).subs({proof.t: 0, proof.gamma: gamma, proof.beta: beta})
+    loss = proof.literal_loss(
+        L, S, H, pK, proof.moved(pV, 0, 0, 1, 3)
+    )  # head 0: value 1 -> 3 (phase 2 uncovered)
+    edge = sp.diff(loss, proof.t).subs(
+        {proof.t: 0, proof.gamma: gamma, proof.beta: beta}
+    )
     K_star = float(sp.nsolve(edge, proof.K, 60))
-    assert math.isclose(float(hard_vertex_boundary(beta, L=L, S=S, H=H, gamma=gamma)), L * S + K_star, rel_tol=1e-9)
+    assert math.isclose(
+        float(hard_vertex_boundary(beta, L=L, S=S, H=H, gamma=gamma)),
+        L * S + K_star,
+        rel_tol=1e-9,
+    )
 
 
-@pytest.mark.parametrize("L,S,H,gamma,beta", [(4, 4, 2, 1.0, 8.0), (6, 4, 2, 1.0, 14.0), (4, 4, 2, 0.5, 10.0),
-                                              (4, 4, 1, 1.0, 10.0), (5, 6, 3, 0.7, 12.0)])
+@pytest.mark.parametrize(
+    "L,S,H,gamma,beta",
+    [
+        (4, 4, 2, 1.0, 8.0),
+        (6, 4, 2, 1.0, 14.0),
+        (4, 4, 2, 0.5, 10.0),
+        (4, 4, 1, 1.0, 10.0),
+        (5, 6, 3, 0.7, 12.0),
+    ],
+)
 def test_sign_of_the_autodiff_edge_flips_at_the_boundary(L, S, H, gamma, beta):
     n_star = float(hard_vertex_boundary(beta, L=L, S=S, H=H, gamma=gamma))
     assert n_star > L * S + 2
     offsets = tuple(range(H))
     key, value = vertex(L, S, offsets)
     for N, sign in ((math.floor(n_star), -1), (math.ceil(n_star), 1)):
-        gv = np.asarray(jax.jit(jax.grad(loss_fn(L, S, H, N, beta, gamma), argnums=1))(key, value))
+        gv = np.asarray(
+            jax.jit(jax.grad(loss_fn(L, S, H, N, beta, gamma), argnums=1))(key, value)
+        )
         assert sign * (gv[0, 0, H + 1] - gv[0, 0, 1]) > 0, (N, n_star)
 
 
-@pytest.mark.parametrize("L,S,H,gamma,beta", [(4, 4, 2, 1.0, 8.0), (4, 4, 1, 1.0, 10.0), (4, 5, 2, 1.0, 9.0)])
+@pytest.mark.parametrize(
+    "L,S,H,gamma,beta", [(4, 4, 2, 1.0, 8.0), (4, 4, 1, 1.0, 10.0), (4, 5, 2, 1.0, 9.0)]
+)
 def test_hessian_on_the_critical_cone_is_positive_at_the_boundary(L, S, H, gamma, beta):
-    # second order at N just above N*: the loss restricted to all value-to-uncovered edges (every head and
+    # second order at N just above N*: the loss restricted to all value-to-uncovered edges
+    # (every head and
     # block at once, cross terms included) is strictly convex, so the transition is continuous
     N = math.ceil(float(hard_vertex_boundary(beta, L=L, S=S, H=H, gamma=gamma)))
     offsets = tuple(range(H))
@@ -133,8 +184,12 @@ def test_hessian_on_the_critical_cone_is_positive_at_the_boundary(L, S, H, gamma
 
 
 def test_all_phases_covered_has_no_boundary_and_bad_shapes_raise():
-    assert np.all(np.isneginf(hard_vertex_boundary(np.array([2.0, 20.0]), L=4, S=4, H=3)))
-    assert float(hard_vertex_edges(30.0, 12, L=4, S=4, H=3)["min"]) > 0  # N = LS, large beta: still > 0
+    assert np.all(
+        np.isneginf(hard_vertex_boundary(np.array([2.0, 20.0]), L=4, S=4, H=3))
+    )
+    assert (
+        float(hard_vertex_edges(30.0, 12, L=4, S=4, H=3)["min"]) > 0
+    )  # N = LS, large beta: still > 0
     with pytest.raises(ValueError, match="H <= S - 1"):
         hard_vertex_boundary(4.0, L=4, S=4, H=4)
     with pytest.raises(ValueError, match="gamma"):
@@ -145,4 +200,6 @@ def test_boundary_grows_with_beta_and_is_vectorized():
     betas = np.linspace(4.0, 16.0, 7)
     n = np.asarray(hard_vertex_boundary(betas, L=4, S=4, H=2))
     assert n.shape == betas.shape and np.all(np.diff(n) > 0)
-    assert np.allclose(n, [float(hard_vertex_boundary(b, L=4, S=4, H=2)) for b in betas], rtol=1e-12)
+    assert np.allclose(
+        n, [float(hard_vertex_boundary(b, L=4, S=4, H=2)) for b in betas], rtol=1e-12
+    )

@@ -7,16 +7,21 @@ from pathlib import Path
 import pytest
 
 import inductheory.figures._runs as runs
-from inductheory.figures import FIGURES, figure_names, redraw, reproduce
 from inductheory.cli import main
+from inductheory.figures import FIGURES, figure_names, redraw, reproduce
 
 ROOT = Path(__file__).resolve().parents[1]
-SKIP_KEYS = {"wall_s", "findings"}  # timing, and a text rendering of numbers compared below
+SKIP_KEYS = {
+    "wall_s",
+    "findings",
+}  # timing, and a text rendering of numbers compared below
 
 
 def assert_same_numbers(new, old, path="data", rtol=1e-6, atol=1e-9):
     if isinstance(old, dict):
-        assert isinstance(new, dict) and set(new) == set(old), f"{path}: keys {sorted(new)} != {sorted(old)}"
+        assert isinstance(new, dict) and set(new) == set(old), (
+            f"{path}: keys {sorted(new)} != {sorted(old)}"
+        )
         for k in old:
             if k not in SKIP_KEYS:
                 assert_same_numbers(new[k], old[k], f"{path}.{k}", rtol, atol)
@@ -25,7 +30,9 @@ def assert_same_numbers(new, old, path="data", rtol=1e-6, atol=1e-9):
         for i, (a, b) in enumerate(zip(new, old)):
             assert_same_numbers(a, b, f"{path}[{i}]", rtol, atol)
     elif isinstance(old, (int, float)) and not isinstance(old, bool):
-        assert isinstance(new, (int, float)) and math.isclose(new, old, rel_tol=rtol, abs_tol=atol), f"{path}: {new} != {old}"
+        assert isinstance(new, (int, float)) and math.isclose(
+            new, old, rel_tol=rtol, abs_tol=atol
+        ), f"{path}: {new} != {old}"
     else:
         assert new == old, f"{path}: {new!r} != {old!r}"
 
@@ -39,7 +46,13 @@ DEFAULT_QUICK = ("coverage", "theorem1_oracle")
 def regenerate(tmp_path_factory, names, jobs=1):
     out = tmp_path_factory.mktemp("figures")
     cache = tmp_path_factory.mktemp("cache")
-    return out, cache, reproduce(out, quick=True, cache_dir=cache, progress=False, only=names, jobs=jobs)
+    return (
+        out,
+        cache,
+        reproduce(
+            out, quick=True, cache_dir=cache, progress=False, only=names, jobs=jobs
+        ),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -88,11 +101,16 @@ def test_a_rerun_resumes_from_the_cache(quick_run, tmp_path, monkeypatch):
         raise AssertionError("recomputed a cached result")
 
     monkeypatch.setattr(runs, "run_flow", refuse)
-    again = reproduce(tmp_path, quick=True, cache_dir=cache, progress=False, only=["coverage"])
+    again = reproduce(
+        tmp_path, quick=True, cache_dir=cache, progress=False, only=["coverage"]
+    )
     assert sorted(again) == ["coverage"]
     for name in again:  # the stored data of the rerun equal those of the first run
-        assert_same_numbers(json.loads((tmp_path / "data" / f"{name}.json").read_text()),
-                            json.loads((first / "data" / f"{name}.json").read_text()), name)
+        assert_same_numbers(
+            json.loads((tmp_path / "data" / f"{name}.json").read_text()),
+            json.loads((first / "data" / f"{name}.json").read_text()),
+            name,
+        )
 
 
 def test_an_interrupted_run_keeps_what_it_finished(tmp_path, monkeypatch):
@@ -107,17 +125,31 @@ def test_an_interrupted_run_keeps_what_it_finished(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runs, "flow_runs", interrupt_second)
     with pytest.raises(KeyboardInterrupt):
-        reproduce(tmp_path / "out", quick=True, cache_dir=tmp_path / "cache", progress=False, only=["weak_spots"])
+        reproduce(
+            tmp_path / "out",
+            quick=True,
+            cache_dir=tmp_path / "cache",
+            progress=False,
+            only=["weak_spots"],
+        )
     finished = list((tmp_path / "cache").rglob("*.json"))
-    assert len(finished) == 1  # the first flow batch was written atomically before the interruption
+    assert (
+        len(finished) == 1
+    )  # the first flow batch was written atomically before the interruption
     assert not list((tmp_path / "cache").rglob("*.tmp"))
 
 
 def _redraw_from_stored_data(tmp_path, monkeypatch, names):
     (tmp_path / "data").mkdir()
     for name in names:
-        (tmp_path / "data" / f"{name}.json").write_text((ROOT / "figures" / "quick" / "data" / f"{name}.json").read_text())
-    monkeypatch.setattr(runs, "flow_runs", lambda *a, **k: (_ for _ in ()).throw(AssertionError("computed")))
+        (tmp_path / "data" / f"{name}.json").write_text(
+            (ROOT / "figures" / "quick" / "data" / f"{name}.json").read_text()
+        )
+    monkeypatch.setattr(
+        runs,
+        "flow_runs",
+        lambda *a, **k: (_ for _ in ()).throw(AssertionError("computed")),
+    )
     assert redraw(tmp_path, only=names) == names
     for name in names:
         assert (tmp_path / f"{name}.png").stat().st_size > 1000
@@ -138,16 +170,35 @@ def test_figures_are_one_module_each_and_the_library_does_not_import_them():
     import subprocess
     import sys
 
-    assert figure_names() == ["theorem2_trajectories", "effective_offsets", "weak_spots", "boundary", "mitigations",
-                              "coverage", "coverage_map", "phase_uniformity", "convergence_rates", "toy_stability",
-                              "theorem1_oracle", "regime_boundary", "approximate_geometry"]
+    assert figure_names() == [
+        "theorem2_trajectories",
+        "effective_offsets",
+        "weak_spots",
+        "boundary",
+        "mitigations",
+        "coverage",
+        "coverage_map",
+        "phase_uniformity",
+        "convergence_rates",
+        "toy_stability",
+        "theorem1_oracle",
+        "regime_boundary",
+        "approximate_geometry",
+    ]
     for name, f in FIGURES.items():
-        assert f.name == name and f.compute.__module__ == f.draw.__module__ == f"inductheory.figures.{name}"
+        assert (
+            f.name == name
+            and f.compute.__module__
+            == f.draw.__module__
+            == f"inductheory.figures.{name}"
+        )
         assert "THEORY.md" not in f.claim and "docs/theory.md §" in f.claim
         if name.startswith("theorem"):
             assert "checked numerically, not proved" in f.claim
     code = "import sys, inductheory; print(any(m.startswith('inductheory.figures') for m in sys.modules))"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT
+    )
     assert result.stdout.strip() == "False", result.stderr
 
 

@@ -1,4 +1,5 @@
-"""Issue 13 at the command line: every adversarial case ends in a correct result or a one-line error.
+"""Issue 13 at the command line: every adversarial case ends in a correct result or a
+one-line error.
 
 By default one case per class of `adversarial_cases.cases()` runs (fast); `-m slow` runs them all.
 """
@@ -13,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import inductheory.experiments._regime as regime
-from inductheory.internal import _io
 from inductheory.cli import main
+from inductheory.internal import _io
 
 sys.path.insert(0, str(Path(__file__).parent))
 import adversarial_cases as adv  # noqa: E402
@@ -41,14 +42,41 @@ def test_every_adversarial_case(case):
     assert outcome in ("ok", "clear"), detail
 
 
-SMALL_SWEEP = ["oracle", "--L", "4", "--S", "3", "--H", "1", "--restarts", "2", "--steps", "5", "--polish-steps", "5",
-               "--rounds", "1", "--vertex-starts", "1", "--quiet", "--sweep", "--N-grid", "16,64,256", "--beta-grid", "1,2"]
+SMALL_SWEEP = [
+    "oracle",
+    "--L",
+    "4",
+    "--S",
+    "3",
+    "--H",
+    "1",
+    "--restarts",
+    "2",
+    "--steps",
+    "5",
+    "--polish-steps",
+    "5",
+    "--rounds",
+    "1",
+    "--vertex-starts",
+    "1",
+    "--quiet",
+    "--sweep",
+    "--N-grid",
+    "16,64,256",
+    "--beta-grid",
+    "1,2",
+]
 
 
-def test_ctrl_c_exits_130_with_one_line_keeping_finished_points(tmp_path, capsys, monkeypatch):
+def test_ctrl_c_exits_130_with_one_line_keeping_finished_points(
+    tmp_path, capsys, monkeypatch
+):
     real, calls = regime.exact_oracle_points, []
 
-    def interrupted_after_one(*a, **k):  # one compiled call per point: the second point is interrupted
+    def interrupted_after_one(
+        *a, **k
+    ):  # one compiled call per point: the second point is interrupted
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt
@@ -64,7 +92,9 @@ def test_ctrl_c_exits_130_with_one_line_keeping_finished_points(tmp_path, capsys
     assert len(list(tmp_path.glob("*.json"))) == 6
 
 
-def test_unexpected_error_is_one_line_and_debug_shows_the_traceback(capsys, monkeypatch):
+def test_unexpected_error_is_one_line_and_debug_shows_the_traceback(
+    capsys, monkeypatch
+):
     import inductheory.cli._toy as toy
 
     def boom(config):
@@ -74,8 +104,10 @@ def test_unexpected_error_is_one_line_and_debug_shows_the_traceback(capsys, monk
     monkeypatch.delenv("INDUCTHEORY_DEBUG", raising=False)
     assert main(["toy"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["inductheory toy: error: unexpected RuntimeError: something odd "
-                   "(set INDUCTHEORY_DEBUG=1 for the traceback)"]
+    assert err == [
+        "inductheory toy: error: unexpected RuntimeError: something odd "
+        "(set INDUCTHEORY_DEBUG=1 for the traceback)"
+    ]
     monkeypatch.setenv("INDUCTHEORY_DEBUG", "1")
     assert main(["toy"]) == 1
     assert "Traceback" in capsys.readouterr().err
@@ -112,19 +144,46 @@ def test_written_files_are_0644_under_the_usual_umask(tmp_path):
 @pytest.mark.slow
 def test_no_traceback_from_a_real_process_and_sigint_exits_130(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    bad = subprocess.run([sys.executable, "-m", "inductheory", "toy", "--L", "1e21"], capture_output=True,
-                         text=True, env=env)
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    bad = subprocess.run(
+        [sys.executable, "-m", "inductheory", "toy", "--L", "1e21"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert (
+        bad.returncode == 2
+        and "Traceback" not in bad.stderr
+        and len(bad.stderr.strip().splitlines()) == 1
+    )
     import signal
     import time
 
-    proc = subprocess.Popen([sys.executable, "-m", "inductheory", *SMALL_SWEEP[1:], "--N-grid", "16,64,256,1024,4096",
-                             "--beta-grid", "1,2,4", "--out", str(tmp_path)], stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "inductheory",
+            *SMALL_SWEEP[1:],
+            "--N-grid",
+            "16,64,256,1024,4096",
+            "--beta-grid",
+            "1,2,4",
+            "--out",
+            str(tmp_path),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.time() + 300
     while not list(tmp_path.glob("*.json")) and time.time() < deadline:
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith("inductheory oracle: error: interrupted")
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith("inductheory oracle: error: interrupted")
+    )
     assert list(tmp_path.glob("*.json"))

@@ -1,4 +1,5 @@
-"""Robustness of the library pieces the CLI relies on: stable numerics, the cache, memory estimates."""
+"""Robustness of the library pieces the CLI relies on: stable numerics, the cache, memory
+estimates."""
 
 import json
 import math
@@ -12,7 +13,6 @@ import pytest
 
 import inductheory as it
 from inductheory.internal import _io, _memory
-
 
 # --- numerics ----------------------------------------------------------------------------------
 
@@ -55,12 +55,18 @@ def test_equal_inputs_give_equal_outputs_on_both_sides_of_the_switch():
 def test_toy_does_not_overflow_at_huge_beta():
     for beta in (1e154, 1e200, 1e307):
         cfg = it.ToyConfig(beta=beta)
-        values = [it.toy.split_advantage(cfg), *it.toy.escape_rates(cfg), *it.toy.corner_losses(cfg),
-                  it.toy.toy_loss(cfg, jnp.array([0.5, 0.5]))]
+        values = [
+            it.toy.split_advantage(cfg),
+            *it.toy.escape_rates(cfg),
+            *it.toy.corner_losses(cfg),
+            it.toy.toy_loss(cfg, jnp.array([0.5, 0.5])),
+        ]
         assert all(np.isfinite(float(v)) and float(v) >= 0 for v in values)
     # moderate beta: the log-space forms agree with the direct ones
     cfg = it.ToyConfig(beta=4.0, gamma=1.0, L=8, K=100.0)
-    np.testing.assert_allclose(float(it.toy.split_advantage(cfg)), 0.008960151490614724, rtol=1e-12)
+    np.testing.assert_allclose(
+        float(it.toy.split_advantage(cfg)), 0.008960151490614724, rtol=1e-12
+    )
 
 
 # --- cache -------------------------------------------------------------------------------------
@@ -76,7 +82,9 @@ def _compute_counter():
     return calls, compute
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "list", "missing_result", "directory", "binary"])
+@pytest.mark.parametrize(
+    "damage", ["truncated", "garbage", "list", "missing_result", "directory", "binary"]
+)
 def test_damaged_cache_entry_is_reported_and_recomputed(tmp_path, damage):
     params = {"a": 1}
     calls, compute = _compute_counter()
@@ -87,9 +95,15 @@ def test_damaged_cache_entry_is_reported_and_recomputed(tmp_path, damage):
         path.unlink()
         path.mkdir()
     else:
-        path.write_bytes({"truncated": text[: len(text) // 2].encode(), "garbage": b"not json {",
-                          "list": b"[1, 2]", "missing_result": json.dumps({"params": params}).encode(),
-                          "binary": b"\xff\xfe\x00"}[damage])
+        path.write_bytes(
+            {
+                "truncated": text[: len(text) // 2].encode(),
+                "garbage": b"not json {",
+                "list": b"[1, 2]",
+                "missing_result": json.dumps({"params": params}).encode(),
+                "binary": b"\xff\xfe\x00",
+            }[damage]
+        )
     with pytest.warns(_io.CacheWarning, match=str(path)):
         assert _io.cached(tmp_path, params, compute) == {"x": 1.5}
     assert len(calls) == 2
@@ -113,7 +127,9 @@ def test_cache_keys_include_the_library_version(tmp_path, monkeypatch):
 
 
 def test_default_cache_dir_follows_xdg(monkeypatch, tmp_path):
-    monkeypatch.delenv("INDUCTHEORY_CACHE_DIR", raising=False)  # the tests' own override
+    monkeypatch.delenv(
+        "INDUCTHEORY_CACHE_DIR", raising=False
+    )  # the tests' own override
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert _io.default_cache_dir() == tmp_path / "inductheory"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # ignored, as the spec says
@@ -133,19 +149,38 @@ def test_atomic_writes_use_unique_temporaries_and_leave_none(tmp_path):
 
 
 def test_memory_estimates_scale_with_the_sizes():
-    small = _memory.flow_bytes(dynamics="full", N=4096, L=4, S=4, H=2, M=1024, seeds=16, chunk=2, n_save=64)
-    big = _memory.flow_bytes(dynamics="full", N=10**7, L=4, S=4, H=2, M=1024, seeds=16, chunk=2, n_save=64)
+    small = _memory.flow_bytes(
+        dynamics="full", N=4096, L=4, S=4, H=2, M=1024, seeds=16, chunk=2, n_save=64
+    )
+    big = _memory.flow_bytes(
+        dynamics="full", N=10**7, L=4, S=4, H=2, M=1024, seeds=16, chunk=2, n_save=64
+    )
     assert small["total"] < 2**30 < big["total"]
     assert _memory.dense_exact_bytes(1000) == 8 * 1000 * 1001
-    red = _memory.flow_bytes(dynamics="reduced", N=10**12, L=8, S=4, H=2, M=1, seeds=10**9, chunk=4096, n_save=64)
+    red = _memory.flow_bytes(
+        dynamics="reduced",
+        N=10**12,
+        L=8,
+        S=4,
+        H=2,
+        M=1,
+        seeds=10**9,
+        chunk=4096,
+        n_save=64,
+    )
     assert red["trajectories"] > 10**12  # a billion seeds' saved statistics
-    o = _memory.oracle_bytes(N=4096, L=8, S=4, H=2, restarts=10**7, vertex_starts=8, contexts=1)
+    o = _memory.oracle_bytes(
+        N=4096, L=8, S=4, H=2, restarts=10**7, vertex_starts=8, contexts=1
+    )
     assert o["starts"] > 10**12
 
 
 def test_check_memory_refuses_with_one_line(monkeypatch):
     monkeypatch.setenv(_memory.ENV_MAX_BYTES, "1000")
-    with pytest.raises(MemoryError, match=r"needs about .* but 1000 B is available \(INDUCTHEORY_MAX_BYTES\)"):
+    with pytest.raises(
+        MemoryError,
+        match=r"needs about .* but 1000 B is available \(INDUCTHEORY_MAX_BYTES\)",
+    ):
         _memory.check_memory({"a": 5000, "total": 5000}, "this run")
     _memory.check_memory({"a": 10, "total": 10}, "this run")  # fits
     monkeypatch.setenv(_memory.ENV_MAX_BYTES, "lots")

@@ -1,4 +1,5 @@
-"""Sweeps: one compiled program per shape, labeled datasets equal to the single-point paths, resume."""
+"""Sweeps: one compiled program per shape, labeled datasets equal to the single-point paths,
+resume."""
 
 import json
 
@@ -8,8 +9,8 @@ import numpy as np
 import pytest
 
 import inductheory as it
-from inductheory.experiments import _sweep
 from inductheory.cli import main
+from inductheory.experiments import _sweep
 
 TASK = it.Task(L=4, S=4, H=2, N=1024, beta=4.0)
 
@@ -44,15 +45,28 @@ def counter():
 
 def test_loss_sweep_equals_the_closed_form_at_every_point():
     gates = it.hard_selection(4, [0, 2])
-    grid = {"beta": [1.0, 4.0, 16.0], "N": [16, 1024, 10**6], "kappa": [0.5, 2.0], "gamma": [0.5, 1.0]}
+    grid = {
+        "beta": [1.0, 4.0, 16.0],
+        "N": [16, 1024, 10**6],
+        "kappa": [0.5, 2.0],
+        "gamma": [0.5, 1.0],
+    }
     ds = it.sweep("loss", TASK, grid, gates=gates)
     assert list(ds.loss.dims) == ["beta", "N", "kappa", "gamma"]
     for point in _sweep.grid_points(_sweep._check_grid("loss", TASK, grid)):
         task = it.model.quiet_task(**{**TASK.to_dict(), **point})
         sel = ds.sel(point)
-        np.testing.assert_allclose(float(sel.loss), float(it.population_loss(task, gates)), rtol=1e-13)
-        np.testing.assert_array_equal(sel.phase_accuracy.values, np.asarray(it.phase_accuracy(task, gates)))
-    assert ds.attrs["L"] == 4 and ds.attrs["kind"] == "loss" and "inductheory_version" in ds.attrs
+        np.testing.assert_allclose(
+            float(sel.loss), float(it.population_loss(task, gates)), rtol=1e-13
+        )
+        np.testing.assert_array_equal(
+            sel.phase_accuracy.values, np.asarray(it.phase_accuracy(task, gates))
+        )
+    assert (
+        ds.attrs["L"] == 4
+        and ds.attrs["kind"] == "loss"
+        and "inductheory_version" in ds.attrs
+    )
 
 
 def test_flow_sweep_matches_run_flow_point_by_point():
@@ -61,7 +75,9 @@ def test_flow_sweep_matches_run_flow_point_by_point():
     ds = it.sweep("flow", TASK, grid, config=config, seeds=6)
     assert ds.selected.dims == ("beta", "rho", "seed", "head")
     for point in _sweep.grid_points(grid):
-        run = it.run_flow(TASK.replace(beta=point["beta"]), config.replace(rho=point["rho"]), 6)
+        run = it.run_flow(
+            TASK.replace(beta=point["beta"]), config.replace(rho=point["rho"]), 6
+        )
         ref = run["per_seed"]
         sel = ds.sel(point)
         np.testing.assert_array_equal(sel.selected.values, ref["selected"])
@@ -82,20 +98,39 @@ def test_oracle_sweep_matches_oracle_point():
         assert bool(sel.distinct_heads) == ref["distinct_heads"]
 
 
-@pytest.mark.parametrize("kind", ["loss", pytest.param("flow", marks=pytest.mark.slow),
-                                  pytest.param("oracle", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "loss",
+        pytest.param("flow", marks=pytest.mark.slow),
+        pytest.param("oracle", marks=pytest.mark.slow),
+    ],
+)
 def test_k_points_compile_no_more_than_one_point(counter, kind):
-    """Blocks are padded to a fixed size: k points compile the programs of one point (the mechanism is
+    """Blocks are padded to a fixed size: k points compile the programs of one point (the
+    mechanism is
     shared by every kind; flows and the oracle are checked in the slow target)."""
-    extra = {"loss": dict(gates=it.hard_selection(4, [0, 2])), "flow": dict(seeds=4, block=8),
-             "oracle": dict(config=it.OracleMinimizer(restarts=4, steps=50, polish_steps=50), vertex_starts=2)}[kind]
+    extra = {
+        "loss": dict(gates=it.hard_selection(4, [0, 2])),
+        "flow": dict(seeds=4, block=8),
+        "oracle": dict(
+            config=it.OracleMinimizer(restarts=4, steps=50, polish_steps=50),
+            vertex_starts=2,
+        ),
+    }[kind]
     one, _ = counter.measure(lambda: it.sweep(kind, TASK, {"beta": [3.0]}, **extra))
-    many, ds = counter.measure(lambda: it.sweep(kind, TASK, {"beta": [1.0, 2.0, 5.0], "N": [64, 4096]}, **extra))
+    many, ds = counter.measure(
+        lambda: it.sweep(
+            kind, TASK, {"beta": [1.0, 2.0, 5.0], "N": [64, 4096]}, **extra
+        )
+    )
     assert one > 0
     assert many <= one, (one, many)
     # new values of every traced scalar reuse the compiled programs: nothing compiles
-    again, _ = counter.measure(lambda: it.sweep(kind, TASK, {"gamma": [0.7], "kappa": [0.3, 3.0]}, **extra),
-                               clear=False)
+    again, _ = counter.measure(
+        lambda: it.sweep(kind, TASK, {"gamma": [0.7], "kappa": [0.3, 3.0]}, **extra),
+        clear=False,
+    )
     assert again == 0
 
 
@@ -121,12 +156,16 @@ def test_sweep_resumes_from_its_blocks(tmp_path, monkeypatch):
     monkeypatch.setattr(_sweep, "compute_block", interrupted)
     with pytest.raises(Interrupted):
         it.sweep("loss", TASK, grid, gates=gates, block=2, out=tmp_path)
-    assert sorted(p.name for p in (tmp_path / "blocks").iterdir()) == ["block-00000.npz"]
+    assert sorted(p.name for p in (tmp_path / "blocks").iterdir()) == [
+        "block-00000.npz"
+    ]
     calls.clear()
     resumed = it.sweep("loss", TASK, grid, gates=gates, block=2, out=tmp_path)
     assert calls == [[2, 3], [4]]  # the finished block was not recomputed
     np.testing.assert_array_equal(resumed.loss.values, full.loss.values)
-    assert (tmp_path / "sweep.nc").exists() and "beta" in (tmp_path / "summary.txt").read_text()
+    assert (tmp_path / "sweep.nc").exists() and "beta" in (
+        tmp_path / "summary.txt"
+    ).read_text()
     import xarray as xr
 
     with xr.open_dataset(tmp_path / "sweep.nc") as stored:
@@ -152,28 +191,61 @@ def test_bad_grids_are_clear_errors():
 
 
 def test_sweep_cli_json_has_one_entry_per_point(capsys, tmp_path):
-    args = ["sweep", "flow", "--L", "4", "--S", "4", "--H", "2", "--N", "256", "--seeds", "3", "--quiet",
-            "--grid", "beta=2,4", "--grid", "rho=0.1", "--out", str(tmp_path), "--json"]
+    args = [
+        "sweep",
+        "flow",
+        "--L",
+        "4",
+        "--S",
+        "4",
+        "--H",
+        "2",
+        "--N",
+        "256",
+        "--seeds",
+        "3",
+        "--quiet",
+        "--grid",
+        "beta=2,4",
+        "--grid",
+        "rho=0.1",
+        "--out",
+        str(tmp_path),
+        "--json",
+    ]
     assert main(args) == 0
     report = json.loads(capsys.readouterr().out)
     assert [(p["beta"], p["rho"]) for p in report["points"]] == [(2.0, 0.1), (4.0, 0.1)]
     for p in report["points"]:
         assert len(p["key_offsets"]) == 3 and len(p["value_offsets"][0]) == 2
         assert 0 <= p["distinct_fraction"] <= 1
-    assert {"sweep.nc", "summary.txt", "points.json", "sweep.json"} <= {f.name for f in tmp_path.iterdir()}
+    assert {"sweep.nc", "summary.txt", "points.json", "sweep.json"} <= {
+        f.name for f in tmp_path.iterdir()
+    }
     assert main(["sweep", "oracle", "--grid", "L=4,8", "--quiet"]) == 2
     assert "not swept" in capsys.readouterr().err
 
 
 def test_sweep_on_a_local_dask_cluster_of_two_workers_matches_the_local_run(tmp_path):
-    distributed = pytest.importorskip("distributed", reason="the 'distributed' extra is not installed")
+    distributed = pytest.importorskip(
+        "distributed", reason="the 'distributed' extra is not installed"
+    )
     grid = {"beta": [1.0, 2.0, 4.0], "N": [64, 4096]}
     gates = it.hard_selection(4, [1, 2])
     local = it.sweep("loss", TASK, grid, gates=gates, block=2)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
         with distributed.Client(cluster) as client:
-            remote = it.sweep("loss", TASK, grid, gates=gates, block=2, scheduler=cluster.scheduler_address,
-                              out=tmp_path)
+            remote = it.sweep(
+                "loss",
+                TASK,
+                grid,
+                gates=gates,
+                block=2,
+                scheduler=cluster.scheduler_address,
+                out=tmp_path,
+            )
             workers = client.run(lambda: __import__("os").getpid())
     assert len(workers) == 2
     for name in local.data_vars:
@@ -186,6 +258,10 @@ def test_default_oracle_block_is_one_point_per_device(monkeypatch):
     seen = []
     monkeypatch.setattr(_sweep, "run_spec", lambda spec, **kw: seen.append(spec.block))
     for devices in (1, 2, 4):
-        monkeypatch.setattr(_sweep, "padded_size", lambda n, devices=devices: devices * -(-n // devices))
-        _sweep.sweep("oracle", it.Task(L=4, S=4, H=2, N=64, beta=4.0), {"beta": [4.0, 8.0, 9.0]})
+        monkeypatch.setattr(
+            _sweep, "padded_size", lambda n, devices=devices: devices * -(-n // devices)
+        )
+        _sweep.sweep(
+            "oracle", it.Task(L=4, S=4, H=2, N=64, beta=4.0), {"beta": [4.0, 8.0, 9.0]}
+        )
     assert seen == [1, 2, 4]

@@ -13,16 +13,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inductheory as it
-from inductheory.model._gates import SharedGates, hard_selection, shared_gates_from_logits, uniform_gates
+from inductheory.model._gates import (
+    SharedGates,
+    hard_selection,
+    shared_gates_from_logits,
+    uniform_gates,
+)
 from inductheory.model._loss import phase_accuracy, phase_losses, population_loss
 
 
 def _task(W, H=1, L=8, S=4, queries="all"):
-    return it.model.quiet_task(L=L, S=S, H=H, N=4096, gamma=1.0, beta=4.0, kappa=1.0, W=W, queries=queries)
+    return it.model.quiet_task(
+        L=L, S=S, H=H, N=4096, gamma=1.0, beta=4.0, kappa=1.0, W=W, queries=queries
+    )
 
 
 @settings(max_examples=12, deadline=None)
-@given(S=st.integers(3, 5), extra=st.integers(0, 5), L=st.integers(3, 6), data=st.data())
+@given(
+    S=st.integers(3, 5), extra=st.integers(0, 5), L=st.integers(3, 6), data=st.data()
+)
 def test_a_hard_head_answers_exactly_the_phase_of_its_key(S, extra, L, data):
     """One head with key r, value r+1 (all queries) answers phase r mod S and no other: the query at
     t = lS + r mod S sits at offset r in one entry, whose offset r+1 holds the target t+1."""
@@ -43,8 +52,12 @@ def test_selections_a_stride_apart_are_the_same_model(S, extra, data):
     if r is None:  # W = S+1: no such pair; the boundary head r = S-1 exists instead
         assert phase_accuracy(task, hard_selection(W, [S - 1]))[S - 1] == 1.0
         return
-    np.testing.assert_allclose(phase_losses(task, hard_selection(W, [r])),
-                               phase_losses(task, hard_selection(W, [r + S])), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        phase_losses(task, hard_selection(W, [r])),
+        phase_losses(task, hard_selection(W, [r + S])),
+        rtol=0,
+        atol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("W", [4, 5, 6, 8])
@@ -52,19 +65,25 @@ def test_every_hard_selection_of_one_head_has_the_same_loss(W):
     """The cycle makes every phase alike for one hard head: the endpoints r = 0..W-2 all tie, so
     the loss at the end does not decide what a flow selects (below: the slope near uniform does)."""
     task = _task(W)
-    losses = np.array([float(population_loss(task, hard_selection(W, [r]))) for r in range(W - 1)])
+    losses = np.array(
+        [float(population_loss(task, hard_selection(W, [r]))) for r in range(W - 1)]
+    )
     assert np.ptp(losses) < 1e-12
 
 
 def _initial_slopes(W, s=0.01):
-    """Loss change from uniform gates a step s toward each hard selection r (key e_r, value e_{r+1})."""
+    """Loss change from uniform gates a step s toward each hard selection r (key e_r, value
+    e_{r+1})."""
     task = _task(W)
     u = uniform_gates(1, W)
     base = float(population_loss(task, u))
     eye = np.eye(W)
     out = []
     for r in range(W - 1):
-        g = SharedGates(key=(1 - s) * u.key + s * eye[r][None], value=(1 - s) * u.value + s * eye[r + 1][None])
+        g = SharedGates(
+            key=(1 - s) * u.key + s * eye[r][None],
+            value=(1 - s) * u.value + s * eye[r + 1][None],
+        )
         out.append(float(population_loss(task, g)) - base)
     return np.array(out)
 
@@ -78,7 +97,9 @@ def test_the_selections_flows_make_are_the_steepest_descent_from_uniform(W, stee
     best = np.flatnonzero(slopes <= slopes.min() + 1e-12 * abs(slopes.min()))
     assert set(best.tolist()) == steepest
     others = [r for r in range(W - 1) if r not in steepest]
-    assert slopes[others].min() > slopes.min() + 1e-3 * abs(slopes.min())  # a real gap, not rounding
+    assert slopes[others].min() > slopes.min() + 1e-3 * abs(
+        slopes.min()
+    )  # a real gap, not rounding
 
 
 def test_at_window_2s_the_boundary_phase_is_worst_at_uniform_gates():
@@ -88,8 +109,15 @@ def test_at_window_2s_the_boundary_phase_is_worst_at_uniform_gates():
 
 def _flow(W, H, seeds, tied=False):
     task = _task(W, H=H)
-    config = it.FlowConfig(dynamics="reduced", rho=0.1, delta=1e-3, t_max=1e7, n_save=8, max_steps=200_000,
-                           tied=tied)
+    config = it.FlowConfig(
+        dynamics="reduced",
+        rho=0.1,
+        delta=1e-3,
+        t_max=1e7,
+        n_save=8,
+        max_steps=200_000,
+        tied=tied,
+    )
     return task, it.run_flow(task, config, seeds)
 
 

@@ -13,7 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import inductheory as it
 from inductheory.model._logits import windowed_logits
@@ -31,14 +32,18 @@ def quiet(**kw):
 
 def random_oracle(key, H, L, W):
     k1, k2 = jax.random.split(key)
-    return it.OracleGates(key=jax.nn.softmax(2 * jax.random.normal(k1, (H, L, W)), -1),
-                          value=jax.nn.softmax(2 * jax.random.normal(k2, (H, L, W)), -1))
+    return it.OracleGates(
+        key=jax.nn.softmax(2 * jax.random.normal(k1, (H, L, W)), -1),
+        value=jax.nn.softmax(2 * jax.random.normal(k2, (H, L, W)), -1),
+    )
 
 
 def random_shared(key, H, W, scale=2.0):
     k1, k2 = jax.random.split(key)
-    return it.SharedGates(key=jax.nn.softmax(scale * jax.random.normal(k1, (H, W)), -1),
-                          value=jax.nn.softmax(scale * jax.random.normal(k2, (H, W)), -1))
+    return it.SharedGates(
+        key=jax.nn.softmax(scale * jax.random.normal(k1, (H, W)), -1),
+        value=jax.nn.softmax(scale * jax.random.normal(k2, (H, W)), -1),
+    )
 
 
 # --- configuration and positions ---------------------------------------------------------------
@@ -60,13 +65,25 @@ def test_windows_warn_which_assumption_is_broken():
         it.Task(L=8, S=4, H=2, N=4096, queries="all")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        it.Task(L=8, S=4, H=2, N=4096, W=4, queries="within")  # the theorems' task: silent
+        it.Task(
+            L=8, S=4, H=2, N=4096, W=4, queries="within"
+        )  # the theorems' task: silent
 
 
 def test_default_window_keeps_the_old_parameters():
     task = it.Task(L=8, S=4, H=2, N=4096)
     assert task.W == 4 and task.queries == "within" and not task.windowed
-    assert set(task.to_dict()) == {"L", "S", "H", "N", "gamma", "beta", "kappa", "eps", "d"}
+    assert set(task.to_dict()) == {
+        "L",
+        "S",
+        "H",
+        "N",
+        "gamma",
+        "beta",
+        "kappa",
+        "eps",
+        "d",
+    }
     wide = quiet(L=8, S=4, H=2, N=4096, W=6, queries="all")
     assert wide.to_dict()["W"] == 6 and wide.to_dict()["queries"] == "all"
     assert wide.replace(beta=2.0).W == 6 and wide.n_phases == 4 and wide.n_queries == 32
@@ -79,9 +96,13 @@ def test_positions_follow_the_definition():
     np.testing.assert_array_equal(it.model.entry_positions(L, S, W), expected)
     np.testing.assert_array_equal(it.model.query_positions(L, S, "all"), np.arange(T))
     np.testing.assert_array_equal(it.model.query_positions(L, S, "within"), [0, 2, 4])
-    np.testing.assert_array_equal(it.model.target_positions(L, S, "all"), [1, 2, 3, 4, 5, 0])
+    np.testing.assert_array_equal(
+        it.model.target_positions(L, S, "all"), [1, 2, 3, 4, 5, 0]
+    )
     tokens = jnp.arange(100, 100 + T).reshape(L, S)
-    np.testing.assert_array_equal(it.model.window_tokens(tokens, W), np.asarray(expected) + 100)
+    np.testing.assert_array_equal(
+        it.model.window_tokens(tokens, W), np.asarray(expected) + 100
+    )
     assert it.model.window_tokens(tokens, S) is tokens
 
 
@@ -94,22 +115,37 @@ def test_windowed_path_equals_the_block_form_at_w_equals_s():
     block = it.model.exact_logits(task, gates)
     windowed = windowed_logits(task, gates, it.model.query_positions(6, 4))
     np.testing.assert_array_equal(block[2], windowed[2])
-    np.testing.assert_allclose(it.model.cross_entropy(*windowed), it.model.cross_entropy(*block), rtol=1e-13, atol=0)
+    np.testing.assert_allclose(
+        it.model.cross_entropy(*windowed),
+        it.model.cross_entropy(*block),
+        rtol=1e-13,
+        atol=0,
+    )
     shared = random_shared(jax.random.key(1), 3, 4)
-    np.testing.assert_allclose(it.model.cross_entropy(*windowed_logits(task, shared.for_blocks(6), np.arange(3))),
-                               it.phase_losses(task, shared), rtol=1e-13, atol=0)
+    np.testing.assert_allclose(
+        it.model.cross_entropy(
+            *windowed_logits(task, shared.for_blocks(6), np.arange(3))
+        ),
+        it.phase_losses(task, shared),
+        rtol=1e-13,
+        atol=0,
+    )
 
 
 @pytest.mark.parametrize("W,queries", [(4, "all"), (5, "within"), (12, "all")])
 def test_structured_exact_path_equals_the_dense_model(W, queries):
     """The O(H L W) exact logits against the literal model on explicit embeddings (kappa = 0.6)."""
-    task = quiet(L=3, S=4, H=2, N=20, gamma=0.8, beta=3.0, kappa=0.6, W=W, queries=queries)
+    task = quiet(
+        L=3, S=4, H=2, N=20, gamma=0.8, beta=3.0, kappa=0.6, W=W, queries=queries
+    )
     geo = it.ExactGeometry(task.N, task.kappa)
     ctx = it.sample_contexts(jax.random.key(2), task, 3)
     gates = random_oracle(jax.random.key(3), 2, 3, W)
     for tokens in ctx:
         exact = it.model.cross_entropy(*it.model.exact_logits(task, gates))
-        dense = it.model.cross_entropy(*it.model.dense_logits(task, geo.embeddings(), tokens, gates))
+        dense = it.model.cross_entropy(
+            *it.model.dense_logits(task, geo.embeddings(), tokens, gates)
+        )
         np.testing.assert_allclose(exact, dense, rtol=1e-11)
     c = 0.7 * jax.random.normal(jax.random.key(4), (2, 2, W, geo.dim))
     linear = it.LinearGates(c)
@@ -126,38 +162,77 @@ def test_shared_population_loss_equals_monte_carlo(W, queries):
     gates = random_shared(jax.random.key(5), 2, W)
     ctx = it.sample_contexts(jax.random.key(6), task, 8)
     geo = it.ExactGeometry(task.N, task.kappa)
-    np.testing.assert_allclose(it.phase_losses(task, gates), it.model.monte_carlo_phase_losses(task, geo, gates, ctx),
-                               rtol=1e-12)
-    np.testing.assert_allclose(it.phase_accuracy(task, gates), it.monte_carlo_phase_accuracy(task, geo, gates, ctx))
-    np.testing.assert_allclose(it.model.phase_target_probability(task, gates), np.exp(-it.phase_losses(task, gates)))
+    np.testing.assert_allclose(
+        it.phase_losses(task, gates),
+        it.model.monte_carlo_phase_losses(task, geo, gates, ctx),
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(
+        it.phase_accuracy(task, gates),
+        it.monte_carlo_phase_accuracy(task, geo, gates, ctx),
+    )
+    np.testing.assert_allclose(
+        it.model.phase_target_probability(task, gates),
+        np.exp(-it.phase_losses(task, gates)),
+    )
 
 
-@pytest.mark.parametrize("L,S,W,H,queries", [
-    (2, 2, 2, 1, "all"), (3, 3, 5, 2, "within"), (4, 4, 8, 3, "all"), (8, 4, 5, 2, "all"), (2, 3, 6, 2, "all"),
-    (5, 2, 7, 1, "within"),
-])
+@pytest.mark.parametrize(
+    "L,S,W,H,queries",
+    [
+        (2, 2, 2, 1, "all"),
+        (3, 3, 5, 2, "within"),
+        (4, 4, 8, 3, "all"),
+        (8, 4, 5, 2, "all"),
+        (2, 3, 6, 2, "all"),
+        (5, 2, 7, 1, "within"),
+    ],
+)
 def test_collapsed_closed_form_equals_every_position(L, S, W, H, queries):
     """The collapsed per-phase form (S phase classes + the holding entries' windows) against the
     uncollapsed logits of all T positions (W = S, S < W < 2S, W = 2S, W = T among the shapes)."""
     task = quiet(L=L, S=S, H=H, N=L * S + 5, gamma=0.7, beta=4.0, W=W, queries=queries)
     gates = random_shared(jax.random.key(L * W + H), H, W, 3.0)
     full = windowed_logits(task, gates.for_blocks(L), it.model.query_phases(S, queries))
-    np.testing.assert_allclose(it.phase_losses(task, gates), it.model.cross_entropy(*full), rtol=1e-12, atol=1e-13)
-    np.testing.assert_array_equal(it.phase_accuracy(task, gates), it.model.top1_correct(*full).astype(float))
+    np.testing.assert_allclose(
+        it.phase_losses(task, gates),
+        it.model.cross_entropy(*full),
+        rtol=1e-12,
+        atol=1e-13,
+    )
+    np.testing.assert_array_equal(
+        it.phase_accuracy(task, gates), it.model.top1_correct(*full).astype(float)
+    )
 
 
 # --- the boundary claim of §10 ------------------------------------------------------------------
 
 
 @FAST
-@given(L=st.integers(2, 6), S=st.integers(2, 5), H=st.integers(1, 3), seed=st.integers(0, 2**31 - 1),
-       gamma=st.floats(0.05, 3.0), beta=st.floats(0.1, 30.0), scale=st.floats(0.0, 8.0), delta=st.integers(0, 4))
-def test_boundary_target_is_never_top1_at_w_equals_s(L, S, H, seed, gamma, beta, scale, delta):
-    """W = S: for every shared gate and every rotation, the boundary target's logit is at most that of
-    the token at offset 0 of the query's own entry, and equals that of offset 0 of any other entry."""
+@given(
+    L=st.integers(2, 6),
+    S=st.integers(2, 5),
+    H=st.integers(1, 3),
+    seed=st.integers(0, 2**31 - 1),
+    gamma=st.floats(0.05, 3.0),
+    beta=st.floats(0.1, 30.0),
+    scale=st.floats(0.0, 8.0),
+    delta=st.integers(0, 4),
+)
+def test_boundary_target_is_never_top1_at_w_equals_s(
+    L, S, H, seed, gamma, beta, scale, delta
+):
+    """W = S: for every shared gate and every rotation, the boundary target's logit is at
+    most that of
+    the token at offset 0 of the query's own entry, and equals that of offset 0 of any other
+    entry."""
     task = quiet(L=L, S=S, H=H, N=L * S + 7, gamma=gamma, beta=beta, queries="all")
-    gates = it.model.rotate_gates(random_shared(jax.random.key(seed), H, S, scale), delta)
-    logits, _, target = windowed_logits(task, gates.for_blocks(L), it.model.query_phases(S, "all"))  # one column per position
+    gates = it.model.rotate_gates(
+        random_shared(jax.random.key(seed), H, S, scale), delta
+    )
+    logits, _, target = windowed_logits(
+        task, gates.for_blocks(L), it.model.query_phases(S, "all")
+    )  # one column per position
     row = S - 1  # the boundary query: position S-1, target S (entry 1, offset 0)
     assert int(target[row]) == S
     z = np.asarray(logits[row])
@@ -168,8 +243,14 @@ def test_boundary_target_is_never_top1_at_w_equals_s(L, S, H, seed, gamma, beta,
 
 
 @FAST
-@given(L=st.integers(2, 6), S=st.integers(2, 5), H=st.integers(1, 3), extra=st.integers(1, 6),
-       gamma=st.floats(0.05, 3.0), beta=st.floats(0.1, 30.0))
+@given(
+    L=st.integers(2, 6),
+    S=st.integers(2, 5),
+    H=st.integers(1, 3),
+    extra=st.integers(1, 6),
+    gamma=st.floats(0.05, 3.0),
+    beta=st.floats(0.1, 30.0),
+)
 def test_a_wider_window_recovers_the_boundary(L, S, H, extra, gamma, beta):
     """W >= S+1: heads with key at offset S-1 and value at offset S answer the boundary phase."""
     W = min(S + extra, L * S)
@@ -179,7 +260,8 @@ def test_a_wider_window_recovers_the_boundary(L, S, H, extra, gamma, beta):
 
 
 def test_tied_hard_gates_answer_no_phase():
-    """A tied gate e_r keys and reads the same offset: it copies the query token, never its successor."""
+    """A tied gate e_r keys and reads the same offset: it copies the query token, never its
+    successor."""
     for W in (4, 5, 8):
         task = quiet(L=4, S=4, H=2, N=64, W=W, queries="all")
         for r in range(W):
@@ -198,7 +280,14 @@ def test_windowed_vertices_are_enumerated_exhaustively_and_checked_densely():
     configs, method = it.oracle._vertices.vertex_configs(task, geo)
     assert method == "exhaustive" and len(configs) == 3**3
     best = it.best_vertex(task, geo, tokens, k=3)
-    dense = [float(it.model.context_loss(task, geo.dense(), it.oracle.vertex_gates(4, c), tokens)) for c in configs]
+    dense = [
+        float(
+            it.model.context_loss(
+                task, geo.dense(), it.oracle.vertex_gates(4, c), tokens
+            )
+        )
+        for c in configs
+    ]
     assert best.loss == pytest.approx(min(dense), rel=1e-12)
     tied = it.best_vertex(task, geo, tokens, k=1, tied=True)
     assert tied.n_evaluated == 4**3 and tied.loss > best.loss
@@ -207,11 +296,21 @@ def test_windowed_vertices_are_enumerated_exhaustively_and_checked_densely():
 @pytest.mark.slow
 def test_tied_oracle_never_selects_key_and_value_apart():
     task = quiet(L=3, S=3, H=1, N=96, beta=4.0)
-    res = it.minimize_oracle(task, it.ExactGeometry(task.N, task.kappa), jnp.zeros((3, 3), int), jax.random.key(0),
-                             it.OracleMinimizer(restarts=2, steps=60, polish_steps=60, rounds=1, tied=True))
+    res = it.minimize_oracle(
+        task,
+        it.ExactGeometry(task.N, task.kappa),
+        jnp.zeros((3, 3), int),
+        jax.random.key(0),
+        it.OracleMinimizer(restarts=2, steps=60, polish_steps=60, rounds=1, tied=True),
+    )
     np.testing.assert_array_equal(res.gates.key, res.gates.value)
-    untied = it.minimize_oracle(task, it.ExactGeometry(task.N, task.kappa), jnp.zeros((3, 3), int), jax.random.key(0),
-                                it.OracleMinimizer(restarts=2, steps=60, polish_steps=60, rounds=1))
+    untied = it.minimize_oracle(
+        task,
+        it.ExactGeometry(task.N, task.kappa),
+        jnp.zeros((3, 3), int),
+        jax.random.key(0),
+        it.OracleMinimizer(restarts=2, steps=60, polish_steps=60, rounds=1),
+    )
     assert res.loss > untied.loss
 
 
@@ -222,32 +321,62 @@ def test_tied_reduced_flow_stays_tied():
     dyn = it.flow.ReducedDynamics(task, tied=True)
     vf = dyn.vector_field(b0)
     np.testing.assert_array_equal(vf[:, 0], vf[:, 1])
-    # the tied field is the gradient of the loss of gates (p, p): the chain rule through both branches
-    p_loss = lambda k: it.population_loss(task, it.model.shared_gates_from_logits(jnp.stack([k, k], axis=1)))
-    np.testing.assert_allclose(vf[:, 0], -(1.0 + 1.0 / 4096) * jax.grad(p_loss)(b0[:, 0]), rtol=1e-12)
+    # the tied field is the gradient of the loss of gates (p, p): the chain rule through
+    # both branches
+    p_loss = lambda k: it.population_loss(
+        task, it.model.shared_gates_from_logits(jnp.stack([k, k], axis=1))
+    )
+    np.testing.assert_allclose(
+        vf[:, 0], -(1.0 + 1.0 / 4096) * jax.grad(p_loss)(b0[:, 0]), rtol=1e-12
+    )
 
 
 # --- command line -----------------------------------------------------------------------------
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "inductheory", *args], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "inductheory", *args], capture_output=True, text=True
+    )
 
 
 def test_cli_loss_with_windows_answers_the_boundary():
-    out = cli("loss", "--L", "8", "--S", "4", "--H", "2", "--W", "5", "--queries", "all", "--select", "3,0", "--json")
+    out = cli(
+        "loss",
+        "--L",
+        "8",
+        "--S",
+        "4",
+        "--H",
+        "2",
+        "--W",
+        "5",
+        "--queries",
+        "all",
+        "--select",
+        "3,0",
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
-    assert res["phases"] == [0, 1, 2, 3] and res["phase_accuracy"] == [1.0, 0.0, 0.0, 1.0]
+    assert res["phases"] == [0, 1, 2, 3] and res["phase_accuracy"] == [
+        1.0,
+        0.0,
+        0.0,
+        1.0,
+    ]
     assert res["task"]["W"] == 5 and res["task"]["queries"] == "all"
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--W", "3"], "W must lie in S..L*S = 4..32"),
-    (["--W", "33"], "W must lie in S..L*S = 4..32"),
-    (["--W", "5", "--select", "4,0"], "0..W-2"),
-    (["--tied", "--select", "4,0"], "0..W-1"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--W", "3"], "W must lie in S..L*S = 4..32"),
+        (["--W", "33"], "W must lie in S..L*S = 4..32"),
+        (["--W", "5", "--select", "4,0"], "0..W-2"),
+        (["--tied", "--select", "4,0"], "0..W-1"),
+    ],
+)
 def test_cli_bad_windows_are_one_line_errors(args, message):
     base = ["loss", "--L", "8", "--S", "4", "--H", "2"]
     if "--select" not in args:
@@ -260,17 +389,28 @@ def test_cli_bad_windows_are_one_line_errors(args, message):
 def test_windowed_logits_match_the_symbolic_model_of_the_proof():
     """The library's O(H L W) path against the literal Gram-matrix model of proofs/boundary.py."""
     import sympy as sp
+
     from proofs import boundary
 
     L, S, W, H = 3, 3, 5, 2
-    task = quiet(L=L, S=S, H=H, N=40, gamma=0.9, beta=2.5, kappa=0.4, W=W, queries="all")
+    task = quiet(
+        L=L, S=S, H=H, N=40, gamma=0.9, beta=2.5, kappa=0.4, W=W, queries="all"
+    )
     gates = random_shared(jax.random.key(8), H, W)
-    logits, _, _ = windowed_logits(task, gates.for_blocks(L), it.model.query_phases(S, "all"))
+    logits, _, _ = windowed_logits(
+        task, gates.for_blocks(L), it.model.query_phases(S, "all")
+    )
     subs = {boundary.gamma: 0.9, boundary.beta: 2.5, boundary.kappa: 0.4}
     for t in range(S):
-        z = boundary.logits(L, S, W, np.asarray(gates.key).tolist(), np.asarray(gates.value).tolist(), t)
-        z = np.array([float(sp.N(e.subs(subs))) for e in z]) - 2.5 * H * 0.4  # the common shift beta H kappa
-        np.testing.assert_allclose(np.asarray(logits[t, : L * S]), z, rtol=1e-12, atol=1e-12)
+        z = boundary.logits(
+            L, S, W, np.asarray(gates.key).tolist(), np.asarray(gates.value).tolist(), t
+        )
+        z = (
+            np.array([float(sp.N(e.subs(subs))) for e in z]) - 2.5 * H * 0.4
+        )  # the common shift beta H kappa
+        np.testing.assert_allclose(
+            np.asarray(logits[t, : L * S]), z, rtol=1e-12, atol=1e-12
+        )
 
 
 def test_dense_path_with_windows_is_the_literal_model():
@@ -280,35 +420,59 @@ def test_dense_path_with_windows_is_the_literal_model():
     geo = it.model.approximate_geometry(task, jax.random.key(9))
     tokens = np.asarray(it.sample_contexts(jax.random.key(10), task, 1)[0])
     gates = random_oracle(jax.random.key(11), 2, 3, 5)
-    E, pK, pV = np.asarray(geo.embeddings), np.asarray(gates.key), np.asarray(gates.value)
+    E, pK, pV = (
+        np.asarray(geo.embeddings),
+        np.asarray(gates.key),
+        np.asarray(gates.value),
+    )
     flat, T = tokens.reshape(-1), 9
     expected = []
     for t in range(T):
         out = np.zeros(E.shape[1])
         for h in range(2):
-            keys = [sum(pK[h, l, o] * E[flat[(3 * l + o) % T]] for o in range(5)) for l in range(3)]
-            vals = [sum(pV[h, l, o] * E[flat[(3 * l + o) % T]] for o in range(5)) for l in range(3)]
+            keys = [
+                sum(pK[h, l, o] * E[flat[(3 * l + o) % T]] for o in range(5))
+                for l in range(3)
+            ]
+            vals = [
+                sum(pV[h, l, o] * E[flat[(3 * l + o) % T]] for o in range(5))
+                for l in range(3)
+            ]
             s = np.array([0.9 * E[flat[t]] @ k for k in keys])
             a = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
             out += sum(a[l] * vals[l] for l in range(3))
         z = 3.0 * E @ out
-        expected.append(np.log(np.exp(z - z.max()).sum()) + z.max() - z[flat[(t + 1) % T]])
-    got = it.model.cross_entropy(*it.model.dense_logits(task, geo.embeddings, jnp.asarray(tokens), gates))
+        expected.append(
+            np.log(np.exp(z - z.max()).sum()) + z.max() - z[flat[(t + 1) % T]]
+        )
+    got = it.model.cross_entropy(
+        *it.model.dense_logits(task, geo.embeddings, jnp.asarray(tokens), gates)
+    )
     np.testing.assert_allclose(got, expected, rtol=1e-10)
 
 
 def test_an_oracle_gate_answers_one_boundary_query_in_l_at_w_equals_s():
     """H = 1, W = S: keys away from the boundary offset give every entry the same attention for a
-    boundary query; entry 1 reading offset 0 while the others spread their values answers the boundary
+    boundary query; entry 1 reading offset 0 while the others spread their values answers
+    the boundary
     query of entry 0 and no other: boundary accuracy exactly 1/L (the most one head can get, see
-    docs/theory.md §10), which no vertex reaches (one-hot values of other entries tie with the target)."""
+    docs/theory.md §10), which no vertex reaches (one-hot values of other entries tie with
+    the target)."""
     L, S = 4, 4
     task = quiet(L=L, S=S, H=1, N=64, beta=4.0, queries="all")
     key = jnp.broadcast_to(jnp.eye(S)[0], (1, L, S))
     value = jnp.full((1, L, S), 1.0 / S).at[0, 1].set(jnp.eye(S)[0])
-    correct = np.asarray(it.model.top1_correct(*it.model.exact_logits(task, it.OracleGates(key=key, value=value))))
+    correct = np.asarray(
+        it.model.top1_correct(
+            *it.model.exact_logits(task, it.OracleGates(key=key, value=value))
+        )
+    )
     boundary = correct.reshape(L, S)[:, S - 1]
     np.testing.assert_array_equal(boundary, [True, False, False, False])
     vertex = it.oracle.vertex_gates(S, jnp.zeros((1, L), int))
     vertex = it.OracleGates(key=key, value=vertex.value.at[0, 1].set(jnp.eye(S)[0]))
-    assert not np.asarray(it.model.top1_correct(*it.model.exact_logits(task, vertex))).reshape(L, S)[:, S - 1].any()
+    assert (
+        not np.asarray(it.model.top1_correct(*it.model.exact_logits(task, vertex)))
+        .reshape(L, S)[:, S - 1]
+        .any()
+    )

@@ -1,6 +1,7 @@
 """Griffe extension for the API reference: let a list follow its label line.
 
-The library's docstrings write `**Arguments:**` and the bullet list on consecutive lines. Python-Markdown
+The library's docstrings write `**Arguments:**` and the bullet list on consecutive lines.
+Python-Markdown
 only starts a list after a blank line, so without this the bullets would run together into one
 paragraph. This inserts the blank line when the docstrings are loaded; the source is not changed.
 """
@@ -23,7 +24,11 @@ def separate_lists(text: str) -> str:
             fence = not fence
         elif not fence and _ITEM.match(line) and out:
             previous = out[-1]
-            if previous.strip() and not previous.startswith((" ", "\t")) and not _ITEM.match(previous):
+            if (
+                previous.strip()
+                and not previous.startswith((" ", "\t"))
+                and not _ITEM.match(previous)
+            ):
                 out.append("")
         out.append(line)
     return "\n".join(out)

@@ -1,9 +1,11 @@
 """MkDocs hook: put the repository's figures and notebooks into the site at build time.
 
-The PNG/PDF figures in `figures/` and the notebooks in `notebooks/` stay where `inductheory reproduce`
+The PNG/PDF figures in `figures/` and the notebooks in `notebooks/` stay where `inductheory
+reproduce`
 and the tests expect them; nothing is copied into `docs/` in git. At build time this hook
 
-- adds `figures/*.png`, `figures/*.pdf` and `notebooks/*.ipynb` to the site's files (the notebooks are
+- adds `figures/*.png`, `figures/*.pdf` and `notebooks/*.ipynb` to the site's files (the
+  notebooks are
   then rendered by mkdocs-jupyter, which is why this runs before the plugins' `on_files`), and
 - replaces the marker `<!-- figures/README.md -->` in `docs/figures.md` with the figure sections of
   `figures/README.md` (claim, parameters, measured numbers), its links pointing at `figures/`.
@@ -27,7 +29,11 @@ def on_files(files, config):
         for path in sorted(ROOT.glob(pattern)):
             rel = path.relative_to(ROOT).as_posix()
             if files.get_file_from_path(rel) is None:
-                files.append(File(rel, str(ROOT), config["site_dir"], config["use_directory_urls"]))
+                files.append(
+                    File(
+                        rel, str(ROOT), config["site_dir"], config["use_directory_urls"]
+                    )
+                )
     return files
 
 

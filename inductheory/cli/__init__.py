@@ -16,7 +16,14 @@ import sys
 import traceback
 import warnings
 
-from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_USAGE, CLIError, OneLineParser
+from ._common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_MEMORY,
+    EXIT_USAGE,
+    CLIError,
+    OneLineParser,
+)
 
 # Each name is a module inductheory/cli/_<name>.py exposing register(subparsers).
 SUBCOMMANDS = ("loss", "flow", "oracle", "sweep", "reproduce", "toy")
@@ -26,14 +33,20 @@ DEBUG_ENV = "INDUCTHEORY_DEBUG"
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="inductheory",
-        description="Theory simulator for the idealized induction task behind chunked KV-cache phase sensitivity.",
-        epilog="Exit status: 0 ok, 1 invalid result or failed seeds, 2 bad argument, 3 not enough memory, "
+        description="Theory simulator for the idealized induction task behind chunked "
+        "KV-cache phase sensitivity.",
+        epilog="Exit status: 0 ok, 1 invalid result or failed seeds, 2 bad argument, 3 "
+        "not enough memory, "
         "130 interrupted. INDUCTHEORY_DEBUG=1 shows tracebacks of unexpected errors.",
     )
     from ..internal._io import library_version
 
-    parser.add_argument("--version", action="version", version=f"inductheory {library_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
+    parser.add_argument(
+        "--version", action="version", version=f"inductheory {library_version()}"
+    )
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser
+    )
     for name in SUBCOMMANDS:
         importlib.import_module(f"inductheory.cli._{name}").register(sub)
     return parser
@@ -47,8 +60,14 @@ def main(argv=None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exit_:  # --help (0) or a bad argument (2, one line already printed)
-        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else EXIT_USAGE)
+    except (
+        SystemExit
+    ) as exit_:  # --help (0) or a bad argument (2, one line already printed)
+        return (
+            exit_.code
+            if isinstance(exit_.code, int)
+            else (0 if exit_.code is None else EXIT_USAGE)
+        )
     from ..internal._devices import use_cpu_devices
     from ..internal._paths import enable_compilation_cache
     from ..internal._programs import enable_program_store
@@ -73,10 +92,14 @@ def main(argv=None) -> int:
         warnings.simplefilter("always")
         warnings.showwarning = show
         try:
-            if getattr(args, "cpu_devices", None) is not None:  # before anything starts jax
+            if (
+                getattr(args, "cpu_devices", None) is not None
+            ):  # before anything starts jax
                 try:
                     use_cpu_devices(args.cpu_devices)
-                except RuntimeError as err:  # main() called in a process whose jax already started
+                except (
+                    RuntimeError
+                ) as err:  # main() called in a process whose jax already started
                     raise CLIError(str(err)) from None
             return int(args.func(args) or 0)
         except CLIError as err:
@@ -86,15 +109,21 @@ def main(argv=None) -> int:
         except MemoryError as err:
             return error(err or "out of memory", EXIT_MEMORY)
         except KeyboardInterrupt:
-            note = getattr(args, "interrupt_message", "interrupted; finished results (cached points) are kept")
+            note = getattr(
+                args,
+                "interrupt_message",
+                "interrupted; finished results (cached points) are kept",
+            )
             return error(note, EXIT_INTERRUPTED)
         except Exception as err:  # last resort: one line, the traceback only on request
             if "RESOURCE_EXHAUSTED" in str(err):  # XLA could not allocate
                 return error(f"out of memory: {str(err).splitlines()[0]}", EXIT_MEMORY)
             if os.environ.get(DEBUG_ENV):
                 traceback.print_exc()
-            return error(f"unexpected {type(err).__name__}: {err} (set {DEBUG_ENV}=1 for the traceback)",
-                         EXIT_FAILED)
+            return error(
+                f"unexpected {type(err).__name__}: {err} (set {DEBUG_ENV}=1 for the traceback)",
+                EXIT_FAILED,
+            )
 
 
 if __name__ == "__main__":

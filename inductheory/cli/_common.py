@@ -16,11 +16,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..model._task import QUERY_SETS, Task
 from ..internal._devices import MAX_CPU_DEVICES
-from ..model._objective import OBJECTIVES
 from ..internal._io import to_json
 from ..internal._table import format_table  # noqa: F401 (re-exported for the subcommands)
+from ..model._objective import OBJECTIVES
+from ..model._task import QUERY_SETS, Task
 
 # Largest integer sizes: int64 for seeds (jax.random.key), float64's exact integers for the
 # vocabulary of closed-form paths, int32 where token ids or counts live in int32 arrays.
@@ -53,7 +53,9 @@ class OneLineParser(argparse.ArgumentParser):
     """`argparse.ArgumentParser` whose errors are one line: `PROG: error: MESSAGE` (exit 2)."""
 
     def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(
+            EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n"
+        )
 
 
 # --- validating argument types ----------------------------------------------------------------
@@ -70,28 +72,44 @@ def _parse_int(text: str, name: str, minimum=None, maximum=None) -> int:
         try:
             f = float(t)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{name} must be an integer, got {text!r}"
+            ) from None
         if not math.isfinite(f) or f != int(f) or abs(f) > EXACT_FLOAT_INT:
             raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}")
         value = int(f)
     if minimum is not None and value < minimum:
-        raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {text.strip()}")
+        raise argparse.ArgumentTypeError(
+            f"{name} must be >= {minimum}, got {text.strip()}"
+        )
     if maximum is not None and value > maximum:
-        raise argparse.ArgumentTypeError(f"{name} must be <= {maximum}, got {text.strip()}")
+        raise argparse.ArgumentTypeError(
+            f"{name} must be <= {maximum}, got {text.strip()}"
+        )
     return value
 
 
-def _parse_float(text: str, name: str, low=None, high=None, low_open=False, high_open=False) -> float:
+def _parse_float(
+    text: str, name: str, low=None, high=None, low_open=False, high_open=False
+) -> float:
     try:
         value = float(text.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"{name} must be a number, got {text!r}"
+        ) from None
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{name} must be a finite number, got {text.strip()!r}")
+        raise argparse.ArgumentTypeError(
+            f"{name} must be a finite number, got {text.strip()!r}"
+        )
     if low is not None and (value < low or (low_open and value == low)):
-        raise argparse.ArgumentTypeError(f"{name} must be {'>' if low_open else '>='} {low}, got {text.strip()}")
+        raise argparse.ArgumentTypeError(
+            f"{name} must be {'>' if low_open else '>='} {low}, got {text.strip()}"
+        )
     if high is not None and (value > high or (high_open and value == high)):
-        raise argparse.ArgumentTypeError(f"{name} must be {'<' if high_open else '<='} {high}, got {text.strip()}")
+        raise argparse.ArgumentTypeError(
+            f"{name} must be {'<' if high_open else '<='} {high}, got {text.strip()}"
+        )
     return value
 
 
@@ -105,7 +123,14 @@ def int_type(name: str, minimum: int | None = None, maximum: int | None = INT32_
     return parse
 
 
-def float_type(name: str, low: float | None = None, high: float | None = None, *, low_open=False, high_open=False):
+def float_type(
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open=False,
+    high_open=False,
+):
     """argparse `type=`: a finite float in the given (open or closed) range."""
 
     def parse(text):
@@ -115,7 +140,15 @@ def float_type(name: str, low: float | None = None, high: float | None = None, *
     return parse
 
 
-def list_type(name: str, kind: str = "float", low=None, high=None, *, low_open=False, high_open=False):
+def list_type(
+    name: str,
+    kind: str = "float",
+    low=None,
+    high=None,
+    *,
+    low_open=False,
+    high_open=False,
+):
     """argparse `type=`: a comma-separated list of ints or finite floats; empty items are errors
     (`0,,2`), an empty string is an empty list (the command decides whether that is allowed)."""
 
@@ -154,66 +187,153 @@ def check_output_dir(text) -> Path:
         raise argparse.ArgumentTypeError(f"{path} exists and is not a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=path, prefix=".inductheory-probe.", suffix=".tmp")
+        fd, probe = tempfile.mkstemp(
+            dir=path, prefix=".inductheory-probe.", suffix=".tmp"
+        )
         os.close(fd)
         os.unlink(probe)
     except OSError as err:
-        raise argparse.ArgumentTypeError(f"cannot write into {path}: {err.strerror or err}") from None
+        raise argparse.ArgumentTypeError(
+            f"cannot write into {path}: {err.strerror or err}"
+        ) from None
     return path
 
 
 # --- the task --------------------------------------------------------------------------------
 
 
-def add_task_arguments(parser: argparse.ArgumentParser, *, L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0,
-                       geometry: bool = True):
+def add_task_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    L=8,
+    S=4,
+    H=2,
+    N=4096,
+    gamma=1.0,
+    beta=4.0,
+    kappa=1.0,
+    geometry: bool = True,
+):
     """--L --S --H --N --gamma --beta --kappa and the geometry (--eps or --d, --seed)."""
     g = parser.add_argument_group("task")
-    g.add_argument("--L", type=int_type("L", 2), default=L, help=f"blocks per context (default {L})")
-    g.add_argument("--S", type=int_type("S", 2), default=S, help=f"offsets per block, the stride (default {S})")
+    g.add_argument(
+        "--L",
+        type=int_type("L", 2),
+        default=L,
+        help=f"blocks per context (default {L})",
+    )
+    g.add_argument(
+        "--S",
+        type=int_type("S", 2),
+        default=S,
+        help=f"offsets per block, the stride (default {S})",
+    )
     g.add_argument("--H", type=int_type("H", 1), default=H, help=f"heads (default {H})")
-    g.add_argument("--N", type=int_type("N", 1, EXACT_FLOAT_INT), default=N, help=f"vocabulary size (default {N})")
-    g.add_argument("--gamma", type=float_type("gamma", 0, low_open=True), default=gamma,
-                   help=f"attention inverse temperature, > 0 (default {gamma})")
-    g.add_argument("--beta", type=float_type("beta", 0, low_open=True), default=beta,
-                   help=f"unembedding scale, > 0 (default {beta})")
-    g.add_argument("--kappa", type=float_type("kappa", 0), default=kappa,
-                   help=f"shared embedding component, >= 0 (default {kappa})")
-    g.add_argument("--W", type=int_type("W", 1), default=None,
-                   help="window: positions each entry summarizes, S <= W <= L*S (default S; docs/theory.md §10)")
-    g.add_argument("--queries", choices=QUERY_SETS, default="within",
-                   help="query phases: within (0..S-2, default) or all (0..S-1, with the boundary phase)")
+    g.add_argument(
+        "--N",
+        type=int_type("N", 1, EXACT_FLOAT_INT),
+        default=N,
+        help=f"vocabulary size (default {N})",
+    )
+    g.add_argument(
+        "--gamma",
+        type=float_type("gamma", 0, low_open=True),
+        default=gamma,
+        help=f"attention inverse temperature, > 0 (default {gamma})",
+    )
+    g.add_argument(
+        "--beta",
+        type=float_type("beta", 0, low_open=True),
+        default=beta,
+        help=f"unembedding scale, > 0 (default {beta})",
+    )
+    g.add_argument(
+        "--kappa",
+        type=float_type("kappa", 0),
+        default=kappa,
+        help=f"shared embedding component, >= 0 (default {kappa})",
+    )
+    g.add_argument(
+        "--W",
+        type=int_type("W", 1),
+        default=None,
+        help="window: positions each entry summarizes, S <= W <= L*S (default S; "
+        "docs/theory.md §10)",
+    )
+    g.add_argument(
+        "--queries",
+        choices=QUERY_SETS,
+        default="within",
+        help="query phases: within (0..S-2, default) or all (0..S-1, with the boundary phase)",
+    )
     if geometry:
         geo = parser.add_argument_group("geometry (default: exact, eps = 0)")
-        geo.add_argument("--eps", type=float_type("eps", 0, 1, high_open=True), default=None,
-                         help="target geometry error in [0, 1) (approximate geometry)")
-        geo.add_argument("--d", type=int_type("d", 2), default=None, help="embedding dimension (approximate geometry)")
-    parser.add_argument("--seed", type=int_type("seed", 0, INT64_MAX), default=0,
-                        help="PRNG seed, 0 <= seed < 2^63 (default 0)")
+        geo.add_argument(
+            "--eps",
+            type=float_type("eps", 0, 1, high_open=True),
+            default=None,
+            help="target geometry error in [0, 1) (approximate geometry)",
+        )
+        geo.add_argument(
+            "--d",
+            type=int_type("d", 2),
+            default=None,
+            help="embedding dimension (approximate geometry)",
+        )
+    parser.add_argument(
+        "--seed",
+        type=int_type("seed", 0, INT64_MAX),
+        default=0,
+        help="PRNG seed, 0 <= seed < 2^63 (default 0)",
+    )
 
 
 def task_from_args(args) -> Task:
     return Task(
-        L=args.L, S=args.S, H=args.H, N=args.N, gamma=args.gamma, beta=args.beta, kappa=args.kappa,
-        eps=getattr(args, "eps", None), d=getattr(args, "d", None), W=getattr(args, "W", None),
+        L=args.L,
+        S=args.S,
+        H=args.H,
+        N=args.N,
+        gamma=args.gamma,
+        beta=args.beta,
+        kappa=args.kappa,
+        eps=getattr(args, "eps", None),
+        d=getattr(args, "d", None),
+        W=getattr(args, "W", None),
         queries=getattr(args, "queries", "within"),
     )
 
 
 def add_objective_arguments(group) -> None:
     """--objective, --tau, --coordination: what a flow or the oracle minimizes (`Objective`)."""
-    group.add_argument("--objective", choices=OBJECTIVES, default="mean",
-                       help="mean: the population loss (default); worst-phase: soft maximum of the per-phase losses")
-    group.add_argument("--tau", type=float_type("tau", 0, low_open=True), default=1.0,
-                       help="temperature of the worst-phase soft maximum, > 0 (default 1)")
-    group.add_argument("--coordination", type=float_type("coordination", 0), default=None,
-                       help="weight LAMBDA >= 0 of the overlap penalty LAMBDA sum_{h != h'} <pK_h, pK_h'> (default none)")
+    group.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        default="mean",
+        help="mean: the population loss (default); worst-phase: soft maximum of the "
+        "per-phase losses",
+    )
+    group.add_argument(
+        "--tau",
+        type=float_type("tau", 0, low_open=True),
+        default=1.0,
+        help="temperature of the worst-phase soft maximum, > 0 (default 1)",
+    )
+    group.add_argument(
+        "--coordination",
+        type=float_type("coordination", 0),
+        default=None,
+        help="weight LAMBDA >= 0 of the overlap penalty LAMBDA sum_{h != h'} <pK_h, "
+        "pK_h'> (default none)",
+    )
 
 
 def require_token_ids(task: Task, what: str) -> None:
     """Paths that hold token ids store them as int32: N must fit."""
     if task.N > TOKEN_ID_MAX:
-        raise CLIError(f"{what} stores token ids as int32: N must be <= {TOKEN_ID_MAX}, got {task.N}")
+        raise CLIError(
+            f"{what} stores token ids as int32: N must be <= {TOKEN_ID_MAX}, got {task.N}"
+        )
 
 
 # --- output ----------------------------------------------------------------------------------
@@ -221,8 +341,12 @@ def require_token_ids(task: Task, what: str) -> None:
 
 def add_cpu_devices_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--cpu-devices", type=int_type("cpu-devices", 1, MAX_CPU_DEVICES), default=None, metavar="N",
-        help="split the CPU into N devices and shard the lanes over them (e.g. the number of cores; "
+        "--cpu-devices",
+        type=int_type("cpu-devices", 1, MAX_CPU_DEVICES),
+        default=None,
+        metavar="N",
+        help="split the CPU into N devices and shard the lanes over them (e.g. the "
+        "number of cores; "
         "faster, numbers may differ from one device in the last digits; default one device)",
     )
 
@@ -266,9 +390,13 @@ def require_finite(result, what: str, *, skip=()) -> None:
         result = {k: v for k, v in result.items() if k not in skip}
     bad = nonfinite_paths(result)
     if bad:
-        names = ", ".join(f"{p} = {v}" for p, v in bad[:3]) + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else "")
-        raise NonFiniteResult(f"{what} is not finite: {names}; the settings are beyond float64 "
-                              "(try a smaller beta or gamma)")
+        names = ", ".join(f"{p} = {v}" for p, v in bad[:3]) + (
+            f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+        )
+        raise NonFiniteResult(
+            f"{what} is not finite: {names}; the settings are beyond float64 "
+            "(try a smaller beta or gamma)"
+        )
 
 
 def eprint(*a) -> None:

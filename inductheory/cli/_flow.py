@@ -7,19 +7,19 @@ import math
 import jax
 import numpy as np
 
-from ..flow._config import ROOT_FINDERS, SOLVERS, FlowConfig
-from ..flow._solution import STATUSES
 from ..experiments._flows import FAILURES as FLOW_FAILURES
-from ..flow._init import mean_norm_squared
 from ..experiments._flows import run_flow, sample_size
+from ..flow._config import ROOT_FINDERS, SOLVERS, FlowConfig
+from ..flow._init import mean_norm_squared
+from ..flow._solution import STATUSES
 from ..internal._io import write_json_atomic, write_npz_atomic
 from ..internal._memory import check_memory, flow_bytes
 from ._common import (
-    add_objective_arguments,
     EXIT_FAILED,
     CLIError,
     add_cpu_devices_argument,
     add_json_argument,
+    add_objective_arguments,
     add_task_arguments,
     eprint,
     float_type,
@@ -34,8 +34,12 @@ from ._common import (
 
 # Options of the full dynamics only, with their defaults (None in the parser: giving one with the
 # reduced dynamics is an error, not silently ignored).
-FULL_ONLY = {"M": ("--M", 1024), "sample": ("--sample", "balanced"), "init": ("--init", "ball"),
-             "batch_size": ("--batch-size", None)}
+FULL_ONLY = {
+    "M": ("--M", 1024),
+    "sample": ("--sample", "balanced"),
+    "init": ("--init", "ball"),
+    "batch_size": ("--batch-size", None),
+}
 # Statuses that are failures of the computation (t_max is an outcome: no selection by t_max).
 FAILURES = tuple(s.label for s in FLOW_FAILURES)
 # Initial radius vs float64 resolution (see `check_radius_resolution`).
@@ -46,73 +50,193 @@ def register(sub) -> None:
     p = sub.add_parser(
         "flow",
         help="gradient flow of the linear gate class to hard selection (Theorem 2)",
-        description="Integrate dc/dt = -grad L(c) (docs/theory.md §6) with diffrax for many seeds, vmapped and "
-        "sharded over local devices; report per seed the offsets each head selected and its status, and "
+        description="Integrate dc/dt = -grad L(c) (docs/theory.md §6) with diffrax for "
+        "many seeds, vmapped and "
+        "sharded over local devices; report per seed the offsets each head selected "
+        "and its status, and "
         "across the selected seeds the fraction with distinct offsets. Seeds that fail (max_steps, "
         "nonfinite, solver_error) make the exit status 1 unless --allow-failures.",
     )
     add_task_arguments(p)
     add_flow_arguments(p)
-    p.add_argument("--seeds", type=int_type("seeds", 1), default=16, help="number of flow seeds (default 16)")
-    p.add_argument("--chunk", type=int_type("chunk", 1), default=None, help="seeds per compiled call (default automatic)")
-    p.add_argument("--out", type=output_dir_type, default=None,
-                   help="directory for flow.npz (trajectories) and flow.json (every per-seed detail)")
-    p.add_argument("--allow-failures", action="store_true",
-                   help="exit 0 even when seeds fail (max_steps, nonfinite, solver_error)")
-    p.add_argument("--per-seed", action="store_true", help="with --json: every per-seed detail, not just offsets and status")
+    p.add_argument(
+        "--seeds",
+        type=int_type("seeds", 1),
+        default=16,
+        help="number of flow seeds (default 16)",
+    )
+    p.add_argument(
+        "--chunk",
+        type=int_type("chunk", 1),
+        default=None,
+        help="seeds per compiled call (default automatic)",
+    )
+    p.add_argument(
+        "--out",
+        type=output_dir_type,
+        default=None,
+        help="directory for flow.npz (trajectories) and flow.json (every per-seed detail)",
+    )
+    p.add_argument(
+        "--allow-failures",
+        action="store_true",
+        help="exit 0 even when seeds fail (max_steps, nonfinite, solver_error)",
+    )
+    p.add_argument(
+        "--per-seed",
+        action="store_true",
+        help="with --json: every per-seed detail, not just offsets and status",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress display")
     add_cpu_devices_argument(p)
     add_json_argument(p)
-    p.set_defaults(func=run, interrupt_message="interrupted; nothing was written (flow writes --out at the end)")
+    p.set_defaults(
+        func=run,
+        interrupt_message="interrupted; nothing was written (flow writes --out at the end)",
+    )
 
 
 def add_flow_arguments(p) -> None:
-    """The options of a `FlowConfig` (shared with `inductheory sweep flow`); see `flow_config_from_args`."""
+    """The options of a `FlowConfig` (shared with `inductheory sweep flow`); see
+    `flow_config_from_args`."""
     f = p.add_argument_group("flow")
-    f.add_argument("--dynamics", choices=("reduced", "full"), default="reduced",
-                   help="reduced: exact 2HS-dim flow on span(m); full: d-dim flow on a sample (default reduced)")
-    f.add_argument("--rho", type=float_type("rho", 0, low_open=True), default=0.1,
-                   help="radius of the ball-uniform c(0), > 0 (default 0.1)")
-    f.add_argument("--delta", type=float_type("delta", 0, 0.5, low_open=True, high_open=True), default=1e-3,
-                   help="selection tolerance in (0, 1/2) (default 1e-3)")
-    f.add_argument("--t-max", type=float_type("t-max", 0, low_open=True), default=1e6, help="final time (default 1e6)")
-    f.add_argument("--tied", action="store_true",
-                   help="one gate per head for key and value (selection then means key mass >= 1-delta on one offset)")
+    f.add_argument(
+        "--dynamics",
+        choices=("reduced", "full"),
+        default="reduced",
+        help="reduced: exact 2HS-dim flow on span(m); full: d-dim flow on a sample "
+        "(default reduced)",
+    )
+    f.add_argument(
+        "--rho",
+        type=float_type("rho", 0, low_open=True),
+        default=0.1,
+        help="radius of the ball-uniform c(0), > 0 (default 0.1)",
+    )
+    f.add_argument(
+        "--delta",
+        type=float_type("delta", 0, 0.5, low_open=True, high_open=True),
+        default=1e-3,
+        help="selection tolerance in (0, 1/2) (default 1e-3)",
+    )
+    f.add_argument(
+        "--t-max",
+        type=float_type("t-max", 0, low_open=True),
+        default=1e6,
+        help="final time (default 1e6)",
+    )
+    f.add_argument(
+        "--tied",
+        action="store_true",
+        help="one gate per head for key and value (selection then means key mass >= "
+        "1-delta on one offset)",
+    )
     add_objective_arguments(f)
-    f.add_argument("--M", type=int_type("M", 1), default=None, help="full dynamics: contexts in the sample (default 1024)")
-    f.add_argument("--sample", choices=("balanced", "iid"), default=None,
-                   help="full dynamics: sample kind (default balanced)")
-    f.add_argument("--init", choices=("ball", "projected"), default=None,
-                   help="full dynamics: ball-uniform c(0) or its projection on span(m) (default ball)")
-    f.add_argument("--batch-size", type=int_type("batch-size", 1), default=None,
-                   help="full dynamics: contexts per loss batch (default all)")
+    f.add_argument(
+        "--M",
+        type=int_type("M", 1),
+        default=None,
+        help="full dynamics: contexts in the sample (default 1024)",
+    )
+    f.add_argument(
+        "--sample",
+        choices=("balanced", "iid"),
+        default=None,
+        help="full dynamics: sample kind (default balanced)",
+    )
+    f.add_argument(
+        "--init",
+        choices=("ball", "projected"),
+        default=None,
+        help="full dynamics: ball-uniform c(0) or its projection on span(m) (default ball)",
+    )
+    f.add_argument(
+        "--batch-size",
+        type=int_type("batch-size", 1),
+        default=None,
+        help="full dynamics: contexts per loss batch (default all)",
+    )
     s = p.add_argument_group("solver")
-    s.add_argument("--solver", choices=tuple(SOLVERS), default="tsit5", help="adaptive solver (default tsit5)")
-    s.add_argument("--rtol", type=float_type("rtol", 0, low_open=True), default=1e-8, help="relative tolerance (default 1e-8)")
-    s.add_argument("--atol", type=float_type("atol", 0, low_open=True), default=1e-10, help="absolute tolerance (default 1e-10)")
-    s.add_argument("--max-steps", type=int_type("max-steps", 1), default=100_000, help="solver step budget (default 100000)")
-    s.add_argument("--n-save", type=int_type("n-save", 1), default=64, help="log-spaced save times (default 64)")
-    s.add_argument("--t-save-min", type=float_type("t-save-min", 0, low_open=True), default=1e-2,
-                   help="first save time (default 1e-2)")
-    s.add_argument("--root-finder", choices=tuple(ROOT_FINDERS), default="newton",
-                   help="how the selection time is located (default newton; bisection where newton ends in "
-                        "solver errors, e.g. delta <= 3e-7)")
+    s.add_argument(
+        "--solver",
+        choices=tuple(SOLVERS),
+        default="tsit5",
+        help="adaptive solver (default tsit5)",
+    )
+    s.add_argument(
+        "--rtol",
+        type=float_type("rtol", 0, low_open=True),
+        default=1e-8,
+        help="relative tolerance (default 1e-8)",
+    )
+    s.add_argument(
+        "--atol",
+        type=float_type("atol", 0, low_open=True),
+        default=1e-10,
+        help="absolute tolerance (default 1e-10)",
+    )
+    s.add_argument(
+        "--max-steps",
+        type=int_type("max-steps", 1),
+        default=100_000,
+        help="solver step budget (default 100000)",
+    )
+    s.add_argument(
+        "--n-save",
+        type=int_type("n-save", 1),
+        default=64,
+        help="log-spaced save times (default 64)",
+    )
+    s.add_argument(
+        "--t-save-min",
+        type=float_type("t-save-min", 0, low_open=True),
+        default=1e-2,
+        help="first save time (default 1e-2)",
+    )
+    s.add_argument(
+        "--root-finder",
+        choices=tuple(ROOT_FINDERS),
+        default="newton",
+        help="how the selection time is located (default newton; bisection where newton ends in "
+        "solver errors, e.g. delta <= 3e-7)",
+    )
 
 
 def flow_config_from_args(args) -> FlowConfig:
-    """The `FlowConfig` of parsed `add_flow_arguments` options; full-dynamics-only options given with
+    """The `FlowConfig` of parsed `add_flow_arguments` options; full-dynamics-only options
+    given with
     the reduced dynamics are an error."""
-    given = [flag for name, (flag, _) in FULL_ONLY.items() if getattr(args, name) is not None]
+    given = [
+        flag for name, (flag, _) in FULL_ONLY.items() if getattr(args, name) is not None
+    ]
     if args.dynamics == "reduced" and given:
-        raise CLIError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --dynamics full only "
-                       "(the reduced flow is exact: no sample, no init choice)")
-    full = {name: (getattr(args, name) if getattr(args, name) is not None else default)
-            for name, (_, default) in FULL_ONLY.items()}
+        raise CLIError(
+            f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --dynamics full only "
+            "(the reduced flow is exact: no sample, no init choice)"
+        )
+    full = {
+        name: (getattr(args, name) if getattr(args, name) is not None else default)
+        for name, (_, default) in FULL_ONLY.items()
+    }
     return FlowConfig(
-        dynamics=args.dynamics, rho=args.rho, delta=args.delta, t_max=args.t_max, solver=args.solver,
-        rtol=args.rtol, atol=args.atol, max_steps=args.max_steps, M=full["M"], sample=full["sample"],
-        init=full["init"], batch_size=full["batch_size"], n_save=args.n_save, t_save_min=args.t_save_min,
-        tied=args.tied, objective=args.objective, tau=args.tau, coordination=args.coordination,
+        dynamics=args.dynamics,
+        rho=args.rho,
+        delta=args.delta,
+        t_max=args.t_max,
+        solver=args.solver,
+        rtol=args.rtol,
+        atol=args.atol,
+        max_steps=args.max_steps,
+        M=full["M"],
+        sample=full["sample"],
+        init=full["init"],
+        batch_size=full["batch_size"],
+        n_save=args.n_save,
+        t_save_min=args.t_save_min,
+        tied=args.tied,
+        objective=args.objective,
+        tau=args.tau,
+        coordination=args.coordination,
         root_finder=args.root_finder,
     )
 
@@ -137,39 +261,55 @@ def flow_report(result: dict, per_seed: bool = True) -> dict:
             "selected_offsets": _none_if_negative(ps["selected"][i]),
         }
         if per_seed:
-            entry.update({
-                "key_offsets": _none_if_negative(ps["key_offsets"][i]),
-                "value_offsets": _none_if_negative(ps["value_offsets"][i]),
-                "t_selection": float(ps["t_final"][i]) if selected else None,
-                "t_final": float(ps["t_final"][i]),
-                "final_loss": float(ps["final"]["loss"][i]),
-                "final_key_mass": ps["final"]["mass"][i][:, 0],
-                "final_value_mass": ps["final"]["mass"][i][:, 1],
-                "final_worst_key_mass": ps["final"]["worst"][i][:, 0],
-                "final_worst_value_mass": ps["final"]["worst"][i][:, 1],
-                "num_steps": int(ps["num_steps"][i]),
-                "num_accepted_steps": int(ps["num_accepted_steps"][i]),
-                "num_rejected_steps": int(ps["num_rejected_steps"][i]),
-            })
+            entry.update(
+                {
+                    "key_offsets": _none_if_negative(ps["key_offsets"][i]),
+                    "value_offsets": _none_if_negative(ps["value_offsets"][i]),
+                    "t_selection": float(ps["t_final"][i]) if selected else None,
+                    "t_final": float(ps["t_final"][i]),
+                    "final_loss": float(ps["final"]["loss"][i]),
+                    "final_key_mass": ps["final"]["mass"][i][:, 0],
+                    "final_value_mass": ps["final"]["mass"][i][:, 1],
+                    "final_worst_key_mass": ps["final"]["worst"][i][:, 0],
+                    "final_worst_value_mass": ps["final"]["worst"][i][:, 1],
+                    "num_steps": int(ps["num_steps"][i]),
+                    "num_accepted_steps": int(ps["num_accepted_steps"][i]),
+                    "num_rejected_steps": int(ps["num_rejected_steps"][i]),
+                }
+            )
             if "reduced_selected" in ps:
-                entry["reduced_selected_offsets"] = _none_if_negative(ps["reduced_selected"][i])
+                entry["reduced_selected_offsets"] = _none_if_negative(
+                    ps["reduced_selected"][i]
+                )
         seeds.append(entry)
-    return {"task": result["task"], "flow": result["config"], "seed": result["seed"], "sample": result["sample"],
-            "summary": result["summary"], "seeds": seeds}
+    return {
+        "task": result["task"],
+        "flow": result["config"],
+        "seed": result["seed"],
+        "sample": result["sample"],
+        "summary": result["summary"],
+        "seeds": seeds,
+    }
 
 
 def trajectory_arrays(result: dict) -> dict:
     """Arrays for the .npz: trajectories (seeds, times, ...) and final statistics.
 
     Per head and offset: `key_mass`, `value_mass` (mean over windows), `worst_key_mass`,
-    `worst_value_mass` (minimum over windows); `loss`, `static_offsets`, `avg_offsets` (heads, branch),
+    `worst_value_mass` (minimum over windows); `loss`, `static_offsets`, `avg_offsets`
+    (heads, branch),
     `biases`, the times `t` (NaN after the end), and `final_*` at the end time `t_final`; `status`
     holds indices into `status_names`, and `result` (diffrax's integer code) is not kept."""
     ps = result["per_seed"]
-    arrays = {k: v for k, v in ps.items() if k not in ("final", "mass", "worst", "result")}
+    arrays = {
+        k: v for k, v in ps.items() if k not in ("final", "mass", "worst", "result")
+    }
     arrays.update({f"final_{k}": v for k, v in ps["final"].items()})
     for name, prefix in (("mass", ""), ("worst", "worst_")):
-        arrays[f"{prefix}key_mass"], arrays[f"{prefix}value_mass"] = ps[name][..., 0, :], ps[name][..., 1, :]
+        arrays[f"{prefix}key_mass"], arrays[f"{prefix}value_mass"] = (
+            ps[name][..., 0, :],
+            ps[name][..., 1, :],
+        )
     arrays["status_names"] = np.array(STATUSES)
     return arrays
 
@@ -183,7 +323,11 @@ def initial_score_rms(task, rho: float, dynamics: str) -> float:
     """
     dim = task.N + 1 if task.exact else (task.d or task.N + 1)
     D = 2 * task.H * task.W * dim
-    norm = math.sqrt(mean_norm_squared(task)) if dynamics == "reduced" else math.sqrt(task.kappa + 1.0)
+    norm = (
+        math.sqrt(mean_norm_squared(task))
+        if dynamics == "reduced"
+        else math.sqrt(task.kappa + 1.0)
+    )
     return rho / math.sqrt(D + 2) * norm
 
 
@@ -204,40 +348,76 @@ def check_radius_resolution(task, rho: float, dynamics: str) -> None:
     if ratio < RESOLUTION_REFUSE:
         raise CLIError(
             f"--rho {rho} is below float64 resolution: the initial gate scores have rms {s:.3g} "
-            f"(< {RESOLUTION_REFUSE:g} x 2^-52 relative to the uniform gate at N = {task.N}), so every seed "
-            f"starts at the same rounded point; use rho >= {RESOLUTION_REFUSE * ulp / s * rho:.3g}")
+            f"(< {RESOLUTION_REFUSE:g} x 2^-52 relative to the uniform gate at N = "
+            f"{task.N}), so every seed "
+            f"starts at the same rounded point; use rho >= {RESOLUTION_REFUSE * ulp / s * rho:.3g}"
+        )
     if ratio < RESOLUTION_WARN:
         import warnings
 
         warnings.warn(
-            f"--rho {rho} is close to float64 resolution: the initial gate scores have rms {s:.3g}, only "
-            f"{math.log10(ratio):.1f} significant digits above rounding; seeds may be decided by rounding",
-            UserWarning, stacklevel=2)
+            f"--rho {rho} is close to float64 resolution: the initial gate scores have "
+            f"rms {s:.3g}, only "
+            f"{math.log10(ratio):.1f} significant digits above rounding; seeds may be "
+            "decided by rounding",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def run(args) -> int:
     task = task_from_args(args)
     config = flow_config_from_args(args)
     if args.per_seed and not args.json:
-        raise CLIError("--per-seed applies with --json (the table already lists every seed; flow.json in --out "
-                       "holds every detail)")
+        raise CLIError(
+            "--per-seed applies with --json (the table already lists every seed; "
+            "flow.json in --out "
+            "holds every detail)"
+        )
     if args.dynamics == "full":
         require_token_ids(task, "the full flow (sampled contexts)")
     check_radius_resolution(task, args.rho, args.dynamics)
     n_dev = len(jax.devices())
     chunk = args.chunk or (4096 if args.dynamics == "reduced" else 2 * n_dev)
     chunk = n_dev * math.ceil(min(chunk, args.seeds) / n_dev)
-    M = sample_size(task, config) if args.dynamics == "full" and task.N % task.L == 0 else config.M
-    check_memory(flow_bytes(dynamics=args.dynamics, N=int(task.N), L=task.L, S=task.W, H=task.H, M=M, seeds=args.seeds,
-                            chunk=chunk, n_save=args.n_save, eps=task.eps, d=task.d, batch_size=config.batch_size),
-                 f"flow ({args.dynamics}, {args.seeds} seeds, {chunk} at once)")
-    result = run_flow(task, config, args.seeds, seed=args.seed, chunk=args.chunk, progress=not args.quiet)
+    M = (
+        sample_size(task, config)
+        if args.dynamics == "full" and task.N % task.L == 0
+        else config.M
+    )
+    check_memory(
+        flow_bytes(
+            dynamics=args.dynamics,
+            N=int(task.N),
+            L=task.L,
+            S=task.W,
+            H=task.H,
+            M=M,
+            seeds=args.seeds,
+            chunk=chunk,
+            n_save=args.n_save,
+            eps=task.eps,
+            d=task.d,
+            batch_size=config.batch_size,
+        ),
+        f"flow ({args.dynamics}, {args.seeds} seeds, {chunk} at once)",
+    )
+    result = run_flow(
+        task,
+        config,
+        args.seeds,
+        seed=args.seed,
+        chunk=args.chunk,
+        progress=not args.quiet,
+    )
     full_report = flow_report(result, per_seed=True)
     if args.out is not None:
         write_npz_atomic(args.out / "flow.npz", **trajectory_arrays(result))
         write_json_atomic(args.out / "flow.json", full_report)
     s = result["summary"]
-    if s["selected_seeds"]:  # with no selected seed the distinct fraction is NaN by definition
+    if s[
+        "selected_seeds"
+    ]:  # with no selected seed the distinct fraction is NaN by definition
         require_finite(s, "the flow summary")
     counts = s["status_counts"]
     failed = {k: counts[k] for k in FAILURES if counts.get(k)}
@@ -245,20 +425,35 @@ def run(args) -> int:
     if failed and not args.allow_failures:
         code = EXIT_FAILED
     if args.json:
-        print_json(full_report if args.per_seed else flow_report(result, per_seed=False))
+        print_json(
+            full_report if args.per_seed else flow_report(result, per_seed=False)
+        )
     else:
         _print_text(args, result, full_report)
     if failed:
         n_failed = sum(failed.values())
         detail = ", ".join(f"{k}: {v}" for k, v in failed.items())
-        eprint(f"inductheory flow: {'warning' if args.allow_failures else 'error'}: {n_failed} of {s['seeds']} "
-               f"seeds failed ({detail}); the summary covers the {s['selected_seeds']} selected seeds"
-               + ("; Newton's root find of the selection time stalls when selection is late and delta "
-                  "small: try --root-finder bisection"
-                  if failed.get("solver_error") and args.root_finder == "newton" else "")
-               + ("" if args.allow_failures else "; pass --allow-failures to accept (exit 0)"))
+        eprint(
+            f"inductheory flow: {'warning' if args.allow_failures else 'error'}: "
+            f"{n_failed} of {s['seeds']} "
+            f"seeds failed ({detail}); the summary covers the {s['selected_seeds']} selected seeds"
+            + (
+                "; Newton's root find of the selection time stalls when selection is "
+                "late and delta "
+                "small: try --root-finder bisection"
+                if failed.get("solver_error") and args.root_finder == "newton"
+                else ""
+            )
+            + (
+                ""
+                if args.allow_failures
+                else "; pass --allow-failures to accept (exit 0)"
+            )
+        )
     elif s["selected_seeds"] == 0:
-        eprint(f"inductheory flow: warning: no seed selected by t_max = {args.t_max}; raise --t-max")
+        eprint(
+            f"inductheory flow: warning: no seed selected by t_max = {args.t_max}; raise --t-max"
+        )
     return code
 
 
@@ -268,20 +463,42 @@ def _print_text(args, result, report) -> None:
     print(f"flow: {result['config']}")
     if result["sample"]:
         print(f"sample: {result['sample']}")
-    rows = [(e["seed_index"], e["status"], e["key_offsets"], e["value_offsets"],
-             "-" if e["t_selection"] is None else f"{e['t_selection']:.4g}", e["num_steps"])
-            for e in report["seeds"][:32]]
-    print(format_table(["seed", "status", "key r", "value r", "t_select", "steps"], rows))
+    rows = [
+        (
+            e["seed_index"],
+            e["status"],
+            e["key_offsets"],
+            e["value_offsets"],
+            "-" if e["t_selection"] is None else f"{e['t_selection']:.4g}",
+            e["num_steps"],
+        )
+        for e in report["seeds"][:32]
+    ]
+    print(
+        format_table(["seed", "status", "key r", "value r", "t_select", "steps"], rows)
+    )
     if len(report["seeds"]) > 32:
-        print(f"... {len(report['seeds']) - 32} more seeds (see --json --per-seed or --out)")
+        print(
+            f"... {len(report['seeds']) - 32} more seeds (see --json --per-seed or --out)"
+        )
     print(f"statuses: {s['status_counts']}")
     if s["selected_seeds"]:
-        print(f"distinct offsets: {s['distinct_fraction']:.4f} of the {s['selected_seeds']} selected seeds "
-              f"(of {s['seeds']}; independent uniform baseline {s['distinct_baseline_independent_uniform']:.4f})")
+        print(
+            f"distinct offsets: {s['distinct_fraction']:.4f} of the "
+            f"{s['selected_seeds']} selected seeds "
+            f"(of {s['seeds']}; independent uniform baseline "
+            f"{s['distinct_baseline_independent_uniform']:.4f})"
+        )
         hist = np.asarray(s["offset_histogram"])
-        print(format_table(["head"] + [f"r={r}" for r in range(hist.shape[1])],
-                           [[h] + hist[h].tolist() for h in range(hist.shape[0])]))
+        print(
+            format_table(
+                ["head"] + [f"r={r}" for r in range(hist.shape[1])],
+                [[h] + hist[h].tolist() for h in range(hist.shape[0])],
+            )
+        )
     else:
-        print(f"distinct offsets: no seed selected (of {s['seeds']}): nothing to summarize")
+        print(
+            f"distinct offsets: no seed selected (of {s['seeds']}): nothing to summarize"
+        )
     if args.out is not None:
         print(f"wrote {args.out / 'flow.npz'} and {args.out / 'flow.json'}")

@@ -1,6 +1,7 @@
 """`inductheory loss`: population loss and per-phase accuracy of block-shared gates.
 
-Exact geometry (default): the closed form of docs/theory.md §4. Approximate geometry (`--eps` or `--d`)
+Exact geometry (default): the closed form of docs/theory.md §4. Approximate geometry
+(`--eps` or `--d`)
 or `--contexts M`: Monte Carlo over M sampled contexts (every query enumerated) on the realized
 geometry, seeded by `--seed`.
 """
@@ -10,11 +11,23 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from ..internal._memory import (
+    check_memory,
+    contexts_bytes,
+    geometry_bytes,
+    loss_bytes,
+    with_total,
+)
 from ..model._contexts import sample_contexts
 from ..model._gates import SharedGates, hard_selection, uniform_gates
 from ..model._geometry import make_geometry
-from ..model._loss import monte_carlo_phase_accuracy, monte_carlo_phase_losses, phase_accuracy, phase_gap, phase_losses
-from ..internal._memory import check_memory, contexts_bytes, geometry_bytes, loss_bytes, with_total
+from ..model._loss import (
+    monte_carlo_phase_accuracy,
+    monte_carlo_phase_losses,
+    phase_accuracy,
+    phase_gap,
+    phase_losses,
+)
 from ._common import (
     CLIError,
     _parse_int,
@@ -36,20 +49,38 @@ MC_DEFAULT_CONTEXTS = 256
 def register(sub) -> None:
     p = sub.add_parser(
         "loss",
-        help="population loss of block-shared gates (exact closed form, or Monte Carlo for eps > 0)",
-        description="Population loss, per-phase loss and top-1 accuracy of block-shared gates. Exact "
-        "geometry: the closed form of docs/theory.md §4. Approximate geometry (--eps or --d) or --contexts: "
-        "Monte Carlo over M sampled contexts on the realized geometry (--seed draws geometry and contexts).",
+        help="population loss of block-shared gates (exact closed form, or Monte Carlo "
+        "for eps > 0)",
+        description="Population loss, per-phase loss and top-1 accuracy of "
+        "block-shared gates. Exact "
+        "geometry: the closed form of docs/theory.md §4. Approximate geometry (--eps "
+        "or --d) or --contexts: "
+        "Monte Carlo over M sampled contexts on the realized geometry (--seed draws "
+        "geometry and contexts).",
     )
     add_task_arguments(p)
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--select", type=str, help="comma-separated offset selected by each head, e.g. 0,2")
-    which.add_argument("--uniform", action="store_true", help="every head averages all offsets")
-    p.add_argument("--tied", action="store_true",
-                   help="one gate per head for key and value: --select names the offset (0..W-1) both branches hold")
-    p.add_argument("--contexts", type=int_type("contexts", 1), default=None,
-                   help=f"Monte Carlo over this many sampled contexts (default: exact closed form under exact "
-                   f"geometry, {MC_DEFAULT_CONTEXTS} under approximate geometry)")
+    which.add_argument(
+        "--select",
+        type=str,
+        help="comma-separated offset selected by each head, e.g. 0,2",
+    )
+    which.add_argument(
+        "--uniform", action="store_true", help="every head averages all offsets"
+    )
+    p.add_argument(
+        "--tied",
+        action="store_true",
+        help="one gate per head for key and value: --select names the offset (0..W-1) "
+        "both branches hold",
+    )
+    p.add_argument(
+        "--contexts",
+        type=int_type("contexts", 1),
+        default=None,
+        help=f"Monte Carlo over this many sampled contexts (default: exact closed form under exact "
+        f"geometry, {MC_DEFAULT_CONTEXTS} under approximate geometry)",
+    )
     p.set_defaults(seed=None)  # explicit --seed is only meaningful for Monte Carlo
     add_json_argument(p)
     p.set_defaults(func=run)
@@ -58,16 +89,25 @@ def register(sub) -> None:
 def _parse_select(text: str, H: int, W: int, tied: bool = False) -> list[int]:
     items = text.split(",")
     if text.strip() == "" or any(x.strip() == "" for x in items):
-        raise CLIError(f"--select must be comma-separated integers with no empty item, got {text!r}")
+        raise CLIError(
+            f"--select must be comma-separated integers with no empty item, got {text!r}"
+        )
     top, span = (W - 1, "0..W-1") if tied else (W - 2, "0..W-2")
     try:
         offsets = [_parse_int(x, "--select offset", 0, top) for x in items]
     except Exception as err:  # argparse.ArgumentTypeError from the validator
         if "integer" in str(err):
-            raise CLIError(f"--select must be comma-separated integers, got {text!r}") from None
-        raise CLIError(f"{err} (offsets {span} = 0..{top}{', tied gates' if tied else ''}; W = S unless --W is given)") from None
+            raise CLIError(
+                f"--select must be comma-separated integers, got {text!r}"
+            ) from None
+        raise CLIError(
+            f"{err} (offsets {span} = 0..{top}{', tied gates' if tied else ''}; W = S "
+            "unless --W is given)"
+        ) from None
     if len(offsets) != H:
-        raise CLIError(f"--select must name one offset per head (H = {H}), got {len(offsets)}")
+        raise CLIError(
+            f"--select must name one offset per head (H = {H}), got {len(offsets)}"
+        )
     return offsets
 
 
@@ -86,38 +126,56 @@ def run(args) -> int:
     task = task_from_args(args)
     monte_carlo = not task.exact or args.contexts is not None
     if args.seed is not None and not monte_carlo:
-        raise CLIError("--seed only applies to Monte Carlo (--eps, --d or --contexts); the closed form is exact")
+        raise CLIError(
+            "--seed only applies to Monte Carlo (--eps, --d or --contexts); the closed "
+            "form is exact"
+        )
     gates, label = gates_from_args(args, task)
     result = {"task": task.to_dict(), "gates": label}
     if monte_carlo:
         require_token_ids(task, "Monte Carlo")
         M, seed = args.contexts or MC_DEFAULT_CONTEXTS, args.seed or 0
         columns = task.L * task.S + 1 if task.exact else task.N
-        check_memory(with_total(
-            geometry=geometry_bytes(task.N, task.eps, task.d), contexts=contexts_bytes(M, task.L, task.S),
-            loss=loss_bytes(min(M, MC_BATCH), task.L, task.W, task.H, columns),
-        ), "loss (Monte Carlo)")
+        check_memory(
+            with_total(
+                geometry=geometry_bytes(task.N, task.eps, task.d),
+                contexts=contexts_bytes(M, task.L, task.S),
+                loss=loss_bytes(min(M, MC_BATCH), task.L, task.W, task.H, columns),
+            ),
+            "loss (Monte Carlo)",
+        )
         key = jax.random.key(seed)
         geometry = make_geometry(task, jax.random.fold_in(key, 3))
         contexts = sample_contexts(jax.random.fold_in(key, 2), task, M)
         bs = min(M, MC_BATCH)
-        losses = np.asarray(monte_carlo_phase_losses(task, geometry, gates, contexts, batch_size=bs))
-        acc = np.asarray(monte_carlo_phase_accuracy(task, geometry, gates, contexts, batch_size=bs))
+        losses = np.asarray(
+            monte_carlo_phase_losses(task, geometry, gates, contexts, batch_size=bs)
+        )
+        acc = np.asarray(
+            monte_carlo_phase_accuracy(task, geometry, gates, contexts, batch_size=bs)
+        )
         result["method"] = "monte_carlo"
-        result["monte_carlo"] = {"contexts": M, "seed": seed, "eps_realized": float(geometry.eps), "dim": int(geometry.dim)}
+        result["monte_carlo"] = {
+            "contexts": M,
+            "seed": seed,
+            "eps_realized": float(geometry.eps),
+            "dim": int(geometry.dim),
+        }
     else:
         losses = np.asarray(phase_losses(task, gates))
         acc = np.asarray(phase_accuracy(task, gates))
         result["method"] = "exact"
-    result.update({
-        "phases": list(range(task.n_phases)),
-        "population_loss": float(losses.mean()),
-        "phase_loss": losses.tolist(),
-        "phase_target_probability": np.exp(-losses).tolist(),
-        "phase_accuracy": acc.tolist(),
-        "mean_accuracy": float(acc.mean()),
-        "phase_gap": float(phase_gap(acc)),
-    })
+    result.update(
+        {
+            "phases": list(range(task.n_phases)),
+            "population_loss": float(losses.mean()),
+            "phase_loss": losses.tolist(),
+            "phase_target_probability": np.exp(-losses).tolist(),
+            "phase_accuracy": acc.tolist(),
+            "mean_accuracy": float(acc.mean()),
+            "phase_gap": float(phase_gap(acc)),
+        }
+    )
     require_finite(result, "the loss")
     if args.json:
         print_json(result)
@@ -126,10 +184,18 @@ def run(args) -> int:
     print(f"gates: {label}")
     if monte_carlo:
         mc = result["monte_carlo"]
-        print(f"Monte Carlo over {mc['contexts']} contexts (seed {mc['seed']}), realized eps = {mc['eps_realized']:.4g}, "
-              f"d = {mc['dim']}")
+        print(
+            f"Monte Carlo over {mc['contexts']} contexts (seed {mc['seed']}), realized "
+            f"eps = {mc['eps_realized']:.4g}, "
+            f"d = {mc['dim']}"
+        )
     print(f"population loss: {result['population_loss']:.10g}")
-    rows = [(r, f"{losses[r]:.6g}", f"{np.exp(-losses[r]):.4g}", f"{acc[r]:.4g}") for r in range(task.n_phases)]
+    rows = [
+        (r, f"{losses[r]:.6g}", f"{np.exp(-losses[r]):.4g}", f"{acc[r]:.4g}")
+        for r in range(task.n_phases)
+    ]
     print(format_table(["phase r*", "loss", "P(target)", "top-1"], rows))
-    print(f"mean accuracy {result['mean_accuracy']:.4f}, phase gap {result['phase_gap']:.4f}")
+    print(
+        f"mean accuracy {result['mean_accuracy']:.4f}, phase gap {result['phase_gap']:.4f}"
+    )
     return 0

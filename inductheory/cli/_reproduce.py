@@ -7,7 +7,9 @@ from pathlib import Path
 
 from ._common import int_type, output_dir_type, print_json
 
-MAX_DEFAULT_JOBS = 4  # each process holds its own compiled programs (a few GiB for the full figures)
+MAX_DEFAULT_JOBS = (
+    4  # each process holds its own compiled programs (a few GiB for the full figures)
+)
 
 
 def default_jobs() -> int:
@@ -19,7 +21,11 @@ def default_jobs() -> int:
 
     if jax.default_backend() != "cpu":
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = (
+        len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else (os.cpu_count() or 1)
+    )
     return max(1, min(cores, MAX_DEFAULT_JOBS))
 
 
@@ -27,22 +33,47 @@ def register(sub) -> None:
     p = sub.add_parser(
         "reproduce",
         help="regenerate the theorem figures into figures/ (PNG, PDF, data, README)",
-        description="Compute and draw every theorem figure. Finished computations are cached by their "
+        description="Compute and draw every theorem figure. Finished computations are "
+        "cached by their "
         "parameters, so an interrupted run resumes where it stopped.",
     )
-    p.add_argument("--out", type=output_dir_type, default=Path("figures"), help="output directory (default figures/)")
-    p.add_argument("--quick", action="store_true", help="small versions (about two minutes on 2 cores)")
-    p.add_argument("--only", type=str, default=None, help="comma-separated figure names (default all)")
-    p.add_argument("--cache", type=Path, default=None,
-                   help="cache directory of finished computations (default: inductheory/reproduce in the "
-                   "user's cache directory, $XDG_CACHE_HOME or ~/.cache)")
+    p.add_argument(
+        "--out",
+        type=output_dir_type,
+        default=Path("figures"),
+        help="output directory (default figures/)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="small versions (about two minutes on 2 cores)",
+    )
+    p.add_argument(
+        "--only",
+        type=str,
+        default=None,
+        help="comma-separated figure names (default all)",
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="cache directory of finished computations (default: inductheory/reproduce in the "
+        "user's cache directory, $XDG_CACHE_HOME or ~/.cache)",
+    )
     p.add_argument("--no-cache", action="store_true", help="recompute everything")
-    p.add_argument("--jobs", type=int_type("--jobs", minimum=1), default=None,
-                   help="figures computed at once, each in its own process (default: the CPU cores, at most "
-                   f"{MAX_DEFAULT_JOBS}; 1 on a GPU); the numbers do not depend on it")
+    p.add_argument(
+        "--jobs",
+        type=int_type("--jobs", minimum=1),
+        default=None,
+        help="figures computed at once, each in its own process (default: the CPU cores, at most "
+        f"{MAX_DEFAULT_JOBS}; 1 on a GPU); the numbers do not depend on it",
+    )
     p.add_argument("--list", action="store_true", help="list the figure names and exit")
     p.add_argument("--quiet", action="store_true", help="no progress display")
-    p.add_argument("--json", action="store_true", help="print each figure's findings as JSON")
+    p.add_argument(
+        "--json", action="store_true", help="print each figure's findings as JSON"
+    )
     p.set_defaults(func=run)
 
 
@@ -56,18 +87,37 @@ def run(args) -> int:
     if args.only is not None:
         only = [x.strip() for x in args.only.split(",") if x.strip()]
         if not only:
-            raise ValueError(f"--only names no figure (got {args.only!r}); choose from {figure_names()}")
+            raise ValueError(
+                f"--only names no figure (got {args.only!r}); choose from {figure_names()}"
+            )
     if args.no_cache and args.cache is not None:
         raise ValueError("--cache and --no-cache contradict each other")
     # the canonical command (progress and cache flags do not change the figures), so a rerun as the
     # README says leaves figures/README.md as it is
-    command = "inductheory reproduce" + (" --quick" if args.quick else "") + (
-        f" --out {shlex.quote(str(args.out))}" if Path(args.out) != Path("figures") else "")
+    command = (
+        "inductheory reproduce"
+        + (" --quick" if args.quick else "")
+        + (
+            f" --out {shlex.quote(str(args.out))}"
+            if Path(args.out) != Path("figures")
+            else ""
+        )
+    )
     cache = None if args.no_cache else (args.cache or "default")
     jobs = args.jobs if args.jobs is not None else default_jobs()
-    results = reproduce(args.out, quick=args.quick, only=only, cache_dir=cache, progress=not args.quiet,
-                        command=command, jobs=jobs)
-    summary = {name: {"findings": d.get("findings"), "wall_s": d.get("wall_s")} for name, d in results.items()}
+    results = reproduce(
+        args.out,
+        quick=args.quick,
+        only=only,
+        cache_dir=cache,
+        progress=not args.quiet,
+        command=command,
+        jobs=jobs,
+    )
+    summary = {
+        name: {"findings": d.get("findings"), "wall_s": d.get("wall_s")}
+        for name, d in results.items()
+    }
     if args.json:
         print_json(summary)
     else:

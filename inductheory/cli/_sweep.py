@@ -1,12 +1,19 @@
-"""`inductheory sweep {loss,flow,oracle}`: one subcommand's computation over a grid of parameters."""
+"""`inductheory sweep {loss,flow,oracle}`: one subcommand's computation over a grid of
+parameters."""
 
 from __future__ import annotations
 
-
-from ..internal._io import write_json_atomic
 from ..experiments._sweep import points_of, summary_table, sweep
-from ._common import (add_cpu_devices_argument, add_json_argument, add_task_arguments, int_type, output_dir_type,
-                      print_json, task_from_args)
+from ..internal._io import write_json_atomic
+from ._common import (
+    add_cpu_devices_argument,
+    add_json_argument,
+    add_task_arguments,
+    int_type,
+    output_dir_type,
+    print_json,
+    task_from_args,
+)
 from ._flow import add_flow_arguments, flow_config_from_args
 from ._oracle import _config as minimizer_from_args
 from ._oracle import add_minimizer_arguments
@@ -19,7 +26,9 @@ def _grid_item(text: str) -> tuple[str, list[float]]:
     try:
         parsed = [float(v) for v in values.split(",")]
     except ValueError:
-        raise ValueError(f"--grid {name}: values must be comma-separated numbers, got {values!r}") from None
+        raise ValueError(
+            f"--grid {name}: values must be comma-separated numbers, got {values!r}"
+        ) from None
     return name.strip(), parsed
 
 
@@ -27,35 +36,74 @@ def register(sub) -> None:
     p = sub.add_parser(
         "sweep",
         help="run loss, flow or oracle over a grid of parameters (vectorized, resumable)",
-        description="Run one subcommand's computation at every point of a grid (--grid NAME=V1,V2,... "
-        "repeated: the cartesian product), vectorized and compiled once per shape. Results are an xarray "
-        "dataset (--out DIR: sweep.nc, summary.txt and resumable blocks); --json prints one entry per "
+        description="Run one subcommand's computation at every point of a grid (--grid "
+        "NAME=V1,V2,... "
+        "repeated: the cartesian product), vectorized and compiled once per shape. "
+        "Results are an xarray "
+        "dataset (--out DIR: sweep.nc, summary.txt and resumable blocks); --json "
+        "prints one entry per "
         "grid point with the single-point command's result keys.",
     )
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
-    for kind, helptext in (("loss", "exact loss and per-phase accuracy of shared gates"),
-                           ("flow", "gradient flows (Theorem 2), many seeds per point"),
-                           ("oracle", "oracle minimum vs hard selections (Theorem 1)")):
+    for kind, helptext in (
+        ("loss", "exact loss and per-phase accuracy of shared gates"),
+        ("flow", "gradient flows (Theorem 2), many seeds per point"),
+        ("oracle", "oracle minimum vs hard selections (Theorem 1)"),
+    ):
         k = kinds.add_parser(kind, help=helptext)
         add_task_arguments(k)
         if kind == "loss":
             which = k.add_mutually_exclusive_group(required=True)
-            which.add_argument("--select", type=str, help="comma-separated offset selected by each head, e.g. 0,2")
-            which.add_argument("--uniform", action="store_true", help="every head averages all offsets")
-            k.add_argument("--tied", action="store_true", help="one gate per head for key and value (--select: 0..W-1)")
+            which.add_argument(
+                "--select",
+                type=str,
+                help="comma-separated offset selected by each head, e.g. 0,2",
+            )
+            which.add_argument(
+                "--uniform", action="store_true", help="every head averages all offsets"
+            )
+            k.add_argument(
+                "--tied",
+                action="store_true",
+                help="one gate per head for key and value (--select: 0..W-1)",
+            )
         elif kind == "flow":
             add_flow_arguments(k)
-            k.add_argument("--seeds", type=int_type("seeds", 1), default=64, help="flow seeds per grid point (default 64)")
+            k.add_argument(
+                "--seeds",
+                type=int_type("seeds", 1),
+                default=64,
+                help="flow seeds per grid point (default 64)",
+            )
         else:
             add_minimizer_arguments(k)
         g = k.add_argument_group("sweep")
-        g.add_argument("--grid", action="append", required=True, metavar="NAME=V1,V2,...",
-                       help="values of one parameter (repeat for a cartesian product): N, gamma, beta, kappa"
-                            + (", rho, delta, t_max, rtol, atol, t_save_min" if kind == "flow" else ""))
-        g.add_argument("--block", type=int_type("block", 1), default=None, help="grid points per compiled call (default automatic)")
-        g.add_argument("--out", type=output_dir_type, default=None, help="directory: sweep.nc, summary.txt, resumable blocks")
-        g.add_argument("--scheduler", type=str, default=None,
-                       help="Dask distributed scheduler address (needs the 'distributed' extra)")
+        g.add_argument(
+            "--grid",
+            action="append",
+            required=True,
+            metavar="NAME=V1,V2,...",
+            help="values of one parameter (repeat for a cartesian product): N, gamma, beta, kappa"
+            + (", rho, delta, t_max, rtol, atol, t_save_min" if kind == "flow" else ""),
+        )
+        g.add_argument(
+            "--block",
+            type=int_type("block", 1),
+            default=None,
+            help="grid points per compiled call (default automatic)",
+        )
+        g.add_argument(
+            "--out",
+            type=output_dir_type,
+            default=None,
+            help="directory: sweep.nc, summary.txt, resumable blocks",
+        )
+        g.add_argument(
+            "--scheduler",
+            type=str,
+            default=None,
+            help="Dask distributed scheduler address (needs the 'distributed' extra)",
+        )
         g.add_argument("--quiet", action="store_true", help="no progress display")
         add_cpu_devices_argument(g)
         add_json_argument(k)
@@ -71,22 +119,50 @@ def run(args) -> int:
         if name in grid:
             raise ValueError(f"--grid {name} given twice")
         grid[name] = values
-    kwargs = dict(block=args.block, out=args.out, scheduler=args.scheduler, progress=not args.quiet, seed=args.seed)
+    kwargs = dict(
+        block=args.block,
+        out=args.out,
+        scheduler=args.scheduler,
+        progress=not args.quiet,
+        seed=args.seed,
+    )
     if args.kind == "loss":
         from ._loss import gates_from_args
 
         ds = sweep("loss", task, grid, gates=gates_from_args(args, task)[0], **kwargs)
     elif args.kind == "flow":
-        ds = sweep("flow", task, grid, config=flow_config_from_args(args), seeds=args.seeds, **kwargs)
+        ds = sweep(
+            "flow",
+            task,
+            grid,
+            config=flow_config_from_args(args),
+            seeds=args.seeds,
+            **kwargs,
+        )
     else:
-        contexts = args.contexts if args.contexts is not None else (1 if task.exact else 8)
+        contexts = (
+            args.contexts if args.contexts is not None else (1 if task.exact else 8)
+        )
         if args.old_seeds is not None:
-            raise ValueError("--seeds is now --vertex-starts (best hard selections also used as starts)")
-        ds = sweep("oracle", task, grid, config=minimizer_from_args(args), contexts=contexts,
-                   vertex_starts=args.vertex_starts, **kwargs)
-    report = {"kind": args.kind, "task": task.to_dict(), "grid": {d: ds.coords[d].values.tolist() for d in grid},
-              "points": points_of(ds),
-              "attrs": {k: v for k, v in ds.attrs.items() if k != "parameters"}}
+            raise ValueError(
+                "--seeds is now --vertex-starts (best hard selections also used as starts)"
+            )
+        ds = sweep(
+            "oracle",
+            task,
+            grid,
+            config=minimizer_from_args(args),
+            contexts=contexts,
+            vertex_starts=args.vertex_starts,
+            **kwargs,
+        )
+    report = {
+        "kind": args.kind,
+        "task": task.to_dict(),
+        "grid": {d: ds.coords[d].values.tolist() for d in grid},
+        "points": points_of(ds),
+        "attrs": {k: v for k, v in ds.attrs.items() if k != "parameters"},
+    }
     if args.out is not None:
         write_json_atomic(args.out / "points.json", report)
     if args.json:
@@ -94,5 +170,8 @@ def run(args) -> int:
         return 0
     print(summary_table(ds))
     if args.out is not None:
-        print(f"wrote {args.out / 'sweep.nc'}, {args.out / 'summary.txt'} and {args.out / 'points.json'}")
+        print(
+            f"wrote {args.out / 'sweep.nc'}, {args.out / 'summary.txt'} and "
+            f"{args.out / 'points.json'}"
+        )
     return 0

@@ -3,25 +3,52 @@
 from __future__ import annotations
 
 from ..toy._toy import ToyConfig, corner_losses, escape_rates, split_advantage, toy_loss
-from ._common import EXACT_FLOAT_INT, add_json_argument, float_type, format_table, int_type, print_json, require_finite
+from ._common import (
+    EXACT_FLOAT_INT,
+    add_json_argument,
+    float_type,
+    format_table,
+    int_type,
+    print_json,
+    require_finite,
+)
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "toy",
         help="closed forms of the two-head toy: corner losses, split advantage, escape rates",
-        description="Closed-form quantities of the two-head toy of docs/theory.md §8: the loss with both heads on "
-        "the same offset and with the heads split, the split advantage (their difference, > 0), and the "
+        description="Closed-form quantities of the two-head toy of docs/theory.md §8: "
+        "the loss with both heads on "
+        "the same offset and with the heads split, the split advantage (their "
+        "difference, > 0), and the "
         "escape rates of the logit gradient flow from p = (1/2, 1/2) along (1, 1) and (1, -1).",
     )
     g = p.add_argument_group("toy")
-    g.add_argument("--beta", type=float_type("beta", 0, low_open=True), default=4.0,
-                   help="unembedding scale, > 0 (default 4.0)")
-    g.add_argument("--gamma", type=float_type("gamma", 0, low_open=True), default=1.0,
-                   help="attention inverse temperature, > 0 (default 1.0)")
-    g.add_argument("--L", type=int_type("L", 2, EXACT_FLOAT_INT), default=8, help="blocks, >= 2 (default 8)")
-    g.add_argument("--K", type=float_type("K", 0, low_open=True), default=100.0,
-                   help="competing mass in log(1 + K e^-m), > 0 (default 100.0)")
+    g.add_argument(
+        "--beta",
+        type=float_type("beta", 0, low_open=True),
+        default=4.0,
+        help="unembedding scale, > 0 (default 4.0)",
+    )
+    g.add_argument(
+        "--gamma",
+        type=float_type("gamma", 0, low_open=True),
+        default=1.0,
+        help="attention inverse temperature, > 0 (default 1.0)",
+    )
+    g.add_argument(
+        "--L",
+        type=int_type("L", 2, EXACT_FLOAT_INT),
+        default=8,
+        help="blocks, >= 2 (default 8)",
+    )
+    g.add_argument(
+        "--K",
+        type=float_type("K", 0, low_open=True),
+        default=100.0,
+        help="competing mass in log(1 + K e^-m), > 0 (default 100.0)",
+    )
     add_json_argument(p)
     p.set_defaults(func=run)
 

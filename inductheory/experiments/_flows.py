@@ -11,27 +11,27 @@ import functools
 import math
 import time
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from ..model._task import Task, _require_int
-from ..model._contexts import balanced_contexts, sample_contexts
-import equinox as eqx
-
-from ..flow._integrate import solve_full, solve_reduced
 from ..flow._config import FlowConfig, check_flow
+from ..flow._init import initial_biases, initial_gate_vectors, project_to_mean
+from ..flow._integrate import solve_full, solve_reduced
+from ..flow._solution import Status
+from ..internal._lanes import broadcast_lanes, stack_lanes
+from ..internal._programs import stored_call
+from ..internal._progress import Progress
+from ..model._contexts import balanced_contexts, sample_contexts
 from ..model._gates import LinearGates, distinct_within_blocks
 from ..model._geometry import ExactGeometry, make_geometry
-from ..flow._solution import Status
+from ..model._task import Task, _require_int
 
 # Statuses that are failures (not merely unfinished by t_max).
 FAILURES = (Status.MAX_STEPS, Status.NONFINITE, Status.SOLVER_ERROR)
-from ..internal._lanes import broadcast_lanes, stack_lanes
-from ..flow._init import initial_biases, initial_gate_vectors, project_to_mean
-from ..internal._programs import stored_call
-from ..internal._progress import Progress
 
 
 def sample_size(task: Task, config: FlowConfig) -> int:
@@ -56,20 +56,25 @@ def flow_sample(task: Task, config: FlowConfig, seed: int = 0):
     if config.sample == "iid":
         contexts = sample_contexts(ckey, task, config.M)
     else:
-        contexts = balanced_contexts(ckey, task, sample_size(task, config) // (task.vocabulary // task.L))
+        contexts = balanced_contexts(
+            ckey, task, sample_size(task, config) // (task.vocabulary // task.L)
+        )
     return geometry, contexts
 
 
 def seed_keys(seed: int, indices) -> jax.Array:
     """Raw key data (n, 2) of the seeds `indices` under base seed `seed`."""
     flow = jax.random.fold_in(jax.random.key(seed), 1)
-    return jax.vmap(lambda i: jax.random.key_data(jax.random.fold_in(flow, i)))(jnp.asarray(indices))
+    return jax.vmap(lambda i: jax.random.key_data(jax.random.fold_in(flow, i)))(
+        jnp.asarray(indices)
+    )
 
 
 def one_lane(task: Task, config: FlowConfig, key_data, shared) -> dict:
     """One flow: the seed `key_data` under `task` and `config` (per-lane values, traced).
 
-    Reduced: b(0) = `initial_biases`. Full: c(0) = `initial_gate_vectors` (or its projection on span(m)
+    Reduced: b(0) = `initial_biases`. Full: c(0) = `initial_gate_vectors` (or its projection
+    on span(m)
     with `init="projected"`) on the shared `(geometry, contexts)`; under exact geometry it also runs
     the reduced flow from the exact projection $b(0) = \\langle c(0), m \\rangle$ and returns its
     selection as `reduced_selected`.
@@ -79,16 +84,22 @@ def one_lane(task: Task, config: FlowConfig, key_data, shared) -> dict:
     """
     key = jax.random.wrap_key_data(key_data)
     if config.dynamics == "reduced":
-        return solve_reduced(task, config, initial_biases(key, task, config.rho, config.tied)).to_dict()
+        return solve_reduced(
+            task, config, initial_biases(key, task, config.rho, config.tied)
+        ).to_dict()
     geometry, contexts = shared
     if isinstance(geometry, ExactGeometry):
-        geometry = eqx.tree_at(lambda g: g.kappa, geometry, task.kappa)  # kappa is traced per lane
+        geometry = eqx.tree_at(
+            lambda g: g.kappa, geometry, task.kappa
+        )  # kappa is traced per lane
     c0 = initial_gate_vectors(key, task, geometry, config.rho, config.tied)
     if config.init == "projected":
         c0 = project_to_mean(c0, geometry)
     out = solve_full(task, config, geometry, contexts, c0).to_dict(state=False)
     if task.exact:
-        out["reduced_selected"] = solve_reduced(task, config, LinearGates(c0).biases(geometry)).selected
+        out["reduced_selected"] = solve_reduced(
+            task, config, LinearGates(c0).biases(geometry)
+        ).selected
     return out
 
 
@@ -98,7 +109,8 @@ def sharded_seed_map(fn, devices=None, lane_args: int = 1):
 
     `fn(*per_lane, shared)`. The lane axis is sharded with a `NamedSharding` on a 1-d `Mesh` named
     "seeds" and the shared argument is replicated; XLA's SPMD partitioner splits the batched solver
-    loop so that each device integrates its own lanes. (`jax.shard_map` is not used: diffrax's Newton
+    loop so that each device integrates its own lanes. (`jax.shard_map` is not used:
+    diffrax's Newton
     event root find fails to trace inside it.) The lane count must be a multiple of the number of
     devices (`run_flow` and `sweep` pad).
 
@@ -108,8 +120,11 @@ def sharded_seed_map(fn, devices=None, lane_args: int = 1):
     mesh = Mesh(np.asarray(devices), ("seeds",))
     batched, replicated = NamedSharding(mesh, P("seeds")), NamedSharding(mesh, P())
     in_axes = (0,) * lane_args + (None,)
-    mapped = jax.jit(jax.vmap(fn, in_axes=in_axes), in_shardings=(batched,) * lane_args + (replicated,),
-                     out_shardings=batched)
+    mapped = jax.jit(
+        jax.vmap(fn, in_axes=in_axes),
+        in_shardings=(batched,) * lane_args + (replicated,),
+        out_shardings=batched,
+    )
     return mapped, len(devices)
 
 
@@ -118,7 +133,8 @@ def lane_map(devices: tuple):
     """The compiled-once `sharded_seed_map(one_lane)` for these devices.
 
     One function object per device set, so jax's jit cache is keyed on the static part only (task
-    shape, dynamics, solver, budgets, lane count): new values of any traced scalar reuse the program.
+    shape, dynamics, solver, budgets, lane count): new values of any traced scalar reuse the
+    program.
     """
     return sharded_seed_map(one_lane, devices, lane_args=3)
 
@@ -126,21 +142,30 @@ def lane_map(devices: tuple):
 # Steps of the first pass of `run_lanes`. Flows select in about 120-170 steps; a vmapped solver loop
 # runs until its slowest lane stops, so one lane that wanders for 10^4+ steps would hold every lane.
 FIRST_PASS_STEPS = 512
-# Batches of at most this many lanes run in one pass (a second program would cost more than it saves).
+# Batches of at most this many lanes run in one pass (a second program would cost more than
+# it saves).
 ONE_PASS_LANES = 64
 
 
 def _with_max_steps(configs: FlowConfig, max_steps: int) -> FlowConfig:
     """Stacked `configs` with another (static) step budget; the traced leaves are untouched."""
     leaves, treedef = jax.tree.flatten(configs)
-    one = jax.tree.unflatten(treedef, [np.asarray(x)[0] for x in leaves]).replace(max_steps=max_steps)
+    one = jax.tree.unflatten(treedef, [np.asarray(x)[0] for x in leaves]).replace(
+        max_steps=max_steps
+    )
     return jax.tree.unflatten(jax.tree.structure(one), leaves)
 
 
 def _pad_lanes(tree, size: int):
     """Every leaf padded along its lane axis to `size` by repeating its last lane."""
-    return jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[-1:], size - x.shape[0], 0)])
-                        if size > x.shape[0] else x, tree)
+    return jax.tree.map(
+        lambda x: (
+            np.concatenate([x, np.repeat(x[-1:], size - x.shape[0], 0)])
+            if size > x.shape[0]
+            else x
+        ),
+        tree,
+    )
 
 
 _one_lane_each = jax.vmap(one_lane, in_axes=(0, 0, 0, None))
@@ -150,8 +175,12 @@ def _map_lanes(tasks, configs, keys, shared, devices) -> dict:
     mapped, n_dev = lane_map(devices)
     n = keys.shape[0]
     size = n_dev * -(-n // n_dev)
-    tasks, configs, keys = (_pad_lanes(t, size) for t in (tasks, configs, np.asarray(keys)))
-    if n_dev == 1 and devices == tuple(jax.devices()):  # the stored program, when the store is on
+    tasks, configs, keys = (
+        _pad_lanes(t, size) for t in (tasks, configs, np.asarray(keys))
+    )
+    if n_dev == 1 and devices == tuple(
+        jax.devices()
+    ):  # the stored program, when the store is on
         out = stored_call("flow_lanes", _one_lane_each, (tasks, configs, keys, shared))
     else:
         out = mapped(tasks, configs, keys, shared)
@@ -173,16 +202,24 @@ def run_lanes(tasks, configs, keys, shared, devices=None) -> dict:
     budget = configs.max_steps
     if budget <= FIRST_PASS_STEPS or keys.shape[0] <= ONE_PASS_LANES:
         return _map_lanes(tasks, configs, keys, shared, devices)
-    out = _map_lanes(tasks, _with_max_steps(configs, FIRST_PASS_STEPS), keys, shared, devices)
+    out = _map_lanes(
+        tasks, _with_max_steps(configs, FIRST_PASS_STEPS), keys, shared, devices
+    )
     todo = np.flatnonzero(out["status"] == Status.MAX_STEPS)
     if todo.size:
         size = max(8, 1 << int(todo.size - 1).bit_length())
-        if size >= keys.shape[0]:  # most lanes ran long: rerun them all in the original batch
+        if (
+            size >= keys.shape[0]
+        ):  # most lanes ran long: rerun them all in the original batch
             todo, size = np.arange(keys.shape[0]), keys.shape[0]
-        pick = lambda tree: _pad_lanes(jax.tree.map(lambda x: np.asarray(x)[todo], tree), size)
-        again = _map_lanes(pick(tasks), pick(configs), pick(np.asarray(keys)), shared, devices)
+        pick = lambda tree: _pad_lanes(
+            jax.tree.map(lambda x: np.asarray(x)[todo], tree), size
+        )
+        again = _map_lanes(
+            pick(tasks), pick(configs), pick(np.asarray(keys)), shared, devices
+        )
         for leaf, rerun in zip(jax.tree.leaves(out), jax.tree.leaves(again)):
-            leaf[todo] = rerun[:todo.size]
+            leaf[todo] = rerun[: todo.size]
     return out
 
 
@@ -193,13 +230,15 @@ def independent_distinct_baseline(H: int, S: int) -> float:
 
 
 def distinct_fraction(selected) -> float:
-    """Fraction of seeds whose heads all selected, at pairwise distinct offsets. `selected`: (seeds, H)."""
+    """Fraction of seeds whose heads all selected, at pairwise distinct offsets. `selected`:
+    (seeds, H)."""
     selected = jnp.asarray(selected)
     return float(np.mean(np.asarray(distinct_within_blocks(selected[..., None]))))
 
 
 def selected_distinct_fraction(selected, status) -> float:
-    """`distinct_fraction` over the seeds whose flow selected (status `SELECTED`), never over failed or
+    """`distinct_fraction` over the seeds whose flow selected (status `SELECTED`), never
+    over failed or
     unfinished ones; NaN when none selected. `selected`: (seeds, H), `status`: (seeds,)."""
     ok = np.asarray(status) == Status.SELECTED
     return distinct_fraction(np.asarray(selected)[ok]) if ok.any() else float("nan")
@@ -209,11 +248,19 @@ def offset_histogram(selected, n_offsets: int) -> np.ndarray:
     """Counts of selected offsets 0..n_offsets-1 per head, shape (H, n_offsets) (heads without a
     selection left out). A selection (key r, value r+1) has W-1 possible offsets, a tied gate W."""
     selected = np.asarray(selected)
-    return np.stack([np.bincount(s[s >= 0], minlength=n_offsets)[:n_offsets] for s in selected.T])
+    return np.stack(
+        [np.bincount(s[s >= 0], minlength=n_offsets)[:n_offsets] for s in selected.T]
+    )
 
 
 def run_flow(
-    task: Task, config: FlowConfig, seeds: int, *, seed: int = 0, chunk: int | None = None, devices=None,
+    task: Task,
+    config: FlowConfig,
+    seeds: int,
+    *,
+    seed: int = 0,
+    chunk: int | None = None,
+    devices=None,
     progress: bool = False,
 ) -> dict:
     """Integrate the flow of `seeds` seeds and summarize them.
@@ -242,8 +289,14 @@ def run_flow(
     if config.dynamics == "full":
         geometry, contexts = flow_sample(task, config, seed)
         shared = (geometry, contexts)
-        sample = {"M": int(contexts.shape[0]), "M_requested": config.M, "sample": config.sample,
-                  "geometry": type(geometry).__name__, "dim": geometry.dim, "eps_realized": geometry.eps}
+        sample = {
+            "M": int(contexts.shape[0]),
+            "M_requested": config.M,
+            "sample": config.sample,
+            "geometry": type(geometry).__name__,
+            "dim": geometry.dim,
+            "eps_realized": geometry.eps,
+        }
     n_dev = len(jax.devices() if devices is None else devices)
     if chunk is None:
         chunk = 4096 if config.dynamics == "reduced" else 2 * n_dev
@@ -255,12 +308,17 @@ def run_flow(
         for lo in range(0, seeds, chunk):
             idx = np.arange(lo, lo + chunk)
             t0 = time.perf_counter()
-            out = run_lanes(broadcast_lanes(task, chunk), broadcast_lanes(config, chunk), seed_keys(seed, idx),
-                            shared, devices)
+            out = run_lanes(
+                broadcast_lanes(task, chunk),
+                broadcast_lanes(config, chunk),
+                seed_keys(seed, idx),
+                shared,
+                devices,
+            )
             if compile_s is None:
                 compile_s = time.perf_counter() - t0
             n = min(chunk, seeds - lo)
-            parts.append(jax.tree.map(lambda a: a[:n], out))
+            parts.append(jax.tree.map(lambda a, n=n: a[:n], out))
             bar.update(n)
     per_seed = jax.tree.map(lambda *a: np.concatenate(a), *parts)
     selected = per_seed["selected"]
@@ -274,10 +332,19 @@ def run_flow(
         "selected_seeds": int(np.sum(ok)),
         "failed_seeds": int(np.sum(np.isin(status, list(FAILURES)))),
         "selected_fraction": float(np.mean(ok)),
-        "value_is_key_plus_one_fraction": float(np.mean(np.all(
-            (per_seed["key_offsets"] >= 0) & (per_seed["value_offsets"] == per_seed["key_offsets"] + 1), axis=1))),
+        "value_is_key_plus_one_fraction": float(
+            np.mean(
+                np.all(
+                    (per_seed["key_offsets"] >= 0)
+                    & (per_seed["value_offsets"] == per_seed["key_offsets"] + 1),
+                    axis=1,
+                )
+            )
+        ),
         "distinct_fraction": selected_distinct_fraction(selected, status),
-        "distinct_baseline_independent_uniform": independent_distinct_baseline(task.H, task.W + config.tied),
+        "distinct_baseline_independent_uniform": independent_distinct_baseline(
+            task.H, task.W + config.tied
+        ),
         "offset_histogram": offset_histogram(selected[ok], task.W - 1 + config.tied),
         "status_counts": {s.label: int(np.sum(status == s)) for s in Status},
         "wall_s": time.perf_counter() - start,
@@ -285,9 +352,16 @@ def run_flow(
     }
     if "reduced_selected" in per_seed:
         summary["same_selection_as_reduced_fraction"] = float(
-            np.mean(np.all(per_seed["reduced_selected"] == selected, axis=1)))
-    return {"task": task.to_dict(), "config": config.to_dict(), "seed": seed, "sample": sample,
-            "per_seed": per_seed, "summary": summary}
+            np.mean(np.all(per_seed["reduced_selected"] == selected, axis=1))
+        )
+    return {
+        "task": task.to_dict(),
+        "config": config.to_dict(),
+        "seed": seed,
+        "sample": sample,
+        "per_seed": per_seed,
+        "summary": summary,
+    }
 
 
 __all__ = [

@@ -1,6 +1,7 @@
 """The price of phase-uniformity: mean loss vs worst-phase loss over block-shared gates (issue 11).
 
-Over shared gates $p = \\mathrm{softmax}(b)$, $b \\in \\mathbb R^{H \\times 2 \\times S}$, with the exact
+Over shared gates $p = \\mathrm{softmax}(b)$, $b \\in \\mathbb R^{H \\times 2 \\times S}$,
+with the exact
 per-phase losses $\\ell_p(b)$ of docs/theory.md §4, the frontier is
 
 $$
@@ -19,14 +20,15 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float
 
-from ..model._task import Task
 from ..model._gates import SharedGates, shared_gates_from_logits
 from ..model._loss import phase_losses
 from ..model._objective import soft_maximum
+from ..model._task import Task
 
 
 def mean_and_worst(task: Task, gates: SharedGates) -> tuple[float, float]:
-    """Mean and largest exact per-phase loss of shared gates, $(\\frac1P \\sum_p \\ell_p, \\max_p \\ell_p)$.
+    """Mean and largest exact per-phase loss of shared gates, $(\\frac1P \\sum_p \\ell_p,
+    \\max_p \\ell_p)$.
 
     **Arguments:**
     - `task`: configuration (exact geometry).
@@ -52,13 +54,18 @@ def _solve(fn, y0, args, max_steps):
 
 
 def _objective(b, args):
-    """$w_m \\bar\\ell + w_s \\mathrm{softmax}_\\tau(\\ell)$ + the augmented Lagrangian term of $\\ell_p \\le c$:
+    """$w_m \\bar\\ell + w_s \\mathrm{softmax}_\\tau(\\ell)$ + the augmented Lagrangian term
+    of $\\ell_p \\le c$:
     one program for the three kinds of solve (c = +inf-like switches the constraint off)."""
     task, w_mean, w_soft, tau, c, lam, mu = args
     ell = _losses(task, b)
     # Powell-Hestenes-Rockafellar form for ell_p <= c
     shifted = jnp.maximum(0.0, lam + mu * (ell - c))
-    return w_mean * jnp.mean(ell) + w_soft * soft_maximum(ell, tau) + jnp.sum(shifted**2 - lam**2) / (2 * mu)
+    return (
+        w_mean * jnp.mean(ell)
+        + w_soft * soft_maximum(ell, tau)
+        + jnp.sum(shifted**2 - lam**2) / (2 * mu)
+    )
 
 
 def _unsaturate(b, floor=-10.0):
@@ -92,14 +99,18 @@ def uniformity_frontier(
 
     For each bound c, minimizes $\\bar\\ell(b) = \\frac1P \\sum_p \\ell_p(b)$ subject to
     $\\ell_p(b) \\le c$ for every phase p, by the augmented Lagrangian
-    $\\bar\\ell + \\frac{1}{2\\mu} \\sum_p (\\max(0, \\lambda_p + \\mu(\\ell_p - c))^2 - \\lambda_p^2)$,
+    $\\bar\\ell + \\frac{1}{2\\mu} \\sum_p (\\max(0, \\lambda_p + \\mu(\\ell_p - c))^2 -
+    \\lambda_p^2)$,
     multipliers updated $\\lambda_p \\leftarrow \\max(0, \\lambda_p + \\mu(\\ell_p - c))$ after each
     stage (`mus`), each stage a BFGS solve warm-started from the last (logits floored at -10 below
-    their maximum, so that no stage starts with vanishing gradients), from `starts` logits per bound:
-    the solutions of smallest worst phase and of best mean (below), then random ones. The best start whose worst phase is within `feasibility_tol` of c gives $F(c)$.
+    their maximum, so that no stage starts with vanishing gradients), from `starts` logits
+    per bound:
+    the solutions of smallest worst phase and of best mean (below), then random ones. The
+    best start whose worst phase is within `feasibility_tol` of c gives $F(c)$.
 
     Default bounds: `n_bounds` values from the smallest worst-phase loss found (soft maximum
-    $\\tau \\log \\frac1P \\sum_p e^{\\ell_p/\\tau}$ minimized at $\\tau = 0.3, 0.03, 0.003, 3 \\cdot 10^{-4}$)
+    $\\tau \\log \\frac1P \\sum_p e^{\\ell_p/\\tau}$ minimized at $\\tau = 0.3, 0.03, 0.003,
+    3 \\cdot 10^{-4}$)
     to the worst phase of the best unconstrained mean, or to `upper` if larger (a linear grid).
 
     **Arguments:**
@@ -124,19 +135,34 @@ def uniformity_frontier(
     ```
     """
     if starts < 2:
-        raise ValueError(f"starts must be >= 2 (the two end solutions start every bound), got {starts}")
+        raise ValueError(
+            f"starts must be >= 2 (the two end solutions start every bound), got {starts}"
+        )
     shape = (task.H, 2, task.W)
     key_min, key_free, key_c = jax.random.split(jax.random.key(seed), 3)
 
     P = task.S - 1
-    solve = jax.jit(jax.vmap(lambda b, w_mean, w_soft, tau, c, lam, mu: _solve(
-        _objective, b, (task, w_mean, w_soft, tau, c, lam, mu), max_steps)))
+    solve = jax.jit(
+        jax.vmap(
+            lambda b, w_mean, w_soft, tau, c, lam, mu: _solve(
+                _objective, b, (task, w_mean, w_soft, tau, c, lam, mu), max_steps
+            )
+        )
+    )
     ell_of = jax.jit(jax.vmap(lambda b: _losses(task, b)))
 
     def run(b, w_mean, w_soft, tau, c, lam, mu):
         n = b.shape[0]
         full = lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float64), (n,))
-        return solve(b, full(w_mean), full(w_soft), full(tau), full(c), jnp.broadcast_to(lam, (n, P)), full(mu))
+        return solve(
+            b,
+            full(w_mean),
+            full(w_soft),
+            full(tau),
+            full(c),
+            jnp.broadcast_to(lam, (n, P)),
+            full(mu),
+        )
 
     off = 1e6  # a bound no loss reaches: no constraint
     # smallest worst phase: soft maximum, annealed
@@ -156,7 +182,9 @@ def uniformity_frontier(
     b_free = b[j]
 
     if bounds is None:
-        bounds = np.linspace(min_worst, max(free_worst, -np.inf if upper is None else upper), n_bounds)
+        bounds = np.linspace(
+            min_worst, max(free_worst, -np.inf if upper is None else upper), n_bounds
+        )
         extra = np.asarray(extra_bounds, float)
         bounds = np.unique(np.concatenate([bounds, extra[extra >= min_worst]]))
     bounds = np.asarray(bounds, float)
@@ -165,11 +193,23 @@ def uniformity_frontier(
     # per bound: the two end solutions, then random starts
     ends = jnp.stack([b_min, b_free])
     b = _starts(key_c, B * starts, shape, scale).reshape(B, starts, *shape)
-    b = b.at[:, :2].set(jnp.broadcast_to(ends, (B, 2, *shape))).reshape(B * starts, *shape)
+    b = (
+        b.at[:, :2]
+        .set(jnp.broadcast_to(ends, (B, 2, *shape)))
+        .reshape(B * starts, *shape)
+    )
     lam = jnp.zeros((B * starts, P))
     for mu in mus:
         b = _unsaturate(b)
-        b = solve(b, jnp.ones(B * starts), jnp.zeros(B * starts), jnp.ones(B * starts), c, lam, jnp.full(B * starts, mu))
+        b = solve(
+            b,
+            jnp.ones(B * starts),
+            jnp.zeros(B * starts),
+            jnp.ones(B * starts),
+            c,
+            lam,
+            jnp.full(B * starts, mu),
+        )
         lam = jnp.maximum(0.0, lam + mu * (ell_of(b) - c[:, None]))
     ell = np.asarray(ell_of(b), float).reshape(B, starts, -1)
     all_mean, all_worst = ell.mean(-1), ell.max(-1)
@@ -204,7 +244,10 @@ def frontier_mean_at(frontier: dict, worst) -> np.ndarray:
 
     **Returns:** an array of the shape of `worst`.
     """
-    bounds, mean = np.asarray(frontier["bounds"], float), np.asarray(frontier["mean"], float)
+    bounds, mean = (
+        np.asarray(frontier["bounds"], float),
+        np.asarray(frontier["mean"], float),
+    )
     c = np.asarray(worst, float)
     below = bounds[None, :] <= c.reshape(-1, 1)
     vals = np.where(below & np.isfinite(mean)[None, :], mean[None, :], np.inf)

@@ -10,7 +10,7 @@ May import: `inductheory.internal`, `inductheory.model`, `inductheory.oracle`.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -22,7 +22,9 @@ from ..oracle._minimize import OracleMinimizer
 from ..oracle._point import config_dict, exact_oracle_points, oracle_point
 
 
-def point_params(task: Task, config: OracleMinimizer, *, seed: int, contexts: int, seeds: int) -> dict:
+def point_params(
+    task: Task, config: OracleMinimizer, *, seed: int, contexts: int, seeds: int
+) -> dict:
     """The cache key of one `oracle_point` (everything its numbers depend on)."""
     return {
         "kind": "oracle_point",
@@ -42,7 +44,11 @@ def summary_of(point: dict) -> dict:
 def criterion(point: dict, task: Task) -> bool:
     """Theorem 1's conclusion at a point: hard selections in every context, with distinct heads
     under exact geometry (eps = 0), hard only under approximate geometry."""
-    return bool(point["share_hard_distinct"] == 1.0) if task.exact else bool(point["share_hard"] == 1.0)
+    return (
+        bool(point["share_hard_distinct"] == 1.0)
+        if task.exact
+        else bool(point["share_hard"] == 1.0)
+    )
 
 
 def regime_map(
@@ -91,7 +97,10 @@ def regime_map(
 
     def run_many(pairs: list[tuple[int, float]]) -> list[dict]:
         tasks = [task_with(task, N=N, beta=beta) for N, beta in pairs]
-        params = [point_params(t, config, seed=seed, contexts=contexts, seeds=seeds) for t in tasks]
+        params = [
+            point_params(t, config, seed=seed, contexts=contexts, seeds=seeds)
+            for t in tasks
+        ]
         found = [load_cached(directory, p) for p in params]
         todo = [i for i, f in enumerate(found) if f is None]
         if todo and task.exact and contexts == 1:
@@ -100,15 +109,28 @@ def regime_map(
             key = jax.random.key_data(jax.random.key(seed))
             step = padded_size(1)
             for lo in range(0, len(todo), step):
-                idx = todo[lo:lo + step]
+                idx = todo[lo : lo + step]
                 chunk = [tasks[i] for i in idx] + [tasks[idx[-1]]] * (step - len(idx))
-                fresh = exact_oracle_points(shard_lanes(stack_lanes(chunk)), shard_lanes(np.stack([key] * step)),
-                                            config, seeds=seeds, template=chunk[0])
+                fresh = exact_oracle_points(
+                    shard_lanes(stack_lanes(chunk)),
+                    shard_lanes(np.stack([key] * step)),
+                    config,
+                    seeds=seeds,
+                    template=chunk[0],
+                )
                 for i, point in zip(idx, fresh):
-                    found[i] = store_cached(directory, params[i], point)  # kept at once: a map resumes here
+                    found[i] = store_cached(
+                        directory, params[i], point
+                    )  # kept at once: a map resumes here
         else:
             for i in todo:
-                point = oracle_point(tasks[i], jax.random.key(seed), config, contexts=contexts, seeds=seeds)
+                point = oracle_point(
+                    tasks[i],
+                    jax.random.key(seed),
+                    config,
+                    contexts=contexts,
+                    seeds=seeds,
+                )
                 found[i] = store_cached(directory, params[i], point)
         summaries = []
         for t, point in zip(tasks, found):
@@ -122,7 +144,10 @@ def regime_map(
     points = run_many([(N, beta) for beta in beta_grid for N in N_grid])
     brackets = {}
     for b, beta in enumerate(beta_grid):
-        ok = {N: s["ok"] for N, s in zip(N_grid, points[b * len(N_grid):(b + 1) * len(N_grid)])}
+        ok = {
+            N: s["ok"]
+            for N, s in zip(N_grid, points[b * len(N_grid) : (b + 1) * len(N_grid)])
+        }
         N_star, N_below = None, None
         for i, N in enumerate(N_grid):
             if all(ok[n] for n in N_grid[i:]):
@@ -139,11 +164,20 @@ def regime_map(
                     mids[beta] = mid
         if not mids:
             break
-        for (beta, mid), s in zip(mids.items(), run_many([(mid, beta) for beta, mid in mids.items()])):
+        for (beta, mid), s in zip(
+            mids.items(), run_many([(mid, beta) for beta, mid in mids.items()])
+        ):
             points.append(s)
-            brackets[beta] = [brackets[beta][0], mid] if s["ok"] else [mid, brackets[beta][1]]
+            brackets[beta] = (
+                [brackets[beta][0], mid] if s["ok"] else [mid, brackets[beta][1]]
+            )
     boundary = [
-        {"beta": beta, "N_star": hi, "N_below": lo, "bracketed": hi is not None and lo is not None}
+        {
+            "beta": beta,
+            "N_star": hi,
+            "N_below": lo,
+            "bracketed": hi is not None and lo is not None,
+        }
         for beta, (lo, hi) in brackets.items()
     ]
     return {"points": points, "boundary": boundary, "fit": fit_log_threshold(boundary)}

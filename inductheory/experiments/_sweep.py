@@ -1,4 +1,5 @@
-"""Sweeps: a grid of parameter values run as one vectorized computation, returned as a labeled dataset.
+"""Sweeps: a grid of parameter values run as one vectorized computation, returned as a
+labeled dataset.
 
 A sweep takes a template (a `Task`, and a `FlowConfig`, an `OracleMinimizer` or gates), a grid of
 values for some of its traced scalars, and returns an `xarray.Dataset` whose dimensions are named
@@ -25,30 +26,38 @@ import json
 import math
 import numbers
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 
+from ..flow._config import TRACED_FIELDS as FLOW_FIELDS
+from ..flow._config import FlowConfig, check_flow
+from ..flow._solution import STATUSES, Status
+from ..internal._io import (
+    _atomic_write,
+    to_json,
+    write_json_atomic,
+    write_npz_atomic,
+    write_text_atomic,
+)
+from ..internal._lanes import padded_size, shard_lanes, stack_lanes
+from ..internal._progress import Progress
+from ..internal._table import format_table
+from ..model._gates import SharedGates
+from ..model._loss import check_gate_shape, phase_accuracy, phase_gap, phase_losses
 from ..model._task import Task
-from ..flow._config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
+from ..oracle._minimize import OracleMinimizer
+from ..oracle._point import config_dict, exact_oracle_points, oracle_point
 from ._flows import (
-    selected_distinct_fraction,
     flow_sample,
     independent_distinct_baseline,
     run_lanes,
     seed_keys,
+    selected_distinct_fraction,
 )
-from ..model._gates import SharedGates
-from ..internal._io import _atomic_write, to_json, write_json_atomic, write_npz_atomic, write_text_atomic
-from ..internal._lanes import padded_size, shard_lanes, stack_lanes
-from ..model._loss import check_gate_shape, phase_accuracy, phase_gap, phase_losses
-from ..oracle._minimize import OracleMinimizer
-from ..oracle._point import config_dict, exact_oracle_points, oracle_point
-from ..internal._progress import Progress
-from ..internal._table import format_table
-from ..flow._solution import STATUSES, Status
 
 KINDS = ("loss", "flow", "oracle")
 TASK_FIELDS = ("N", "gamma", "beta", "kappa")
@@ -83,33 +92,55 @@ class SweepSpec:
 
 def _check_grid(kind: str, task: Task, grid: dict) -> dict[str, list]:
     if not grid:
-        raise ValueError("grid must name at least one parameter, e.g. grid={'beta': [2, 4, 8]}")
+        raise ValueError(
+            "grid must name at least one parameter, e.g. grid={'beta': [2, 4, 8]}"
+        )
     allowed = TASK_FIELDS + (FLOW_FIELDS if kind == "flow" else ())
     clean = {}
     for name, values in grid.items():
         if name not in allowed:
-            raise ValueError(f"grid parameter {name!r} is not swept by a {kind} sweep; choose from {list(allowed)}")
-        values = list(np.atleast_1d(np.asarray(values)).tolist()) if not isinstance(values, (list, tuple)) else list(values)
+            raise ValueError(
+                f"grid parameter {name!r} is not swept by a {kind} sweep; choose from "
+                f"{list(allowed)}"
+            )
+        values = (
+            list(np.atleast_1d(np.asarray(values)).tolist())
+            if not isinstance(values, (list, tuple))
+            else list(values)
+        )
         if not values:
             raise ValueError(f"grid parameter {name!r} has no values")
         for v in values:
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-                raise ValueError(f"grid values of {name!r} must be finite numbers, got {v!r}")
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, numbers.Real)
+                or not math.isfinite(v)
+            ):
+                raise ValueError(
+                    f"grid values of {name!r} must be finite numbers, got {v!r}"
+                )
         if name == "N" and any(float(v) != int(v) for v in values):
             raise ValueError(f"grid values of 'N' must be integers, got {values}")
-        clean[name] = [int(v) for v in values] if name == "N" else [float(v) for v in values]
+        clean[name] = (
+            [int(v) for v in values] if name == "N" else [float(v) for v in values]
+        )
     return clean
 
 
 def grid_points(grid: dict[str, list]) -> list[dict]:
     """The cartesian product of the grid, first parameter slowest (C order)."""
     names = list(grid)
-    return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
+    return [
+        dict(zip(names, values))
+        for values in itertools.product(*(grid[n] for n in names))
+    ]
 
 
 def _split(point: dict) -> tuple[dict, dict]:
-    return ({k: v for k, v in point.items() if k in TASK_FIELDS},
-            {k: v for k, v in point.items() if k not in TASK_FIELDS})
+    return (
+        {k: v for k, v in point.items() if k in TASK_FIELDS},
+        {k: v for k, v in point.items() if k not in TASK_FIELDS},
+    )
 
 
 def _outer_names(spec: SweepSpec) -> tuple[str, ...]:
@@ -131,7 +162,9 @@ def blocks_of(spec: SweepSpec) -> list[list[int]]:
     for i, p in enumerate(points):
         groups.setdefault(tuple(p.get(n) for n in outer), []).append(i)
     size = 1 if spec.kind == "oracle" and outer else spec.block
-    return [idx[j:j + size] for idx in groups.values() for j in range(0, len(idx), size)]
+    return [
+        idx[j : j + size] for idx in groups.values() for j in range(0, len(idx), size)
+    ]
 
 
 def _tasks(spec: SweepSpec, points: list[dict]) -> list[Task]:
@@ -139,7 +172,9 @@ def _tasks(spec: SweepSpec, points: list[dict]) -> list[Task]:
 
     from ..model._task import TheoryAssumptionWarning
 
-    with warnings.catch_warnings():  # the template was checked; grid points leave the regime on purpose
+    with (
+        warnings.catch_warnings()
+    ):  # the template was checked; grid points leave the regime on purpose
         warnings.simplefilter("ignore", TheoryAssumptionWarning)
         return [Task(**{**spec.task, **_split(p)[0]}) for p in points]
 
@@ -163,8 +198,13 @@ def compute_block(spec: SweepSpec, indices: list[int]) -> dict[str, np.ndarray]:
 
 
 def _loss_block(spec: SweepSpec, points: list[dict], n: int) -> dict:
-    tasks = shard_lanes(stack_lanes(_tasks(spec, _padded(points, padded_size(len(points))))))
-    gates = SharedGates(key=np.asarray(spec.extra["gates_key"]), value=np.asarray(spec.extra["gates_value"]))
+    tasks = shard_lanes(
+        stack_lanes(_tasks(spec, _padded(points, padded_size(len(points)))))
+    )
+    gates = SharedGates(
+        key=np.asarray(spec.extra["gates_key"]),
+        value=np.asarray(spec.extra["gates_value"]),
+    )
     out = jax.device_get(_loss_map(tasks, gates))
     return {name: np.asarray(value)[:n] for name, value in out.items()}
 
@@ -173,8 +213,12 @@ def _loss_block(spec: SweepSpec, points: list[dict], n: int) -> dict:
 def _loss_map(tasks, gates):
     def one(task):
         losses, accuracy = phase_losses(task, gates), phase_accuracy(task, gates)
-        return {"loss": losses.mean(), "phase_loss": losses, "phase_accuracy": accuracy,
-                "phase_gap": phase_gap(accuracy)}
+        return {
+            "loss": losses.mean(),
+            "phase_loss": losses,
+            "phase_accuracy": accuracy,
+            "phase_gap": phase_gap(accuracy),
+        }
 
     return jax.vmap(one)(tasks)
 
@@ -196,21 +240,45 @@ def _flow_block(spec: SweepSpec, points: list[dict]) -> dict:
     selected = shape(out["selected"])
     status = shape(out["status"])
     arrays = {
-        "selected": selected, "key_offsets": shape(out["key_offsets"]), "value_offsets": shape(out["value_offsets"]),
-        "status": status, "t_final": shape(out["t_final"]), "final_loss": shape(out["final"]["loss"]),
-        "final_mass": shape(out["final"]["mass"]), "num_steps": shape(out["num_steps"]),
+        "selected": selected,
+        "key_offsets": shape(out["key_offsets"]),
+        "value_offsets": shape(out["value_offsets"]),
+        "status": status,
+        "t_final": shape(out["t_final"]),
+        "final_loss": shape(out["final"]["loss"]),
+        "final_mass": shape(out["final"]["mass"]),
+        "num_steps": shape(out["num_steps"]),
         "selected_fraction": np.mean(status == Status.SELECTED, axis=1),
-        "distinct_fraction": np.array([selected_distinct_fraction(s, st) for s, st in zip(selected, status)]),
+        "distinct_fraction": np.array(
+            [selected_distinct_fraction(s, st) for s, st in zip(selected, status)]
+        ),
     }
-    arrays["value_is_key_plus_one_fraction"] = np.mean(np.all(
-        (arrays["key_offsets"] >= 0) & (arrays["value_offsets"] == arrays["key_offsets"] + 1), axis=-1), axis=1)
+    arrays["value_is_key_plus_one_fraction"] = np.mean(
+        np.all(
+            (arrays["key_offsets"] >= 0)
+            & (arrays["value_offsets"] == arrays["key_offsets"] + 1),
+            axis=-1,
+        ),
+        axis=1,
+    )
     if "reduced_selected" in out:
         arrays["reduced_selected"] = shape(out["reduced_selected"])
     return arrays
 
 
-_ORACLE_SCALARS = ("best_loss", "best_vertex_loss", "gap", "hard_selection", "distinct_heads", "share_hard",
-                   "share_hard_distinct", "share_beats_vertex", "max_fw_gap", "share_minimizer_failed", "eps")
+_ORACLE_SCALARS = (
+    "best_loss",
+    "best_vertex_loss",
+    "gap",
+    "hard_selection",
+    "distinct_heads",
+    "share_hard",
+    "share_hard_distinct",
+    "share_beats_vertex",
+    "max_fw_gap",
+    "share_minimizer_failed",
+    "eps",
+)
 
 
 def _oracle_block(spec: SweepSpec, points: list[dict]) -> dict:
@@ -221,20 +289,37 @@ def _oracle_block(spec: SweepSpec, points: list[dict]) -> dict:
     if tasks[0].exact and contexts == 1:
         padded = _padded(tasks, padded_size(spec.block))
         keys = np.stack([np.asarray(jax.random.key_data(key))] * len(padded))
-        results = exact_oracle_points(shard_lanes(stack_lanes(padded)), shard_lanes(keys), config,
-                                      seeds=vertex_starts, template=tasks[0])[: len(points)]
+        results = exact_oracle_points(
+            shard_lanes(stack_lanes(padded)),
+            shard_lanes(keys),
+            config,
+            seeds=vertex_starts,
+            template=tasks[0],
+        )[: len(points)]
     else:
-        results = [oracle_point(t, key, config, contexts=contexts, seeds=vertex_starts) for t in tasks]
+        results = [
+            oracle_point(t, key, config, contexts=contexts, seeds=vertex_starts)
+            for t in tasks
+        ]
     arrays = {k: np.array([r[k] for r in results]) for k in _ORACLE_SCALARS}
-    arrays["offsets"] = np.array([[c["offsets"] for c in r["contexts"]] for r in results])
+    arrays["offsets"] = np.array(
+        [[c["offsets"] for c in r["contexts"]] for r in results]
+    )
     return arrays
 
 
 _DIMS = {
-    "phase_loss": ("phase",), "phase_accuracy": ("phase",),
-    "selected": ("seed", "head"), "key_offsets": ("seed", "head"), "value_offsets": ("seed", "head"),
-    "reduced_selected": ("seed", "head"), "status": ("seed",), "t_final": ("seed",), "final_loss": ("seed",),
-    "final_mass": ("seed", "head", "branch", "offset"), "num_steps": ("seed",),
+    "phase_loss": ("phase",),
+    "phase_accuracy": ("phase",),
+    "selected": ("seed", "head"),
+    "key_offsets": ("seed", "head"),
+    "value_offsets": ("seed", "head"),
+    "reduced_selected": ("seed", "head"),
+    "status": ("seed",),
+    "t_final": ("seed",),
+    "final_loss": ("seed",),
+    "final_mass": ("seed", "head", "branch", "offset"),
+    "num_steps": ("seed",),
     "offsets": ("context", "head", "block"),
 }
 
@@ -259,21 +344,43 @@ def assemble(spec: SweepSpec, parts: dict[int, dict[str, np.ndarray]]):
     for name, arr in flat.items():
         if name == "status":
             arr = np.asarray(STATUSES)[arr]
-        data_vars[name] = (grid_dims + list(_DIMS.get(name, ())), arr.reshape(shape + arr.shape[1:]))
+        data_vars[name] = (
+            grid_dims + list(_DIMS.get(name, ())),
+            arr.reshape(shape + arr.shape[1:]),
+        )
     coords = {d: spec.grid[d] for d in grid_dims}
     if spec.kind == "flow":
         coords.update(seed=np.arange(spec.seeds), branch=["key", "value"])
     # lanes are batched per device: the last digits can depend on the device count (that of the
     # process assembling the dataset; blocks resumed or computed on a cluster may have had others)
-    attrs = {"kind": spec.kind, "inductheory_version": _version(), "seed": spec.seed,
-             "devices": jax.device_count(), "platform": jax.default_backend(),
-             "parameters": to_json({"task": spec.task, "settings": spec.settings, "extra": spec.extra,
-                                    "seeds": spec.seeds, "block": spec.block}, sort_keys=True)}
+    attrs = {
+        "kind": spec.kind,
+        "inductheory_version": _version(),
+        "seed": spec.seed,
+        "devices": jax.device_count(),
+        "platform": jax.default_backend(),
+        "parameters": to_json(
+            {
+                "task": spec.task,
+                "settings": spec.settings,
+                "extra": spec.extra,
+                "seeds": spec.seeds,
+                "block": spec.block,
+            },
+            sort_keys=True,
+        ),
+    }
     for k, v in {**spec.task, **spec.settings}.items():
-        if k not in spec.grid and isinstance(v, (int, float, str)) and not isinstance(v, bool):
+        if (
+            k not in spec.grid
+            and isinstance(v, (int, float, str))
+            and not isinstance(v, bool)
+        ):
             attrs[k] = v
     if spec.kind == "flow":
-        attrs["distinct_baseline_independent_uniform"] = independent_distinct_baseline(spec.task["H"], spec.task["S"])
+        attrs["distinct_baseline_independent_uniform"] = independent_distinct_baseline(
+            spec.task["H"], spec.task["S"]
+        )
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
 
 
@@ -286,7 +393,8 @@ def _read_block(path: Path) -> dict | None:
 
 
 def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = False):
-    """Compute every block of `spec` (locally or on a Dask cluster), resuming from `out`; assemble."""
+    """Compute every block of `spec` (locally or on a Dask cluster), resuming from `out`;
+    assemble."""
     blocks = blocks_of(spec)
     parts: dict[int, dict] = {}
     block_dir = None
@@ -295,18 +403,32 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
         block_dir = out / "blocks"
         block_dir.mkdir(parents=True, exist_ok=True)
         manifest = out / "sweep.json"
-        wanted = json.loads(to_json({"spec": spec.to_dict(), "inductheory_version": _version()}, sort_keys=True))
+        wanted = json.loads(
+            to_json(
+                {"spec": spec.to_dict(), "inductheory_version": _version()},
+                sort_keys=True,
+            )
+        )
         if manifest.exists():
             stored = json.loads(manifest.read_text())
             if stored != wanted:
                 spec_was, spec_now = stored.get("spec", {}), wanted["spec"]
-                differ = sorted(k for k in {**spec_was, **spec_now} if spec_was.get(k) != spec_now.get(k))
+                differ = sorted(
+                    k
+                    for k in {**spec_was, **spec_now}
+                    if spec_was.get(k) != spec_now.get(k)
+                )
                 if stored.get("inductheory_version") != wanted["inductheory_version"]:
                     differ.append("inductheory_version")
-                hint = (" (the default oracle block is one point per device: give the stored block)"
-                        if differ == ["block"] else "")
-                raise ValueError(f"--out {out} holds a different sweep (differs in: {', '.join(differ)}; see "
-                                 f"{manifest}){hint}; choose another directory")
+                hint = (
+                    " (the default oracle block is one point per device: give the stored block)"
+                    if differ == ["block"]
+                    else ""
+                )
+                raise ValueError(
+                    f"--out {out} holds a different sweep (differs in: {', '.join(differ)}; see "
+                    f"{manifest}){hint}; choose another directory"
+                )
         else:
             write_json_atomic(manifest, wanted)
         for b in range(len(blocks)):
@@ -318,7 +440,10 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
     todo = [b for b in range(len(blocks)) if b not in parts]
     total = sum(len(b) for b in blocks)
     with Progress(total, f"sweep {spec.kind}", enabled=progress) as bar:
-        bar.update(total - sum(len(blocks[b]) for b in todo), note="(resumed)" if len(todo) < len(blocks) else "")
+        bar.update(
+            total - sum(len(blocks[b]) for b in todo),
+            note="(resumed)" if len(todo) < len(blocks) else "",
+        )
 
         def finish(b, arrays):
             parts[b] = arrays
@@ -342,10 +467,14 @@ def _run_on_cluster(spec, blocks, todo, scheduler, finish) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError:
-        raise ValueError("a scheduler address needs dask.distributed: pip install 'inductheory[distributed]'") from None
+        raise ValueError(
+            "a scheduler address needs dask.distributed: pip install 'inductheory[distributed]'"
+        ) from None
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
     try:
-        futures = {client.submit(compute_block, spec, blocks[b], pure=False): b for b in todo}
+        futures = {
+            client.submit(compute_block, spec, blocks[b], pure=False): b for b in todo
+        }
         for future in as_completed(futures):
             finish(futures[future], future.result())
     finally:
@@ -356,8 +485,18 @@ def _run_on_cluster(spec, blocks, todo, scheduler, finish) -> None:
 def _point_keys(kind: str) -> tuple[str, ...]:
     return {
         "loss": ("loss", "phase_accuracy", "phase_gap"),
-        "flow": ("distinct_fraction", "selected_fraction", "value_is_key_plus_one_fraction"),
-        "oracle": ("best_loss", "best_vertex_loss", "gap", "hard_selection", "distinct_heads"),
+        "flow": (
+            "distinct_fraction",
+            "selected_fraction",
+            "value_is_key_plus_one_fraction",
+        ),
+        "oracle": (
+            "best_loss",
+            "best_vertex_loss",
+            "gap",
+            "hard_selection",
+            "distinct_heads",
+        ),
     }[kind]
 
 
@@ -389,8 +528,16 @@ def points_of(ds) -> list[dict]:
     grid_dims = json.loads(ds.attrs["parameters"])["extra"]["grid_order"]
     per_point = {
         "loss": ("loss", "phase_loss", "phase_accuracy", "phase_gap"),
-        "flow": ("key_offsets", "value_offsets", "selected", "status", "t_final", "distinct_fraction",
-                 "selected_fraction", "value_is_key_plus_one_fraction"),
+        "flow": (
+            "key_offsets",
+            "value_offsets",
+            "selected",
+            "status",
+            "t_final",
+            "distinct_fraction",
+            "selected_fraction",
+            "value_is_key_plus_one_fraction",
+        ),
         "oracle": _ORACLE_SCALARS + ("offsets",),
     }[kind]
     out = []
@@ -458,14 +605,21 @@ def sweep(
     if kind == "loss":
         task.require_exact("sweep('loss') (the closed form of shared gates)")
         if gates is None:
-            raise ValueError("sweep('loss') needs gates (e.g. hard_selection(S, offsets))")
+            raise ValueError(
+                "sweep('loss') needs gates (e.g. hard_selection(S, offsets))"
+            )
         check_gate_shape(task, gates)
-        extra = {"gates_key": np.asarray(gates.key).tolist(), "gates_value": np.asarray(gates.value).tolist()}
+        extra = {
+            "gates_key": np.asarray(gates.key).tolist(),
+            "gates_value": np.asarray(gates.value).tolist(),
+        }
         settings = {}
     elif kind == "flow":
         config = FlowConfig() if config is None else config
         if not isinstance(config, FlowConfig):
-            raise ValueError(f"sweep('flow') needs a FlowConfig, got {type(config).__name__}")
+            raise ValueError(
+                f"sweep('flow') needs a FlowConfig, got {type(config).__name__}"
+            )
         check_flow(task, config)
         settings = config.to_dict()
         if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
@@ -473,19 +627,26 @@ def sweep(
     else:
         config = OracleMinimizer() if config is None else config
         if not isinstance(config, OracleMinimizer):
-            raise ValueError(f"sweep('oracle') needs an OracleMinimizer, got {type(config).__name__}")
+            raise ValueError(
+                f"sweep('oracle') needs an OracleMinimizer, got {type(config).__name__}"
+            )
         settings = config_dict(config)
         extra = {"contexts": int(contexts), "vertex_starts": int(vertex_starts)}
         if contexts < 1 or vertex_starts < 0:
-            raise ValueError(f"contexts must be >= 1 and vertex_starts >= 0, got {contexts}, {vertex_starts}")
+            raise ValueError(
+                f"contexts must be >= 1 and vertex_starts >= 0, got {contexts}, {vertex_starts}"
+            )
     if block is None:
         if kind == "flow":
-            # up to FLOW_LANES lanes per call, but no more points than the grid holds (rounded up to a
+            # up to FLOW_LANES lanes per call, but no more points than the grid holds
+            # (rounded up to a
             # power of two, so nearby grid sizes share a program): small sweeps pay no padding
             n_points = math.prod(len(v) for v in grid.values())
             block = min(max(1, FLOW_LANES // seeds), 1 << (n_points - 1).bit_length())
         elif kind == "oracle":
-            block = padded_size(1)  # one point per device: more only lengthen the vectorized searches
+            block = padded_size(
+                1
+            )  # one point per device: more only lengthen the vectorized searches
         else:
             block = LOSS_BLOCK
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
@@ -493,10 +654,28 @@ def sweep(
     if kind != "flow":
         seeds = 0
     extra["grid_order"] = list(grid)
-    spec = SweepSpec(kind=kind, task=task.to_dict(), settings=settings, grid=grid, seeds=seeds, seed=seed,
-                     block=block, extra=extra)
+    spec = SweepSpec(
+        kind=kind,
+        task=task.to_dict(),
+        settings=settings,
+        grid=grid,
+        seeds=seeds,
+        seed=seed,
+        block=block,
+        extra=extra,
+    )
     return run_spec(spec, out=out, scheduler=scheduler, progress=progress)
 
 
-__all__ = ["KINDS", "SweepSpec", "assemble", "blocks_of", "compute_block", "grid_points", "points_of",
-           "run_spec", "summary_table", "sweep"]
+__all__ = [
+    "KINDS",
+    "SweepSpec",
+    "assemble",
+    "blocks_of",
+    "compute_block",
+    "grid_points",
+    "points_of",
+    "run_spec",
+    "summary_table",
+    "sweep",
+]

@@ -1,6 +1,8 @@
-"""The theorem figures: one module per figure (its computation, drawing and claim), a registry, one style.
+"""The theorem figures: one module per figure (its computation, drawing and claim), a
+registry, one style.
 
-Data flow: the library (config, model, loss, flows, oracle, toy) -> `inductheory.figures` -> the CLI.
+Data flow: the library (config, model, loss, flows, oracle, toy) -> `inductheory.figures` ->
+the CLI.
 Nothing in the library imports this package.
 
 ```python

@@ -21,9 +21,21 @@ from ._figure import Figure
 
 FIGURES: dict[str, Figure] = {
     m.FIGURE.name: m.FIGURE
-    for m in (theorem2_trajectories, effective_offsets, weak_spots, boundary, mitigations, coverage, coverage_map,
-              phase_uniformity,
-              convergence_rates, toy_stability, theorem1_oracle, regime_boundary, approximate_geometry)
+    for m in (
+        theorem2_trajectories,
+        effective_offsets,
+        weak_spots,
+        boundary,
+        mitigations,
+        coverage,
+        coverage_map,
+        phase_uniformity,
+        convergence_rates,
+        toy_stability,
+        theorem1_oracle,
+        regime_boundary,
+        approximate_geometry,
+    )
 }
 
 

@@ -1,6 +1,7 @@
 """Computations shared by several figures: cached flow batches and oracle points, common settings.
 
-Every expensive call goes through `_io.cached(cache_dir, params, compute)`, keyed by every parameter,
+Every expensive call goes through `_io.cached(cache_dir, params, compute)`, keyed by every
+parameter,
 so a rerun (or another figure asking for the same run) reuses it. Figures call these through the
 module (`_runs.flow_runs(...)`), so that tests can intercept them in one place.
 """
@@ -12,25 +13,41 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 
-from ..model._task import Task, TheoryAssumptionWarning, quiet_task
+from ..experiments._flows import run_flow
 from ..flow._config import FlowConfig
 from ..flow._solution import STATUSES
-from ..experiments._flows import run_flow
-from ..model._gates import shared_gates_from_logits
 from ..internal._io import cached
+from ..model._gates import shared_gates_from_logits
+from ..model._task import Task, TheoryAssumptionWarning, quiet_task
 
 _TIMING_KEYS = ("wall_s", "first_chunk_s_including_compile")
 
-task_of = quiet_task  # figures choose settings outside the theorems' assumptions on purpose
+task_of = (
+    quiet_task  # figures choose settings outside the theorems' assumptions on purpose
+)
 
 # The task shared by the weak-spot and coverage runs (S and H vary).
 BASE = dict(L=8, N=4096, gamma=1.0, beta=4.0, kappa=1.0)
 
 
-def flow_runs(task: Task, config: FlowConfig, seeds: int, cache_dir, *, seed: int = 0, trajectories: bool = False) -> dict:
+def flow_runs(
+    task: Task,
+    config: FlowConfig,
+    seeds: int,
+    cache_dir,
+    *,
+    seed: int = 0,
+    trajectories: bool = False,
+) -> dict:
     """Per-seed outcomes of `run_flow` (and trajectories if asked), cached by every parameter."""
-    params = {"kind": "flow", "task": task.to_dict(), "config": config.to_dict(), "seeds": seeds, "seed": seed,
-              "trajectories": trajectories}
+    params = {
+        "kind": "flow",
+        "task": task.to_dict(),
+        "config": config.to_dict(),
+        "seeds": seeds,
+        "seed": seed,
+        "trajectories": trajectories,
+    }
 
     def compute():
         with warnings.catch_warnings():
@@ -38,44 +55,73 @@ def flow_runs(task: Task, config: FlowConfig, seeds: int, cache_dir, *, seed: in
             out = run_flow(task, config, seeds, seed=seed)
         ps = out["per_seed"]
         res = {
-            "selected": ps["selected"], "key_offsets": ps["key_offsets"], "value_offsets": ps["value_offsets"],
-            "t_final": ps["t_final"], "status": [STATUSES[s] for s in np.asarray(ps["status"])],
-            "final_biases": ps["final"]["biases"], "final_loss": ps["final"]["loss"],
-            "summary": {k: v for k, v in out["summary"].items() if k not in _TIMING_KEYS},
+            "selected": ps["selected"],
+            "key_offsets": ps["key_offsets"],
+            "value_offsets": ps["value_offsets"],
+            "t_final": ps["t_final"],
+            "status": [STATUSES[s] for s in np.asarray(ps["status"])],
+            "final_biases": ps["final"]["biases"],
+            "final_loss": ps["final"]["loss"],
+            "summary": {
+                k: v for k, v in out["summary"].items() if k not in _TIMING_KEYS
+            },
             "sample": out["sample"],
         }
         if trajectories:
-            res.update(t=ps["t"], mass=ps["mass"], static_offsets=ps["static_offsets"],
-                       avg_offsets=ps["avg_offsets"], loss=ps["loss"])
+            res.update(
+                t=ps["t"],
+                mass=ps["mass"],
+                static_offsets=ps["static_offsets"],
+                avg_offsets=ps["avg_offsets"],
+                loss=ps["loss"],
+            )
         return res
 
     return cached(cache_dir, params, compute)
 
 
-def oracle_point(task: Task, config, cache_dir, *, contexts: int = 1, seeds: int = 8, seed: int = 0) -> dict:
-    """One oracle-minimizer point (`_oracle_regime.oracle_point`), cached under the regime map's key."""
+def oracle_point(
+    task: Task, config, cache_dir, *, contexts: int = 1, seeds: int = 8, seed: int = 0
+) -> dict:
+    """One oracle-minimizer point (`_oracle_regime.oracle_point`), cached under the regime
+    map's key."""
     import jax
 
-    from ..oracle._point import oracle_point as compute_point
     from ..experiments._regime import point_params
+    from ..oracle._point import oracle_point as compute_point
 
     params = point_params(task, config, seed=seed, contexts=contexts, seeds=seeds)
-    return cached(cache_dir, params, lambda: compute_point(task, jax.random.key(seed), config, contexts=contexts, seeds=seeds))
+    return cached(
+        cache_dir,
+        params,
+        lambda: compute_point(
+            task, jax.random.key(seed), config, contexts=contexts, seeds=seeds
+        ),
+    )
 
 
 def theorem2_setups(quick: bool):
-    """((reduced task, config, seeds), (full task, config, seeds)) of the Theorem 2 and Fig. 5a figures."""
+    """((reduced task, config, seeds), (full task, config, seeds)) of the Theorem 2 and Fig.
+    5a figures."""
     reduced_task = task_of(L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0)
-    full_task = task_of(L=8, S=4, H=2, N=256 if quick else 1024, gamma=1.0, beta=4.0, kappa=1.0)
+    full_task = task_of(
+        L=8, S=4, H=2, N=256 if quick else 1024, gamma=1.0, beta=4.0, kappa=1.0
+    )
     reduced = FlowConfig(dynamics="reduced", rho=0.1, delta=1e-3, t_max=1e6, n_save=48)
     full = FlowConfig(dynamics="full", rho=0.1, delta=1e-3, t_max=1e6, n_save=48, M=1)
-    return (reduced_task, reduced, 3 if quick else 6), (full_task, full, 2 if quick else 4)
+    return (reduced_task, reduced, 3 if quick else 6), (
+        full_task,
+        full,
+        2 if quick else 4,
+    )
 
 
 def reduced_config(quick: bool, **changes) -> tuple[FlowConfig, int]:
     """The reduced-flow configuration and seed count shared by the weak-spot and coverage runs, so
     that runs common to both figures are computed (and compiled) once."""
-    params = dict(dynamics="reduced", rho=0.1, delta=1e-3, t_max=1e7, n_save=8, max_steps=200_000)
+    params = dict(
+        dynamics="reduced", rho=0.1, delta=1e-3, t_max=1e7, n_save=8, max_steps=200_000
+    )
     return FlowConfig(**{**params, **changes}), (16 if quick else 256)
 
 
@@ -87,4 +133,6 @@ def converged_gates(run: dict, seed_index: int):
 def last_finite(a) -> np.ndarray:
     """The last saved (finite) value of each seed's trajectory: `a` of shape (seeds, T, ...)."""
     a = np.asarray(a, float)
-    return np.array([row[np.isfinite(row.reshape(row.shape[0], -1)[:, 0])][-1] for row in a])
+    return np.array(
+        [row[np.isfinite(row.reshape(row.shape[0], -1)[:, 0])][-1] for row in a]
+    )

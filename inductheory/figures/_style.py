@@ -19,7 +19,16 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
 # Okabe-Ito, ordered so that the first colours are the most distinct from each other.
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+PALETTE = (
+    "#0072B2",
+    "#D55E00",
+    "#009E73",
+    "#CC79A7",
+    "#E69F00",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+)
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 SEQUENTIAL = "viridis"  # continuous heatmaps (losses, masses)
@@ -55,19 +64,29 @@ def context():
 
 def colorbar(fig, mappable, ax, label: str, *, ticks=None, ticklabels=None):
     """A colour bar beside `ax` (or a list of axes) with a label, optionally at discrete ticks."""
-    cb = fig.colorbar(mappable, ax=ax, label=label, ticks=ticks, fraction=0.046, pad=0.03)
+    cb = fig.colorbar(
+        mappable, ax=ax, label=label, ticks=ticks, fraction=0.046, pad=0.03
+    )
     if ticklabels is not None:
         cb.ax.set_yticklabels(ticklabels)
     return cb
 
 
 def discrete_map(colors, labels):
-    """(cmap, norm, ticks, labels) for integer categories 0..k-1 drawn with `imshow`/`pcolormesh`."""
+    """(cmap, norm, ticks, labels) for integer categories 0..k-1 drawn with
+    `imshow`/`pcolormesh`."""
     k = len(colors)
-    return ListedColormap(list(colors)), BoundaryNorm(np.arange(-0.5, k), k), list(range(k)), list(labels)
+    return (
+        ListedColormap(list(colors)),
+        BoundaryNorm(np.arange(-0.5, k), k),
+        list(range(k)),
+        list(labels),
+    )
 
 
-def phase_axis(ax, n: int, axis: str = "x", label: str | None = "query phase r*") -> None:
+def phase_axis(
+    ax, n: int, axis: str = "x", label: str | None = "query phase r*"
+) -> None:
     """Integer ticks 0..n-1 (phases, offsets) on one axis, with a label."""
     setter = ax.set_xticks if axis == "x" else ax.set_yticks
     setter(range(n))
@@ -78,18 +97,22 @@ def phase_axis(ax, n: int, axis: str = "x", label: str | None = "query phase r*"
 
 
 def log_ticks(ax, values, axis: str = "x", fmt="{:g}") -> None:
-    """Log axis with ticks exactly at `values`, plain labels, no minor labels (no overlapping text)."""
+    """Log axis with ticks exactly at `values`, plain labels, no minor labels (no
+    overlapping text)."""
     values = sorted(set(float(v) for v in values))
     target = ax.xaxis if axis == "x" else ax.yaxis
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
     target.set_major_locator(FixedLocator(values))
-    target.set_major_formatter(matplotlib.ticker.FixedFormatter([fmt.format(v) for v in values]))
+    target.set_major_formatter(
+        matplotlib.ticker.FixedFormatter([fmt.format(v) for v in values])
+    )
     target.set_minor_locator(NullLocator())
     target.set_minor_formatter(NullFormatter())
 
 
 def legend_below(fig, handles=None, labels=None, ncol: int = 4, **kwargs):
-    """One legend for the whole figure, under the panels (never on top of data); needs constrained layout."""
+    """One legend for the whole figure, under the panels (never on top of data); needs
+    constrained layout."""
     if handles is None:
         handles, labels = [], []
         for ax in fig.axes:
@@ -97,7 +120,9 @@ def legend_below(fig, handles=None, labels=None, ncol: int = 4, **kwargs):
                 if lab not in labels:
                     handles.append(h)
                     labels.append(lab)
-    return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False, **kwargs)
+    return fig.legend(
+        handles, labels, loc="outside lower center", ncol=ncol, frameon=False, **kwargs
+    )
 
 
 def subplots(nrows: int = 1, ncols: int = 1, **kwargs):

@@ -1,4 +1,5 @@
-"""Approximate geometry (docs/theory.md §3): hard selection of oracle minimizers and full flows as eps grows."""
+"""Approximate geometry (docs/theory.md §3): hard selection of oracle minimizers and full
+flows as eps grows."""
 
 from __future__ import annotations
 
@@ -7,42 +8,60 @@ import math
 import jax
 import numpy as np
 
-from ..model._task import welch_bound
-from ..flow._config import FlowConfig
 from ..experiments._flows import flow_sample
+from ..flow._config import FlowConfig
 from ..model._geometry import make_geometry
+from ..model._task import welch_bound
 from ..oracle._minimize import OracleMinimizer
-from . import _runs
-from . import _style
+from . import _runs, _style
 from ._figure import Figure
 
 SHAPE = dict(L=4, S=3, H=2, N=240, gamma=1.0, beta=4.0, kappa=1.0)
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 CLAIM = (
-    "With eps > 0 (docs/theory.md §3): embeddings x_i = sqrt(kappa) u + v_i with random unit v_i in dimension "
-    "d - 1, d in {12, 16, 24, 32, 64, 1024} (quick mode 16, 128); L=4, S=3, H=2, N=240, beta=4, gamma=1, kappa=1. "
-    "The figure sets d and draws one geometry per d for the oracle and another for the flows; the x axes are "
-    "two coherences of that very geometry (re-created from the runs' keys): the realized eps = max_{i != j} "
-    "|<v_i, v_j>| and the mean coherence mean_{i != j} |<v_i, v_j>| over all token pairs (Welch bound: the "
-    "smallest max possible at that d). Oracle minimizers: 24 contexts per d, 8 random restarts plus the 4 best "
-    "vertices as starts (quick mode 2 contexts); 8 instead of 16 restarts gave the same per-context hard and "
-    "distinct verdicts in 8 contexts at each of d = 12, 24, 32 and 4 at d = 16. Full gradient flows: 20 seeds "
-    "per d on one balanced sample of N/L contexts, rho=0.1, t_max=1e6 (quick mode 2 seeds). Error bars are 95% "
-    "Wilson intervals over the contexts or seeds of one geometry per d (they do not cover the spread between "
-    "geometries of the same d). Measured: at max coherence <= 0.70 (d >= 32) every oracle context is hard "
-    "(24/24, interval [0.86, 1]); at 0.91-0.95 (d = 12, 16) 20/24 are ([0.64, 0.93]), at 0.70 (d = 24) 21/24: "
-    "the share falls at large eps, but the intervals overlap and d = 24 and 32 have the same max coherence "
-    "0.70 with different shares (mean coherence 0.169 vs 0.143), so neither coherence orders the shares "
-    "exactly. Distinct heads (Theorem 1 at eps = 0) hold in 24/24 contexts only at d = 1024 (eps 0.13) and in "
-    "14/24 to 21/24 elsewhere, lowest (14/24, [0.39, 0.76]) at d = 64, eps 0.43: not monotone in either "
-    "coherence. Full flows end hard in 20/20 seeds ([0.84, 1]) at d = 12, 16, 64, 1024 and 19/20 ([0.76, 0.99]) "
-    "at d = 24, 32 (max coherence 0.72, 0.61); the seed that does not end hard ran to t_max without selecting."
+    "With eps > 0 (docs/theory.md §3): embeddings x_i = sqrt(kappa) u + v_i with "
+    "random unit v_i in dimension "
+    "d - 1, d in {12, 16, 24, 32, 64, 1024} (quick mode 16, 128); L=4, S=3, H=2, "
+    "N=240, beta=4, gamma=1, kappa=1. "
+    "The figure sets d and draws one geometry per d for the oracle and another for the "
+    "flows; the x axes are "
+    "two coherences of that very geometry (re-created from the runs' keys): the "
+    "realized eps = max_{i != j} "
+    "|<v_i, v_j>| and the mean coherence mean_{i != j} |<v_i, v_j>| over all token "
+    "pairs (Welch bound: the "
+    "smallest max possible at that d). Oracle minimizers: 24 contexts per d, 8 random "
+    "restarts plus the 4 best "
+    "vertices as starts (quick mode 2 contexts); 8 instead of 16 restarts gave the "
+    "same per-context hard and "
+    "distinct verdicts in 8 contexts at each of d = 12, 24, 32 and 4 at d = 16. Full "
+    "gradient flows: 20 seeds "
+    "per d on one balanced sample of N/L contexts, rho=0.1, t_max=1e6 (quick mode 2 "
+    "seeds). Error bars are 95% "
+    "Wilson intervals over the contexts or seeds of one geometry per d (they do not "
+    "cover the spread between "
+    "geometries of the same d). Measured: at max coherence <= 0.70 (d >= 32) every "
+    "oracle context is hard "
+    "(24/24, interval [0.86, 1]); at 0.91-0.95 (d = 12, 16) 20/24 are ([0.64, 0.93]), "
+    "at 0.70 (d = 24) 21/24: "
+    "the share falls at large eps, but the intervals overlap and d = 24 and 32 have "
+    "the same max coherence "
+    "0.70 with different shares (mean coherence 0.169 vs 0.143), so neither coherence "
+    "orders the shares "
+    "exactly. Distinct heads (Theorem 1 at eps = 0) hold in 24/24 contexts only at d = "
+    "1024 (eps 0.13) and in "
+    "14/24 to 21/24 elsewhere, lowest (14/24, [0.39, 0.76]) at d = 64, eps 0.43: not "
+    "monotone in either "
+    "coherence. Full flows end hard in 20/20 seeds ([0.84, 1]) at d = 12, 16, 64, 1024 "
+    "and 19/20 ([0.76, 0.99]) "
+    "at d = 24, 32 (max coherence 0.72, 0.61); the seed that does not end hard ran to "
+    "t_max without selecting."
 )
 
 
 def coherence(embeddings, kappa: float) -> tuple[float, float]:
     """(max, mean) over token pairs i != j of |<x_i, x_j> - kappa|, i.e. of |<v_i, v_j>| for
-    x_i = sqrt(kappa) u + v_i with v_i orthogonal to u; the max is the realized eps (`measure_eps`)."""
+    x_i = sqrt(kappa) u + v_i with v_i orthogonal to u; the max is the realized eps
+    (`measure_eps`)."""
     E = np.asarray(embeddings, dtype=np.float64)
     gram = np.abs(E @ E.T - kappa)
     off = ~np.eye(E.shape[0], dtype=bool)
@@ -67,57 +86,86 @@ def _share(flags) -> dict:
 def compute(quick: bool, cache_dir) -> dict:
     dims = [16, 128] if quick else [12, 16, 24, 32, 64, 1024]
     oracle_config = OracleMinimizer(restarts=8)
-    flow_config = FlowConfig(dynamics="full", rho=0.1, delta=1e-3, t_max=1e6, n_save=4, M=1)
+    flow_config = FlowConfig(
+        dynamics="full", rho=0.1, delta=1e-3, t_max=1e6, n_save=4, M=1
+    )
     contexts, seeds = (2, 2) if quick else (24, 20)
     seed = 0
     rows = []
     for d in dims:
         task = _runs.task_of(**SHAPE, d=d)
-        point = _runs.oracle_point(task, oracle_config, cache_dir, contexts=contexts, seeds=4, seed=seed)
+        point = _runs.oracle_point(
+            task, oracle_config, cache_dir, contexts=contexts, seeds=4, seed=seed
+        )
         flow = _runs.flow_runs(task, flow_config, seeds, cache_dir, seed=seed)
-        # the very geometries of the runs, re-created from their keys (checked against the stored eps)
-        oracle_geometry = make_geometry(task, jax.random.split(jax.random.key(seed), 3)[0])
+        # the very geometries of the runs, re-created from their keys (checked against the
+        # stored eps)
+        oracle_geometry = make_geometry(
+            task, jax.random.split(jax.random.key(seed), 3)[0]
+        )
         flow_geometry = flow_sample(task, flow_config, seed)[0]
         o_max, o_mean = coherence(oracle_geometry.embeddings, task.kappa)
         f_max, f_mean = coherence(flow_geometry.embeddings, task.kappa)
         assert math.isclose(o_max, point["eps"], rel_tol=1e-5), (o_max, point["eps"])
-        assert math.isclose(f_max, flow["sample"]["eps_realized"], rel_tol=1e-5), (f_max, flow["sample"]["eps_realized"])
+        assert math.isclose(f_max, flow["sample"]["eps_realized"], rel_tol=1e-5), (
+            f_max,
+            flow["sample"]["eps_realized"],
+        )
         status = np.asarray(flow["status"])
-        keys, values = np.asarray(flow["key_offsets"]), np.asarray(flow["value_offsets"])
-        flow_hard = (status == "selected") & np.all((keys >= 0) & (values == keys + 1), axis=1)
+        keys, values = (
+            np.asarray(flow["key_offsets"]),
+            np.asarray(flow["value_offsets"]),
+        )
+        flow_hard = (status == "selected") & np.all(
+            (keys >= 0) & (values == keys + 1), axis=1
+        )
         records = point["contexts"]
-        rows.append({
-            "d": d,
-            "oracle_eps_max": o_max, "oracle_eps_mean": o_mean,
-            "flow_eps_max": f_max, "flow_eps_mean": f_mean,
-            "oracle_hard": _share([r["hard_selection"] for r in records]),
-            "oracle_hard_distinct": _share([r["distinct_heads"] for r in records]),
-            "flow_hard": _share(flow_hard),
-            "flow_statuses": flow["status"],
-        })
+        rows.append(
+            {
+                "d": d,
+                "oracle_eps_max": o_max,
+                "oracle_eps_mean": o_mean,
+                "flow_eps_max": f_max,
+                "flow_eps_mean": f_mean,
+                "oracle_hard": _share([r["hard_selection"] for r in records]),
+                "oracle_hard_distinct": _share([r["distinct_heads"] for r in records]),
+                "flow_hard": _share(flow_hard),
+                "flow_statuses": flow["status"],
+            }
+        )
 
     def fmt(s):
         return f"{s['k']}/{s['n']} [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]"
 
     return {
         "rows": rows,
-        "parameters": {"task": "L=4 S=3 H=2 N=240 beta=4 gamma=1 kappa=1, approximate geometry through d "
-                               f"({', '.join(map(str, dims))})",
-                       "oracle": f"{contexts} contexts of one geometry per d, {oracle_config.restarts} restarts "
-                                 "+ 4 best vertices as starts",
-                       "flow": f"full, rho=0.1, balanced sample of N/L contexts, {seeds} seeds of one geometry "
-                               "per d, t_max=1e6",
-                       "intervals": "95% Wilson score intervals of each share (binomial over contexts or seeds)"},
+        "parameters": {
+            "task": "L=4 S=3 H=2 N=240 beta=4 gamma=1 kappa=1, approximate geometry through d "
+            f"({', '.join(map(str, dims))})",
+            "oracle": f"{contexts} contexts of one geometry per d, "
+            f"{oracle_config.restarts} restarts "
+            "+ 4 best vertices as starts",
+            "flow": f"full, rho=0.1, balanced sample of N/L contexts, {seeds} seeds of "
+            "one geometry "
+            "per d, t_max=1e6",
+            "intervals": "95% Wilson score intervals of each share (binomial over "
+            "contexts or seeds)",
+        },
         "findings": "; ".join(
-            f"d={r['d']}: oracle (eps max {r['oracle_eps_max']:.2f}, mean {r['oracle_eps_mean']:.3f}) hard "
-            f"{fmt(r['oracle_hard'])}, hard+distinct {fmt(r['oracle_hard_distinct'])}; flow (eps max "
-            f"{r['flow_eps_max']:.2f}, mean {r['flow_eps_mean']:.3f}) hard {fmt(r['flow_hard'])}" for r in rows),
+            f"d={r['d']}: oracle (eps max {r['oracle_eps_max']:.2f}, mean "
+            f"{r['oracle_eps_mean']:.3f}) hard "
+            f"{fmt(r['oracle_hard'])}, hard+distinct {fmt(r['oracle_hard_distinct'])}; "
+            "flow (eps max "
+            f"{r['flow_eps_max']:.2f}, mean {r['flow_eps_mean']:.3f}) hard {fmt(r['flow_hard'])}"
+            for r in rows
+        ),
     }
 
 
 def _series(ax, rows, x_key: str, prefix: str, y_key: str, i: int, label: str):
     """One share with its 95% interval against one coherence, points sorted by x; the series are
-    shifted sideways by a few points (not in data units) so that equal shares do not hide each other."""
+    shifted sideways by a few points (not in data units) so that equal shares do not hide
+    each other."""
     from matplotlib.transforms import offset_copy
 
     pts = sorted((r[f"{prefix}_eps_{x_key}"], r[y_key]) for r in rows)
@@ -126,40 +174,91 @@ def _series(ax, rows, x_key: str, prefix: str, y_key: str, i: int, label: str):
     lo = np.array([p[1]["ci95"][0] for p in pts])
     hi = np.array([p[1]["ci95"][1] for p in pts])
     shift = offset_copy(ax.transData, fig=ax.figure, x=4.0 * (i - 1), units="points")
-    bars = ax.errorbar(x, y, yerr=[y - lo, hi - y], fmt=_style.MARKERS[i], linestyle=_style.LINESTYLES[i],
-                       color=_style.color(i), capsize=3, label=label)
-    for artist in bars.get_children():  # shifted after creation, so that the data limits stay in data units
+    bars = ax.errorbar(
+        x,
+        y,
+        yerr=[y - lo, hi - y],
+        fmt=_style.MARKERS[i],
+        linestyle=_style.LINESTYLES[i],
+        color=_style.color(i),
+        capsize=3,
+        label=label,
+    )
+    for artist in (
+        bars.get_children()
+    ):  # shifted after creation, so that the data limits stay in data units
         artist.set_transform(shift)
 
 
 def draw(data: dict):
     rows = data["rows"]
     n_ctx, n_seeds = rows[0]["oracle_hard"]["n"], rows[0]["flow_hard"]["n"]
-    fig, axes = _style.subplots(1, 3, figsize=(15, 4.8), gridspec_kw={"width_ratios": [1.3, 1.3, 1]})
-    series = (("oracle", "oracle_hard", f"oracle minimizer is hard ({n_ctx} contexts)"),
-              ("oracle", "oracle_hard_distinct", f"oracle minimizer is hard, distinct heads ({n_ctx} contexts)"),
-              ("flow", "flow_hard", f"full flow ends hard ({n_seeds} seeds)"))
-    for ax, x_key, xlabel in ((axes[0], "max", "realized max coherence eps = max_{i != j} |<v_i, v_j>|"),
-                              (axes[1], "mean", "mean coherence mean_{i != j} |<v_i, v_j>|")):
+    fig, axes = _style.subplots(
+        1, 3, figsize=(15, 4.8), gridspec_kw={"width_ratios": [1.3, 1.3, 1]}
+    )
+    series = (
+        ("oracle", "oracle_hard", f"oracle minimizer is hard ({n_ctx} contexts)"),
+        (
+            "oracle",
+            "oracle_hard_distinct",
+            f"oracle minimizer is hard, distinct heads ({n_ctx} contexts)",
+        ),
+        ("flow", "flow_hard", f"full flow ends hard ({n_seeds} seeds)"),
+    )
+    for ax, x_key, xlabel in (
+        (axes[0], "max", "realized max coherence eps = max_{i != j} |<v_i, v_j>|"),
+        (axes[1], "mean", "mean coherence mean_{i != j} |<v_i, v_j>|"),
+    ):
         for i, (prefix, y_key, label) in enumerate(series):
             _series(ax, rows, x_key, prefix, y_key, i, label)
         ax.set_xlabel(xlabel + " of the geometry")
         ax.set_ylim(-0.05, 1.08)
         ax.grid(alpha=0.3)
-        ax.set_title(f"share hard vs {x_key} coherence (points sorted by x; 95% Wilson intervals)")
+        ax.set_title(
+            f"share hard vs {x_key} coherence (points sorted by x; 95% Wilson intervals)"
+        )
     axes[0].set_ylabel("share of contexts (oracle) / seeds (flow)")
     axes[0].legend(loc="lower left")
     ax = axes[2]
     rows_d = sorted(rows, key=lambda r: r["d"])
     d = np.array([r["d"] for r in rows_d])
-    ax.plot(d, [r["oracle_eps_max"] for r in rows_d], "o-", color=_style.color(0), label="max, oracle geometry")
-    ax.plot(d, [r["flow_eps_max"] for r in rows_d], "^--", color=_style.color(2), label="max, flow geometry")
-    ax.plot(d, [r["oracle_eps_mean"] for r in rows_d], "o-", color=_style.color(0), mfc="white",
-            label="mean, oracle geometry")
-    ax.plot(d, [r["flow_eps_mean"] for r in rows_d], "^--", color=_style.color(2), mfc="white",
-            label="mean, flow geometry")
+    ax.plot(
+        d,
+        [r["oracle_eps_max"] for r in rows_d],
+        "o-",
+        color=_style.color(0),
+        label="max, oracle geometry",
+    )
+    ax.plot(
+        d,
+        [r["flow_eps_max"] for r in rows_d],
+        "^--",
+        color=_style.color(2),
+        label="max, flow geometry",
+    )
+    ax.plot(
+        d,
+        [r["oracle_eps_mean"] for r in rows_d],
+        "o-",
+        color=_style.color(0),
+        mfc="white",
+        label="mean, oracle geometry",
+    )
+    ax.plot(
+        d,
+        [r["flow_eps_mean"] for r in rows_d],
+        "^--",
+        color=_style.color(2),
+        mfc="white",
+        label="mean, flow geometry",
+    )
     N = SHAPE["N"]
-    ax.plot(d, [welch_bound(N, int(x) - 1) for x in d], "k:", label="Welch bound (smallest possible max)")
+    ax.plot(
+        d,
+        [welch_bound(N, int(x) - 1) for x in d],
+        "k:",
+        label="Welch bound (smallest possible max)",
+    )
     _style.log_ticks(ax, d)
     ax.tick_params(axis="x", labelrotation=45)
     ax.set_xlabel("embedding dimension d (set by the figure)")
@@ -170,4 +269,11 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("approximate_geometry", "Approximate geometry: hard selection as eps grows", CLAIM, compute, draw, cost=540)
+FIGURE = Figure(
+    "approximate_geometry",
+    "Approximate geometry: hard selection as eps grows",
+    CLAIM,
+    compute,
+    draw,
+    cost=540,
+)

@@ -9,25 +9,34 @@ import numpy as np
 
 from ..model._gates import OracleGates
 from ..model._interventions import rotate_gates
-from ..model._loss import phase_accuracy, phase_losses
 from ..model._logits import cross_entropy, exact_logits, top1_correct
+from ..model._loss import phase_accuracy, phase_losses
 from ..oracle._minimize import OracleMinimizer
-from . import _runs
-from . import _style
+from . import _runs, _style
 from ._figure import Figure
 
 CLAIM = (
-    "The boundary phase S-1 with windows (docs/theory.md §10), all S query phases. Learned: converged reduced "
-    "flows (exact geometry, L=8, S=4, H=2, N=4096, beta=4, gamma=1, kappa=1, rho=0.1, delta=1e-3, 256 seeds per "
-    "window; quick mode 16 seeds), shared gates softmax(b) at the end; all 256 seeds delta-select at every W, "
-    "always with value = key + 1. W=S=4: keys in 0..2, the boundary phase is answered by no seed, and by no gate "
-    "rotation delta=0..3 of seed 0 (the §10 tie). W=S+1=5: keys in {1, 2} only (key pairs 1,2: 136 seeds; 1,1: "
-    "63; 2,2: 57), so no seed answers the boundary phase although a head at key 3, value 4 would; rotating seed "
-    "0's gates (keys 1, 1) by delta=2 puts them there and answers it. W=2S=8: both heads of every seed select "
-    "key 3, value 4 (across the stride): every seed answers the boundary phase and no other phase; rotating seed 0 by delta=1..3 moves that to "
+    "The boundary phase S-1 with windows (docs/theory.md §10), all S query phases. "
+    "Learned: converged reduced "
+    "flows (exact geometry, L=8, S=4, H=2, N=4096, beta=4, gamma=1, kappa=1, rho=0.1, "
+    "delta=1e-3, 256 seeds per "
+    "window; quick mode 16 seeds), shared gates softmax(b) at the end; all 256 seeds "
+    "delta-select at every W, "
+    "always with value = key + 1. W=S=4: keys in 0..2, the boundary phase is answered "
+    "by no seed, and by no gate "
+    "rotation delta=0..3 of seed 0 (the §10 tie). W=S+1=5: keys in {1, 2} only (key "
+    "pairs 1,2: 136 seeds; 1,1: "
+    "63; 2,2: 57), so no seed answers the boundary phase although a head at key 3, "
+    "value 4 would; rotating seed "
+    "0's gates (keys 1, 1) by delta=2 puts them there and answers it. W=2S=8: both "
+    "heads of every seed select "
+    "key 3, value 4 (across the stride): every seed answers the boundary phase and no "
+    "other phase; rotating seed 0 by delta=1..3 moves that to "
     "phases 0..2, delta=4 (key 7, value 0) answers nothing. Oracle optimum "
-    "(per-entry gates, `oracle_point` with queries=all: exhaustive vertices plus 8 random BFGS starts, at L=3, S=4, "
-    "H=2 because exhaustive vertex search at L=8 is infeasible; quick mode H=1): the same loss at every W, "
+    "(per-entry gates, `oracle_point` with queries=all: exhaustive vertices plus 8 "
+    "random BFGS starts, at L=3, S=4, "
+    "H=2 because exhaustive vertex search at L=8 is infeasible; quick mode H=1): the "
+    "same loss at every W, "
     "boundary-phase accuracy (share of the L=3 boundary queries) 0 at W=4, 2/3 at W=5, 1/3 at W=8."
 )
 
@@ -38,25 +47,42 @@ def _windows(S: int) -> list[int]:
 
 
 def _learned(task, config, seeds, cache_dir) -> dict:
-    """Per-phase accuracy and loss of every converged seed, the selections, and one rotation sweep."""
+    """Per-phase accuracy and loss of every converged seed, the selections, and one rotation
+    sweep."""
     run = _runs.flow_runs(task, config, seeds, cache_dir)
     ok = [i for i, s in enumerate(run["status"]) if s == "selected"]
-    acc = np.array([np.asarray(phase_accuracy(task, _runs.converged_gates(run, i))) for i in ok])
-    loss = np.array([np.asarray(phase_losses(task, _runs.converged_gates(run, i))) for i in ok])
-    keys, values = np.asarray(run["key_offsets"])[ok], np.asarray(run["value_offsets"])[ok]
+    acc = np.array(
+        [np.asarray(phase_accuracy(task, _runs.converged_gates(run, i))) for i in ok]
+    )
+    loss = np.array(
+        [np.asarray(phase_losses(task, _runs.converged_gates(run, i))) for i in ok]
+    )
+    keys, values = (
+        np.asarray(run["key_offsets"])[ok],
+        np.asarray(run["value_offsets"])[ok],
+    )
     pairs: dict[str, int] = {}
     for k, v in zip(keys, values):
         name = " ".join(f"{a}->{b}" for a, b in sorted(zip(k.tolist(), v.tolist())))
         pairs[name] = pairs.get(name, 0) + 1
     gates = _runs.converged_gates(run, ok[0])
-    rotation = [np.asarray(phase_accuracy(task, rotate_gates(gates, d))).tolist() for d in range(task.W)]
+    rotation = [
+        np.asarray(phase_accuracy(task, rotate_gates(gates, d))).tolist()
+        for d in range(task.W)
+    ]
     return {
-        "W": task.W, "converged": len(ok), "status_counts": {s: run["status"].count(s) for s in set(run["status"])},
+        "W": task.W,
+        "converged": len(ok),
+        "status_counts": {s: run["status"].count(s) for s in set(run["status"])},
         "pairs": dict(sorted(pairs.items(), key=lambda kv: -kv[1])),
         "value_is_key_plus_one": float(np.mean(values == keys + 1)),
-        "accuracy_mean": acc.mean(0).tolist(), "accuracy_std": acc.std(0).tolist(),
-        "loss_mean": loss.mean(0).tolist(), "loss_min": loss.min(0).tolist(), "loss_max": loss.max(0).tolist(),
-        "rotation": rotation, "rotation_selected": [keys[0].tolist(), values[0].tolist()],
+        "accuracy_mean": acc.mean(0).tolist(),
+        "accuracy_std": acc.std(0).tolist(),
+        "loss_mean": loss.mean(0).tolist(),
+        "loss_min": loss.min(0).tolist(),
+        "loss_max": loss.max(0).tolist(),
+        "rotation": rotation,
+        "rotation_selected": [keys[0].tolist(), values[0].tolist()],
     }
 
 
@@ -64,40 +90,82 @@ def _oracle(task, config, cache_dir) -> dict:
     """Per-phase accuracy and loss of the oracle optimum (best per-entry gates) of one context."""
     point = _runs.oracle_point(task, config, cache_dir)
     rec = point["contexts"][0]
-    gates = OracleGates(key=jnp.asarray(rec["gates"]["key"], jnp.float64),
-                        value=jnp.asarray(rec["gates"]["value"], jnp.float64))
+    gates = OracleGates(
+        key=jnp.asarray(rec["gates"]["key"], jnp.float64),
+        value=jnp.asarray(rec["gates"]["value"], jnp.float64),
+    )
     logits = exact_logits(task, gates)  # queries block-major: (L, S) after reshape
     acc = np.asarray(top1_correct(*logits), float).reshape(task.L, task.S)
     loss = np.asarray(cross_entropy(*logits)).reshape(task.L, task.S)
-    return {"W": task.W, "L": task.L, "H": task.H, "best_loss": point["best_loss"],
-            "hard_selection": point["hard_selection"], "offsets": np.asarray(rec["offsets"]).tolist(),
-            "accuracy": acc.mean(0).tolist(), "loss": loss.mean(0).tolist()}
+    return {
+        "W": task.W,
+        "L": task.L,
+        "H": task.H,
+        "best_loss": point["best_loss"],
+        "hard_selection": point["hard_selection"],
+        "offsets": np.asarray(rec["offsets"]).tolist(),
+        "accuracy": acc.mean(0).tolist(),
+        "loss": loss.mean(0).tolist(),
+    }
 
 
 def compute(quick: bool, cache_dir) -> dict:
     S, H = 4, 2
     config, seeds = _runs.reduced_config(quick)
-    learned = [_learned(_runs.task_of(**_runs.BASE, S=S, H=H, W=W, queries="all"), config, seeds, cache_dir)
-               for W in _windows(S)]
+    learned = [
+        _learned(
+            _runs.task_of(**_runs.BASE, S=S, H=H, W=W, queries="all"),
+            config,
+            seeds,
+            cache_dir,
+        )
+        for W in _windows(S)
+    ]
     o_H, o_L = (1, 3) if quick else (2, 3)
     minimizer = OracleMinimizer(restarts=4 if quick else 8, steps=100 if quick else 200)
-    oracle = [_oracle(_runs.task_of(L=o_L, S=S, H=o_H, N=4096, gamma=1.0, beta=4.0, kappa=1.0, W=W, queries="all"),
-                      minimizer, cache_dir) for W in _windows(S)]
+    oracle = [
+        _oracle(
+            _runs.task_of(
+                L=o_L,
+                S=S,
+                H=o_H,
+                N=4096,
+                gamma=1.0,
+                beta=4.0,
+                kappa=1.0,
+                W=W,
+                queries="all",
+            ),
+            minimizer,
+            cache_dir,
+        )
+        for W in _windows(S)
+    ]
     return {
-        "S": S, "H": H, "learned": learned, "oracle": oracle,
-        "parameters": {"task": f"L=8 S={S} H={H} N=4096 beta=4 gamma=1 kappa=1 queries=all",
-                       "flow": f"reduced, rho={config.rho}, delta={config.delta}, {seeds} seeds per W",
-                       "oracle": f"L={o_L} S={S} H={o_H} queries=all, restarts={minimizer.restarts}, "
-                                 f"steps={minimizer.steps}, 8 vertex seeds"},
+        "S": S,
+        "H": H,
+        "learned": learned,
+        "oracle": oracle,
+        "parameters": {
+            "task": f"L=8 S={S} H={H} N=4096 beta=4 gamma=1 kappa=1 queries=all",
+            "flow": f"reduced, rho={config.rho}, delta={config.delta}, {seeds} seeds per W",
+            "oracle": f"L={o_L} S={S} H={o_H} queries=all, restarts={minimizer.restarts}, "
+            f"steps={minimizer.steps}, 8 vertex seeds",
+        },
         "findings": "; ".join(
-            f"W={m['W']}: selections {m['pairs']}, boundary accuracy learned {m['accuracy_mean'][-1]:.2f}, "
-            f"oracle {o['accuracy'][-1]:.2f}" for m, o in zip(learned, oracle)),
+            f"W={m['W']}: selections {m['pairs']}, boundary accuracy learned "
+            f"{m['accuracy_mean'][-1]:.2f}, "
+            f"oracle {o['accuracy'][-1]:.2f}"
+            for m, o in zip(learned, oracle)
+        ),
     }
 
 
 def draw(data: dict):
     S, learned, oracle = data["S"], data["learned"], data["oracle"]
-    fig, axes = _style.subplots(3, len(learned), figsize=(13, 10.5), gridspec_kw={"height_ratios": [1, 1, 1.15]})
+    fig, axes = _style.subplots(
+        3, len(learned), figsize=(13, 10.5), gridspec_kw={"height_ratios": [1, 1, 1.15]}
+    )
     x = np.arange(S)
     for j, (m, o) in enumerate(zip(learned, oracle)):
         W = m["W"]
@@ -105,24 +173,42 @@ def draw(data: dict):
         # accuracy: learned mean (bars, +- one seed std) vs the oracle optimum (markers)
         ax = axes[0, j]
         # per-seed accuracy is 0 or 1, so the mean is the share of seeds answering the phase
-        ax.bar(x, m["accuracy_mean"], 0.6, color=_style.color(0),
-               label=f"learned: share of {m['converged']} seeds answering")
+        ax.bar(
+            x,
+            m["accuracy_mean"],
+            0.6,
+            color=_style.color(0),
+            label=f"learned: share of {m['converged']} seeds answering",
+        )
         for i, a in enumerate(m["accuracy_mean"]):
             ax.text(i, a + 0.02, f"{a:.2f}", ha="center", va="bottom", fontsize=7.5)
-        ax.plot(x, o["accuracy"], ls="none", marker="D", ms=8, color=_style.color(1),
-                label=f"oracle optimum (L={o['L']}, H={o['H']})")
+        ax.plot(
+            x,
+            o["accuracy"],
+            ls="none",
+            marker="D",
+            ms=8,
+            color=_style.color(1),
+            label=f"oracle optimum (L={o['L']}, H={o['H']})",
+        )
         ax.axvspan(S - 1.5, S - 0.5, color="0.9", zorder=0)
         ax.set_ylim(0, 1.25)
         _style.phase_axis(ax, S)
         ax.set_ylabel("top-1 accuracy")
-        ax.set_title(f"W = {W}" + (" = S" if W == S else " = S+1" if W == S + 1 else " = 2S")
-                     + f"\nkey->value: {top}", fontsize=9)
+        ax.set_title(
+            f"W = {W}"
+            + (" = S" if W == S else " = S+1" if W == S + 1 else " = 2S")
+            + f"\nkey->value: {top}",
+            fontsize=9,
+        )
         if j == 0:
             ax.legend(loc="upper right", fontsize=7.5)
         # loss: learned mean with the seeds' min-max band
         ax = axes[1, j]
         lo, hi, mean = (np.asarray(m[k]) for k in ("loss_min", "loss_max", "loss_mean"))
-        ax.fill_between(x, lo, hi, color=_style.color(0), alpha=0.3, label="seed min-max")
+        ax.fill_between(
+            x, lo, hi, color=_style.color(0), alpha=0.3, label="seed min-max"
+        )
         ax.plot(x, mean, marker="o", color=_style.color(0), label="learned mean")
         ax.axvspan(S - 1.5, S - 0.5, color="0.9", zorder=0)
         _style.phase_axis(ax, S)
@@ -132,16 +218,32 @@ def draw(data: dict):
         # rotation of one converged model
         ax = axes[2, j]
         grid = np.asarray(m["rotation"], float)
-        im = ax.imshow(grid, vmin=0, vmax=1, cmap=_style.DIVERGING, aspect="auto", interpolation="nearest")
+        im = ax.imshow(
+            grid,
+            vmin=0,
+            vmax=1,
+            cmap=_style.DIVERGING,
+            aspect="auto",
+            interpolation="nearest",
+        )
         ax.set_yticks(range(len(grid)), [f"delta={d}" for d in range(len(grid))])
         _style.phase_axis(ax, S)
         k, v = m["rotation_selected"]
         ax.set_title(f"gate rotation of seed 0 (keys {k}, values {v})", fontsize=9)
         if j == len(learned) - 1:
             _style.colorbar(fig, im, ax, "top-1 accuracy")
-    fig.suptitle(f"The boundary phase (grey, r* = S-1 = {S - 1}) with windows: S = {S}, H = {data['H']}, all queries")
+    fig.suptitle(
+        f"The boundary phase (grey, r* = S-1 = {S - 1}) with windows: S = {S}, H = "
+        f"{data['H']}, all queries"
+    )
     return fig
 
 
-FIGURE = Figure("boundary", "The boundary phase with windows: learned vs optimal, and gate rotation", CLAIM,
-                compute, draw, cost=100)
+FIGURE = Figure(
+    "boundary",
+    "The boundary phase with windows: learned vs optimal, and gate rotation",
+    CLAIM,
+    compute,
+    draw,
+    cost=100,
+)

@@ -1,53 +1,92 @@
-"""Coverage (docs/theory.md §7): do the heads of a converged flow split the offsets, and how long does selection take?"""
+"""Coverage (docs/theory.md §7): do the heads of a converged flow split the offsets, and how
+long does selection take?"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..experiments._flows import independent_distinct_baseline
-from . import _runs
-from . import _style
+from . import _runs, _style
 from ._figure import Figure
 
 CLAIM = (
-    "Checked on reduced flows (exact geometry, L=8, N=4096, beta=4, gamma=1, rho=0.1, delta=1e-3, 256 seeds "
-    "per point; quick mode 16 seeds and fewer points): gradient flow does not enforce complementary "
-    "coverage. For (H, S) in {(2,3), (2,4), (3,4), (2,6), (3,6), (4,6), (5,6)} the share of seeds whose heads "
-    "selected pairwise distinct offsets is within 0.08 of the share for independent uniform choices of offsets "
-    "(at or above it for every shape in full mode), so phases stay uncovered. At S=4, H=2 the median time to delta-selection (bars: "
-    "quartiles over seeds) grows only slowly as rho shrinks (about 10% from rho=0.5 to 1e-4) and scales as "
+    "Checked on reduced flows (exact geometry, L=8, N=4096, beta=4, gamma=1, rho=0.1, "
+    "delta=1e-3, 256 seeds "
+    "per point; quick mode 16 seeds and fewer points): gradient flow does not enforce "
+    "complementary "
+    "coverage. For (H, S) in {(2,3), (2,4), (3,4), (2,6), (3,6), (4,6), (5,6)} the "
+    "share of seeds whose heads "
+    "selected pairwise distinct offsets is within 0.08 of the share for independent "
+    "uniform choices of offsets "
+    "(at or above it for every shape in full mode), so phases stay uncovered. At S=4, "
+    "H=2 the median time to delta-selection (bars: "
+    "quartiles over seeds) grows only slowly as rho shrinks (about 10% from rho=0.5 to "
+    "1e-4) and scales as "
     "1/(kappa + 1/N) for kappa in [0.25, 4], the rate of the reduced flow (docs/theory.md §6)."
 )
 
 
 def compute(quick: bool, cache_dir) -> dict:
     config, seeds = _runs.reduced_config(quick)
-    shapes = [(2, 4), (3, 4)] if quick else [(2, 3), (2, 4), (3, 4), (2, 6), (3, 6), (4, 6), (5, 6)]
+    shapes = (
+        [(2, 4), (3, 4)]
+        if quick
+        else [(2, 3), (2, 4), (3, 4), (2, 6), (3, 6), (4, 6), (5, 6)]
+    )
     distinct = []
     for H, S in shapes:
-        run = _runs.flow_runs(_runs.task_of(**_runs.BASE, S=S, H=H), config, seeds, cache_dir)
-        distinct.append({"H": H, "S": S, "distinct_fraction": run["summary"]["distinct_fraction"],
-                         "baseline": independent_distinct_baseline(H, S),
-                         "selected_fraction": run["summary"]["selected_fraction"]})
+        run = _runs.flow_runs(
+            _runs.task_of(**_runs.BASE, S=S, H=H), config, seeds, cache_dir
+        )
+        distinct.append(
+            {
+                "H": H,
+                "S": S,
+                "distinct_fraction": run["summary"]["distinct_fraction"],
+                "baseline": independent_distinct_baseline(H, S),
+                "selected_fraction": run["summary"]["selected_fraction"],
+            }
+        )
     rhos = [1e-3, 1e-1] if quick else [1e-4, 1e-3, 1e-2, 1e-1, 0.5]
     kappas = [0.5, 1.0, 2.0] if quick else [0.25, 0.5, 1.0, 2.0, 4.0]
 
     def times(task, cfg):
         t = np.asarray(_runs.flow_runs(task, cfg, seeds, cache_dir)["t_final"], float)
-        return {"median": float(np.median(t)), "q25": float(np.quantile(t, 0.25)), "q75": float(np.quantile(t, 0.75))}
+        return {
+            "median": float(np.median(t)),
+            "q25": float(np.quantile(t, 0.25)),
+            "q75": float(np.quantile(t, 0.75)),
+        }
 
     base = {**_runs.BASE, "S": 4, "H": 2}
-    by_rho = [{"rho": rho, **times(_runs.task_of(**base), _runs.reduced_config(quick, rho=rho)[0])} for rho in rhos]
-    by_kappa = [{"kappa": k, **times(_runs.task_of(**{**base, "kappa": k}), config)} for k in kappas]
+    by_rho = [
+        {
+            "rho": rho,
+            **times(_runs.task_of(**base), _runs.reduced_config(quick, rho=rho)[0]),
+        }
+        for rho in rhos
+    ]
+    by_kappa = [
+        {"kappa": k, **times(_runs.task_of(**{**base, "kappa": k}), config)}
+        for k in kappas
+    ]
     return {
-        "distinct": distinct, "by_rho": by_rho, "by_kappa": by_kappa,
-        "parameters": {"task": "L=8 N=4096 beta=4 gamma=1 (S=4 H=2 for the times)",
-                       "flow": f"reduced, delta={config.delta}, {seeds} seeds per point"},
+        "distinct": distinct,
+        "by_rho": by_rho,
+        "by_kappa": by_kappa,
+        "parameters": {
+            "task": "L=8 N=4096 beta=4 gamma=1 (S=4 H=2 for the times)",
+            "flow": f"reduced, delta={config.delta}, {seeds} seeds per point",
+        },
         "findings": "distinct fraction vs independent-uniform baseline: "
-                    + ", ".join(f"H={d['H']},S={d['S']}: {d['distinct_fraction']:.2f} vs {d['baseline']:.2f}" for d in distinct)
-                    + "; median time to selection "
-                    + ", ".join(f"rho={r['rho']}: {r['median']:.0f}" for r in by_rho)
-                    + "; " + ", ".join(f"kappa={r['kappa']}: {r['median']:.0f}" for r in by_kappa),
+        + ", ".join(
+            f"H={d['H']},S={d['S']}: {d['distinct_fraction']:.2f} vs {d['baseline']:.2f}"
+            for d in distinct
+        )
+        + "; median time to selection "
+        + ", ".join(f"rho={r['rho']}: {r['median']:.0f}" for r in by_rho)
+        + "; "
+        + ", ".join(f"kappa={r['kappa']}: {r['median']:.0f}" for r in by_kappa),
     }
 
 
@@ -55,8 +94,18 @@ def _times(ax, rows, key):
     rows = sorted(rows, key=lambda r: r[key])
     x = np.array([r[key] for r in rows])
     med = np.array([r["median"] for r in rows])
-    err = np.array([[r["median"] - r["q25"] for r in rows], [r["q75"] - r["median"] for r in rows]])
-    ax.errorbar(x, med, yerr=err, fmt="o-", capsize=3, color=_style.color(0), label="median, quartiles")
+    err = np.array(
+        [[r["median"] - r["q25"] for r in rows], [r["q75"] - r["median"] for r in rows]]
+    )
+    ax.errorbar(
+        x,
+        med,
+        yerr=err,
+        fmt="o-",
+        capsize=3,
+        color=_style.color(0),
+        label="median, quartiles",
+    )
     _style.log_ticks(ax, x)
     ax.set_ylabel("time to delta-selection")
     return x, med
@@ -67,8 +116,20 @@ def draw(data: dict):
     d = data["distinct"]
     idx = np.arange(len(d))
     ax = axes[0]
-    ax.bar(idx - 0.2, [x["distinct_fraction"] for x in d], 0.4, color=_style.color(0), label="gradient flow")
-    ax.bar(idx + 0.2, [x["baseline"] for x in d], 0.4, color=_style.color(4), label="independent uniform choices")
+    ax.bar(
+        idx - 0.2,
+        [x["distinct_fraction"] for x in d],
+        0.4,
+        color=_style.color(0),
+        label="gradient flow",
+    )
+    ax.bar(
+        idx + 0.2,
+        [x["baseline"] for x in d],
+        0.4,
+        color=_style.color(4),
+        label="independent uniform choices",
+    )
     ax.set_xticks(idx, [f"H={x['H']}\nS={x['S']}" for x in d])
     ax.set_xlabel("heads H and stride S")
     ax.set_ylabel("share of seeds with distinct offsets")
@@ -91,4 +152,6 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("coverage", "Coverage: do heads split the offsets?", CLAIM, compute, draw, cost=50)
+FIGURE = Figure(
+    "coverage", "Coverage: do heads split the offsets?", CLAIM, compute, draw, cost=50
+)

@@ -1,4 +1,5 @@
-"""Coverage vs N, beta and rho (docs/theory.md §7, §8): the distinct fraction of converged reduced flows,
+"""Coverage vs N, beta and rho (docs/theory.md §7, §8): the distinct fraction of converged
+reduced flows,
 with the two-head toy's split advantage as the predicted trend."""
 
 from __future__ import annotations
@@ -11,29 +12,39 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from ..model._task import TheoryAssumptionWarning
 from ..experiments._flows import independent_distinct_baseline
-from ..internal._io import cached
 from ..experiments._sweep import sweep
+from ..internal._io import cached
+from ..model._task import TheoryAssumptionWarning
 from ..toy._toy import ToyConfig, split_advantage
-from . import _runs
-from . import _style
+from . import _runs, _style
 from ._figure import Figure
 
 L, S, H = 8, 4, 2
 
 CLAIM = (
-    "Reduced flows (exact geometry, L=8, S=4, H=2, gamma=1, kappa=1, delta=1e-3; full mode N = 32..4096 in powers "
-    "of 2, beta in {2, 4, 8}, rho in {0.01, 0.1}, 128 seeds per point, the same seeds at every point, at least 127/128 selected per point; quick mode 3 x 2 x 1 "
-    "points, 16 seeds). Share of seeds whose two heads chose distinct offsets (bars: 95% Wilson intervals, about "
-    "+-0.08 at 0.7): it falls from 0.98-1.00 at N=32 to 0.69-0.72 at N=4096 on every (beta, rho) line, "
-    "non-increasing in N on all 6 lines, towards the independent-choice baseline 2/3; the fall comes at larger N "
-    "for larger beta (share 0.70-0.72 at N=512, beta=2, vs 0.89-0.94 at beta=8) and at smaller rho. Prediction from "
-    "the two-head toy (docs/theory.md §8), mapping K = N - 1 (every competing token at logit about 0) or "
-    "K = N - L*S (outside tokens only; 0 at N=32): its split advantage D(beta, K) falls like 1/K and grows with "
-    "beta, so it predicts both directions. It does not predict the curves: at equal D the share is much higher "
-    "at beta=2 than at beta=8 (the fall happens near D ~ 1e-3 at beta=2 and D ~ 2e-2 at beta=8), so D alone does "
-    "not collapse the data (Spearman rank correlation of the normalized excess with D over all 48 points: 0.86, "
+    "Reduced flows (exact geometry, L=8, S=4, H=2, gamma=1, kappa=1, delta=1e-3; full "
+    "mode N = 32..4096 in powers "
+    "of 2, beta in {2, 4, 8}, rho in {0.01, 0.1}, 128 seeds per point, the same seeds "
+    "at every point, at least 127/128 selected per point; quick mode 3 x 2 x 1 "
+    "points, 16 seeds). Share of seeds whose two heads chose distinct offsets (bars: "
+    "95% Wilson intervals, about "
+    "+-0.08 at 0.7): it falls from 0.98-1.00 at N=32 to 0.69-0.72 at N=4096 on every "
+    "(beta, rho) line, "
+    "non-increasing in N on all 6 lines, towards the independent-choice baseline 2/3; "
+    "the fall comes at larger N "
+    "for larger beta (share 0.70-0.72 at N=512, beta=2, vs 0.89-0.94 at beta=8) and at "
+    "smaller rho. Prediction from "
+    "the two-head toy (docs/theory.md §8), mapping K = N - 1 (every competing token at "
+    "logit about 0) or "
+    "K = N - L*S (outside tokens only; 0 at N=32): its split advantage D(beta, K) "
+    "falls like 1/K and grows with "
+    "beta, so it predicts both directions. It does not predict the curves: at equal D "
+    "the share is much higher "
+    "at beta=2 than at beta=8 (the fall happens near D ~ 1e-3 at beta=2 and D ~ 2e-2 "
+    "at beta=8), so D alone does "
+    "not collapse the data (Spearman rank correlation of the normalized excess with D "
+    "over all 48 points: 0.86, "
     "carried by the trends within each line)."
 )
 
@@ -50,32 +61,65 @@ def _wilson(k, n, z=1.96):
 def _toy_D(beta, K):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TheoryAssumptionWarning)
-        return float(split_advantage(ToyConfig(beta=float(beta), gamma=1.0, L=L, K=float(K)))) if K > 0 else float("nan")
+        return (
+            float(
+                split_advantage(ToyConfig(beta=float(beta), gamma=1.0, L=L, K=float(K)))
+            )
+            if K > 0
+            else float("nan")
+        )
 
 
 def grid(quick: bool) -> dict:
     """The sweep grid (N, beta, rho) and seeds of each mode."""
     if quick:
         return {"N": [32, 256, 4096], "beta": [2.0, 8.0], "rho": [0.1]}, 16
-    return {"N": [2**k for k in range(5, 13)], "beta": [2.0, 4.0, 8.0], "rho": [0.01, 0.1]}, 128
+    return {
+        "N": [2**k for k in range(5, 13)],
+        "beta": [2.0, 4.0, 8.0],
+        "rho": [0.01, 0.1],
+    }, 128
 
 
 def compute(quick: bool, cache_dir) -> dict:
     g, seeds = grid(quick)
     config, _ = _runs.reduced_config(quick)
     task = _runs.task_of(**{**_runs.BASE, "S": S, "H": H})
-    params = {"kind": "coverage_map", "task": task.to_dict(), "config": config.to_dict(), "grid": g, "seeds": seeds}
+    params = {
+        "kind": "coverage_map",
+        "task": task.to_dict(),
+        "config": config.to_dict(),
+        "grid": g,
+        "seeds": seeds,
+    }
 
     def run():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TheoryAssumptionWarning)
-            # resumable blocks next to the cache entry (an interrupted full run restarts where it stopped)
-            tag = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:16]
-            out = None if cache_dir is None else Path(cache_dir) / "coverage_map_blocks" / tag
+            # resumable blocks next to the cache entry (an interrupted full run restarts
+            # where it stopped)
+            tag = hashlib.sha256(
+                json.dumps(params, sort_keys=True, default=str).encode()
+            ).hexdigest()[:16]
+            out = (
+                None
+                if cache_dir is None
+                else Path(cache_dir) / "coverage_map_blocks" / tag
+            )
             n_points = len(g["N"]) * len(g["beta"]) * len(g["rho"])
-            ds = sweep("flow", task, g, config=config, seeds=seeds, out=out, block=min(16, n_points))
-        return {"distinct_fraction": ds.distinct_fraction.values.tolist(),
-                "selected_fraction": ds.selected_fraction.values.tolist()}
+            ds = sweep(
+                "flow",
+                task,
+                g,
+                config=config,
+                seeds=seeds,
+                out=out,
+                block=min(16, n_points),
+            )
+        return {
+            "distinct_fraction": ds.distinct_fraction.values.tolist(),
+            "selected_fraction": ds.selected_fraction.values.tolist(),
+        }
 
     res = cached(cache_dir, params, run)
     distinct = np.asarray(res["distinct_fraction"], float)  # (N, beta, rho)
@@ -89,21 +133,41 @@ def compute(quick: bool, cache_dir) -> dict:
     excess = (distinct - base) / (1 - base)
     x = np.repeat(D_all[:, :, None], len(rhos), axis=2).ravel()
     rho_s = float(spearmanr(x, excess.ravel()).statistic)
-    falls = [bool(np.all(np.diff(distinct[:, j, k]) <= 0)) for j in range(len(betas)) for k in range(len(rhos))]
+    falls = [
+        bool(np.all(np.diff(distinct[:, j, k]) <= 0))
+        for j in range(len(betas))
+        for k in range(len(rhos))
+    ]
     return {
-        "N": Ns, "beta": betas, "rho": rhos, "seeds": seeds, "baseline": base,
-        "distinct_fraction": distinct.tolist(), "selected_fraction": res["selected_fraction"],
-        "interval_low": lo.tolist(), "interval_high": hi.tolist(),
-        "toy_D_K_outside": D_free.tolist(), "toy_D_K_all": D_all.tolist(),
-        "spearman_excess_vs_D": rho_s, "monotone_in_N": falls,
-        "parameters": {"task": f"L={L} S={S} H={H} gamma=1 kappa=1", "grid": f"N={Ns}, beta={betas}, rho={rhos}",
-                       "flow": f"reduced, delta={config.delta}, {seeds} seeds per point",
-                       "toy": "split_advantage(beta, gamma=1, L=8, K) with K = N - L*S and K = N - 1"},
+        "N": Ns,
+        "beta": betas,
+        "rho": rhos,
+        "seeds": seeds,
+        "baseline": base,
+        "distinct_fraction": distinct.tolist(),
+        "selected_fraction": res["selected_fraction"],
+        "interval_low": lo.tolist(),
+        "interval_high": hi.tolist(),
+        "toy_D_K_outside": D_free.tolist(),
+        "toy_D_K_all": D_all.tolist(),
+        "spearman_excess_vs_D": rho_s,
+        "monotone_in_N": falls,
+        "parameters": {
+            "task": f"L={L} S={S} H={H} gamma=1 kappa=1",
+            "grid": f"N={Ns}, beta={betas}, rho={rhos}",
+            "flow": f"reduced, delta={config.delta}, {seeds} seeds per point",
+            "toy": "split_advantage(beta, gamma=1, L=8, K) with K = N - L*S and K = N - 1",
+        },
         "findings": "distinct fraction (N=min..max) "
-                    + "; ".join(f"beta={b:g} rho={r:g}: {distinct[0, j, k]:.3f} -> {distinct[-1, j, k]:.3f}"
-                                for j, b in enumerate(betas) for k, r in enumerate(rhos))
-                    + f"; baseline {base:.3f}; monotone non-increasing in N for {sum(falls)}/{len(falls)} (beta, rho) lines"
-                    + f"; Spearman rank correlation of (distinct - baseline)/(1 - baseline) with toy D (K = N - 1): {rho_s:.2f}",
+        + "; ".join(
+            f"beta={b:g} rho={r:g}: {distinct[0, j, k]:.3f} -> {distinct[-1, j, k]:.3f}"
+            for j, b in enumerate(betas)
+            for k, r in enumerate(rhos)
+        )
+        + f"; baseline {base:.3f}; monotone non-increasing in N for "
+        f"{sum(falls)}/{len(falls)} (beta, rho) lines"
+        + "; Spearman rank correlation of (distinct - baseline)/(1 - baseline) with "
+        f"toy D (K = N - 1): {rho_s:.2f}",
     }
 
 
@@ -111,26 +175,53 @@ def draw(data: dict):
     fig, axes = _style.subplots(1, 3, figsize=(15, 4.6))
     Ns = np.asarray(data["N"], float)
     d = np.asarray(data["distinct_fraction"], float)
-    lo, hi = np.asarray(data["interval_low"], float), np.asarray(data["interval_high"], float)
+    lo, hi = (
+        np.asarray(data["interval_low"], float),
+        np.asarray(data["interval_high"], float),
+    )
     ax = axes[0]
     for j, b in enumerate(data["beta"]):
         for k, r in enumerate(data["rho"]):
             shift = 1 + 0.04 * (k - (len(data["rho"]) - 1) / 2)  # separate the rho bars
-            ax.errorbar(Ns * shift, d[:, j, k], yerr=np.maximum(0, [d[:, j, k] - lo[:, j, k], hi[:, j, k] - d[:, j, k]]),
-                        fmt=_style.MARKERS[k] + _style.LINESTYLES[k], color=_style.color(j), capsize=2, ms=4,
-                        label=f"beta={b:g}, rho={r:g}")
-    ax.axhline(data["baseline"], color="k", ls=":", lw=1, label=f"independent choices {data['baseline']:.2f}")
+            ax.errorbar(
+                Ns * shift,
+                d[:, j, k],
+                yerr=np.maximum(
+                    0, [d[:, j, k] - lo[:, j, k], hi[:, j, k] - d[:, j, k]]
+                ),
+                fmt=_style.MARKERS[k] + _style.LINESTYLES[k],
+                color=_style.color(j),
+                capsize=2,
+                ms=4,
+                label=f"beta={b:g}, rho={r:g}",
+            )
+    ax.axhline(
+        data["baseline"],
+        color="k",
+        ls=":",
+        lw=1,
+        label=f"independent choices {data['baseline']:.2f}",
+    )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("vocabulary N")
     ax.set_ylabel("share of seeds with distinct offsets")
-    ax.set_title(f"converged reduced flows, L={L} S={S} H={H} ({data['seeds']} seeds per point)")
+    ax.set_title(
+        f"converged reduced flows, L={L} S={S} H={H} ({data['seeds']} seeds per point)"
+    )
     ax.set_ylim(0.45, 1.03)
     ax.legend(loc="lower left", ncol=2, fontsize=7)
     ax = axes[1]
-    Df, Da = np.asarray(data["toy_D_K_outside"], float), np.asarray(data["toy_D_K_all"], float)
+    Df, Da = (
+        np.asarray(data["toy_D_K_outside"], float),
+        np.asarray(data["toy_D_K_all"], float),
+    )
     for j, b in enumerate(data["beta"]):
-        ax.plot(Ns, Da[:, j], "-", color=_style.color(j), label=f"beta={b:g}, K = N - 1")
-        ax.plot(Ns, Df[:, j], "--", color=_style.color(j), label=f"beta={b:g}, K = N - LS")
+        ax.plot(
+            Ns, Da[:, j], "-", color=_style.color(j), label=f"beta={b:g}, K = N - 1"
+        )
+        ax.plot(
+            Ns, Df[:, j], "--", color=_style.color(j), label=f"beta={b:g}, K = N - LS"
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("vocabulary N")
@@ -141,16 +232,34 @@ def draw(data: dict):
     base = data["baseline"]
     for j, b in enumerate(data["beta"]):
         for k, r in enumerate(data["rho"]):
-            ax.plot(Da[:, j], (d[:, j, k] - base) / (1 - base), _style.MARKERS[k], color=_style.color(j),
-                    mfc="none" if k else _style.color(j), label=f"beta={b:g}, rho={r:g}")
+            ax.plot(
+                Da[:, j],
+                (d[:, j, k] - base) / (1 - base),
+                _style.MARKERS[k],
+                color=_style.color(j),
+                mfc="none" if k else _style.color(j),
+                label=f"beta={b:g}, rho={r:g}",
+            )
     ax.axhline(0, color="k", ls=":", lw=1)
     ax.set_xscale("log")
     ax.set_xlabel("toy split advantage D (K = N - 1)")
     ax.set_ylabel("(distinct - baseline) / (1 - baseline)")
-    ax.set_title(f"does D order the points? Spearman {data['spearman_excess_vs_D']:.2f}")
+    ax.set_title(
+        f"does D order the points? Spearman {data['spearman_excess_vs_D']:.2f}"
+    )
     ax.legend(loc="upper left", fontsize=7)
-    fig.suptitle("Coverage vs N, beta and rho: distinct fraction of converged flows and the toy's split advantage")
+    fig.suptitle(
+        "Coverage vs N, beta and rho: distinct fraction of converged flows and the "
+        "toy's split advantage"
+    )
     return fig
 
 
-FIGURE = Figure("coverage_map", "Coverage vs N, beta and rho, with the two-head toy's prediction", CLAIM, compute, draw, cost=60)
+FIGURE = Figure(
+    "coverage_map",
+    "Coverage vs N, beta and rho, with the two-head toy's prediction",
+    CLAIM,
+    compute,
+    draw,
+    cost=60,
+)

@@ -1,63 +1,106 @@
-"""The paper's Figure 5a in the idealized model: static vs average effective number of offsets (docs/theory.md §9)."""
+"""The paper's Figure 5a in the idealized model: static vs average effective number of
+offsets (docs/theory.md §9)."""
 
 from __future__ import annotations
 
 import numpy as np
 from matplotlib.lines import Line2D
 
-from . import _runs
-from . import _style
+from . import _runs, _style
 from ._figure import Figure
 
 BRANCHES = ("key", "value")
 
 CLAIM = (
-    "Along the full gradient flow of the linear gate class (exact geometry, L=8, S=4, H=2, N=1024, beta=4, "
-    "gamma=1, rho=0.1, M=128 balanced contexts, 4 seeds; quick mode N=256, M=32, 2 seeds) the static "
-    "effective number of offsets exp(H(E[alpha])) and the average one E[exp(H(alpha))] (docs/theory.md §9, "
-    "measured on the training contexts) both fall from S=4 to 1 for key and value gates, and they coincide "
-    "along the whole trajectory: their largest difference over seeds, heads, gates and saved times is below "
-    "1e-6 in full mode (4e-6 in quick mode; value under Measured), largest at t=0 and shrinking as the flow "
+    "Along the full gradient flow of the linear gate class (exact geometry, L=8, S=4, "
+    "H=2, N=1024, beta=4, "
+    "gamma=1, rho=0.1, M=128 balanced contexts, 4 seeds; quick mode N=256, M=32, 2 "
+    "seeds) the static "
+    "effective number of offsets exp(H(E[alpha])) and the average one E[exp(H(alpha))] "
+    "(docs/theory.md §9, "
+    "measured on the training contexts) both fall from S=4 to 1 for key and value "
+    "gates, and they coincide "
+    "along the whole trajectory: their largest difference over seeds, heads, gates and "
+    "saved times is below "
+    "1e-6 in full mode (4e-6 in quick mode; value under Measured), largest at t=0 and "
+    "shrinking as the flow "
     "proceeds. This is a property of "
-    "exact geometry, not a finding about training: the tokens share only the mean direction m, so the only "
-    "input-dependent part of a linear gate's score is one coordinate per token, which stays at the size of "
+    "exact geometry, not a finding about training: the tokens share only the mean "
+    "direction m, so the only "
+    "input-dependent part of a linear gate's score is one coordinate per token, which "
+    "stays at the size of "
     "the initialization; the gates are static, and the concentration is static selection, not "
     "input-dependent concentration (which would show as static near S with average near 1). Under "
-    "approximate geometry (eps > 0: same flow with N=256, d=32, realized eps 0.62, 2 seeds; quick mode N=128, "
-    "1 seed) the two separate by at most 1.2e-3 (quick mode 6e-3), most during the selection and less after "
-    "it: in this setting linear gates stay nearly static too, so the figure does not reproduce the paper's "
-    "input-dependent concentration (both measures are taken on the training contexts, not on held-out "
+    "approximate geometry (eps > 0: same flow with N=256, d=32, realized eps 0.62, 2 "
+    "seeds; quick mode N=128, "
+    "1 seed) the two separate by at most 1.2e-3 (quick mode 6e-3), most during the "
+    "selection and less after "
+    "it: in this setting linear gates stay nearly static too, so the figure does not "
+    "reproduce the paper's "
+    "input-dependent concentration (both measures are taken on the training contexts, "
+    "not on held-out "
     "windows)."
 )
 
 
 def _approximate_setup(quick: bool):
     """A full flow under approximate geometry (eps > 0), where gates could depend on the input."""
-    task = _runs.task_of(L=8, S=4, H=2, N=128 if quick else 256, gamma=1.0, beta=4.0, kappa=1.0, d=32)
+    task = _runs.task_of(
+        L=8, S=4, H=2, N=128 if quick else 256, gamma=1.0, beta=4.0, kappa=1.0, d=32
+    )
     return task, _runs.theorem2_setups(quick)[1][1], 1 if quick else 2
 
 
 def compute(quick: bool, cache_dir) -> dict:
     task, config, seeds = _runs.theorem2_setups(quick)[1]
     r = _runs.flow_runs(task, config, seeds, cache_dir, trajectories=True)
-    static, avg = np.asarray(r["static_offsets"], float), np.asarray(r["avg_offsets"], float)
+    static, avg = (
+        np.asarray(r["static_offsets"], float),
+        np.asarray(r["avg_offsets"], float),
+    )
     difference = float(np.nanmax(np.abs(static - avg)))
     a_task, a_config, a_seeds = _approximate_setup(quick)
     ra = _runs.flow_runs(a_task, a_config, a_seeds, cache_dir, trajectories=True)
-    a_difference = float(np.nanmax(np.abs(np.asarray(ra["static_offsets"], float) - np.asarray(ra["avg_offsets"], float))))
-    approximate = {"t": ra["t"], "static": ra["static_offsets"], "avg": ra["avg_offsets"], "N": a_task.N, "d": a_task.d,
-                   "eps": ra["sample"]["eps_realized"], "status": ra["status"], "max_static_avg_difference": a_difference}
+    a_difference = float(
+        np.nanmax(
+            np.abs(
+                np.asarray(ra["static_offsets"], float)
+                - np.asarray(ra["avg_offsets"], float)
+            )
+        )
+    )
+    approximate = {
+        "t": ra["t"],
+        "static": ra["static_offsets"],
+        "avg": ra["avg_offsets"],
+        "N": a_task.N,
+        "d": a_task.d,
+        "eps": ra["sample"]["eps_realized"],
+        "status": ra["status"],
+        "max_static_avg_difference": a_difference,
+    }
     return {
-        "t": r["t"], "static": r["static_offsets"], "avg": r["avg_offsets"], "S": task.S,
-        "max_static_avg_difference": difference, "approximate": approximate,
-        "parameters": {"task": f"L={task.L} S={task.S} H={task.H} N={task.N} beta={task.beta}",
-                       "flow": f"full, rho={config.rho}, M={r['sample']['M']} balanced contexts, {seeds} seeds",
-                       "approximate": f"same flow and shape, N={a_task.N}, d={a_task.d} (realized eps "
-                                      f"{approximate['eps']:.2f}), M={ra['sample']['M']} balanced contexts, {a_seeds} seeds"},
-        "findings": f"start (static, avg) ~ ({static[:, 0].mean():.2f}, {avg[:, 0].mean():.2f}) of S={task.S}; "
-                    f"end max static {_runs.last_finite(static).max():.4f}, max avg {_runs.last_finite(avg).max():.4f}; "
-                    f"max |static - avg| over seeds, heads, gates and times {difference:.2g}: static concentration; "
-                    f"approximate geometry (eps {approximate['eps']:.2f}): max |static - avg| {a_difference:.2g}",
+        "t": r["t"],
+        "static": r["static_offsets"],
+        "avg": r["avg_offsets"],
+        "S": task.S,
+        "max_static_avg_difference": difference,
+        "approximate": approximate,
+        "parameters": {
+            "task": f"L={task.L} S={task.S} H={task.H} N={task.N} beta={task.beta}",
+            "flow": f"full, rho={config.rho}, M={r['sample']['M']} balanced contexts, "
+            f"{seeds} seeds",
+            "approximate": f"same flow and shape, N={a_task.N}, d={a_task.d} (realized eps "
+            f"{approximate['eps']:.2f}), M={ra['sample']['M']} balanced contexts, {a_seeds} seeds",
+        },
+        "findings": f"start (static, avg) ~ ({static[:, 0].mean():.2f}, "
+        f"{avg[:, 0].mean():.2f}) of S={task.S}; "
+        f"end max static {_runs.last_finite(static).max():.4f}, max avg "
+        f"{_runs.last_finite(avg).max():.4f}; "
+        f"max |static - avg| over seeds, heads, gates and times {difference:.2g}: "
+        "static concentration; "
+        f"approximate geometry (eps {approximate['eps']:.2f}): max |static - avg| "
+        f"{a_difference:.2g}",
     }
 
 
@@ -74,7 +117,10 @@ def _worst_difference(t, static, avg, b):
 
 def draw(data: dict):
     t = np.asarray(data["t"], float)
-    static, avg = np.asarray(data["static"], float), np.asarray(data["avg"], float)  # (seeds, T, H, 2)
+    static, avg = (
+        np.asarray(data["static"], float),
+        np.asarray(data["avg"], float),
+    )  # (seeds, T, H, 2)
     S = data["S"]
     seeds, _, H, _ = static.shape
     fig, axes = _style.subplots(2, 2, figsize=(10, 7.5))
@@ -85,7 +131,15 @@ def draw(data: dict):
             for h in range(H):
                 c = _style.color(h)
                 ax.plot(t[s, ok], static[s, ok, h, b], "-", color=c, alpha=0.8)
-                ax.plot(t[s, ok], avg[s, ok, h, b], "o", color=c, mfc="none", ms=3.5, alpha=0.8)
+                ax.plot(
+                    t[s, ok],
+                    avg[s, ok, h, b],
+                    "o",
+                    color=c,
+                    mfc="none",
+                    ms=3.5,
+                    alpha=0.8,
+                )
         ax.set_xscale("log")
         ax.set_ylim(0.9, S + 0.1)
         ax.set_xlabel("time t")
@@ -97,11 +151,20 @@ def draw(data: dict):
             for b in range(2):
                 x, y = static[s, :, h, b], avg[s, :, h, b]
                 ok = np.isfinite(x) & np.isfinite(y)
-                ax.plot(x[ok], y[ok], _style.LINESTYLES[b], color=_style.color(h), alpha=0.7)
+                ax.plot(
+                    x[ok], y[ok], _style.LINESTYLES[b], color=_style.color(h), alpha=0.7
+                )
                 ax.plot(x[ok][-1], y[ok][-1], "*", color=_style.color(h), ms=9)
     ax.plot([1, S], [1, S], "k:", lw=0.8)
     ax.fill_between([S - 0.6, S + 0.1], 0.9, 1.6, color="0.85", zorder=0)
-    ax.text(S - 0.3, 1.25, "input-\ndependent\n(not reached)", ha="center", va="center", fontsize=7)
+    ax.text(
+        S - 0.3,
+        1.25,
+        "input-\ndependent\n(not reached)",
+        ha="center",
+        va="center",
+        fontsize=7,
+    )
     ax.set_xlim(0.9, S + 0.1)
     ax.set_ylim(0.9, S + 0.1)
     ax.set_xlabel("static exp(H(E[alpha]))")
@@ -111,21 +174,40 @@ def draw(data: dict):
     runs = [("exact", t, static, avg, (2, 3))]
     approx = data.get("approximate")
     if approx:
-        a_static, a_avg = np.asarray(approx["static"], float), np.asarray(approx["avg"], float)
-        runs.append((f"eps={approx['eps']:.2f} (d={approx['d']}, N={approx['N']})", np.asarray(approx["t"], float),
-                     a_static, a_avg, (7, 5)))
+        a_static, a_avg = (
+            np.asarray(approx["static"], float),
+            np.asarray(approx["avg"], float),
+        )
+        runs.append(
+            (
+                f"eps={approx['eps']:.2f} (d={approx['d']}, N={approx['N']})",
+                np.asarray(approx["t"], float),
+                a_static,
+                a_avg,
+                (7, 5),
+            )
+        )
         for s in range(a_static.shape[0]):  # into the plane as well
             for h in range(a_static.shape[2]):
                 for b in range(2):
                     x, y = a_static[s, :, h, b], a_avg[s, :, h, b]
                     ok = np.isfinite(x) & np.isfinite(y)
-                    axes[1, 0].plot(x[ok], y[ok], _style.LINESTYLES[b], color="0.35", lw=0.8)
+                    axes[1, 0].plot(
+                        x[ok], y[ok], _style.LINESTYLES[b], color="0.35", lw=0.8
+                    )
     maxima = []
     for label, tr, st, av, c in runs:
         for b, branch in enumerate(BRANCHES):
             tt, worst = _worst_difference(tr, st, av, b)
-            ax.plot(tt, worst, _style.LINESTYLES[b], marker=_style.MARKERS[b], color=_style.color(c[b]), ms=3.5,
-                    label=f"{label}: {branch} gates")
+            ax.plot(
+                tt,
+                worst,
+                _style.LINESTYLES[b],
+                marker=_style.MARKERS[b],
+                color=_style.color(c[b]),
+                ms=3.5,
+                label=f"{label}: {branch} gates",
+            )
         maxima.append(f"{label.split(' ')[0]}: {np.nanmax(np.abs(st - av)):.1e}")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -133,12 +215,33 @@ def draw(data: dict):
     ax.set_ylabel("max |static - average| over seeds, heads")
     ax.set_title("largest |static - average| per time (" + "; ".join(maxima) + ")")
     ax.legend(loc="lower left")
-    handles = [Line2D([], [], color=_style.color(h), label=f"head {h}") for h in range(H)]
-    handles += [Line2D([], [], color="0.3", ls=_style.LINESTYLES[b], label=f"{br} gates (lower left)")
-                for b, br in enumerate(BRANCHES)]
-    _style.legend_below(fig, handles, [h.get_label() for h in handles], ncol=len(handles))
-    fig.suptitle("Static vs average effective number of offsets along the full flow (top: exact geometry)")
+    handles = [
+        Line2D([], [], color=_style.color(h), label=f"head {h}") for h in range(H)
+    ]
+    handles += [
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            ls=_style.LINESTYLES[b],
+            label=f"{br} gates (lower left)",
+        )
+        for b, br in enumerate(BRANCHES)
+    ]
+    _style.legend_below(
+        fig, handles, [h.get_label() for h in handles], ncol=len(handles)
+    )
+    fig.suptitle(
+        "Static vs average effective number of offsets along the full flow (top: exact geometry)"
+    )
     return fig
 
 
-FIGURE = Figure("effective_offsets", "The paper's Figure 5a in the idealized model", CLAIM, compute, draw, cost=60)
+FIGURE = Figure(
+    "effective_offsets",
+    "The paper's Figure 5a in the idealized model",
+    CLAIM,
+    compute,
+    draw,
+    cost=60,
+)

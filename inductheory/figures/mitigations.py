@@ -1,38 +1,65 @@
-"""Mitigations (issue 11): window, stride, uniform gates and coordination, beside the paper's numbers."""
+"""Mitigations (issue 11): window, stride, uniform gates and coordination, beside the
+paper's numbers."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..experiments._mitigations import PAPER, SETTINGS, coordination_table, mitigation_table
-from . import _runs
-from . import _style
+from ..experiments._mitigations import (
+    PAPER,
+    SETTINGS,
+    coordination_table,
+    mitigation_table,
+)
+from . import _runs, _style
 from ._figure import Figure
 
 CLAIM = (
-    "Exact per-phase measures (docs/theory.md §9, §10) on exact-geometry tasks with T = L*S = 48 positions, H=2, "
-    "N=4096, beta=4, gamma=1, kappa=1 and all queries (the boundary phase S-1 included), for (S, W) in {(2,2), "
-    "(2,3), (2,4), (2,8), (4,4), (4,6), (4,8), (6,8), (8,8), (8,12), (8,16)} (quick mode (4,4) only). Learned "
-    "gates: the final gates of 256 reduced flows per setting (rho=0.1, delta=1e-3; every seed selected; quick mode "
-    "4 seeds); hard optimum: the one-hot shared gate of least population loss, by exhaustive enumeration of key "
-    "and value offsets of both heads (a vertex, not shown to be optimal among all gates); uniform gates 1/W. "
-    "Every learned seed has phase gap 1 at every setting (per-seed accuracy is 0 or 1 per phase). Uniform gates "
-    "tie at every phase: gap 0, mean accuracy 0, and the lowest target probability (2.9-3.0e-4 against 3.7-7.2e-4). "
-    "With windows the flows collapse: at (2,3), (2,4), (4,6), (4,8), (8,16) all 256 seeds put both heads on one "
-    "offset ((4,8), (8,16): offset S-1, answering only the boundary phase), so at S=4 the mean accuracy falls from "
-    "0.42 (W=4) to 0.25 (W=6, 8); the learned loss is above the hard optimum's at every setting, and the hard "
-    "optimum answers both phases of S=2 once W >= 3. Against the paper's gaps on trained models (W8/S8 75.3% > "
-    "W8/S4 39.8% > W8/S6 31.9% > uniform 19.2% > S=2 6.09%): only 'uniform averaging has the smaller gap and a "
-    "low mean accuracy' is reproduced; the per-seed gap is 100% for every learned setting, and the gap of the "
-    "seed-mean accuracy curve orders the strides the other way (W=8: S=8 29%, S=6 59%, S=4 and S=2 100%). "
-    "Coordination (W=S=4, H in {2, 3}, queries within and all, 64 seeds; quick mode H=2, all, lambda in {0, 0.1}, "
+    "Exact per-phase measures (docs/theory.md §9, §10) on exact-geometry tasks with T "
+    "= L*S = 48 positions, H=2, "
+    "N=4096, beta=4, gamma=1, kappa=1 and all queries (the boundary phase S-1 "
+    "included), for (S, W) in {(2,2), "
+    "(2,3), (2,4), (2,8), (4,4), (4,6), (4,8), (6,8), (8,8), (8,12), (8,16)} (quick "
+    "mode (4,4) only). Learned "
+    "gates: the final gates of 256 reduced flows per setting (rho=0.1, delta=1e-3; "
+    "every seed selected; quick mode "
+    "4 seeds); hard optimum: the one-hot shared gate of least population loss, by "
+    "exhaustive enumeration of key "
+    "and value offsets of both heads (a vertex, not shown to be optimal among all "
+    "gates); uniform gates 1/W. "
+    "Every learned seed has phase gap 1 at every setting (per-seed accuracy is 0 or 1 "
+    "per phase). Uniform gates "
+    "tie at every phase: gap 0, mean accuracy 0, and the lowest target probability "
+    "(2.9-3.0e-4 against 3.7-7.2e-4). "
+    "With windows the flows collapse: at (2,3), (2,4), (4,6), (4,8), (8,16) all 256 "
+    "seeds put both heads on one "
+    "offset ((4,8), (8,16): offset S-1, answering only the boundary phase), so at S=4 "
+    "the mean accuracy falls from "
+    "0.42 (W=4) to 0.25 (W=6, 8); the learned loss is above the hard optimum's at "
+    "every setting, and the hard "
+    "optimum answers both phases of S=2 once W >= 3. Against the paper's gaps on "
+    "trained models (W8/S8 75.3% > "
+    "W8/S4 39.8% > W8/S6 31.9% > uniform 19.2% > S=2 6.09%): only 'uniform averaging "
+    "has the smaller gap and a "
+    "low mean accuracy' is reproduced; the per-seed gap is 100% for every learned "
+    "setting, and the gap of the "
+    "seed-mean accuracy curve orders the strides the other way (W=8: S=8 29%, S=6 59%, "
+    "S=4 and S=2 100%). "
+    "Coordination (W=S=4, H in {2, 3}, queries within and all, 64 seeds; quick mode "
+    "H=2, all, lambda in {0, 0.1}, "
     "4 seeds): the "
-    "overlap penalty with lambda >= 0.1 puts the heads on distinct offsets in every seed (lambda=0.03: 83-100%; "
-    "mean objective 59-62% at H=2, 17-20% at H=3) at a mean population loss no higher than the mean flow's; at "
-    "H = S-1 = 3 with within queries the worst-phase accuracy (mean over seeds) rises from 0.20 to 1, with all "
-    "queries it stays 0 (the boundary phase). The worst-phase objective at tau=1 does the same as lambda; at tau in "
-    "{0.3, 0.1} (budget t_max=1e6, 20,000 steps) the flows ended unselected except at H=3, within; at H=2, within, "
-    "tau=0.3 the unselected gates answered all three within phases (worst accuracy 1) at a higher loss (7.903 "
+    "overlap penalty with lambda >= 0.1 puts the heads on distinct offsets in every "
+    "seed (lambda=0.03: 83-100%; "
+    "mean objective 59-62% at H=2, 17-20% at H=3) at a mean population loss no higher "
+    "than the mean flow's; at "
+    "H = S-1 = 3 with within queries the worst-phase accuracy (mean over seeds) rises "
+    "from 0.20 to 1, with all "
+    "queries it stays 0 (the boundary phase). The worst-phase objective at tau=1 does "
+    "the same as lambda; at tau in "
+    "{0.3, 0.1} (budget t_max=1e6, 20,000 steps) the flows ended unselected except at "
+    "H=3, within; at H=2, within, "
+    "tau=0.3 the unselected gates answered all three within phases (worst accuracy 1) "
+    "at a higher loss (7.903 "
     "against 7.792)."
 )
 
@@ -45,8 +72,14 @@ TASK = dict(H=2, T=48, N=4096, beta=4.0, gamma=1.0, kappa=1.0, queries="all")
 def _variants(quick: bool) -> list[dict]:
     if quick:
         return [{}, {"coordination": 0.1}]
-    return ([{}] + [{"coordination": lam} for lam in (0.03, 0.1, 0.3, 1.0)]
-            + [{"objective": "worst-phase", "tau": tau, **WORST_BUDGET} for tau in (1.0, 0.3, 0.1)])
+    return (
+        [{}]
+        + [{"coordination": lam} for lam in (0.03, 0.1, 0.3, 1.0)]
+        + [
+            {"objective": "worst-phase", "tau": tau, **WORST_BUDGET}
+            for tau in (1.0, 0.3, 0.1)
+        ]
+    )
 
 
 def _label(variant: dict) -> str:
@@ -64,28 +97,63 @@ def compute(quick: bool, cache_dir) -> dict:
     def runner(task, cfg, n):
         return _runs.flow_runs(task, cfg, n, cache_dir)
 
-    settings = ((4, 4),) if quick else SETTINGS  # quick: the mean flow is shared with the coordination row
-    table = mitigation_table(settings, seeds=seeds, config=config, runner=runner, **TASK)
-    shapes, queries = (((2, 4),), ("all",)) if quick else (((2, 4), (3, 4)), ("within", "all"))
+    settings = (
+        ((4, 4),) if quick else SETTINGS
+    )  # quick: the mean flow is shared with the coordination row
+    table = mitigation_table(
+        settings, seeds=seeds, config=config, runner=runner, **TASK
+    )
+    shapes, queries = (
+        (((2, 4),), ("all",)) if quick else (((2, 4), (3, 4)), ("within", "all"))
+    )
     task = {k: v for k, v in TASK.items() if k not in ("H", "queries")}
-    coordination = coordination_table(_variants(quick), shapes=shapes, queries=queries, seeds=4 if quick else 64,
-                                      base=config,
-                                      runner=runner, **task)
+    coordination = coordination_table(
+        _variants(quick),
+        shapes=shapes,
+        queries=queries,
+        seeds=4 if quick else 64,
+        base=config,
+        runner=runner,
+        **task,
+    )
     for row in coordination:
         row["label"] = _label(row["variant"])
     paper = []
     for name, p in PAPER.items():
-        ours = next((r for r in table if (r["S"], r["W"], r["gates"]) == (p["S"], p["W"], p["gates"])), None)
+        ours = next(
+            (
+                r
+                for r in table
+                if (r["S"], r["W"], r["gates"]) == (p["S"], p["W"], p["gates"])
+            ),
+            None,
+        )
         if ours is not None:
-            paper.append({"setting": name, "S": p["S"], "W": p["W"], "gates": p["gates"], "paper_gap": p["gap"],
-                          "paper_mean_accuracy": p.get("mean_accuracy"), "gap": 100 * ours["gap"]["mean"],
-                          "gap_of_mean_curve": 100 * (max(ours["accuracy"]) - min(ours["accuracy"])),
-                          "mean_accuracy": 100 * ours["mean_accuracy"]["mean"]})
+            paper.append(
+                {
+                    "setting": name,
+                    "S": p["S"],
+                    "W": p["W"],
+                    "gates": p["gates"],
+                    "paper_gap": p["gap"],
+                    "paper_mean_accuracy": p.get("mean_accuracy"),
+                    "gap": 100 * ours["gap"]["mean"],
+                    "gap_of_mean_curve": 100
+                    * (max(ours["accuracy"]) - min(ours["accuracy"])),
+                    "mean_accuracy": 100 * ours["mean_accuracy"]["mean"],
+                }
+            )
     return {
-        "table": table, "coordination": coordination, "paper": paper,
-        "parameters": {"task": "T=L*S=48 positions, H=2, N=4096, beta=4, gamma=1, kappa=1, exact geometry, queries=all",
-                       "flow": f"reduced, rho={config.rho}, delta={config.delta}, t_max={config.t_max:g}, {seeds} seeds per row",
-                       "coordination": "W=S=4, H in {2, 3} (quick: 2), queries within and all (quick: all)"},
+        "table": table,
+        "coordination": coordination,
+        "paper": paper,
+        "parameters": {
+            "task": "T=L*S=48 positions, H=2, N=4096, beta=4, gamma=1, kappa=1, exact "
+            "geometry, queries=all",
+            "flow": f"reduced, rho={config.rho}, delta={config.delta}, "
+            f"t_max={config.t_max:g}, {seeds} seeds per row",
+            "coordination": "W=S=4, H in {2, 3} (quick: 2), queries within and all (quick: all)",
+        },
         "findings": _findings(table, coordination, paper),
     }
 
@@ -98,17 +166,33 @@ def _findings(table, coordination, paper) -> str:
     rows = "; ".join(
         f"S={r['S']} W={r['W']} {r['gates']}: gap {r['gap']['mean']:.2f}+-{r['gap']['sd']:.2f}, "
         f"mean acc {r['mean_accuracy']['mean']:.3f}, loss {r['mean_loss']['mean']:.4f}, "
-        f"target prob {r['mean_target_probability']['mean']:.2e}" for r in table)
-    vs = "; ".join(f"{p['setting']}: per-seed gap {p['gap']:.1f}%, gap of the seed-mean curve "
-                   f"{p['gap_of_mean_curve']:.1f}%, mean acc {p['mean_accuracy']:.1f}% (paper gap {p['paper_gap']}%"
-                   + (f", mean {p['paper_mean_accuracy']}%)" if p["paper_mean_accuracy"] is not None else ")")
-                   for p in paper)
+        f"target prob {r['mean_target_probability']['mean']:.2e}"
+        for r in table
+    )
+    vs = "; ".join(
+        f"{p['setting']}: per-seed gap {p['gap']:.1f}%, gap of the seed-mean curve "
+        f"{p['gap_of_mean_curve']:.1f}%, mean acc {p['mean_accuracy']:.1f}% (paper gap "
+        f"{p['paper_gap']}%"
+        + (
+            f", mean {p['paper_mean_accuracy']}%)"
+            if p["paper_mean_accuracy"] is not None
+            else ")"
+        )
+        for p in paper
+    )
     co = "; ".join(
         f"H={r['H']} {r['queries']} {r['label']}: distinct {_num(r['distinct_fraction'])} "
         f"(argmax keys {r['distinct_key_fraction']:.2f}) "
-        f"({r['selected_seeds']}/{r['seeds']} selected), worst acc {r['worst_accuracy']['mean']:.2f}, "
-        f"loss {r['mean_loss']['mean']:.4f}" for r in coordination)
-    return f"{rows}. " + (f"Against the paper: {vs}. " if vs else "") + f"Coordination: {co}"
+        f"({r['selected_seeds']}/{r['seeds']} selected), worst acc "
+        f"{r['worst_accuracy']['mean']:.2f}, "
+        f"loss {r['mean_loss']['mean']:.4f}"
+        for r in coordination
+    )
+    return (
+        f"{rows}. "
+        + (f"Against the paper: {vs}. " if vs else "")
+        + f"Coordination: {co}"
+    )
 
 
 def _setting_bars(ax, table, key, ylabel, title, scale=1.0):
@@ -119,8 +203,16 @@ def _setting_bars(ax, table, key, ylabel, title, scale=1.0):
         rows = {(r["S"], r["W"]): r for r in table if r["gates"] == kind}
         mean = np.array([rows[s][key]["mean"] for s in settings]) * scale
         sd = np.array([rows[s][key]["sd"] for s in settings]) * scale
-        ax.bar(x + (k - 1) * width, mean, width, yerr=sd if kind == "learned" else None, capsize=2,
-               color=_style.color(k), label=f"{kind} gates" + (" (mean, sd over seeds)" if kind == "learned" else ""))
+        ax.bar(
+            x + (k - 1) * width,
+            mean,
+            width,
+            yerr=sd if kind == "learned" else None,
+            capsize=2,
+            color=_style.color(k),
+            label=f"{kind} gates"
+            + (" (mean, sd over seeds)" if kind == "learned" else ""),
+        )
     ax.set_xticks(x, [f"S={s}\nW={w}" for s, w in settings], fontsize=7.5)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -138,10 +230,21 @@ def _coordination_panel(ax, rows, key, ylabel, title):
             err = None
         else:
             y = np.array([sel[lab][key]["mean"] for lab in labels])
-            err = np.array([[sel[lab][key]["mean"] - sel[lab][key]["q25"] for lab in labels],
-                            [sel[lab][key]["q75"] - sel[lab][key]["mean"] for lab in labels]]).clip(0)
-        ax.errorbar(x + 0.08 * (g - (len(groups) - 1) / 2), y, yerr=err, fmt=_style.MARKERS[g] + _style.LINESTYLES[g % 4],
-                    color=_style.color(g + 3), capsize=2, label=f"H={H}, S=4, queries {q}")
+            err = np.array(
+                [
+                    [sel[lab][key]["mean"] - sel[lab][key]["q25"] for lab in labels],
+                    [sel[lab][key]["q75"] - sel[lab][key]["mean"] for lab in labels],
+                ]
+            ).clip(0)
+        ax.errorbar(
+            x + 0.08 * (g - (len(groups) - 1) / 2),
+            y,
+            yerr=err,
+            fmt=_style.MARKERS[g] + _style.LINESTYLES[g % 4],
+            color=_style.color(g + 3),
+            capsize=2,
+            label=f"H={H}, S=4, queries {q}",
+        )
     ax.set_xticks(x, labels, rotation=35, ha="right", fontsize=7.5)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -150,43 +253,116 @@ def _coordination_panel(ax, rows, key, ylabel, title):
 def draw(data: dict):
     table, coord, paper = data["table"], data["coordination"], data["paper"]
     fig, axes = _style.subplots(2, 3, figsize=(15, 9))
-    settings, x = _setting_bars(axes[0, 0], table, "gap", "phase gap (max - min accuracy)",
-                                "phase gap; paper's measured gaps (x)")
+    settings, x = _setting_bars(
+        axes[0, 0],
+        table,
+        "gap",
+        "phase gap (max - min accuracy)",
+        "phase gap; paper's measured gaps (x)",
+    )
     for p in paper:
         i = settings.index((p["S"], p["W"]))
         k = KINDS.index(p["gates"])
-        axes[0, 0].plot(x[i] + (k - 1) * 0.27, p["paper_gap"] / 100, "kx", ms=8, mew=2,
-                        label="paper (trained models)" if p is paper[0] else None)
+        axes[0, 0].plot(
+            x[i] + (k - 1) * 0.27,
+            p["paper_gap"] / 100,
+            "kx",
+            ms=8,
+            mew=2,
+            label="paper (trained models)" if p is paper[0] else None,
+        )
     learned = {(r["S"], r["W"]): r for r in table if r["gates"] == "learned"}
-    curve_gap = [max(learned[s]["accuracy"]) - min(learned[s]["accuracy"]) for s in settings]
-    axes[0, 0].plot(x - 0.27, curve_gap, "o", color="k", mfc="w", ms=6, label="gap of the seed-mean accuracy curve")
+    curve_gap = [
+        max(learned[s]["accuracy"]) - min(learned[s]["accuracy"]) for s in settings
+    ]
+    axes[0, 0].plot(
+        x - 0.27,
+        curve_gap,
+        "o",
+        color="k",
+        mfc="w",
+        ms=6,
+        label="gap of the seed-mean accuracy curve",
+    )
     axes[0, 0].set_ylim(0, 1.3)
-    _setting_bars(axes[0, 1], table, "mean_accuracy", "mean accuracy over phases", "mean top-1 accuracy; paper's uniform (x)")
+    _setting_bars(
+        axes[0, 1],
+        table,
+        "mean_accuracy",
+        "mean accuracy over phases",
+        "mean top-1 accuracy; paper's uniform (x)",
+    )
     for p in paper:
         if p["paper_mean_accuracy"] is not None:
             i = settings.index((p["S"], p["W"]))
-            axes[0, 1].plot(x[i] + 0.27, p["paper_mean_accuracy"] / 100, "kx", ms=8, mew=2)
+            axes[0, 1].plot(
+                x[i] + 0.27, p["paper_mean_accuracy"] / 100, "kx", ms=8, mew=2
+            )
     axes[0, 1].set_ylim(0, 1.12)
-    axes[0, 1].text(0.98, 0.97, "uniform gates: 0 at every setting (top-1 ties)", transform=axes[0, 1].transAxes,
-                    ha="right", va="top", fontsize=7.5)
-    _setting_bars(axes[0, 2], table, "mean_target_probability", "mean target probability (x 1e-4)",
-                  "target probability, mean over phases", scale=1e4)
+    axes[0, 1].text(
+        0.98,
+        0.97,
+        "uniform gates: 0 at every setting (top-1 ties)",
+        transform=axes[0, 1].transAxes,
+        ha="right",
+        va="top",
+        fontsize=7.5,
+    )
+    _setting_bars(
+        axes[0, 2],
+        table,
+        "mean_target_probability",
+        "mean target probability (x 1e-4)",
+        "target probability, mean over phases",
+        scale=1e4,
+    )
     axes[0, 0].legend(loc="upper left", fontsize=7, ncol=2)
-    _coordination_panel(axes[1, 0], coord, "distinct_key_fraction", "share of seeds, heads' key argmax distinct",
-                        "coordination: heads on distinct offsets (all seeds)")
-    _coordination_panel(axes[1, 1], coord, "worst_accuracy", "worst-phase accuracy (mean, quartiles)",
-                        "coordination: worst-phase accuracy")
-    _coordination_panel(axes[1, 2], coord, "mean_loss", "population loss (mean, quartiles)",
-                        "coordination: mean loss of the final gates")
+    _coordination_panel(
+        axes[1, 0],
+        coord,
+        "distinct_key_fraction",
+        "share of seeds, heads' key argmax distinct",
+        "coordination: heads on distinct offsets (all seeds)",
+    )
+    _coordination_panel(
+        axes[1, 1],
+        coord,
+        "worst_accuracy",
+        "worst-phase accuracy (mean, quartiles)",
+        "coordination: worst-phase accuracy",
+    )
+    _coordination_panel(
+        axes[1, 2],
+        coord,
+        "mean_loss",
+        "population loss (mean, quartiles)",
+        "coordination: mean loss of the final gates",
+    )
     axes[1, 0].set_ylim(-0.05, 1.05)
     axes[1, 1].set_ylim(-0.05, 1.05)
     axes[1, 0].legend(loc="lower right", fontsize=7)
     unselected = sorted({r["label"] for r in coord if r["selected_seeds"] < r["seeds"]})
     if unselected:
-        axes[1, 1].text(0.02, 0.6, "ended unselected (step or time budget) in some groups:\n" + ", ".join(unselected),
-                        transform=axes[1, 1].transAxes, fontsize=7.5)
-    fig.suptitle("Mitigations: window W, stride S, uniform gates (top; H=2, T=48) and coordination of heads (bottom)")
+        axes[1, 1].text(
+            0.02,
+            0.6,
+            "ended unselected (step or time budget) in some groups:\n"
+            + ", ".join(unselected),
+            transform=axes[1, 1].transAxes,
+            fontsize=7.5,
+        )
+    fig.suptitle(
+        "Mitigations: window W, stride S, uniform gates (top; H=2, T=48) and "
+        "coordination of heads (bottom)"
+    )
     return fig
 
 
-FIGURE = Figure("mitigations", "Mitigations: window, stride, uniform gates and coordination", CLAIM, compute, draw, cost=490)
+FIGURE = Figure(
+    "mitigations",
+    "Mitigations: window, stride, uniform gates and coordination",
+    CLAIM,
+    compute,
+    draw,
+    cost=490,
+)

@@ -1,4 +1,5 @@
-"""The price of phase-uniformity (docs/theory.md §4, §6): the frontier of mean vs worst-phase loss over
+"""The price of phase-uniformity (docs/theory.md §4, §6): the frontier of mean vs
+worst-phase loss over
 block-shared gates, with the learned, uniform and coordinated points placed on it."""
 
 from __future__ import annotations
@@ -7,53 +8,96 @@ import itertools
 
 import numpy as np
 
-from ..experiments._frontier import frontier_mean_at, mean_and_worst, uniformity_frontier
-from ..model._gates import hard_selection, uniform_gates
+from ..experiments._frontier import (
+    frontier_mean_at,
+    mean_and_worst,
+    uniformity_frontier,
+)
 from ..internal._io import cached
-from . import _runs
-from . import _style
+from ..model._gates import hard_selection, uniform_gates
+from . import _runs, _style
 from ._figure import Figure
 
 S = 4
 HEADS = (2, 3)  # H < S - 1 and H = S - 1
-COORDINATED = (("coordination", "overlap penalty lambda=0.1", dict(coordination=0.1)),
-               ("worst_phase", "worst-phase objective tau=0.1", dict(objective="worst-phase", tau=0.1)))
+COORDINATED = (
+    ("coordination", "overlap penalty lambda=0.1", dict(coordination=0.1)),
+    (
+        "worst_phase",
+        "worst-phase objective tau=0.1",
+        dict(objective="worst-phase", tau=0.1),
+    ),
+)
 
 CLAIM = (
-    "Exact per-phase losses of block-shared gates (docs/theory.md §4, §9), L=8, S=4, N=4096, beta=4, gamma=1. The "
-    "frontier F(c) = min mean loss subject to worst-phase loss <= c, by an augmented Lagrangian with BFGS from 32 "
-    "starts per bound (16 grid bounds plus the worst phase of every placed point; quick mode H=2 only, 8 starts, 6 "
-    "bounds, 16/8 flow seeds); every bound was solved and F is non-increasing. H=2 < S-1: F runs from (worst "
-    "7.792, mean 7.786) to the best mean 7.5745 at worst 8.3203 (a hard selection with distinct heads, one phase "
-    "uncovered); making the worst phase as small as found costs 0.211 in mean loss (the price of uniformity). "
-    "Uniform gates (8.010, 8.010) lie 0.32 above F. Plain reduced flows (rho=0.1, delta=1e-3, 256 seeds) all end "
-    "at the mean-optimal end: 174 with distinct heads (7e-4 above F, the flow stops within delta of the vertex), "
-    "82 with both heads on one offset (2e-3 above). The overlap penalty lambda=0.1 (32 seeds) ends there too "
-    "(6e-4 above): with two heads it cannot cover three phases. The worst-phase objective tau=0.1 (32 seeds) moves "
-    "along F to (7.821, 7.778), 0.005 above it: 0.50 off the worst phase for 0.20 of mean loss. H=3 = S-1: F is a "
-    "single point, the distinct hard selection (7.2028, 7.2028), so uniformity is free; uniform gates lie 0.65 "
-    "above it; plain flows reach it (within 1.3e-3) in 67/256 seeds and otherwise leave a phase uncovered (worst "
-    "8.32, mean only 0.001-0.006 above F); both coordinations reach it in 32/32 seeds (within 1.2e-3 and 1.3e-3)."
+    "Exact per-phase losses of block-shared gates (docs/theory.md §4, §9), L=8, S=4, "
+    "N=4096, beta=4, gamma=1. The "
+    "frontier F(c) = min mean loss subject to worst-phase loss <= c, by an augmented "
+    "Lagrangian with BFGS from 32 "
+    "starts per bound (16 grid bounds plus the worst phase of every placed point; "
+    "quick mode H=2 only, 8 starts, 6 "
+    "bounds, 16/8 flow seeds); every bound was solved and F is non-increasing. H=2 < "
+    "S-1: F runs from (worst "
+    "7.792, mean 7.786) to the best mean 7.5745 at worst 8.3203 (a hard selection with "
+    "distinct heads, one phase "
+    "uncovered); making the worst phase as small as found costs 0.211 in mean loss "
+    "(the price of uniformity). "
+    "Uniform gates (8.010, 8.010) lie 0.32 above F. Plain reduced flows (rho=0.1, "
+    "delta=1e-3, 256 seeds) all end "
+    "at the mean-optimal end: 174 with distinct heads (7e-4 above F, the flow stops "
+    "within delta of the vertex), "
+    "82 with both heads on one offset (2e-3 above). The overlap penalty lambda=0.1 (32 "
+    "seeds) ends there too "
+    "(6e-4 above): with two heads it cannot cover three phases. The worst-phase "
+    "objective tau=0.1 (32 seeds) moves "
+    "along F to (7.821, 7.778), 0.005 above it: 0.50 off the worst phase for 0.20 of "
+    "mean loss. H=3 = S-1: F is a "
+    "single point, the distinct hard selection (7.2028, 7.2028), so uniformity is "
+    "free; uniform gates lie 0.65 "
+    "above it; plain flows reach it (within 1.3e-3) in 67/256 seeds and otherwise "
+    "leave a phase uncovered (worst "
+    "8.32, mean only 0.001-0.006 above F); both coordinations reach it in 32/32 seeds "
+    "(within 1.2e-3 and 1.3e-3)."
 )
 
 
 def _frontier(task, quick, cache_dir, placed):
     n_bounds, starts = (6, 8) if quick else (16, 32)
     placed = sorted(set(placed))
-    params = {"kind": "uniformity_frontier", "task": task.to_dict(), "n_bounds": n_bounds, "starts": starts,
-              "placed": placed, "seed": 0, "algorithm": "AL-BFGS v4 (end solutions start every bound, floored logits)"}
+    params = {
+        "kind": "uniformity_frontier",
+        "task": task.to_dict(),
+        "n_bounds": n_bounds,
+        "starts": starts,
+        "placed": placed,
+        "seed": 0,
+        "algorithm": "AL-BFGS v4 (end solutions start every bound, floored logits)",
+    }
 
     def run():
-        fr = uniformity_frontier(task, n_bounds=n_bounds, starts=starts, upper=max(placed), extra_bounds=placed)
-        return {k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v) for k, v in fr.items()}
+        fr = uniformity_frontier(
+            task,
+            n_bounds=n_bounds,
+            starts=starts,
+            upper=max(placed),
+            extra_bounds=placed,
+        )
+        return {
+            k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v)
+            for k, v in fr.items()
+        }
 
     return cached(cache_dir, params, run)
 
 
 def _points(task, run):
-    """(mean, worst) of every seed's final gates, grouped to 3 decimals (flows stop within delta = 1e-3 of a
+    """(mean, worst) of every seed's final gates, grouped to 3 decimals (flows stop within
+    delta = 1e-3 of a
     vertex): distinct points with their seed counts."""
-    pts = [mean_and_worst(task, _runs.converged_gates(run, i)) for i in range(len(run["final_biases"]))]
+    pts = [
+        mean_and_worst(task, _runs.converged_gates(run, i))
+        for i in range(len(run["final_biases"]))
+    ]
     rounded = {}
     for m, w in pts:
         key = (round(m, 3), round(w, 3))
@@ -65,13 +109,17 @@ def compute(quick: bool, cache_dir) -> dict:
     config, seeds = _runs.reduced_config(quick)
     few = 8 if quick else 32
     panels = []
-    for H in HEADS[:1] if quick else HEADS:  # quick: H = 2 only (each flow setting compiles once)
+    for H in (
+        HEADS[:1] if quick else HEADS
+    ):  # quick: H = 2 only (each flow setting compiles once)
         task = _runs.task_of(**{**_runs.BASE, "S": S, "H": H})
         learned = _points(task, _runs.flow_runs(task, config, seeds, cache_dir))
         coordinated = {}
         for name, _, change in COORDINATED:
             cfg, _ = _runs.reduced_config(quick, **change)
-            coordinated[name] = _points(task, _runs.flow_runs(task, cfg, few, cache_dir))
+            coordinated[name] = _points(
+                task, _runs.flow_runs(task, cfg, few, cache_dir)
+            )
         u_mean, u_worst = mean_and_worst(task, uniform_gates(H, S))
         vertices = []
         for offsets in itertools.product(range(S - 1), repeat=H):
@@ -79,50 +127,107 @@ def compute(quick: bool, cache_dir) -> dict:
                 m, w = mean_and_worst(task, hard_selection(S, np.asarray(offsets)))
                 vertices.append({"offsets": list(offsets), "mean": m, "worst": w})
         # the frontier is also solved at the worst phase of every placed point
-        placed = ([u_worst] + [p["worst"] for p in learned] + [p["worst"] for v in coordinated.values() for p in v]
-                  + [v["worst"] for v in vertices])
+        placed = (
+            [u_worst]
+            + [p["worst"] for p in learned]
+            + [p["worst"] for v in coordinated.values() for p in v]
+            + [v["worst"] for v in vertices]
+        )
         fr = _frontier(task, quick, cache_dir, placed)
 
-        def gap(p):  # mean above the frontier at the point's worst phase
+        def gap(p, fr=fr):  # mean above the frontier at the point's worst phase
             return float(p["mean"] - frontier_mean_at(fr, p["worst"]))
 
         for p in learned + [p for v in coordinated.values() for p in v] + vertices:
             p["above_frontier"] = gap(p)
-        panels.append({
-            "H": H, "frontier": {k: fr[k] for k in ("bounds", "mean", "worst", "all_mean", "all_worst", "min_worst",
-                                                    "min_worst_mean", "unconstrained_mean", "unconstrained_worst")},
-            "uniform": {"mean": u_mean, "worst": u_worst,
-                        "above_frontier": float(u_mean - frontier_mean_at(fr, u_worst))},
-            "learned": learned, "coordinated": coordinated, "vertices": vertices,
-            # F at the smallest worst phase found (the constrained solve or the soft-max solve) minus the best mean
-            "price": float(np.nanmin(np.asarray([fr["min_worst_mean"], fr["mean"][0]], float))) - fr["unconstrained_mean"],
-        })
+        panels.append(
+            {
+                "H": H,
+                "frontier": {
+                    k: fr[k]
+                    for k in (
+                        "bounds",
+                        "mean",
+                        "worst",
+                        "all_mean",
+                        "all_worst",
+                        "min_worst",
+                        "min_worst_mean",
+                        "unconstrained_mean",
+                        "unconstrained_worst",
+                    )
+                },
+                "uniform": {
+                    "mean": u_mean,
+                    "worst": u_worst,
+                    "above_frontier": float(u_mean - frontier_mean_at(fr, u_worst)),
+                },
+                "learned": learned,
+                "coordinated": coordinated,
+                "vertices": vertices,
+                # F at the smallest worst phase found (the constrained solve or the soft-max
+                # solve) minus the best mean
+                "price": float(
+                    np.nanmin(np.asarray([fr["min_worst_mean"], fr["mean"][0]], float))
+                )
+                - fr["unconstrained_mean"],
+            }
+        )
     return {
-        "S": S, "panels": panels,
-        "parameters": {"task": "L=8 S=4 N=4096 beta=4 gamma=1 kappa=1, H in {2, 3}",
-                       "frontier": ("augmented Lagrangian + BFGS, " + ("6 bounds x 8 starts" if quick else "16 bounds x 32 starts")),
-                       "flows": f"reduced, rho={config.rho}, delta={config.delta}; plain {seeds} seeds, coordinated {few} seeds"},
+        "S": S,
+        "panels": panels,
+        "parameters": {
+            "task": "L=8 S=4 N=4096 beta=4 gamma=1 kappa=1, H in {2, 3}",
+            "frontier": (
+                "augmented Lagrangian + BFGS, "
+                + ("6 bounds x 8 starts" if quick else "16 bounds x 32 starts")
+            ),
+            "flows": f"reduced, rho={config.rho}, delta={config.delta}; plain {seeds} "
+            f"seeds, coordinated {few} seeds",
+        },
         "findings": "; ".join(
-            f"H={p['H']}: frontier from (worst {p['frontier']['min_worst']:.4f}, mean {p['frontier']['unconstrained_mean'] + p['price']:.4f}) "
-            f"to (worst {p['frontier']['unconstrained_worst']:.4f}, mean {p['frontier']['unconstrained_mean']:.4f}), "
-            f"price of uniformity {p['price']:.4f}; uniform ({p['uniform']['worst']:.4f}, {p['uniform']['mean']:.4f}), "
+            f"H={p['H']}: frontier from (worst {p['frontier']['min_worst']:.4f}, mean "
+            f"{p['frontier']['unconstrained_mean'] + p['price']:.4f}) "
+            f"to (worst {p['frontier']['unconstrained_worst']:.4f}, mean "
+            f"{p['frontier']['unconstrained_mean']:.4f}), "
+            f"price of uniformity {p['price']:.4f}; uniform "
+            f"({p['uniform']['worst']:.4f}, {p['uniform']['mean']:.4f}), "
             f"{p['uniform']['above_frontier']:.4f} above; learned "
-            + ", ".join(f"({q['worst']:.4f}, {q['mean']:.4f}) x{q['seeds']}" for q in p["learned"])
-            + "; " + "; ".join(f"{name}: " + ", ".join(f"({q['worst']:.4f}, {q['mean']:.4f}) x{q['seeds']}" for q in pts)
-                               for name, pts in p["coordinated"].items())
-            for p in panels),
+            + ", ".join(
+                f"({q['worst']:.4f}, {q['mean']:.4f}) x{q['seeds']}"
+                for q in p["learned"]
+            )
+            + "; "
+            + "; ".join(
+                f"{name}: "
+                + ", ".join(
+                    f"({q['worst']:.4f}, {q['mean']:.4f}) x{q['seeds']}" for q in pts
+                )
+                for name, pts in p["coordinated"].items()
+            )
+            for p in panels
+        ),
     }
 
 
 def _placed(p):
     """(label, marker, colour, points) of everything placed on the frontier."""
     total = sum(q["seeds"] for q in p["learned"])
-    out = [("hard selections", "s", "0.5", p["vertices"]),
-           ("uniform gates", "X", _style.color(3), [p["uniform"]]),
-           (f"learned (plain flow, {total} seeds)", "o", _style.color(0), p["learned"])]
+    out = [
+        ("hard selections", "s", "0.5", p["vertices"]),
+        ("uniform gates", "X", _style.color(3), [p["uniform"]]),
+        (f"learned (plain flow, {total} seeds)", "o", _style.color(0), p["learned"]),
+    ]
     for j, (name, label) in enumerate(COORDINATED_LABELS):
         pts = p["coordinated"][name]
-        out.append((f"{label} ({sum(q['seeds'] for q in pts)} seeds)", "^D"[j], _style.color(1 + j), pts))
+        out.append(
+            (
+                f"{label} ({sum(q['seeds'] for q in pts)} seeds)",
+                "^D"[j],
+                _style.color(1 + j),
+                pts,
+            )
+        )
     return out
 
 
@@ -131,39 +236,86 @@ COORDINATED_LABELS = tuple((name, label) for name, label, _ in COORDINATED)
 
 def draw(data: dict):
     panels = data["panels"]
-    fig, axes = _style.subplots(2, len(panels), figsize=(6.8 * len(panels), 9), squeeze=False)
+    fig, axes = _style.subplots(
+        2, len(panels), figsize=(6.8 * len(panels), 9), squeeze=False
+    )
     for i, p in enumerate(panels):
         fr = p["frontier"]
         ax = axes[0, i]
-        ax.plot(np.ravel(fr["all_worst"]), np.ravel(fr["all_mean"]), ".", color="0.8", ms=2,
-                label="every start of the constrained solves")
+        ax.plot(
+            np.ravel(fr["all_worst"]),
+            np.ravel(fr["all_mean"]),
+            ".",
+            color="0.8",
+            ms=2,
+            label="every start of the constrained solves",
+        )
         ok = np.isfinite(np.asarray(fr["mean"], float))
-        ax.plot(np.asarray(fr["worst"], float)[ok], np.asarray(fr["mean"], float)[ok], "-", color="k", lw=1.4,
-                label=f"frontier F(c) ({ok.sum()}/{ok.size} bounds solved)")
+        ax.plot(
+            np.asarray(fr["worst"], float)[ok],
+            np.asarray(fr["mean"], float)[ok],
+            "-",
+            color="k",
+            lw=1.4,
+            label=f"frontier F(c) ({ok.sum()}/{ok.size} bounds solved)",
+        )
         for label, marker, colour, pts in _placed(p):
             counts = [q.get("seeds", 1) for q in pts]
-            ax.scatter([q["worst"] for q in pts], [q["mean"] for q in pts], marker=marker, color=colour,
-                       s=[30 + 60 * np.sqrt(c / max(counts)) for c in counts], edgecolors="k", linewidths=0.5,
-                       zorder=3, alpha=0.85, label=label)
+            ax.scatter(
+                [q["worst"] for q in pts],
+                [q["mean"] for q in pts],
+                marker=marker,
+                color=colour,
+                s=[30 + 60 * np.sqrt(c / max(counts)) for c in counts],
+                edgecolors="k",
+                linewidths=0.5,
+                zorder=3,
+                alpha=0.85,
+                label=label,
+            )
         ax.set_xlabel("worst-phase loss max_p l_p")
         ax.set_ylabel("mean loss over phases")
         kind = "H < S-1" if p["H"] < data["S"] - 1 else "H = S-1"
-        ax.set_title(f"H={p['H']}, S={data['S']} ({kind}): price of uniformity {p['price']:.4f}\n"
-                     f"(mean at the smallest worst phase minus the best mean)")
+        ax.set_title(
+            f"H={p['H']}, S={data['S']} ({kind}): price of uniformity {p['price']:.4f}\n"
+            f"(mean at the smallest worst phase minus the best mean)"
+        )
         ax.legend(loc="upper right", fontsize=7)
         ax = axes[1, i]
         for label, marker, colour, pts in _placed(p):
-            ax.scatter([q["worst"] for q in pts], [q["above_frontier"] for q in pts], marker=marker, color=colour,
-                       s=40, edgecolors="k", linewidths=0.5, zorder=3, alpha=0.85, label=label)
+            ax.scatter(
+                [q["worst"] for q in pts],
+                [q["above_frontier"] for q in pts],
+                marker=marker,
+                color=colour,
+                s=40,
+                edgecolors="k",
+                linewidths=0.5,
+                zorder=3,
+                alpha=0.85,
+                label=label,
+            )
         ax.axhline(0, color="k", lw=1)
         ax.set_yscale("symlog", linthresh=1e-4)
         gaps = [q["above_frontier"] for *_, pts in _placed(p) for q in pts]
         ax.set_ylim(min(-2e-4, 3 * min(gaps)), 3 * max(gaps))
         ax.set_xlabel("worst-phase loss max_p l_p")
         ax.set_ylabel("mean - F(worst)  (0: on the frontier)")
-        ax.set_title(f"H={p['H']}: height above the frontier (F solved at each point's worst phase)")
-    fig.suptitle("Mean vs worst-phase loss over block-shared gates\n(L=8, N=4096, beta=4, gamma=1; exact §4 losses)")
+        ax.set_title(
+            f"H={p['H']}: height above the frontier (F solved at each point's worst phase)"
+        )
+    fig.suptitle(
+        "Mean vs worst-phase loss over block-shared gates\n(L=8, N=4096, beta=4, "
+        "gamma=1; exact §4 losses)"
+    )
     return fig
 
 
-FIGURE = Figure("phase_uniformity", "The price of phase-uniformity: mean vs worst-phase loss", CLAIM, compute, draw, cost=180)
+FIGURE = Figure(
+    "phase_uniformity",
+    "The price of phase-uniformity: mean vs worst-phase loss",
+    CLAIM,
+    compute,
+    draw,
+    cost=180,
+)

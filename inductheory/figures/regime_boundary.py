@@ -1,4 +1,5 @@
-"""Where Theorem 1's hard-selection regime ends: the closed-form local boundary N*(beta) against measured brackets."""
+"""Where Theorem 1's hard-selection regime ends: the closed-form local boundary N*(beta)
+against measured brackets."""
 
 from __future__ import annotations
 
@@ -6,32 +7,48 @@ import math
 
 import numpy as np
 
-from ..flow._config import FlowConfig
-from ..oracle._minimize import OracleMinimizer
 from ..experiments._regime import regime_map
+from ..flow._config import FlowConfig
 from ..oracle._boundary import hard_vertex_boundary
-from . import _runs
-from . import _style
+from ..oracle._minimize import OracleMinimizer
+from . import _runs, _style
 from ._figure import Figure
 
 CLAIM = (
-    "The hard vertex with distinct heads (docs/theory.md §7) is a strict local minimum of the per-context loss "
-    "exactly for N > N*(beta), a closed form (larger root of a quadratic in N - LS: the value edge towards the "
-    "target of an uncovered phase is the only edge derivative that changes sign; derivation in proofs/README.md "
-    "§6, checked symbolically in proofs/regime_boundary.py; lines). Measured, exact geometry, S=4, one context "
-    "per point, 16 restarts + 8 vertex seeds: brackets (N_below, N*] of the smallest N from which the best "
-    "oracle minimizer found is hard with distinct heads at every larger grid N (N grid powers of 2 from "
-    "max(16, LS) to 2048, then 3 bisection steps in log N), over L in {4, 6, 8} (gamma=1, H=2), gamma in "
-    "{0.5, 1} (L=4, H=2) and H in {1, 2, 3} (L=4, gamma=1), 4 betas each (24 brackets; quick mode: L=4, H=2, "
-    "gamma=1, 2 betas, 4 grid N, 1 bisection step, 8 restarts). Every oracle bracket agrees with the prediction: "
-    "the 20 closed ones contain it (bracket width 8-10% in N), and with H = 3 = S - 1, where every phase is "
-    "covered and the vertex is a local minimum at every N, the optimum is hard with distinct heads down to "
-    "N = LS = 16 at all 4 betas. So the measured global boundary is the local one: above N* the minimizer "
-    "found no point better than the vertex. Reduced flow (docs/theory.md §6; L=4, S=4, H=2, gamma=1, 16 seeds, rho=0.1, "
-    "delta=1e-3, t_max=1e7; quick mode 1 beta, 4 seeds): the N below which fewer than half of the seeds "
-    "delta-select with distinct heads, bisected in log N between LS and 2048 (6 steps; quick mode 3): 3 of 4 "
-    "brackets contain N*; at beta=12 the flow still selects at N=450, 0.9% below N*=454.2, where the point the "
-    "flow tends to lies only ~1.5e-3 off the vertex (comparable to delta), and the selection event fires on "
+    "The hard vertex with distinct heads (docs/theory.md §7) is a strict local minimum "
+    "of the per-context loss "
+    "exactly for N > N*(beta), a closed form (larger root of a quadratic in N - LS: "
+    "the value edge towards the "
+    "target of an uncovered phase is the only edge derivative that changes sign; "
+    "derivation in proofs/README.md "
+    "§6, checked symbolically in proofs/regime_boundary.py; lines). Measured, exact "
+    "geometry, S=4, one context "
+    "per point, 16 restarts + 8 vertex seeds: brackets (N_below, N*] of the smallest N "
+    "from which the best "
+    "oracle minimizer found is hard with distinct heads at every larger grid N (N grid "
+    "powers of 2 from "
+    "max(16, LS) to 2048, then 3 bisection steps in log N), over L in {4, 6, 8} "
+    "(gamma=1, H=2), gamma in "
+    "{0.5, 1} (L=4, H=2) and H in {1, 2, 3} (L=4, gamma=1), 4 betas each (24 brackets; "
+    "quick mode: L=4, H=2, "
+    "gamma=1, 2 betas, 4 grid N, 1 bisection step, 8 restarts). Every oracle bracket "
+    "agrees with the prediction: "
+    "the 20 closed ones contain it (bracket width 8-10% in N), and with H = 3 = S - 1, "
+    "where every phase is "
+    "covered and the vertex is a local minimum at every N, the optimum is hard with "
+    "distinct heads down to "
+    "N = LS = 16 at all 4 betas. So the measured global boundary is the local one: "
+    "above N* the minimizer "
+    "found no point better than the vertex. Reduced flow (docs/theory.md §6; L=4, S=4, "
+    "H=2, gamma=1, 16 seeds, rho=0.1, "
+    "delta=1e-3, t_max=1e7; quick mode 1 beta, 4 seeds): the N below which fewer than "
+    "half of the seeds "
+    "delta-select with distinct heads, bisected in log N between LS and 2048 (6 steps; "
+    "quick mode 3): 3 of 4 "
+    "brackets contain N*; at beta=12 the flow still selects at N=450, 0.9% below "
+    "N*=454.2, where the point the "
+    "flow tends to lies only ~1.5e-3 off the vertex (comparable to delta), and the "
+    "selection event fires on "
     "entering the delta-neighbourhood."
 )
 
@@ -50,7 +67,11 @@ N_MAX = 2048
 
 def predicted(L: int, H: int, gamma: float, betas) -> list[float | None]:
     """N*(beta) of `hard_vertex_boundary` (None where the vertex is a local minimum at every N)."""
-    values = np.asarray(hard_vertex_boundary(np.asarray(betas, float), L=L, S=SHAPE["S"], H=H, gamma=gamma))
+    values = np.asarray(
+        hard_vertex_boundary(
+            np.asarray(betas, float), L=L, S=SHAPE["S"], H=H, gamma=gamma
+        )
+    )
     return [float(v) if np.isfinite(v) else None for v in values]
 
 
@@ -65,8 +86,18 @@ def inside(bracket: dict, prediction: float | None, LS: int) -> bool:
     return (lo is None or lo < prediction) and prediction <= hi
 
 
-def flow_bracket(task_of, beta: float, lo: int, hi: int, steps: int, config: FlowConfig, seeds: int, cache_dir):
-    """Bisection in log N of the smallest N at which at least half of the reduced flow's seeds delta-select
+def flow_bracket(
+    task_of,
+    beta: float,
+    lo: int,
+    hi: int,
+    steps: int,
+    config: FlowConfig,
+    seeds: int,
+    cache_dir,
+):
+    """Bisection in log N of the smallest N at which at least half of the reduced flow's
+    seeds delta-select
     with distinct heads (the structure of the vertex whose boundary is predicted)."""
     points = {}
 
@@ -75,7 +106,12 @@ def flow_bracket(task_of, beta: float, lo: int, hi: int, steps: int, config: Flo
         sel = np.asarray(run["selected"])
         hard = np.all(sel >= 0, axis=1)
         distinct = hard & np.array([len(set(row)) == len(row) for row in sel.tolist()])
-        points[N] = {"N": N, "beta": beta, "share_selected": float(hard.mean()), "share_distinct": float(distinct.mean())}
+        points[N] = {
+            "N": N,
+            "beta": beta,
+            "share_selected": float(hard.mean()),
+            "share_distinct": float(distinct.mean()),
+        }
         return bool(distinct.mean() >= 0.5)
 
     below, above = (None, lo) if ok(lo) else (lo, None)
@@ -86,7 +122,12 @@ def flow_bracket(task_of, beta: float, lo: int, hi: int, steps: int, config: Flo
         if not below < mid < above:
             break
         below, above = (below, mid) if ok(mid) else (mid, above)
-    return {"beta": beta, "N_below": below, "N_star": above, "points": sorted(points.values(), key=lambda p: p["N"])}
+    return {
+        "beta": beta,
+        "N_below": below,
+        "N_star": above,
+        "points": sorted(points.values(), key=lambda p: p["N"]),
+    }
 
 
 def compute(quick: bool, cache_dir) -> dict:
@@ -95,54 +136,123 @@ def compute(quick: bool, cache_dir) -> dict:
     oracle = []
     for label, L, H, gamma, betas in series_spec:
         betas = (8.0, 12.0) if quick else betas
-        N_grid = [16, 64, 256, 1024] if quick else [n for n in (2 ** k for k in range(4, 12)) if n >= L * SHAPE["S"]]
+        N_grid = (
+            [16, 64, 256, 1024]
+            if quick
+            else [n for n in (2**k for k in range(4, 12)) if n >= L * SHAPE["S"]]
+        )
         template = _runs.task_of(L=L, H=H, gamma=gamma, N=N_MAX, beta=betas[0], **SHAPE)
-        regime = regime_map(template, N_grid, betas, config=config, directory=cache_dir, refine=1 if quick else 3)
+        regime = regime_map(
+            template,
+            N_grid,
+            betas,
+            config=config,
+            directory=cache_dir,
+            refine=1 if quick else 3,
+        )
         pred = predicted(L, H, gamma, betas)
-        boundary = [{**b, "predicted": p, "agrees": inside(b, p, L * SHAPE["S"])}
-                    for b, p in zip(regime["boundary"], pred)]
-        oracle.append({"label": label, "L": L, "H": H, "gamma": gamma, "N_grid": N_grid, "boundary": boundary,
-                       "max_fw_gap": max(p["max_fw_gap"] for p in regime["points"]),
-                       "share_minimizer_failed": max(p["share_minimizer_failed"] for p in regime["points"])})
+        boundary = [
+            {**b, "predicted": p, "agrees": inside(b, p, L * SHAPE["S"])}
+            for b, p in zip(regime["boundary"], pred)
+        ]
+        oracle.append(
+            {
+                "label": label,
+                "L": L,
+                "H": H,
+                "gamma": gamma,
+                "N_grid": N_grid,
+                "boundary": boundary,
+                "max_fw_gap": max(p["max_fw_gap"] for p in regime["points"]),
+                "share_minimizer_failed": max(
+                    p["share_minimizer_failed"] for p in regime["points"]
+                ),
+            }
+        )
     # reduced flow in the first series' setting
     label, L, H, gamma, betas = SERIES[0]
     betas = (8.0,) if quick else betas
-    flow_config = FlowConfig(dynamics="reduced", rho=0.1, delta=1e-3, t_max=1e7, n_save=2, max_steps=50_000)
+    flow_config = FlowConfig(
+        dynamics="reduced", rho=0.1, delta=1e-3, t_max=1e7, n_save=2, max_steps=50_000
+    )
     seeds = 4 if quick else 16
     task_of = lambda **kw: _runs.task_of(L=L, H=H, gamma=gamma, **SHAPE, **kw)  # noqa: E731
     flow = []
     for beta, p in zip(betas, predicted(L, H, gamma, betas)):
-        b = flow_bracket(task_of, beta, L * SHAPE["S"], N_MAX, 3 if quick else 6, flow_config, seeds, cache_dir)
+        b = flow_bracket(
+            task_of,
+            beta,
+            L * SHAPE["S"],
+            N_MAX,
+            3 if quick else 6,
+            flow_config,
+            seeds,
+            cache_dir,
+        )
         flow.append({**b, "predicted": p, "agrees": inside(b, p, L * SHAPE["S"])})
-    rows = [(s["label"], b) for s in oracle for b in s["boundary"]] + [("flow " + label, b) for b in flow]
-    closed = [b for _, b in rows if b["N_below"] is not None and b["N_star"] is not None and b["predicted"]]
+    rows = [(s["label"], b) for s in oracle for b in s["boundary"]] + [
+        ("flow " + label, b) for b in flow
+    ]
+    closed = [
+        b
+        for _, b in rows
+        if b["N_below"] is not None and b["N_star"] is not None and b["predicted"]
+    ]
     ratios = [b["N_star"] / b["N_below"] for b in closed]
     return {
-        "oracle": oracle, "flow": flow, "flow_label": label,
-        "parameters": {"oracle": f"S=4 kappa=1, exact geometry; {config.restarts} restarts + 8 vertex seeds; "
-                                 f"{'1' if quick else '3'} bisection steps",
-                       "flow": f"reduced, {label}, {seeds} seeds, rho=0.1, delta=1e-3, t_max=1e7, "
-                               f"max_steps=5e4; criterion: at least half of the seeds delta-select with distinct heads"},
-        "findings": f"{sum(b['agrees'] for _, b in rows)}/{len(rows)} brackets agree with the prediction"
-                    + (f" (closed brackets N*/N_below in [{min(ratios):.2f}, {max(ratios):.2f}])" if ratios else "")
-                    + "; " + ", ".join(f"{lab} beta={b['beta']:g}: ({b['N_below']}, {b['N_star']}] vs "
-                                       + (f"{b['predicted']:.1f}" if b["predicted"] else "none")
-                                       for lab, b in rows),
+        "oracle": oracle,
+        "flow": flow,
+        "flow_label": label,
+        "parameters": {
+            "oracle": f"S=4 kappa=1, exact geometry; {config.restarts} restarts + 8 vertex seeds; "
+            f"{'1' if quick else '3'} bisection steps",
+            "flow": f"reduced, {label}, {seeds} seeds, rho=0.1, delta=1e-3, t_max=1e7, "
+            "max_steps=5e4; criterion: at least half of the seeds delta-select with "
+            "distinct heads",
+        },
+        "findings": f"{sum(b['agrees'] for _, b in rows)}/{len(rows)} brackets agree "
+        "with the prediction"
+        + (
+            f" (closed brackets N*/N_below in [{min(ratios):.2f}, {max(ratios):.2f}])"
+            if ratios
+            else ""
+        )
+        + "; "
+        + ", ".join(
+            f"{lab} beta={b['beta']:g}: ({b['N_below']}, {b['N_star']}] vs "
+            + (f"{b['predicted']:.1f}" if b["predicted"] else "none")
+            for lab, b in rows
+        ),
     }
 
 
 def _brackets(ax, boundary, color, label, dx=0.0):
-    """Measured brackets (N_below, N*] as bars; an open bracket (None, N*] as a downward triangle at N*."""
+    """Measured brackets (N_below, N*] as bars; an open bracket (None, N*] as a downward
+    triangle at N*."""
     first = True
     for b in boundary:
         lo, hi = b["N_below"], b["N_star"]
         if hi is None:
             continue
         if lo is None:
-            ax.plot([b["beta"] + dx], [hi], "v", color=color, ms=8, label=f"{label} (hard at every N >= {hi})"
-                    if first else None)
+            ax.plot(
+                [b["beta"] + dx],
+                [hi],
+                "v",
+                color=color,
+                ms=8,
+                label=f"{label} (hard at every N >= {hi})" if first else None,
+            )
         else:
-            ax.vlines(b["beta"] + dx, lo, hi, color=color, lw=7, alpha=0.55, label=label if first else None)
+            ax.vlines(
+                b["beta"] + dx,
+                lo,
+                hi,
+                color=color,
+                lw=7,
+                alpha=0.55,
+                label=label if first else None,
+            )
         first = False
 
 
@@ -152,9 +262,18 @@ def draw(data: dict):
     axes = [mosaic[k] for k in "ABCD"]
     by_label = {s["label"]: s for s in data["oracle"]}
     panels = [
-        ("number of blocks L (S=4, H=2, gamma=1)", ["L=4 H=2 gamma=1", "L=6 H=2 gamma=1", "L=8 H=2 gamma=1"]),
-        ("attention temperature gamma (L=4, S=4, H=2)", ["L=4 H=2 gamma=1", "L=4 H=2 gamma=0.5"]),
-        ("number of heads H (L=4, S=4, gamma=1)", ["L=4 H=1 gamma=1", "L=4 H=2 gamma=1", "L=4 H=3 gamma=1"]),
+        (
+            "number of blocks L (S=4, H=2, gamma=1)",
+            ["L=4 H=2 gamma=1", "L=6 H=2 gamma=1", "L=8 H=2 gamma=1"],
+        ),
+        (
+            "attention temperature gamma (L=4, S=4, H=2)",
+            ["L=4 H=2 gamma=1", "L=4 H=2 gamma=0.5"],
+        ),
+        (
+            "number of heads H (L=4, S=4, gamma=1)",
+            ["L=4 H=1 gamma=1", "L=4 H=2 gamma=1", "L=4 H=3 gamma=1"],
+        ),
     ]
     for ax, (title, labels) in zip(axes, panels):
         for i, label in enumerate(lab for lab in labels if lab in by_label):
@@ -163,10 +282,22 @@ def draw(data: dict):
             grid = np.linspace(betas.min() - 1, betas.max() + 1, 100)
             curve = predicted(s["L"], s["H"], s["gamma"], grid)
             if curve[0] is not None:
-                ax.plot(grid, curve, "-", color=_style.color(i), lw=1.5, label=f"{label}: predicted N*")
+                ax.plot(
+                    grid,
+                    curve,
+                    "-",
+                    color=_style.color(i),
+                    lw=1.5,
+                    label=f"{label}: predicted N*",
+                )
             else:
-                ax.axhline(s["L"] * 4, color=_style.color(i), lw=1, ls=":",
-                           label=f"{label}: no local boundary (N = LS dotted)")
+                ax.axhline(
+                    s["L"] * 4,
+                    color=_style.color(i),
+                    lw=1,
+                    ls=":",
+                    label=f"{label}: no local boundary (N = LS dotted)",
+                )
             _brackets(ax, s["boundary"], _style.color(i), f"{label}: measured bracket")
         ax.set_yscale("log")
         ax.set_title(f"oracle optimum: {title}", fontsize=10)
@@ -175,13 +306,27 @@ def draw(data: dict):
         ax.legend(fontsize=7, loc="upper left")
     ax = axes[3]
     s = by_label.get(data["flow_label"])
-    betas = np.array([b["beta"] for b in data["flow"]] + ([b["beta"] for b in s["boundary"]] if s else []))
+    betas = np.array(
+        [b["beta"] for b in data["flow"]]
+        + ([b["beta"] for b in s["boundary"]] if s else [])
+    )
     grid = np.linspace(betas.min() - 1, betas.max() + 1, 100)
     shape = s if s is not None else {"L": 4, "H": 2, "gamma": 1.0}
-    ax.plot(grid, predicted(shape["L"], shape["H"], shape["gamma"], grid), "-", color=_style.color(0), lw=1.5,
-            label="predicted N* (same closed form)")
-    _brackets(ax, data["flow"], _style.color(2), "reduced flow: >= half of the seeds select distinct heads above",
-              dx=0.12)
+    ax.plot(
+        grid,
+        predicted(shape["L"], shape["H"], shape["gamma"], grid),
+        "-",
+        color=_style.color(0),
+        lw=1.5,
+        label="predicted N* (same closed form)",
+    )
+    _brackets(
+        ax,
+        data["flow"],
+        _style.color(2),
+        "reduced flow: >= half of the seeds select distinct heads above",
+        dx=0.12,
+    )
     if s is not None:
         _brackets(ax, s["boundary"], _style.color(0), "oracle bracket", dx=-0.12)
     ax.set_yscale("log")
@@ -197,21 +342,40 @@ def _ratios(ax, data: dict):
     """Every closed bracket divided by its prediction: agreement where the bar crosses 1."""
     rows = [(s["label"], b) for s in data["oracle"] for b in s["boundary"]]
     rows += [("flow " + data["flow_label"], b) for b in data["flow"]]
-    rows = [(lab, b) for lab, b in rows if b["predicted"] and b["N_below"] is not None and b["N_star"] is not None]
+    rows = [
+        (lab, b)
+        for lab, b in rows
+        if b["predicted"] and b["N_below"] is not None and b["N_star"] is not None
+    ]
     labels = list(dict.fromkeys(lab for lab, _ in rows))
     for x, (lab, b) in enumerate(rows):
         color = _style.color(labels.index(lab))
-        ax.vlines(x, b["N_below"] / b["predicted"], b["N_star"] / b["predicted"], color=color, lw=7, alpha=0.7,
-                  label=lab if lab not in [r[0] for r in rows[:x]] else None)
+        ax.vlines(
+            x,
+            b["N_below"] / b["predicted"],
+            b["N_star"] / b["predicted"],
+            color=color,
+            lw=7,
+            alpha=0.7,
+            label=lab if lab not in [r[0] for r in rows[:x]] else None,
+        )
     ax.axhline(1.0, color="k", lw=1)
     ax.set_xticks(range(len(rows)), [f"{b['beta']:g}" for _, b in rows], fontsize=7)
     ax.set_xlabel("beta of each closed bracket")
     ax.set_ylabel("measured bracket / predicted N*")
-    ax.set_title("(N_below, N*] / predicted N*: agreement where a bar crosses 1", fontsize=10)
+    ax.set_title(
+        "(N_below, N*] / predicted N*: agreement where a bar crosses 1", fontsize=10
+    )
     lo, hi = ax.get_ylim()
     ax.set_ylim(lo, 1 + 1.5 * (hi - 1))  # room for the legend
     ax.legend(fontsize=7, ncol=3, loc="upper left")
 
 
-FIGURE = Figure("regime_boundary", "Where the hard-selection regime ends: predicted N*(beta) vs measured",
-                CLAIM, compute, draw, cost=350)
+FIGURE = Figure(
+    "regime_boundary",
+    "Where the hard-selection regime ends: predicted N*(beta) vs measured",
+    CLAIM,
+    compute,
+    draw,
+    cost=350,
+)

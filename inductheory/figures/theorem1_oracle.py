@@ -1,25 +1,32 @@
-"""Theorem 1 (docs/theory.md §7): the best query-agnostic (oracle) compressor, and where hard selection stops."""
+"""Theorem 1 (docs/theory.md §7): the best query-agnostic (oracle) compressor, and where
+hard selection stops."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..oracle._minimize import OracleMinimizer
 from ..experiments._regime import log_boundary, regime_map
-from . import _runs
-from . import _style
+from ..oracle._minimize import OracleMinimizer
+from . import _runs, _style
 from ._figure import Figure
 
 BRANCHES = ("key", "value")
 
 CLAIM = (
-    "Theorem 1 (docs/theory.md §7), checked numerically, not proved, at L=4, S=4, H=2, gamma=1, kappa=1, exact "
-    "geometry, over N in {16, ..., 4096} (powers of 2) and beta in {4, 6, 8, 10, 12} (quick mode: 3 x 2 "
-    "points), one context per point (all contexts are equivalent under exact geometry), best of 32 restarts + "
-    "8 vertex seeds (quick mode 8): for N above a boundary N*(beta) the best minimizer found is a hard "
-    "selection (key e_r, value e_{r+1}) with distinct heads in every block; below it the optimum spreads "
-    "mass and beats every vertex (example panels). N* is bracketed on the grid (full mode: refined by 2 "
-    "bisection steps in log N) and log N* is fitted linearly in beta from the closed brackets (4 in full "
+    "Theorem 1 (docs/theory.md §7), checked numerically, not proved, at L=4, S=4, H=2, "
+    "gamma=1, kappa=1, exact "
+    "geometry, over N in {16, ..., 4096} (powers of 2) and beta in {4, 6, 8, 10, 12} "
+    "(quick mode: 3 x 2 "
+    "points), one context per point (all contexts are equivalent under exact "
+    "geometry), best of 32 restarts + "
+    "8 vertex seeds (quick mode 8): for N above a boundary N*(beta) the best minimizer "
+    "found is a hard "
+    "selection (key e_r, value e_{r+1}) with distinct heads in every block; below it "
+    "the optimum spreads "
+    "mass and beats every vertex (example panels). N* is bracketed on the grid (full "
+    "mode: refined by 2 "
+    "bisection steps in log N) and log N* is fitted linearly in beta from the closed "
+    "brackets (4 in full "
     "mode; slope and intercept under Measured): the hard-selection regime shrinks as beta grows."
 )
 
@@ -29,28 +36,62 @@ def compute(quick: bool, cache_dir) -> dict:
     shape = dict(L=4, S=4, H=2, gamma=1.0, kappa=1.0)
     N_grid = [16, 64, 256] if quick else [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
     beta_grid = [6.0, 10.0] if quick else [4.0, 6.0, 8.0, 10.0, 12.0]
-    regime = regime_map(_runs.task_of(**shape, N=N_grid[-1], beta=beta_grid[0]), N_grid, beta_grid, config=config,
-                        directory=cache_dir, refine=0 if quick else 2)
+    regime = regime_map(
+        _runs.task_of(**shape, N=N_grid[-1], beta=beta_grid[0]),
+        N_grid,
+        beta_grid,
+        config=config,
+        directory=cache_dir,
+        refine=0 if quick else 2,
+    )
     by_point = {(p["task"]["N"], p["task"]["beta"]): p for p in regime["points"]}
-    share = [[by_point[(N, beta)]["share_hard_distinct"] for N in N_grid] for beta in beta_grid]
+    share = [
+        [by_point[(N, beta)]["share_hard_distinct"] for N in N_grid]
+        for beta in beta_grid
+    ]
     examples = {}
-    for label, (N, beta) in {"inside": (256, 6.0) if quick else (1024, 4.0), "outside": (16, 10.0) if quick else (16, 8.0)}.items():
-        point = _runs.oracle_point(_runs.task_of(**shape, N=N, beta=beta), config, cache_dir)  # a grid point: cached
+    for label, (N, beta) in {
+        "inside": (256, 6.0) if quick else (1024, 4.0),
+        "outside": (16, 10.0) if quick else (16, 8.0),
+    }.items():
+        point = _runs.oracle_point(
+            _runs.task_of(**shape, N=N, beta=beta), config, cache_dir
+        )  # a grid point: cached
         ctx = point["contexts"][0]
-        examples[label] = {"N": N, "beta": beta, "key": ctx["gates"]["key"], "value": ctx["gates"]["value"],
-                           "best_loss": point["best_loss"], "best_vertex_loss": point["best_vertex_loss"],
-                           "hard_selection": point["hard_selection"], "distinct_heads": point["distinct_heads"]}
+        examples[label] = {
+            "N": N,
+            "beta": beta,
+            "key": ctx["gates"]["key"],
+            "value": ctx["gates"]["value"],
+            "best_loss": point["best_loss"],
+            "best_vertex_loss": point["best_vertex_loss"],
+            "hard_selection": point["hard_selection"],
+            "distinct_heads": point["distinct_heads"],
+        }
     boundary, fit = regime["boundary"], regime["fit"]
     return {
-        "examples": examples, "N_grid": N_grid, "beta_grid": beta_grid, "share_hard_distinct": share,
-        "gap": [[by_point[(N, beta)]["gap"] for N in N_grid] for beta in beta_grid], "boundary": boundary, "fit": fit,
-        "parameters": {"task": "L=4 S=4 H=2 gamma=1 kappa=1, exact geometry",
-                       "minimizer": f"{config.restarts} restarts + 8 vertex seeds",
-                       "boundary": "smallest grid N from which every larger N is hard with distinct heads"
-                                   + ("" if quick else ", refined by 2 bisection steps in log N")},
+        "examples": examples,
+        "N_grid": N_grid,
+        "beta_grid": beta_grid,
+        "share_hard_distinct": share,
+        "gap": [[by_point[(N, beta)]["gap"] for N in N_grid] for beta in beta_grid],
+        "boundary": boundary,
+        "fit": fit,
+        "parameters": {
+            "task": "L=4 S=4 H=2 gamma=1 kappa=1, exact geometry",
+            "minimizer": f"{config.restarts} restarts + 8 vertex seeds",
+            "boundary": "smallest grid N from which every larger N is hard with distinct heads"
+            + ("" if quick else ", refined by 2 bisection steps in log N"),
+        },
         "findings": "boundary N*(beta) in (N_below, N*]: "
-                    + ", ".join(f"beta={b['beta']}: ({b['N_below']}, {b['N_star']}]" for b in boundary)
-                    + (f"; log N* ~ {fit['intercept']:.2f} + {fit['slope']:.3f} beta" if fit else ""),
+        + ", ".join(
+            f"beta={b['beta']}: ({b['N_below']}, {b['N_star']}]" for b in boundary
+        )
+        + (
+            f"; log N* ~ {fit['intercept']:.2f} + {fit['slope']:.3f} beta"
+            if fit
+            else ""
+        ),
     }
 
 
@@ -64,18 +105,38 @@ def draw(data: dict):
             gate_axes.append(ax)
             p = np.asarray(ex[branch], float)  # (H, L, S)
             H, L, S = p.shape
-            im = ax.imshow(p.reshape(H * L, S), vmin=0, vmax=1, cmap=_style.SEQUENTIAL, aspect="auto",
-                           interpolation="nearest")
-            ax.set_yticks(range(H * L), [f"head {h}, block {l}" for h in range(H) for l in range(L)], fontsize=7)
+            im = ax.imshow(
+                p.reshape(H * L, S),
+                vmin=0,
+                vmax=1,
+                cmap=_style.SEQUENTIAL,
+                aspect="auto",
+                interpolation="nearest",
+            )
+            ax.set_yticks(
+                range(H * L),
+                [f"head {h}, block {l}" for h in range(H) for l in range(L)],
+                fontsize=7,
+            )
             _style.phase_axis(ax, S, label="offset r")
-            ax.set_title(f"{label} the regime: N={ex['N']}, beta={ex['beta']:g}, {branch} gates\n"
-                         f"hard={ex['hard_selection']}, distinct heads={ex['distinct_heads']}")
+            ax.set_title(
+                f"{label} the regime: N={ex['N']}, beta={ex['beta']:g}, {branch} gates\n"
+                f"hard={ex['hard_selection']}, distinct heads={ex['distinct_heads']}"
+            )
     _style.colorbar(fig, im, gate_axes, "gate mass p(r)")
     ax = fig.add_subplot(grid[:, 2])
     share = np.asarray(data["share_hard_distinct"], float)
     N_grid, beta_grid = data["N_grid"], data["beta_grid"]
-    mesh = ax.imshow(share, origin="lower", aspect="auto", cmap=_style.DIVERGING, vmin=0, vmax=1,
-                     extent=(-0.5, len(N_grid) - 0.5, -0.5, len(beta_grid) - 0.5), interpolation="nearest")
+    mesh = ax.imshow(
+        share,
+        origin="lower",
+        aspect="auto",
+        cmap=_style.DIVERGING,
+        vmin=0,
+        vmax=1,
+        extent=(-0.5, len(N_grid) - 0.5, -0.5, len(beta_grid) - 0.5),
+        interpolation="nearest",
+    )
     ax.set_xticks(range(len(N_grid)), [str(n) for n in N_grid], rotation=45)
     ax.set_yticks(range(len(beta_grid)), [f"{b:g}" for b in beta_grid])
     # boundary at the geometric middle of its bracket (N_below, N*], in grid-index coordinates
@@ -83,18 +144,41 @@ def draw(data: dict):
     xs, ys = [], []
     for i, b in enumerate(data["boundary"]):
         if b["N_star"] is not None:
-            xs.append(float(np.interp(log_boundary(b), logs, idx)) - (0.5 if b["N_below"] is None else 0.0))
+            xs.append(
+                float(np.interp(log_boundary(b), logs, idx))
+                - (0.5 if b["N_below"] is None else 0.0)
+            )
             ys.append(i)
     order = np.argsort(ys)
-    ax.plot(np.asarray(xs)[order], np.asarray(ys)[order], "o-", color=_style.color(1), lw=2, label="boundary N*(beta)")
+    ax.plot(
+        np.asarray(xs)[order],
+        np.asarray(ys)[order],
+        "o-",
+        color=_style.color(1),
+        lw=2,
+        label="boundary N*(beta)",
+    )
     _style.colorbar(fig, mesh, ax, "share of contexts: hard with distinct heads")
     fit = data.get("fit")
-    ax.set_title("regime map" + (f"; fit log N* = {fit['intercept']:.2f} + {fit['slope']:.3f} beta" if fit else ""))
+    ax.set_title(
+        "regime map"
+        + (
+            f"; fit log N* = {fit['intercept']:.2f} + {fit['slope']:.3f} beta"
+            if fit
+            else ""
+        )
+    )
     ax.set_xlabel("vocabulary size N")
     ax.set_ylabel("beta")
     ax.legend(loc="upper left")
     return fig
 
 
-FIGURE = Figure("theorem1_oracle", "Theorem 1: the best query-agnostic compressor, and where that stops", CLAIM,
-                compute, draw, cost=60)
+FIGURE = Figure(
+    "theorem1_oracle",
+    "Theorem 1: the best query-agnostic compressor, and where that stops",
+    CLAIM,
+    compute,
+    draw,
+    cost=60,
+)

@@ -1,53 +1,95 @@
-"""Theorem 2 (docs/theory.md §6-§7): gradient flow of the linear gate class selects one offset per head."""
+"""Theorem 2 (docs/theory.md §6-§7): gradient flow of the linear gate class selects one
+offset per head."""
 
 from __future__ import annotations
 
 import numpy as np
 from matplotlib.lines import Line2D
 
-from . import _runs
-from . import _style
+from . import _runs, _style
 from ._figure import Figure
 
 BRANCHES = ("key", "value")
 
 CLAIM = (
-    "Theorem 2 (docs/theory.md §7), checked numerically, not proved, at one setting: L=8, S=4, H=2, beta=4, "
-    "gamma=1, kappa=1, exact geometry, ball-uniform init of radius rho=0.1, delta=1e-3. The reduced flow "
-    "(exact on span(m), N=4096; 6 seeds, quick mode 3) and the full d-dimensional flow on a balanced sample "
-    "(N=1024, M=128 contexts; 4 seeds, quick mode N=256, M=32, 2 seeds) both reach delta-selection in every "
-    "seed: every head ends with key mass >= 1-delta on one offset r and value mass >= 1-delta on r+1, with "
-    "the same gates for every window (exactly for the reduced flow; up to differences of order 1e-6 for the "
-    "full flow, see the next figure). Both show the same course (a plateau near uniform gates, then a fast selection "
-    "at t of order 10^2-10^3); different heads may select the same r. Panels show the first 3 seeds."
+    "Theorem 2 (docs/theory.md §7), checked numerically, not proved, at one setting: "
+    "L=8, S=4, H=2, beta=4, "
+    "gamma=1, kappa=1, exact geometry, ball-uniform init of radius rho=0.1, "
+    "delta=1e-3. The reduced flow "
+    "(exact on span(m), N=4096; 6 seeds, quick mode 3) and the full d-dimensional flow "
+    "on a balanced sample "
+    "(N=1024, M=128 contexts; 4 seeds, quick mode N=256, M=32, 2 seeds) both reach "
+    "delta-selection in every "
+    "seed: every head ends with key mass >= 1-delta on one offset r and value mass >= "
+    "1-delta on r+1, with "
+    "the same gates for every window (exactly for the reduced flow; up to differences "
+    "of order 1e-6 for the "
+    "full flow, see the next figure). Both show the same course (a plateau near "
+    "uniform gates, then a fast selection "
+    "at t of order 10^2-10^3); different heads may select the same r. Panels show the "
+    "first 3 seeds."
 )
 
 
 def compute(quick: bool, cache_dir) -> dict:
     runs = {}
-    for label, (task, config, seeds) in zip(("reduced", "full"), _runs.theorem2_setups(quick)):
+    for label, (task, config, seeds) in zip(
+        ("reduced", "full"), _runs.theorem2_setups(quick)
+    ):
         r = _runs.flow_runs(task, config, seeds, cache_dir, trajectories=True)
-        runs[label] = {"task": task.to_dict(), "config": config.to_dict(), "M": r["sample"].get("M"),
-                       **{k: r[k] for k in ("t", "mass", "key_offsets", "value_offsets", "t_final", "status", "loss")}}
-    selected = {k: int(np.sum(np.asarray(v["status"]) == "selected")) for k, v in runs.items()}
+        runs[label] = {
+            "task": task.to_dict(),
+            "config": config.to_dict(),
+            "M": r["sample"].get("M"),
+            **{
+                k: r[k]
+                for k in (
+                    "t",
+                    "mass",
+                    "key_offsets",
+                    "value_offsets",
+                    "t_final",
+                    "status",
+                    "loss",
+                )
+            },
+        }
+    selected = {
+        k: int(np.sum(np.asarray(v["status"]) == "selected")) for k, v in runs.items()
+    }
     return {
         "runs": runs,
-        "parameters": {k: f"L={v['task']['L']} S={v['task']['S']} H={v['task']['H']} N={v['task']['N']} "
-                          f"beta={v['task']['beta']} rho={v['config']['rho']} delta={v['config']['delta']}"
-                       + (f" M={v['M']}" if v["M"] else "") for k, v in runs.items()},
-        "findings": "; ".join(f"{k}: {selected[k]}/{len(runs[k]['status'])} seeds reached delta-selection with "
-                              f"value offset = key offset + 1" for k in runs),
+        "parameters": {
+            k: f"L={v['task']['L']} S={v['task']['S']} H={v['task']['H']} N={v['task']['N']} "
+            f"beta={v['task']['beta']} rho={v['config']['rho']} delta={v['config']['delta']}"
+            + (f" M={v['M']}" if v["M"] else "")
+            for k, v in runs.items()
+        },
+        "findings": "; ".join(
+            f"{k}: {selected[k]}/{len(runs[k]['status'])} seeds reached delta-selection with "
+            f"value offset = key offset + 1"
+            for k in runs
+        ),
     }
 
 
 def draw(data: dict):
     runs = data["runs"]
     n_seeds = min(3, *(len(r["status"]) for r in runs.values()))
-    fig, axes = _style.subplots(2 * len(runs), n_seeds, figsize=(3.6 * n_seeds, 2.5 * 2 * len(runs)), squeeze=False,
-                                sharex=True, sharey=True)
+    fig, axes = _style.subplots(
+        2 * len(runs),
+        n_seeds,
+        figsize=(3.6 * n_seeds, 2.5 * 2 * len(runs)),
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+    )
     H = S = 0
     for row, (label, run) in enumerate(runs.items()):
-        t, mass = np.asarray(run["t"], float), np.asarray(run["mass"], float)  # (seeds, T), (seeds, T, H, 2, S)
+        t, mass = (
+            np.asarray(run["t"], float),
+            np.asarray(run["mass"], float),
+        )  # (seeds, T), (seeds, T, H, 2, S)
         H, S = mass.shape[2], mass.shape[4]
         for s in range(n_seeds):
             ok = np.isfinite(t[s]) & (t[s] > 0)
@@ -55,19 +97,42 @@ def draw(data: dict):
                 ax = axes[2 * row + b, s]
                 for h in range(H):
                     for r in range(S):
-                        ax.plot(t[s, ok], mass[s, ok, h, b, r], color=_style.color(r), ls=_style.LINESTYLES[h % 4])
+                        ax.plot(
+                            t[s, ok],
+                            mass[s, ok, h, b, r],
+                            color=_style.color(r),
+                            ls=_style.LINESTYLES[h % 4],
+                        )
                 ax.set_xscale("log")
                 key, value = run["key_offsets"][s], run["value_offsets"][s]
-                ax.set_title(f"{label} flow, seed {s}: {branch} gates\nselected key r={key}, value r={value}")
+                ax.set_title(
+                    f"{label} flow, seed {s}: {branch} gates\nselected key r={key}, value r={value}"
+                )
                 ax.set_ylim(-0.03, 1.03)
                 ax.set_ylabel(f"{branch} mass p(r)")
     for ax in axes[-1]:
         ax.set_xlabel("time t")
-    handles = [Line2D([], [], color=_style.color(r), label=f"offset r={r}") for r in range(S)]
-    handles += [Line2D([], [], color="0.3", ls=_style.LINESTYLES[h % 4], label=f"head {h}") for h in range(H)]
-    _style.legend_below(fig, handles, [h.get_label() for h in handles], ncol=len(handles))
-    fig.suptitle("Theorem 2: gate mass per offset along gradient flow (colour = offset, line style = head)")
+    handles = [
+        Line2D([], [], color=_style.color(r), label=f"offset r={r}") for r in range(S)
+    ]
+    handles += [
+        Line2D([], [], color="0.3", ls=_style.LINESTYLES[h % 4], label=f"head {h}")
+        for h in range(H)
+    ]
+    _style.legend_below(
+        fig, handles, [h.get_label() for h in handles], ncol=len(handles)
+    )
+    fig.suptitle(
+        "Theorem 2: gate mass per offset along gradient flow (colour = offset, line style = head)"
+    )
     return fig
 
 
-FIGURE = Figure("theorem2_trajectories", "Theorem 2: gradient flow selects one offset per head", CLAIM, compute, draw, cost=45)
+FIGURE = Figure(
+    "theorem2_trajectories",
+    "Theorem 2: gradient flow selects one offset per head",
+    CLAIM,
+    compute,
+    draw,
+    cost=45,
+)

@@ -1,4 +1,5 @@
-"""The two-head toy (docs/theory.md §8): where the uniform point is unstable, and what the flow does there."""
+"""The two-head toy (docs/theory.md §8): where the uniform point is unstable, and what the
+flow does there."""
 
 from __future__ import annotations
 
@@ -25,26 +26,52 @@ BETA_RANGE = (0.25, 32.0)
 K_RANGE = (1e-2, 1e12)
 # Landscapes: one point where both directions are unstable, one where the symmetric one is stable.
 LANDSCAPES = ((4.0, 100.0), (16.0, 100.0))
-MARKED = (("a", 4.0, 100.0), ("b", 16.0, 100.0), ("c", 4.0, 1.0))  # points marked on the L=8 diagram
-STARTS = [(0.52, 0.50), (0.50, 0.48), (0.45, 0.44), (0.55, 0.57), (0.3, 0.62), (0.7, 0.35), (0.2, 0.25), (0.8, 0.9),
-          (0.56, 0.56), (0.42, 0.42)]
+MARKED = (
+    ("a", 4.0, 100.0),
+    ("b", 16.0, 100.0),
+    ("c", 4.0, 1.0),
+)  # points marked on the L=8 diagram
+STARTS = [
+    (0.52, 0.50),
+    (0.50, 0.48),
+    (0.45, 0.44),
+    (0.55, 0.57),
+    (0.3, 0.62),
+    (0.7, 0.35),
+    (0.2, 0.25),
+    (0.8, 0.9),
+    (0.56, 0.56),
+    (0.42, 0.42),
+]
 REGIONS = ("both stable", "splitting (1,-1) unstable only", "both unstable")
 REGION_COLORS = ("#CC79A7", "#E69F00", "#56B4E9")
 
 CLAIM = (
-    "The two-head toy (docs/theory.md §8) at the uniform point p = (1/2, 1/2), from the closed-form escape "
+    "The two-head toy (docs/theory.md §8) at the uniform point p = (1/2, 1/2), from "
+    "the closed-form escape "
     "rates of the logit gradient flow, for gamma = 1, L in {4, 8, 64}, beta in [0.25, 32] and K in "
-    "[1e-2, 1e12] (129 x 113 grid points per L; quick mode 33 x 29). The antisymmetric direction (1,-1), "
-    "heads splitting, is unstable everywhere on this range (its rate is > 0 iff e^{gamma/2} < L - 1). The "
-    "symmetric direction (1,1), both heads moving to the same offset, is unstable only for K > K*(beta) = "
-    "e^{2 beta a} (2 beta a (1-a)/(1-2a) - 1), a = A(1/2) (checked symbolically in proofs/toy.py; the coloured "
-    "regions are the direct signs of the rates and agree with the curve at every grid point): for beta <= "
-    "beta_0 = (1-2a)/(2a(1-a)) (0.64, 2.0 and 19.1 for L = 4, 8, 64) at every K, above beta_0 only for "
-    "K > K*(beta), which grows like e^{2 beta a} (L=8: K* = 4.6 at beta 4, 3.1e3 at beta 16). Below the curve "
-    "p = 1/2 is a saddle, never a local minimum on this range. Flows (10 starts, L=8, K=100): at beta 4 (panel a, "
-    "both directions unstable) 6 of 10 end with both heads on the same offset, since the split corners beat "
-    "the same corner by only 0.009, an O(1/K) effect against an O(1) sharpening gain; at beta 16 (panel b, "
-    "symmetric direction stable) every flow ends with the heads split, and flows started on the diagonal "
+    "[1e-2, 1e12] (129 x 113 grid points per L; quick mode 33 x 29). The antisymmetric "
+    "direction (1,-1), "
+    "heads splitting, is unstable everywhere on this range (its rate is > 0 iff "
+    "e^{gamma/2} < L - 1). The "
+    "symmetric direction (1,1), both heads moving to the same offset, is unstable only "
+    "for K > K*(beta) = "
+    "e^{2 beta a} (2 beta a (1-a)/(1-2a) - 1), a = A(1/2) (checked symbolically in "
+    "proofs/toy.py; the coloured "
+    "regions are the direct signs of the rates and agree with the curve at every grid "
+    "point): for beta <= "
+    "beta_0 = (1-2a)/(2a(1-a)) (0.64, 2.0 and 19.1 for L = 4, 8, 64) at every K, above "
+    "beta_0 only for "
+    "K > K*(beta), which grows like e^{2 beta a} (L=8: K* = 4.6 at beta 4, 3.1e3 at "
+    "beta 16). Below the curve "
+    "p = 1/2 is a saddle, never a local minimum on this range. Flows (10 starts, L=8, "
+    "K=100): at beta 4 (panel a, "
+    "both directions unstable) 6 of 10 end with both heads on the same offset, since "
+    "the split corners beat "
+    "the same corner by only 0.009, an O(1/K) effect against an O(1) sharpening gain; "
+    "at beta 16 (panel b, "
+    "symmetric direction stable) every flow ends with the heads split, and flows "
+    "started on the diagonal "
     "first return towards p = 1/2 before rounding errors grow along the splitting direction."
 )
 
@@ -57,13 +84,23 @@ def _landscape(beta, K, n, ts):
     config = _config(beta, K)
     grid = np.linspace(0.0, 1.0, n)
     P1, P2 = np.meshgrid(grid, grid, indexing="ij")
-    loss = np.asarray(toy_loss(config, jnp.stack([jnp.asarray(P1), jnp.asarray(P2)], axis=-1)))
-    trajectories = [np.asarray(toy_flow(config, jnp.asarray(p0), jnp.asarray(ts))).tolist() for p0 in STARTS]
+    loss = np.asarray(
+        toy_loss(config, jnp.stack([jnp.asarray(P1), jnp.asarray(P2)], axis=-1))
+    )
+    trajectories = [
+        np.asarray(toy_flow(config, jnp.asarray(p0), jnp.asarray(ts))).tolist()
+        for p0 in STARTS
+    ]
     sym, anti = escape_rates(config)
     ends = np.rint(np.asarray([t[-1] for t in trajectories]))
-    return {"config": config.to_dict(), "loss": loss, "trajectories": trajectories,
-            "ends_split": int(np.sum(ends[:, 0] != ends[:, 1])),
-            "escape_symmetric": float(sym), "escape_antisymmetric": float(anti)}
+    return {
+        "config": config.to_dict(),
+        "loss": loss,
+        "trajectories": trajectories,
+        "ends_split": int(np.sum(ends[:, 0] != ends[:, 1])),
+        "escape_symmetric": float(sym),
+        "escape_antisymmetric": float(anti),
+    }
 
 
 def compute(quick: bool, cache_dir) -> dict:
@@ -73,63 +110,136 @@ def compute(quick: bool, cache_dir) -> dict:
     curve_betas = np.linspace(*BETA_RANGE, n_curve)
     diagrams = []
     for L in LS:
-        sym, anti = escape_rate_grid(jnp.asarray(betas)[:, None], jnp.asarray(Ks)[None, :], gamma=GAMMA, L=L)
+        sym, anti = escape_rate_grid(
+            jnp.asarray(betas)[:, None], jnp.asarray(Ks)[None, :], gamma=GAMMA, L=L
+        )
         sym, anti = np.asarray(sym), np.asarray(anti)
         if np.any((sym > 0) & ~(anti > 0)):
-            raise AssertionError("a symmetric-only unstable point: contradicts proofs/toy.py")
-        k_star = np.asarray(symmetric_stability_boundary(jnp.asarray(betas), gamma=GAMMA, L=L))
-        agree = ((sym > 0) == (Ks[None, :] > k_star[:, None]))
+            raise AssertionError(
+                "a symmetric-only unstable point: contradicts proofs/toy.py"
+            )
+        k_star = np.asarray(
+            symmetric_stability_boundary(jnp.asarray(betas), gamma=GAMMA, L=L)
+        )
+        agree = (sym > 0) == (Ks[None, :] > k_star[:, None])
         a = float(np.exp(GAMMA / 2) / (np.exp(GAMMA / 2) + L - 1))
-        diagrams.append({
-            "L": L, "region": ((anti > 0).astype(int) + (sym > 0).astype(int)).tolist(),  # (beta, K)
-            "boundary_K": np.asarray(symmetric_stability_boundary(jnp.asarray(curve_betas), gamma=GAMMA, L=L)),
-            "beta_0": (1 - 2 * a) / (2 * a * (1 - a)),
-            "boundary_agrees_with_signs": int(agree.sum()), "grid_points": int(agree.size),
-        })
+        diagrams.append(
+            {
+                "L": L,
+                "region": (
+                    (anti > 0).astype(int) + (sym > 0).astype(int)
+                ).tolist(),  # (beta, K)
+                "boundary_K": np.asarray(
+                    symmetric_stability_boundary(
+                        jnp.asarray(curve_betas), gamma=GAMMA, L=L
+                    )
+                ),
+                "beta_0": (1 - 2 * a) / (2 * a * (1 - a)),
+                "boundary_agrees_with_signs": int(agree.sum()),
+                "grid_points": int(agree.size),
+            }
+        )
     ts = np.concatenate([[0.0], np.geomspace(1e-2, 1e5, 60 if quick else 200)])
     landscapes = [_landscape(beta, K, n_grid, ts) for beta, K in LANDSCAPES]
     cut_K = np.geomspace(*K_RANGE, 97 if quick else 241)
     cuts = []
     for beta in sorted({b for b, _ in LANDSCAPES}):
         sym, anti = escape_rate_grid(beta, jnp.asarray(cut_K), gamma=GAMMA, L=MAIN_L)
-        cuts.append({"beta": beta, "symmetric": np.asarray(sym), "antisymmetric": np.asarray(anti),
-                     "K_star": float(symmetric_stability_boundary(beta, gamma=GAMMA, L=MAIN_L))})
+        cuts.append(
+            {
+                "beta": beta,
+                "symmetric": np.asarray(sym),
+                "antisymmetric": np.asarray(anti),
+                "K_star": float(
+                    symmetric_stability_boundary(beta, gamma=GAMMA, L=MAIN_L)
+                ),
+            }
+        )
     main = _config(*LANDSCAPES[0])
     same, opposite = corner_losses(main)
     marked = []
     for label, beta, K in MARKED:
         sym, anti = escape_rates(_config(beta, K))
-        marked.append({"label": label, "beta": beta, "K": K, "symmetric": float(sym), "antisymmetric": float(anti)})
+        marked.append(
+            {
+                "label": label,
+                "beta": beta,
+                "K": K,
+                "symmetric": float(sym),
+                "antisymmetric": float(anti),
+            }
+        )
     main_diagram = diagrams[LS.index(MAIN_L)]
     return {
-        "gamma": GAMMA, "betas": betas, "Ks": Ks, "curve_betas": curve_betas, "diagrams": diagrams,
-        "grid": np.linspace(0.0, 1.0, n_grid), "t": ts, "landscapes": landscapes, "cut_K": cut_K, "cuts": cuts,
-        "marked": marked, "corner_same": float(same), "corner_opposite": float(opposite),
+        "gamma": GAMMA,
+        "betas": betas,
+        "Ks": Ks,
+        "curve_betas": curve_betas,
+        "diagrams": diagrams,
+        "grid": np.linspace(0.0, 1.0, n_grid),
+        "t": ts,
+        "landscapes": landscapes,
+        "cut_K": cut_K,
+        "cuts": cuts,
+        "marked": marked,
+        "corner_same": float(same),
+        "corner_opposite": float(opposite),
         "split_advantage": float(split_advantage(main)),
-        "parameters": {"diagram": f"gamma={GAMMA}, L in {list(LS)}, beta in [{BETA_RANGE[0]}, {BETA_RANGE[1]}] "
-                                  f"({n_beta} points), K in [{K_RANGE[0]:g}, {K_RANGE[1]:g}] ({n_K} points, log)",
-                       "landscapes": "; ".join(f"beta={b} K={k:g} L={MAIN_L}" for b, k in LANDSCAPES)},
+        "parameters": {
+            "diagram": f"gamma={GAMMA}, L in {list(LS)}, beta in [{BETA_RANGE[0]}, "
+            f"{BETA_RANGE[1]}] "
+            f"({n_beta} points), K in [{K_RANGE[0]:g}, {K_RANGE[1]:g}] ({n_K} points, log)",
+            "landscapes": "; ".join(
+                f"beta={b} K={k:g} L={MAIN_L}" for b, k in LANDSCAPES
+            ),
+        },
         "findings": "boundary agrees with the signs of the rates at "
-                    + ", ".join(f"L={d['L']}: {d['boundary_agrees_with_signs']}/{d['grid_points']}" for d in diagrams)
-                    + " grid points; beta_0 " + ", ".join(f"L={d['L']}: {d['beta_0']:.3g}" for d in diagrams)
-                    + f"; L={MAIN_L}: K*(beta) " + ", ".join(f"beta={c['beta']:g}: {c['K_star']:.4g}" for c in cuts)
-                    + "; escape rates (symmetric, antisymmetric) at "
-                    + ", ".join(f"{m['label']} (beta={m['beta']:g}, K={m['K']:g}): ({m['symmetric']:.4g}, "
-                                f"{m['antisymmetric']:.4g})" for m in marked)
-                    + "; flows ending with the heads split: " + ", ".join(
-                        f"beta={land['config']['beta']:g} K={land['config']['K']:g}: {land['ends_split']}/{len(STARTS)}"
-                        for land in landscapes)
-                    + f"; corners at beta={main.beta:g}, K={main.K:g}: same {float(same):.5f}, opposite "
-                      f"{float(opposite):.5f}, split advantage {float(split_advantage(main)):.3g}"
-                    + ("" if main_diagram["boundary_agrees_with_signs"] == main_diagram["grid_points"] else " (DISAGREES)"),
+        + ", ".join(
+            f"L={d['L']}: {d['boundary_agrees_with_signs']}/{d['grid_points']}"
+            for d in diagrams
+        )
+        + " grid points; beta_0 "
+        + ", ".join(f"L={d['L']}: {d['beta_0']:.3g}" for d in diagrams)
+        + f"; L={MAIN_L}: K*(beta) "
+        + ", ".join(f"beta={c['beta']:g}: {c['K_star']:.4g}" for c in cuts)
+        + "; escape rates (symmetric, antisymmetric) at "
+        + ", ".join(
+            f"{m['label']} (beta={m['beta']:g}, K={m['K']:g}): ({m['symmetric']:.4g}, "
+            f"{m['antisymmetric']:.4g})"
+            for m in marked
+        )
+        + "; flows ending with the heads split: "
+        + ", ".join(
+            f"beta={land['config']['beta']:g} K={land['config']['K']:g}: "
+            f"{land['ends_split']}/{len(STARTS)}"
+            for land in landscapes
+        )
+        + f"; corners at beta={main.beta:g}, K={main.K:g}: same {float(same):.5f}, opposite "
+        f"{float(opposite):.5f}, split advantage {float(split_advantage(main)):.3g}"
+        + (
+            ""
+            if main_diagram["boundary_agrees_with_signs"] == main_diagram["grid_points"]
+            else " (DISAGREES)"
+        ),
     }
 
 
 def _diagram(ax, data, d):
     betas, Ks = np.asarray(data["betas"], float), np.asarray(data["Ks"], float)
     cmap, norm, _, _ = _style.discrete_map(REGION_COLORS, REGIONS)
-    mesh = ax.pcolormesh(betas, Ks, np.asarray(d["region"]).T, cmap=cmap, norm=norm, shading="nearest", rasterized=True)
-    cb_betas, k_star = np.asarray(data["curve_betas"], float), np.asarray(d["boundary_K"], float)
+    mesh = ax.pcolormesh(
+        betas,
+        Ks,
+        np.asarray(d["region"]).T,
+        cmap=cmap,
+        norm=norm,
+        shading="nearest",
+        rasterized=True,
+    )
+    cb_betas, k_star = (
+        np.asarray(data["curve_betas"], float),
+        np.asarray(d["boundary_K"], float),
+    )
     show = np.isfinite(k_star) & (k_star > 0)
     ax.plot(cb_betas[show], k_star[show], "k-", lw=1.6, label="K*(beta), closed form")
     ax.axvline(d["beta_0"], color="k", ls=":", lw=1, label="beta_0")
@@ -150,12 +260,25 @@ def _landscape_panel(ax, fig, data, land, label):
         traj = np.asarray(traj, float)
         ax.plot(traj[:, 0], traj[:, 1], "w-", lw=1.0)
         ax.plot(traj[0, 0], traj[0, 1], "wo", ms=3)
-        ax.plot(traj[-1, 0], traj[-1, 1], "*", color=_style.color(4), ms=11, mec="k", mew=0.5, clip_on=False, zorder=5)
+        ax.plot(
+            traj[-1, 0],
+            traj[-1, 1],
+            "*",
+            color=_style.color(4),
+            ms=11,
+            mec="k",
+            mew=0.5,
+            clip_on=False,
+            zorder=5,
+        )
     c = land["config"]
     ax.set_xlabel("p1 (head 1 key weight on offset 0)")
     ax.set_ylabel("p2 (head 2 key weight on offset 0)")
-    ax.set_title(f"({label}) loss and flows (o start, * end), beta={c['beta']:g} K={c['K']:g} L={c['L']}\n"
-                 f"rates: symmetric {land['escape_symmetric']:.3g}, antisymmetric {land['escape_antisymmetric']:.3g}")
+    ax.set_title(
+        f"({label}) loss and flows (o start, * end), beta={c['beta']:g} K={c['K']:g} L={c['L']}\n"
+        f"rates: symmetric {land['escape_symmetric']:.3g}, antisymmetric "
+        f"{land['escape_antisymmetric']:.3g}"
+    )
     ax.set_aspect("equal")
 
 
@@ -166,11 +289,23 @@ def draw(data: dict):
         if d["L"] == MAIN_L:
             for m in data["marked"]:
                 axes[0, i].plot(m["beta"], m["K"], "o", color="w", mec="k", ms=6)
-                axes[0, i].annotate(m["label"], (m["beta"], m["K"]), xytext=(5, 4), textcoords="offset points",
-                                    fontsize=9, fontweight="bold")
+                axes[0, i].annotate(
+                    m["label"],
+                    (m["beta"], m["K"]),
+                    xytext=(5, 4),
+                    textcoords="offset points",
+                    fontsize=9,
+                    fontweight="bold",
+                )
     _, _, ticks, labels = _style.discrete_map(REGION_COLORS, REGIONS)
-    _style.colorbar(fig, mesh, list(axes[0]), "direct sign of the escape rates", ticks=ticks,
-                    ticklabels=[r.replace(" (", "\n(") for r in labels])
+    _style.colorbar(
+        fig,
+        mesh,
+        list(axes[0]),
+        "direct sign of the escape rates",
+        ticks=ticks,
+        ticklabels=[r.replace(" (", "\n(") for r in labels],
+    )
     axes[0, 0].legend(loc="upper left", framealpha=0.9)
     for j, (land, label) in enumerate(zip(data["landscapes"], ("a", "b"))):
         _landscape_panel(axes[1, j], fig, data, land, label)
@@ -178,8 +313,20 @@ def draw(data: dict):
     K = np.asarray(data["cut_K"], float)
     for j, cut in enumerate(data["cuts"]):
         c = _style.color(j)
-        ax.plot(K, np.asarray(cut["antisymmetric"], float), "--", color=c, label=f"beta={cut['beta']:g}: antisymmetric (1,-1)")
-        ax.plot(K, np.asarray(cut["symmetric"], float), "-", color=c, label=f"beta={cut['beta']:g}: symmetric (1,1)")
+        ax.plot(
+            K,
+            np.asarray(cut["antisymmetric"], float),
+            "--",
+            color=c,
+            label=f"beta={cut['beta']:g}: antisymmetric (1,-1)",
+        )
+        ax.plot(
+            K,
+            np.asarray(cut["symmetric"], float),
+            "-",
+            color=c,
+            label=f"beta={cut['beta']:g}: symmetric (1,1)",
+        )
         if cut["K_star"] > 0:
             ax.axvline(cut["K_star"], color=c, ls=":", lw=1)
     ax.axhline(0, color="k", lw=0.8)
@@ -188,9 +335,19 @@ def draw(data: dict):
     ax.set_ylabel("escape rate at p=(1/2,1/2) (> 0: unstable)")
     ax.set_title(f"escape rates along K, L={MAIN_L}, gamma={data['gamma']:g}")
     ax.legend(loc="center right")
-    fig.suptitle("Two-head toy: sharpening is fast, splitting is slow, and the symmetric direction is stable "
-                 "below K*(beta)")
+    fig.suptitle(
+        "Two-head toy: sharpening is fast, splitting is slow, and the symmetric "
+        "direction is stable "
+        "below K*(beta)"
+    )
     return fig
 
 
-FIGURE = Figure("toy_stability", "The two-head toy: where p = 1/2 is unstable, and splitting is slow", CLAIM, compute, draw, cost=10)
+FIGURE = Figure(
+    "toy_stability",
+    "The two-head toy: where p = 1/2 is unstable, and splitting is slow",
+    CLAIM,
+    compute,
+    draw,
+    cost=10,
+)

@@ -1,60 +1,99 @@
-"""Periodic weak spots (docs/theory.md §9): per-phase accuracy, gate rotation and head knockout of converged models."""
+"""Periodic weak spots (docs/theory.md §9): per-phase accuracy, gate rotation and head
+knockout of converged models."""
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
 
-from ..model._interventions import knockout_phase_accuracy, knockout_phase_losses, rotate_gates
+from ..model._interventions import (
+    knockout_phase_accuracy,
+    knockout_phase_losses,
+    rotate_gates,
+)
 from ..model._loss import phase_accuracy, phase_gap, phase_losses
-from . import _runs
-from . import _style
+from . import _runs, _style
 from ._figure import Figure
 
 CLAIM = (
-    "Periodic weak spots (docs/theory.md §9), measured on converged reduced flows (exact geometry, L=8, "
+    "Periodic weak spots (docs/theory.md §9), measured on converged reduced flows "
+    "(exact geometry, L=8, "
     "N=4096, beta=4, gamma=1, kappa=1, rho=0.1, "
-    "delta=1e-3; (H, S) in {(1,4), (2,4), (3,4), (2,6), (3,6), (3,8)}, 256 seeds each; quick mode (1,4), "
-    "(2,4) with 16 seeds). The drawn models (3 per (H, S)) answer (top-1 over the whole vocabulary) exactly "
-    "the query phases their heads selected and no other. Over all seeds: with H < S-1 the phase gap is 1 in "
-    "every seed (some phase is always wrong); at H = S-1 (H=3, S=4) it is 0 in 26% of the seeds, the share "
+    "delta=1e-3; (H, S) in {(1,4), (2,4), (3,4), (2,6), (3,6), (3,8)}, 256 seeds each; "
+    "quick mode (1,4), "
+    "(2,4) with 16 seeds). The drawn models (3 per (H, S)) answer (top-1 over the "
+    "whole vocabulary) exactly "
+    "the query phases their heads selected and no other. Over all seeds: with H < S-1 "
+    "the phase gap is 1 in "
+    "every seed (some phase is always wrong); at H = S-1 (H=3, S=4) it is 0 in 26% of "
+    "the seeds, the share "
     "whose heads selected distinct "
-    "offsets. On one converged model (H=2, S=6; quick mode H=2, S=4), rotating the gates by delta moves the "
-    "answered phases by delta (a head rotated onto offset S-1 answers no query phase: that phase's successor "
-    "lies in the next block), and mean-ablating one head makes exactly the phase that head selected wrong "
+    "offsets. On one converged model (H=2, S=6; quick mode H=2, S=4), rotating the "
+    "gates by delta moves the "
+    "answered phases by delta (a head rotated onto offset S-1 answers no query phase: "
+    "that phase's successor "
+    "lies in the next block), and mean-ablating one head makes exactly the phase that "
+    "head selected wrong "
     "(full mode: loss +1.12 there, changes of about 1e-3 at the other phases)."
 )
 
 
 def compute(quick: bool, cache_dir) -> dict:
-    shapes = [(1, 4), (2, 4)] if quick else [(1, 4), (2, 4), (3, 4), (2, 6), (3, 6), (3, 8)]
+    shapes = (
+        [(1, 4), (2, 4)] if quick else [(1, 4), (2, 4), (3, 4), (2, 6), (3, 6), (3, 8)]
+    )
     config, seeds = _runs.reduced_config(quick)
     shown = 3  # converged models drawn per (H, S)
     models = []
     for H, S in shapes:
         task = _runs.task_of(**_runs.BASE, S=S, H=H)
         run = _runs.flow_runs(task, config, seeds, cache_dir)
-        curves = [np.asarray(phase_accuracy(task, _runs.converged_gates(run, i))).tolist() for i in range(seeds)]
-        models.append({"H": H, "S": S, "selected": run["selected"][:shown], "accuracy": curves[:shown],
-                       "gap": [float(phase_gap(jnp.asarray(c))) for c in curves]})
+        curves = [
+            np.asarray(phase_accuracy(task, _runs.converged_gates(run, i))).tolist()
+            for i in range(seeds)
+        ]
+        models.append(
+            {
+                "H": H,
+                "S": S,
+                "selected": run["selected"][:shown],
+                "accuracy": curves[:shown],
+                "gap": [float(phase_gap(jnp.asarray(c))) for c in curves],
+            }
+        )
     # rotation and knockout on one converged model
     H, S = (2, 4) if quick else (2, 6)
     task = _runs.task_of(**_runs.BASE, S=S, H=H)
     run = _runs.flow_runs(task, config, seeds, cache_dir)
     gates = _runs.converged_gates(run, 0)
-    rotation = {str(d): np.asarray(phase_accuracy(task, rotate_gates(gates, d))).tolist() for d in range(0, S - 1)}
+    rotation = {
+        str(d): np.asarray(phase_accuracy(task, rotate_gates(gates, d))).tolist()
+        for d in range(0, S - 1)
+    }
     knockout = {
         "base_loss": np.asarray(phase_losses(task, gates)).tolist(),
         "base_accuracy": np.asarray(phase_accuracy(task, gates)).tolist(),
-        "loss": [np.asarray(knockout_phase_losses(task, gates, [h])).tolist() for h in range(H)],
-        "accuracy": [np.asarray(knockout_phase_accuracy(task, gates, [h])).tolist() for h in range(H)],
+        "loss": [
+            np.asarray(knockout_phase_losses(task, gates, [h])).tolist()
+            for h in range(H)
+        ],
+        "accuracy": [
+            np.asarray(knockout_phase_accuracy(task, gates, [h])).tolist()
+            for h in range(H)
+        ],
     }
     mean_gap = {f"H={m['H']},S={m['S']}": float(np.mean(m["gap"])) for m in models}
     return {
-        "models": models, "rotation": rotation, "rotation_selected": run["selected"][0], "knockout": knockout,
-        "parameters": {"task": "L=8 N=4096 beta=4 gamma=1 kappa=1",
-                       "flow": f"reduced, rho={config.rho}, delta={config.delta}, {seeds} seeds per (H,S)"},
-        "findings": "mean phase gap over seeds " + ", ".join(f"{k}: {v:.2f}" for k, v in mean_gap.items()),
+        "models": models,
+        "rotation": rotation,
+        "rotation_selected": run["selected"][0],
+        "knockout": knockout,
+        "parameters": {
+            "task": "L=8 N=4096 beta=4 gamma=1 kappa=1",
+            "flow": f"reduced, rho={config.rho}, delta={config.delta}, {seeds} seeds per (H,S)",
+        },
+        "findings": "mean phase gap over seeds "
+        + ", ".join(f"{k}: {v:.2f}" for k, v in mean_gap.items()),
     }
 
 
@@ -64,7 +103,9 @@ def _accuracy_map(ax, fig, rows, labels, n_phases, title):
     for i, row in enumerate(rows):
         grid[i, : len(row)] = row
     cmap = _style.plt.get_cmap(_style.DIVERGING).with_extremes(bad="0.88")
-    im = ax.imshow(grid, vmin=0, vmax=1, cmap=cmap, aspect="auto", interpolation="nearest")
+    im = ax.imshow(
+        grid, vmin=0, vmax=1, cmap=cmap, aspect="auto", interpolation="nearest"
+    )
     ax.set_yticks(range(len(rows)), labels)
     _style.phase_axis(ax, n_phases)
     ax.set_title(title)
@@ -74,22 +115,32 @@ def _accuracy_map(ax, fig, rows, labels, n_phases, title):
 
 def draw(data: dict):
     models = data["models"]
-    fig, axes = _style.subplots(2, 2, figsize=(11, 8.5), gridspec_kw={"height_ratios": [1.6, 1]})
+    fig, axes = _style.subplots(
+        2, 2, figsize=(11, 8.5), gridspec_kw={"height_ratios": [1.6, 1]}
+    )
     rows, labels = [], []
     for m in models:
         for s, (curve, sel) in enumerate(zip(m["accuracy"], m["selected"])):
             rows.append(curve)
-            labels.append(f"H={m['H']} S={m['S']} seed {s}: r={','.join(str(r) for r in sel)}")
+            labels.append(
+                f"H={m['H']} S={m['S']} seed {s}: r={','.join(str(r) for r in sel)}"
+            )
     n_phases = max(len(r) for r in rows)
-    _accuracy_map(axes[0, 0], fig, rows, labels, n_phases,
-                  "converged models (3 seeds per H, S):\naccuracy per phase; r = heads' selected offsets")
+    _accuracy_map(
+        axes[0, 0],
+        fig,
+        rows,
+        labels,
+        n_phases,
+        "converged models (3 seeds per H, S):\naccuracy per phase; r = heads' selected offsets",
+    )
     axes[0, 0].tick_params(axis="y", labelsize=6.5)
     ax = axes[0, 1]
     names = [f"H={m['H']}\nS={m['S']}" for m in models]
     gaps = [np.mean(m["gap"]) for m in models]
     x = np.arange(len(models))
     ax.bar(x, gaps, 0.6, color=[_style.color(i) for i in range(len(models))])
-    for i, (g, m) in enumerate(zip(gaps, models)):
+    for i, g in enumerate(gaps):
         ax.text(i, g + 0.02, f"{g:.2f}", ha="center", va="bottom", fontsize=7.5)
     ax.set_xticks(x, names)
     ax.set_ylim(0, 1.15)
@@ -98,16 +149,27 @@ def draw(data: dict):
     ax.set_title(f"phase gap, mean over {len(models[0]['gap'])} seeds per (H, S)")
     rot = data["rotation"]
     deltas = sorted(rot, key=int)
-    _accuracy_map(axes[1, 0], fig, [rot[d] for d in deltas], [f"delta={d}" for d in deltas], len(rot[deltas[0]]),
-                  f"gate rotation of one model (selected r={data['rotation_selected']})")
+    _accuracy_map(
+        axes[1, 0],
+        fig,
+        [rot[d] for d in deltas],
+        [f"delta={d}" for d in deltas],
+        len(rot[deltas[0]]),
+        f"gate rotation of one model (selected r={data['rotation_selected']})",
+    )
     axes[1, 0].set_ylabel("rotation")
     ax = axes[1, 1]
     ko = data["knockout"]
     base = np.asarray(ko["base_loss"], float)
     width = 0.8 / len(ko["loss"])
     for h, losses in enumerate(ko["loss"]):
-        ax.bar(np.arange(len(base)) + (h - (len(ko["loss"]) - 1) / 2) * width, np.asarray(losses, float) - base, width,
-               color=_style.color(h), label=f"knock out head {h}")
+        ax.bar(
+            np.arange(len(base)) + (h - (len(ko["loss"]) - 1) / 2) * width,
+            np.asarray(losses, float) - base,
+            width,
+            color=_style.color(h),
+            label=f"knock out head {h}",
+        )
     ax.axhline(0, color="k", lw=0.8)
     _style.phase_axis(ax, len(base))
     ax.set_ylabel("per-phase loss change")
@@ -117,4 +179,11 @@ def draw(data: dict):
     return fig
 
 
-FIGURE = Figure("weak_spots", "Periodic weak spots: per-phase accuracy of converged models", CLAIM, compute, draw, cost=105)
+FIGURE = Figure(
+    "weak_spots",
+    "Periodic weak spots: per-phase accuracy of converged models",
+    CLAIM,
+    compute,
+    draw,
+    cost=105,
+)

@@ -1,4 +1,5 @@
-"""Settings of a gradient-flow run (docs/theory.md §6): which dynamics, initial radius, solver, budget."""
+"""Settings of a gradient-flow run (docs/theory.md §6): which dynamics, initial radius,
+solver, budget."""
 
 from __future__ import annotations
 
@@ -12,8 +13,14 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float
 
-from ..model._task import Task, TheoryAssumptionWarning, _require_int, _require_real, traced_value
 from ..model._objective import Objective
+from ..model._task import (
+    Task,
+    TheoryAssumptionWarning,
+    _require_int,
+    _require_real,
+    traced_value,
+)
 
 SOLVERS = {
     "tsit5": diffrax.Tsit5,
@@ -28,21 +35,43 @@ INITS = ("ball", "projected")
 # How the selection Event locates its time (tolerances in `integrate`).
 ROOT_FINDERS = {"newton": optx.Newton, "bisection": optx.Bisection}
 # Fields that set a program (static) and fields that flow through it (0-d arrays, traced).
-STATIC_FIELDS = ("dynamics", "solver", "max_steps", "M", "sample", "init", "batch_size", "n_save", "tied", "objective",
-                 "root_finder")
-TRACED_FIELDS = ("rho", "delta", "t_max", "rtol", "atol", "t_save_min", "tau", "coordination")
+STATIC_FIELDS = (
+    "dynamics",
+    "solver",
+    "max_steps",
+    "M",
+    "sample",
+    "init",
+    "batch_size",
+    "n_save",
+    "tied",
+    "objective",
+    "root_finder",
+)
+TRACED_FIELDS = (
+    "rho",
+    "delta",
+    "t_max",
+    "rtol",
+    "atol",
+    "t_save_min",
+    "tau",
+    "coordination",
+)
 
 
 class FlowConfig(eqx.Module):
     """Everything about a gradient-flow run except the task.
 
-    Fields that set the compiled program (dynamics, solver, root finder, step budget, sample and save
+    Fields that set the compiled program (dynamics, solver, root finder, step budget, sample
+    and save
     sizes, tied, objective) are static; the numbers (`rho`, `delta`, `t_max`, `rtol`, `atol`,
     `t_save_min`, `tau`, `coordination`) are stored as 0-d arrays, so changing them reuses the
     compiled program.
 
     **Arguments:**
-    - `dynamics`: `"reduced"` (2HS-dimensional exact flow) or `"full"` (d-dimensional linear class on
+    - `dynamics`: `"reduced"` (2HS-dimensional exact flow) or `"full"` (d-dimensional linear
+      class on
       a Monte-Carlo sample).
     - `rho`: radius of the ball-uniform c(0), > 0 (small for Theorem 2).
     - `delta`: selection tolerance in (0, 1/2).
@@ -56,17 +85,20 @@ class FlowConfig(eqx.Module):
     - `init`: full dynamics only: `"ball"` (c(0) ball-uniform) or `"projected"` (its projection on
       span(m), token-specific components zero).
     - `batch_size`: contexts per batch in the loss (`None`: all at once); bounds memory.
-    - `n_save`: number of log-spaced save times in [`t_save_min`, `t_max`] (plus t = 0; the end state is
+    - `n_save`: number of log-spaced save times in [`t_save_min`, `t_max`] (plus t = 0; the
+      end state is
       reported separately as `final`).
     - `t_save_min`: first save time, in (0, t_max).
     - `tied`: one gate per head for both branches (key and value share $c_{h,r}$, as in kernels
       that compress K and V with one score); the selection event then asks for a key mass
       >= 1 - delta on one offset, since key at r with value at r+1 is impossible.
     - `objective`: what the flow descends: `"mean"` (the population loss of the theorems) or
-      `"worst-phase"` (the soft maximum of the per-phase losses at temperature `tau`, see `Objective`).
+      `"worst-phase"` (the soft maximum of the per-phase losses at temperature `tau`, see
+      `Objective`).
     - `tau`: temperature of the worst-phase objective, > 0.
     - `coordination`: weight lambda >= 0 of the overlap penalty
-      $\\lambda \\sum_{h \\ne h'} \\langle p^K_h, p^K_{h'} \\rangle$ added to the objective, or None (none).
+      $\\lambda \\sum_{h \\ne h'} \\langle p^K_h, p^K_{h'} \\rangle$ added to the objective,
+      or None (none).
     - `root_finder`: how the selection time is located inside the solver step where the margin
       changes sign: `"newton"` (default) or `"bisection"`. Newton can stall in the margin's rounding
       noise when its slope is tiny (small delta, late selection: every seed at delta <= 3e-7 with
@@ -100,11 +132,28 @@ class FlowConfig(eqx.Module):
     coordination: Float[Array, ""] | None
     root_finder: str = eqx.field(static=True)
 
-    def __init__(self, dynamics: str = "reduced", rho: float = 0.1, delta: float = 1e-3, t_max: float = 1e6,
-                 solver: str = "tsit5", rtol: float = 1e-8, atol: float = 1e-10, max_steps: int = 100_000,
-                 M: int = 1024, sample: str = "balanced", init: str = "ball", batch_size: int | None = None,
-                 n_save: int = 64, t_save_min: float = 1e-2, tied: bool = False, objective: str = "mean",
-                 tau: float = 1.0, coordination: float | None = None, root_finder: str = "newton"):
+    def __init__(
+        self,
+        dynamics: str = "reduced",
+        rho: float = 0.1,
+        delta: float = 1e-3,
+        t_max: float = 1e6,
+        solver: str = "tsit5",
+        rtol: float = 1e-8,
+        atol: float = 1e-10,
+        max_steps: int = 100_000,
+        M: int = 1024,
+        sample: str = "balanced",
+        init: str = "ball",
+        batch_size: int | None = None,
+        n_save: int = 64,
+        t_save_min: float = 1e-2,
+        tied: bool = False,
+        objective: str = "mean",
+        tau: float = 1.0,
+        coordination: float | None = None,
+        root_finder: str = "newton",
+    ):
         if dynamics not in DYNAMICS:
             raise ValueError(f"dynamics must be one of {DYNAMICS}, got {dynamics!r}")
         rho = _require_real("rho", rho)
@@ -133,7 +182,9 @@ class FlowConfig(eqx.Module):
         n_save = _require_int("n_save", n_save, 1)
         t_save_min = _require_real("t_save_min", t_save_min)
         if not 0 < t_save_min < t_max:
-            raise ValueError(f"t_save_min must satisfy 0 < t_save_min < t_max = {t_max}, got {t_save_min}")
+            raise ValueError(
+                f"t_save_min must satisfy 0 < t_save_min < t_max = {t_max}, got {t_save_min}"
+            )
         if rho >= 1:
             warnings.warn(
                 f"outside Theorem 2's assumptions: small initialization (got rho={rho} >= 1)",
@@ -144,20 +195,61 @@ class FlowConfig(eqx.Module):
             raise ValueError(f"tied must be True or False, got {tied!r}")
         self.tied = bool(tied)
         if root_finder not in ROOT_FINDERS:
-            raise ValueError(f"root_finder must be one of {tuple(ROOT_FINDERS)}, got {root_finder!r}")
+            raise ValueError(
+                f"root_finder must be one of {tuple(ROOT_FINDERS)}, got {root_finder!r}"
+            )
         self.root_finder = root_finder
         goal = Objective(objective, tau, coordination)  # validates
-        self.objective, self.tau, self.coordination = goal.kind, goal.tau, goal.coordination
-        self.dynamics, self.solver, self.max_steps, self.M = dynamics, solver, max_steps, M
-        self.sample, self.init, self.batch_size, self.n_save = sample, init, batch_size, n_save
-        self.rho, self.delta, self.t_max = traced_value(rho), traced_value(delta), traced_value(t_max)
-        self.rtol, self.atol, self.t_save_min = traced_value(rtol), traced_value(atol), traced_value(t_save_min)
+        self.objective, self.tau, self.coordination = (
+            goal.kind,
+            goal.tau,
+            goal.coordination,
+        )
+        self.dynamics, self.solver, self.max_steps, self.M = (
+            dynamics,
+            solver,
+            max_steps,
+            M,
+        )
+        self.sample, self.init, self.batch_size, self.n_save = (
+            sample,
+            init,
+            batch_size,
+            n_save,
+        )
+        self.rho, self.delta, self.t_max = (
+            traced_value(rho),
+            traced_value(delta),
+            traced_value(t_max),
+        )
+        self.rtol, self.atol, self.t_save_min = (
+            traced_value(rtol),
+            traced_value(atol),
+            traced_value(t_save_min),
+        )
 
     def to_dict(self) -> dict:
         """Every parameter as a Python value, for JSON summaries and cache keys."""
-        names = ("dynamics", "rho", "delta", "t_max", "solver", "rtol", "atol", "max_steps", "M", "sample",
-                 "init", "batch_size", "n_save", "t_save_min")
-        out = {n: float(getattr(self, n)) if n in TRACED_FIELDS else getattr(self, n) for n in names}
+        names = (
+            "dynamics",
+            "rho",
+            "delta",
+            "t_max",
+            "solver",
+            "rtol",
+            "atol",
+            "max_steps",
+            "M",
+            "sample",
+            "init",
+            "batch_size",
+            "n_save",
+            "t_save_min",
+        )
+        out = {
+            n: float(getattr(self, n)) if n in TRACED_FIELDS else getattr(self, n)
+            for n in names
+        }
         # only when set, so the parameters (cache keys, stored data) of plain runs are unchanged
         if self.tied:
             out["tied"] = True
@@ -174,7 +266,7 @@ class FlowConfig(eqx.Module):
         goal = Objective.of_values(self.objective, self.tau, self.coordination)
         return None if goal.is_default else goal
 
-    def replace(self, **changes) -> "FlowConfig":
+    def replace(self, **changes) -> FlowConfig:
         """A new, validated configuration with some parameters changed."""
         return FlowConfig(**{**self.to_dict(), **changes})
 
@@ -191,15 +283,31 @@ def check_flow(task: Task, config: FlowConfig) -> None:
     N is not large relative to log(e / rho) (here: N < 10 log(e / rho)).
     """
     if config.dynamics == "reduced" and not task.exact:
-        raise ValueError("dynamics='reduced' needs exact geometry (eps = 0): drop eps/d or use dynamics='full'")
+        raise ValueError(
+            "dynamics='reduced' needs exact geometry (eps = 0): drop eps/d or use dynamics='full'"
+        )
     if not task.exact:
-        warnings.warn("outside Theorem 2's assumptions: eps = 0 (the task has an approximate geometry)",
-                      TheoryAssumptionWarning, stacklevel=2)
+        warnings.warn(
+            "outside Theorem 2's assumptions: eps = 0 (the task has an approximate geometry)",
+            TheoryAssumptionWarning,
+            stacklevel=2,
+        )
     rho, N = float(config.rho), int(task.N)
     if N < 10 * math.log(math.e / rho):
-        warnings.warn(f"outside Theorem 2's assumptions: N large relative to log(e/rho) "
-                      f"(N = {N}, log(e/rho) = {math.log(math.e / rho):.3g})",
-                      TheoryAssumptionWarning, stacklevel=2)
+        warnings.warn(
+            f"outside Theorem 2's assumptions: N large relative to log(e/rho) "
+            f"(N = {N}, log(e/rho) = {math.log(math.e / rho):.3g})",
+            TheoryAssumptionWarning,
+            stacklevel=2,
+        )
 
 
-__all__ = ["DYNAMICS", "FlowConfig", "INITS", "ROOT_FINDERS", "SAMPLES", "SOLVERS", "check_flow"]
+__all__ = [
+    "DYNAMICS",
+    "FlowConfig",
+    "INITS",
+    "ROOT_FINDERS",
+    "SAMPLES",
+    "SOLVERS",
+    "check_flow",
+]

@@ -8,7 +8,8 @@ With `tied=True` both branches use the key branch's parameters (one gate per hea
 that share K and V): the state keeps its shape, the value half follows the key half exactly, and
 selection asks for key mass >= 1 - delta on one offset (key at r with value at r+1 is impossible).
 
-- `ReducedDynamics`: the exact flow on the symmetric subspace c in span(m), state b of shape (H, 2, W):
+- `ReducedDynamics`: the exact flow on the symmetric subspace c in span(m), state b of shape
+  (H, 2, W):
   $\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L(b)$, $\\bar L$ = `population_loss` of
   `shared_gates_from_logits(b)` (exact geometry).
 - `FullDynamics`: $\\dot c = -\\nabla_c \\hat L(c)$, state c of shape (H, 2, W, d), $\\hat L$ =
@@ -24,14 +25,24 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PyTree
 
-from ..model._task import Task
-from ..model._gates import LinearGates, first_offset, selected_offsets, shared_gates_from_logits
+from ..model._gates import (
+    LinearGates,
+    first_offset,
+    selected_offsets,
+    shared_gates_from_logits,
+)
 from ..model._geometry import Geometry
-from ._init import mean_norm_squared
-from ..model._loss import monte_carlo_loss, monte_carlo_phase_losses, phase_losses, population_loss
+from ..model._loss import (
+    monte_carlo_loss,
+    monte_carlo_phase_losses,
+    phase_losses,
+    population_loss,
+)
 from ..model._measures import effective_number, effective_offsets
 from ..model._objective import Objective
 from ..model._positions import window_tokens
+from ..model._task import Task
+from ._init import mean_norm_squared
 
 
 def tie(y: Float[Array, "heads 2 ..."]) -> Float[Array, "heads 2 ..."]:
@@ -39,16 +50,21 @@ def tie(y: Float[Array, "heads 2 ..."]) -> Float[Array, "heads 2 ..."]:
     return jnp.broadcast_to(y[:, :1], y.shape)
 
 
-def concentration_margin(worst: Float[Array, "heads 2 offsets"], delta) -> Float[Array, ""]:
+def concentration_margin(
+    worst: Float[Array, "heads 2 offsets"], delta
+) -> Float[Array, ""]:
     """$\\min_h \\max_r p^K_{\\min}(r) - (1 - \\delta)$: >= 0 when every head's key gate holds mass
     >= 1 - delta on one offset (the selection event of tied gates)."""
     return jnp.min(jnp.max(worst[:, 0], axis=-1)) - (1 - delta)
 
 
-def head_selection(worst: Float[Array, "heads 2 offsets"], delta) -> Int[Array, " heads"]:
+def head_selection(
+    worst: Float[Array, "heads 2 offsets"], delta
+) -> Int[Array, " heads"]:
     """The offset r each head delta-selects uniformly (worst-case masses), or -1.
 
-    Selection at r: $\\min p^K(r) \\ge 1 - \\delta$ and $\\min p^V(r + 1) \\ge 1 - \\delta$, minima over
+    Selection at r: $\\min p^K(r) \\ge 1 - \\delta$ and $\\min p^V(r + 1) \\ge 1 - \\delta$,
+    minima over
     the windows (same rule as `selected_offsets`).
     """
     return selected_offsets(worst[:, 0], worst[:, 1], delta)
@@ -71,7 +87,9 @@ def selection_margin(worst: Float[Array, "heads 2 offsets"], delta) -> Float[Arr
 
 
 def sample_gates(
-    geometry: Geometry, contexts: Int[Array, "contexts blocks offsets"], c: Float[Array, "heads 2 offsets dim"],
+    geometry: Geometry,
+    contexts: Int[Array, "contexts blocks offsets"],
+    c: Float[Array, "heads 2 offsets dim"],
     batch_size: int | None = None,
 ) -> Float[Array, "contexts heads 2 blocks offsets"]:
     """Gate probabilities $p^B_{h,l}(r)$ of `LinearGates(c)` in every context of a sample, shape
@@ -119,7 +137,8 @@ class AbstractDynamics(eqx.Module):
         return selection_margin(self.worst_masses(y), delta)
 
     def selected(self, y: PyTree, delta) -> Int[Array, " heads"]:
-        """`head_selection` of the state: the offset each head delta-selects, or -1 (tied: the offset
+        """`head_selection` of the state: the offset each head delta-selects, or -1 (tied:
+        the offset
         its gate concentrates on)."""
         if self.tied:
             return branch_offsets(self.worst_masses(y)[:, 0], delta)
@@ -135,10 +154,13 @@ class AbstractDynamics(eqx.Module):
 
 
 class ReducedDynamics(AbstractDynamics):
-    """The exact flow on span(m): $\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L(b)$ (docs/theory.md §6).
+    """The exact flow on span(m): $\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L(b)$
+    (docs/theory.md §6).
 
-    On c in span(m), $\\langle c^B_{h,r}, x \\rangle = b_{h,B,r}$ for every token, so $L(c) = \\bar L(b)$
-    with $b = \\langle c, m \\rangle$; the gradient $\\nabla_b \\bar L \\otimes m$ stays in span(m) and
+    On c in span(m), $\\langle c^B_{h,r}, x \\rangle = b_{h,B,r}$ for every token, so
+    $L(c) = \\bar L(b)$
+    with $b = \\langle c, m \\rangle$; the gradient $\\nabla_b \\bar L \\otimes m$ stays in
+    span(m) and
     $\\dot b = \\langle \\dot c, m \\rangle = -|m|^2 \\nabla_b \\bar L$, $|m|^2 = \\kappa + 1/N$.
 
     **Arguments:**
@@ -165,21 +187,36 @@ class ReducedDynamics(AbstractDynamics):
         gates = shared_gates_from_logits(self.parameters(b))
         return self.objective(phase_losses(self.task, gates), gates.key)
 
-    def vector_field(self, b: Float[Array, "heads 2 offsets"]) -> Float[Array, "heads 2 offsets"]:
-        return self.tied_field(-mean_norm_squared(self.task) * jax.grad(self.training_loss)(b))
+    def vector_field(
+        self, b: Float[Array, "heads 2 offsets"]
+    ) -> Float[Array, "heads 2 offsets"]:
+        return self.tied_field(
+            -mean_norm_squared(self.task) * jax.grad(self.training_loss)(b)
+        )
 
     def statistics(self, b: Float[Array, "heads 2 offsets"]) -> dict:
         """`mass` and `worst` (H, 2, S) (equal: gates are static, every window has p = softmax(b)),
         `loss` (), `static_offsets` and `avg_offsets` (H, 2) (equal), `biases` (H, 2, S)."""
         p = self.worst_masses(b)
         eff = effective_number(p)
-        return dict(mass=p, worst=p, loss=self.loss(b), static_offsets=eff, avg_offsets=eff, biases=b)
+        return dict(
+            mass=p,
+            worst=p,
+            loss=self.loss(b),
+            static_offsets=eff,
+            avg_offsets=eff,
+            biases=b,
+        )
 
-    def worst_masses(self, b: Float[Array, "heads 2 offsets"]) -> Float[Array, "heads 2 offsets"]:
+    def worst_masses(
+        self, b: Float[Array, "heads 2 offsets"]
+    ) -> Float[Array, "heads 2 offsets"]:
         return jax.nn.softmax(self.parameters(b), axis=-1)
 
 
-def _windows(p: Float[Array, "contexts heads 2 blocks offsets"]) -> Float[Array, "windows heads 2 offsets"]:
+def _windows(
+    p: Float[Array, "contexts heads 2 blocks offsets"],
+) -> Float[Array, "windows heads 2 offsets"]:
     M, H, _, L, W = p.shape
     return jnp.moveaxis(p, 3, 1).reshape(M * L, H, 2, W)
 
@@ -206,26 +243,46 @@ class FullDynamics(AbstractDynamics):
 
     def loss(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, ""]:
         """$\\hat L(c)$ = `monte_carlo_loss` of `LinearGates(c)` on the fixed sample."""
-        return monte_carlo_loss(self.task, self.geometry, LinearGates(self.parameters(c)), self.contexts,
-                                batch_size=self.batch_size)
+        return monte_carlo_loss(
+            self.task,
+            self.geometry,
+            LinearGates(self.parameters(c)),
+            self.contexts,
+            batch_size=self.batch_size,
+        )
 
     def training_loss(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, ""]:
-        """What the flow descends: `loss`, or the `objective` of the sample's per-phase losses, with the
+        """What the flow descends: `loss`, or the `objective` of the sample's per-phase
+        losses, with the
         overlap of the key gates averaged over the sample's windows."""
         if self.objective is None:
             return self.loss(c)
-        losses = monte_carlo_phase_losses(self.task, self.geometry, LinearGates(self.parameters(c)), self.contexts,
-                                          batch_size=self.batch_size)
+        losses = monte_carlo_phase_losses(
+            self.task,
+            self.geometry,
+            LinearGates(self.parameters(c)),
+            self.contexts,
+            batch_size=self.batch_size,
+        )
         key = jnp.moveaxis(self.gates(c)[:, :, 0], 2, 1)  # (M, L, H, W): windows first
         return self.objective(losses, key)
 
-    def vector_field(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "heads 2 offsets dim"]:
+    def vector_field(
+        self, c: Float[Array, "heads 2 offsets dim"]
+    ) -> Float[Array, "heads 2 offsets dim"]:
         return self.tied_field(-jax.grad(self.training_loss)(c))
 
-    def gates(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "contexts heads 2 blocks offsets"]:
-        """Gate probabilities of `LinearGates(c)` in every context of the sample (`sample_gates`)."""
-        return sample_gates(self.geometry, window_tokens(self.contexts, self.task.W), self.parameters(c),
-                            self.batch_size)
+    def gates(
+        self, c: Float[Array, "heads 2 offsets dim"]
+    ) -> Float[Array, "contexts heads 2 blocks offsets"]:
+        """Gate probabilities of `LinearGates(c)` in every context of the sample
+        (`sample_gates`)."""
+        return sample_gates(
+            self.geometry,
+            window_tokens(self.contexts, self.task.W),
+            self.parameters(c),
+            self.batch_size,
+        )
 
     def statistics(self, c: Float[Array, "heads 2 offsets dim"]) -> dict:
         """Statistics over the sample's M*L windows (context, block): `mass` (H, 2, S) averaged,
@@ -233,17 +290,24 @@ class FullDynamics(AbstractDynamics):
         (H, 2) of docs/theory.md §9, `biases` (H, 2, S) = $\\langle c, m \\rangle$.
 
         Our formalization: the effective offsets are measured on the training sample's own windows,
-        not on held-out ones as in the paper (docs/theory.md §9); on a balanced sample started in span(m)
+        not on held-out ones as in the paper (docs/theory.md §9); on a balanced sample
+        started in span(m)
         the two coincide, since the gates are then the same in every window.
         """
         w = _windows(self.gates(c))
         static, avg = effective_offsets(jnp.moveaxis(w, 0, -2))
         return dict(
-            mass=jnp.mean(w, axis=0), worst=jnp.min(w, axis=0), loss=self.loss(c),
-            static_offsets=static, avg_offsets=avg, biases=LinearGates(self.parameters(c)).biases(self.geometry),
+            mass=jnp.mean(w, axis=0),
+            worst=jnp.min(w, axis=0),
+            loss=self.loss(c),
+            static_offsets=static,
+            avg_offsets=avg,
+            biases=LinearGates(self.parameters(c)).biases(self.geometry),
         )
 
-    def worst_masses(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, "heads 2 offsets"]:
+    def worst_masses(
+        self, c: Float[Array, "heads 2 offsets dim"]
+    ) -> Float[Array, "heads 2 offsets"]:
         return jnp.min(_windows(self.gates(c)), axis=0)
 
 

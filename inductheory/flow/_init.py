@@ -1,12 +1,16 @@
-"""Initial conditions of the gradient flow (docs/theory.md §6): the ball-uniform c(0) and its projection.
+"""Initial conditions of the gradient flow (docs/theory.md §6): the ball-uniform c(0) and
+its projection.
 
-c(0) is uniform in the Euclidean ball of radius rho in $R^D$, $D = H \\cdot 2 \\cdot S \\cdot d$. The
+c(0) is uniform in the Euclidean ball of radius rho in $R^D$, $D = H \\cdot 2 \\cdot S
+\\cdot d$. The
 reduced flow starts from the exact projection of c(0) on the symmetric subspace,
-$b_{h,B,r} = \\langle c^B_{h,r}(0), m \\rangle$, whose law is sampled here in O(H S) per seed without
+$b_{h,B,r} = \\langle c^B_{h,r}(0), m \\rangle$, whose law is sampled here in O(H S) per
+seed without
 materializing the D coordinates (`ball_projection`).
 
 Derivation. Write $\\hat m = m / |m|$ and $e_k$ for $\\hat m$ placed in block k = (h, B, r) of
-$R^D$; the 2HS vectors $e_k$ are orthonormal, and $b_k = |m| \\langle c(0), e_k \\rangle$. The uniform
+$R^D$; the 2HS vectors $e_k$ are orthonormal, and $b_k = |m| \\langle c(0), e_k \\rangle$.
+The uniform
 law on the ball is rotation invariant, so $(\\langle c(0), e_k \\rangle)_k$ has the law of the first
 n = 2HS coordinates of a ball-uniform vector. That vector is $\\rho U^{1/D} Z / |Z|$ with
 $Z \\sim N(0, I_D)$, $U \\sim U(0, 1)$ independent; its first n coordinates are
@@ -22,17 +26,21 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..model._task import Task
 from ..model._geometry import Geometry
+from ..model._task import Task
 
 
 def _check_radius(rho) -> None:
     # traced radii are the caller's business; concrete ones must be finite and > 0 (not bool)
-    if isinstance(rho, bool) or (isinstance(rho, (int, float)) and not 0 < rho < math.inf):
+    if isinstance(rho, bool) or (
+        isinstance(rho, (int, float)) and not 0 < rho < math.inf
+    ):
         raise ValueError(f"rho must be > 0 and finite, got {rho!r}")
 
 
-def ball_uniform(key: PRNGKeyArray, shape: tuple[int, ...], rho: float) -> Float[Array, "..."]:
+def ball_uniform(
+    key: PRNGKeyArray, shape: tuple[int, ...], rho: float
+) -> Float[Array, ...]:
     """A vector uniform in the Euclidean ball of radius `rho` in $R^{\\prod shape}$ (materialized).
 
     $c = \\rho U^{1/D} Z / |Z|$, $Z \\sim N(0, I_D)$, $U \\sim U(0,1)$.
@@ -56,10 +64,13 @@ def ball_uniform(key: PRNGKeyArray, shape: tuple[int, ...], rho: float) -> Float
     return rho * u ** (1.0 / D) * z / jnp.linalg.norm(z)
 
 
-def ball_projection(key: PRNGKeyArray, n: int, D: int, rho: float) -> Float[Array, " n"]:
+def ball_projection(
+    key: PRNGKeyArray, n: int, D: int, rho: float
+) -> Float[Array, " n"]:
     """The first `n` coordinates of a vector uniform in the ball of radius `rho` in $R^D$, exactly.
 
-    $x = \\rho U^{1/D} Z_{1:n} / \\sqrt{|Z_{1:n}|^2 + W}$, $W \\sim \\chi^2_{D-n} = 2\\,\\Gamma((D-n)/2)$:
+    $x = \\rho U^{1/D} Z_{1:n} / \\sqrt{|Z_{1:n}|^2 + W}$, $W \\sim \\chi^2_{D-n} =
+    2\\,\\Gamma((D-n)/2)$:
     O(n) work for any D (D = 2HS(N+1) ~ 10^7 at N = 10^6 costs nothing).
 
     **Arguments:**
@@ -76,7 +87,9 @@ def ball_projection(key: PRNGKeyArray, n: int, D: int, rho: float) -> Float[Arra
     kz, kw, ku = jax.random.split(key, 3)
     z = jax.random.normal(kz, (n,))
     # chi-square of the remaining D - n coordinates (none when D = n); D may be traced
-    w = jnp.where(D > n, 2.0 * jax.random.gamma(kw, jnp.maximum((D - n) / 2.0, 0.5)), 0.0)
+    w = jnp.where(
+        D > n, 2.0 * jax.random.gamma(kw, jnp.maximum((D - n) / 2.0, 0.5)), 0.0
+    )
     u = jax.random.uniform(ku, ())
     return rho * u ** (1.0 / D) * z / jnp.sqrt(jnp.sum(z**2) + w)
 
@@ -86,7 +99,9 @@ def mean_norm_squared(task: Task) -> Float[Array, ""]:
     return task.kappa + 1.0 / task.N
 
 
-def initial_biases(key: PRNGKeyArray, task: Task, rho: float, tied: bool = False) -> Float[Array, "heads 2 offsets"]:
+def initial_biases(
+    key: PRNGKeyArray, task: Task, rho: float, tied: bool = False
+) -> Float[Array, "heads 2 offsets"]:
     """Reduced initial state $b_{h,B,r} = \\langle c^B_{h,r}(0), m \\rangle$ of a ball-uniform c(0).
 
     Exact geometry: d = N + 1, $D = 2 H W d$ (W = S without windows), $|m| = \\sqrt{\\kappa + 1/N}$;
@@ -108,7 +123,9 @@ def initial_biases(key: PRNGKeyArray, task: Task, rho: float, tied: bool = False
     task.require_exact("the reduced flow")
     branches = 1 if tied else 2
     n = branches * task.H * task.W
-    D = n * (jnp.asarray(task.N, jnp.float64) + 1)  # traced with N (float: D can exceed int32)
+    D = n * (
+        jnp.asarray(task.N, jnp.float64) + 1
+    )  # traced with N (float: D can exceed int32)
     x = ball_projection(key, n, D, rho)
     b = jnp.sqrt(mean_norm_squared(task)) * x.reshape(task.H, branches, task.W)
     return jnp.broadcast_to(b, (task.H, 2, task.W))
@@ -123,8 +140,11 @@ def initial_gate_vectors(
     return jnp.broadcast_to(c, (task.H, 2) + c.shape[2:])
 
 
-def project_to_mean(c: Float[Array, "*batch dim"], geometry: Geometry) -> Float[Array, "*batch dim"]:
-    """Orthogonal projection of each vector $c^B_{h,r}$ on span(m): $(\\langle c, m \\rangle / |m|^2) m$.
+def project_to_mean(
+    c: Float[Array, "*batch dim"], geometry: Geometry
+) -> Float[Array, "*batch dim"]:
+    """Orthogonal projection of each vector $c^B_{h,r}$ on span(m): $(\\langle c, m \\rangle
+    / |m|^2) m$.
 
     Keeps the biases $\\langle c, m \\rangle$ and sets the token-specific components to zero.
     """

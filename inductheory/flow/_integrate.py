@@ -14,10 +14,16 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from ..model._task import Task
-from ._dynamics import AbstractDynamics, FullDynamics, ReducedDynamics, branch_offsets, head_selection
-from ._config import ROOT_FINDERS, SOLVERS, FlowConfig
 from ..model._geometry import Geometry
+from ..model._task import Task
+from ._config import ROOT_FINDERS, SOLVERS, FlowConfig
+from ._dynamics import (
+    AbstractDynamics,
+    FullDynamics,
+    ReducedDynamics,
+    branch_offsets,
+    head_selection,
+)
 from ._solution import FlowSolution, Status
 
 
@@ -51,18 +57,33 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
     )
     saveat = diffrax.SaveAt(
         subs=[
-            diffrax.SubSaveAt(t0=True, ts=config.save_times(), fn=lambda t, y, args: dynamics.statistics(y)),
+            diffrax.SubSaveAt(
+                t0=True,
+                ts=config.save_times(),
+                fn=lambda t, y, args: dynamics.statistics(y),
+            ),
             diffrax.SubSaveAt(t1=True, fn=lambda t, y, args: y),
         ]
     )
     sol = diffrax.diffeqsolve(
-        term, SOLVERS[config.solver](), 0.0, config.t_max, None, y0,
-        saveat=saveat, stepsize_controller=diffrax.PIDController(rtol=config.rtol, atol=config.atol),
-        event=event, max_steps=config.max_steps, throw=False,
+        term,
+        SOLVERS[config.solver](),
+        0.0,
+        config.t_max,
+        None,
+        y0,
+        saveat=saveat,
+        stepsize_controller=diffrax.PIDController(rtol=config.rtol, atol=config.atol),
+        event=event,
+        max_steps=config.max_steps,
+        throw=False,
     )
     traj_t, t_end = sol.ts[0], sol.ts[1][-1]
     saved = jnp.isfinite(traj_t)
-    traj = jax.tree.map(lambda a: jnp.where(saved.reshape((-1,) + (1,) * (a.ndim - 1)), a, jnp.nan), sol.ys[0])
+    traj = jax.tree.map(
+        lambda a: jnp.where(saved.reshape((-1,) + (1,) * (a.ndim - 1)), a, jnp.nan),
+        sol.ys[0],
+    )
     y_end = jax.tree.map(lambda a: a[-1], sol.ys[1])
     final = dynamics.statistics(y_end)
     worst = dynamics.worst_masses(y_end)
@@ -72,21 +93,36 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
     # selection with a relative slack of 1e-6 on delta (kept below 1/2, where selection is unique).
     delta = jnp.minimum(delta * (1 + 1e-6), 0.5 - 1e-12)
     status = jnp.select(
-        [~finite, sol.result == diffrax.RESULTS.event_occurred, sol.result == diffrax.RESULTS.successful,
-         sol.result == diffrax.RESULTS.max_steps_reached],
-        [Status.NONFINITE, Status.SELECTED, Status.T_MAX, Status.MAX_STEPS], Status.SOLVER_ERROR,
+        [
+            ~finite,
+            sol.result == diffrax.RESULTS.event_occurred,
+            sol.result == diffrax.RESULTS.successful,
+            sol.result == diffrax.RESULTS.max_steps_reached,
+        ],
+        [Status.NONFINITE, Status.SELECTED, Status.T_MAX, Status.MAX_STEPS],
+        Status.SOLVER_ERROR,
     )
     return FlowSolution(
-        t=jnp.where(saved, traj_t, jnp.nan), trajectory=traj, final=final, t_final=t_end, state=y_end,
-        key_offsets=branch_offsets(worst[:, 0], delta), value_offsets=branch_offsets(worst[:, 1], delta),
-        selected=head_selection(worst, delta), status=status,
-        num_steps=sol.stats["num_steps"], num_accepted_steps=sol.stats["num_accepted_steps"],
+        t=jnp.where(saved, traj_t, jnp.nan),
+        trajectory=traj,
+        final=final,
+        t_final=t_end,
+        state=y_end,
+        key_offsets=branch_offsets(worst[:, 0], delta),
+        value_offsets=branch_offsets(worst[:, 1], delta),
+        selected=head_selection(worst, delta),
+        status=status,
+        num_steps=sol.stats["num_steps"],
+        num_accepted_steps=sol.stats["num_accepted_steps"],
         num_rejected_steps=sol.stats["num_rejected_steps"],
     )
 
 
-def solve_reduced(task: Task, config: FlowConfig, b0: Float[Array, "heads 2 offsets"]) -> FlowSolution:
-    """The reduced flow of one seed from biases `b0`: `integrate(ReducedDynamics(task), b0, config)`.
+def solve_reduced(
+    task: Task, config: FlowConfig, b0: Float[Array, "heads 2 offsets"]
+) -> FlowSolution:
+    """The reduced flow of one seed from biases `b0`: `integrate(ReducedDynamics(task), b0,
+    config)`.
 
     ```python
     task, config = Task(L=8, S=4, H=2, N=10**6, beta=4.0), FlowConfig()
@@ -94,17 +130,34 @@ def solve_reduced(task: Task, config: FlowConfig, b0: Float[Array, "heads 2 offs
     sol.selected  # one offset per head
     ```
     """
-    return integrate(ReducedDynamics(task, tied=config.tied, objective=config.objective_function()), b0, config)
+    return integrate(
+        ReducedDynamics(task, tied=config.tied, objective=config.objective_function()),
+        b0,
+        config,
+    )
 
 
 def solve_full(
-    task: Task, config: FlowConfig, geometry: Geometry, contexts: Int[Array, "contexts blocks offsets"],
+    task: Task,
+    config: FlowConfig,
+    geometry: Geometry,
+    contexts: Int[Array, "contexts blocks offsets"],
     c0: Float[Array, "heads 2 offsets dim"],
 ) -> FlowSolution:
     """The full flow of one seed from gate vectors `c0` on a fixed sample:
     `integrate(FullDynamics(task, geometry, contexts, config.batch_size), c0, config)`."""
-    return integrate(FullDynamics(task, geometry, contexts, config.batch_size, tied=config.tied,
-                                  objective=config.objective_function()), c0, config)
+    return integrate(
+        FullDynamics(
+            task,
+            geometry,
+            contexts,
+            config.batch_size,
+            tied=config.tied,
+            objective=config.objective_function(),
+        ),
+        c0,
+        config,
+    )
 
 
 # The same quantities as plain functions of the math's arguments.
@@ -115,8 +168,11 @@ def reduced_loss(task: Task, b: Float[Array, "heads 2 offsets"]) -> Float[Array,
     return ReducedDynamics(task).loss(b)
 
 
-def reduced_vector_field(task: Task, b: Float[Array, "heads 2 offsets"]) -> Float[Array, "heads 2 offsets"]:
-    """$\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L(b)$, the exact flow on span(m) (`ReducedDynamics`)."""
+def reduced_vector_field(
+    task: Task, b: Float[Array, "heads 2 offsets"]
+) -> Float[Array, "heads 2 offsets"]:
+    """$\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L(b)$, the exact flow on span(m)
+    (`ReducedDynamics`)."""
     return ReducedDynamics(task).vector_field(b)
 
 
@@ -125,17 +181,24 @@ def reduced_statistics(task: Task, b: Float[Array, "heads 2 offsets"]) -> dict:
     return ReducedDynamics(task).statistics(b)
 
 
-def sample_loss(task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None) -> Float[Array, ""]:
-    """$\\hat L(c)$ = `monte_carlo_loss` of `LinearGates(c)` on the fixed sample (`FullDynamics.loss`)."""
+def sample_loss(
+    task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None
+) -> Float[Array, ""]:
+    """$\\hat L(c)$ = `monte_carlo_loss` of `LinearGates(c)` on the fixed sample
+    (`FullDynamics.loss`)."""
     return FullDynamics(task, geometry, contexts, batch_size).loss(c)
 
 
-def full_vector_field(task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None):
+def full_vector_field(
+    task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None
+):
     """$\\dot c = -\\nabla_c \\hat L(c)$ for the linear class on a fixed sample (`FullDynamics`)."""
     return FullDynamics(task, geometry, contexts, batch_size).vector_field(c)
 
 
-def full_statistics(task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None) -> dict:
+def full_statistics(
+    task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None
+) -> dict:
     """Saved statistics of the full flow over the sample's windows (`FullDynamics.statistics`)."""
     return FullDynamics(task, geometry, contexts, batch_size).statistics(c)
 

@@ -1,4 +1,5 @@
-"""Convergence rates of the reduced flow (docs/theory.md §6): escape from the uniform point, then a 1/t tail.
+"""Convergence rates of the reduced flow (docs/theory.md §6): escape from the uniform point,
+then a 1/t tail.
 
 **Escape.** At b = 0 (uniform gates) the vector field is not zero: key mass drifts off offset S-1
 (no query has that phase) and value mass off offset 0 (never a target), the same for every head and
@@ -6,7 +7,8 @@ phase. Which offset a head selects is decided by the perturbations that break th
 the phases 0..S-2. On those directions (zero-sum logit vectors over the phases, key offset r paired
 with value offset r+1) the Jacobian of $\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L$ at b = 0 is
 $-(\\kappa + 1/N) M$ with two 2x2 blocks (head-symmetric and, for H >= 2, head-antisymmetric modes),
-each of multiplicity S-2 (times H-1 for the antisymmetric one); `reduced_escape_rates` gives them in closed
+each of multiplicity S-2 (times H-1 for the antisymmetric one); `reduced_escape_rates` gives
+them in closed
 form (derivation and symbolic check: proofs/escape_rate.py, proofs/README.md §6).
 
 **Tail.** Near a hard selection the other offsets' masses eps decay as
@@ -50,8 +52,10 @@ def escape_blocks(task: Task) -> dict:
     $E = u (e_1 + e_2/(L-1))/Z - ((e_1-e_2)/Z)^2$, $G = (a^2 e_1 + (L-1)\\bar a^2 e_2)/Z$ and
     $c = u^2/(S-1)$:
 
-    $$M_{\\text{anti}} = c \\begin{pmatrix} \\beta(A'+A'')D & -\\beta A' \\\\ -\\beta A' & -\\beta a \\end{pmatrix},\\quad
-    M_{\\text{sym}} = M_{\\text{anti}} + c \\begin{pmatrix} H\\beta^2 A'^2 E & 0 \\\\ 0 & H\\beta^2 (S-1) G \\end{pmatrix}$$
+    $$M_{\\text{anti}} = c \\begin{pmatrix} \\beta(A'+A'')D & -\\beta A' \\\\ -\\beta A' &
+    -\\beta a \\end{pmatrix},\\quad
+    M_{\\text{sym}} = M_{\\text{anti}} + c \\begin{pmatrix} H\\beta^2 A'^2 E & 0 \\\\ 0 &
+    H\\beta^2 (S-1) G \\end{pmatrix}$$
 
     in the basis (key logits x e, value logits y e') of one mode: e a unit zero-sum vector over
     the key offsets 0..S-2, e' the same vector on the value offsets 1..S-1, equal (sym) or
@@ -69,10 +73,20 @@ def escape_blocks(task: Task) -> dict:
     k = _uniform_point_constants(task)
     H, S, beta = int(task.H), int(task.S), float(task.beta)
     c = k["u"] ** 2 / (S - 1)
-    anti = c * np.array([[beta * (k["a1"] + k["a2"]) * k["D"], -beta * k["a1"]],
-                         [-beta * k["a1"], -beta * k["a"]]])
-    sym = anti + c * np.diag([H * beta**2 * k["a1"] ** 2 * k["E"], H * beta**2 * (S - 1) * k["G"]])
-    out = {"sym": sym, "sym_multiplicity": S - 2, "anti_multiplicity": (S - 2) * (H - 1)}
+    anti = c * np.array(
+        [
+            [beta * (k["a1"] + k["a2"]) * k["D"], -beta * k["a1"]],
+            [-beta * k["a1"], -beta * k["a"]],
+        ]
+    )
+    sym = anti + c * np.diag(
+        [H * beta**2 * k["a1"] ** 2 * k["E"], H * beta**2 * (S - 1) * k["G"]]
+    )
+    out = {
+        "sym": sym,
+        "sym_multiplicity": S - 2,
+        "anti_multiplicity": (S - 2) * (H - 1),
+    }
     if H >= 2:
         out["anti"] = anti
     return out
@@ -87,11 +101,16 @@ def reduced_escape_rates(task: Task) -> dict:
     **Arguments:**
     - `task`: exact-geometry configuration (S >= 3).
 
-    **Returns:** dict with `sym`, `anti` (None for H = 1) and `rate` (floats, in units of flow time).
+    **Returns:** dict with `sym`, `anti` (None for H = 1) and `rate` (floats, in units of
+    flow time).
     """
     blocks = escape_blocks(task)
     scale = float(task.kappa) + 1.0 / int(task.N)
-    rate = {k: -scale * float(np.linalg.eigvalsh(blocks[k])[0]) for k in ("sym", "anti") if k in blocks}
+    rate = {
+        k: -scale * float(np.linalg.eigvalsh(blocks[k])[0])
+        for k in ("sym", "anti")
+        if k in blocks
+    }
     return {"sym": rate["sym"], "anti": rate.get("anti"), "rate": max(rate.values())}
 
 
@@ -131,8 +150,11 @@ def breaking_norm(b) -> np.ndarray:
     return np.sqrt(np.sum(parts**2, axis=(-3, -2, -1)))
 
 
-def fit_decay_exponent(t, y, *, y_max: float = 1e-2, y_min: float = 0.0) -> tuple[float, float]:
-    """Least-squares slope of $\\log y$ against $\\log t$ over the points with $y_{\\min} < y \\le y_{\\max}$.
+def fit_decay_exponent(
+    t, y, *, y_max: float = 1e-2, y_min: float = 0.0
+) -> tuple[float, float]:
+    """Least-squares slope of $\\log y$ against $\\log t$ over the points with $y_{\\min} <
+    y \\le y_{\\max}$.
 
     For $y = C t^{-a}$ the slope is $-a$ and the intercept $\\log C$. Non-finite points and t <= 0
     are ignored.
@@ -167,7 +189,9 @@ def unselected_mass(mass, key_offsets) -> np.ndarray:
     mass = np.asarray(mass, float)
     r = np.asarray(key_offsets)[..., None, :, None]  # (..., 1, H, 1)
     S = mass.shape[-1]
-    off_key = np.arange(S) != r[..., None]  # (..., 1, H, 1, S): masses off the selection, summed
+    off_key = (
+        np.arange(S) != r[..., None]
+    )  # (..., 1, H, 1, S): masses off the selection, summed
     off_value = np.arange(S) != (r + 1)[..., None]
     key = np.sum(np.where(off_key[..., 0, :], mass[..., 0, :], 0.0), axis=-1)
     value = np.sum(np.where(off_value[..., 0, :], mass[..., 1, :], 0.0), axis=-1)
@@ -175,12 +199,15 @@ def unselected_mass(mass, key_offsets) -> np.ndarray:
 
 
 def tail_coefficients(task: Task, key_offsets) -> np.ndarray:
-    """Coefficients $C_{h,B}$ of the late-time tail $1 - p^B_h(t) \\approx C_{h,B}/t$ at a hard selection.
+    """Coefficients $C_{h,B}$ of the late-time tail $1 - p^B_h(t) \\approx C_{h,B}/t$ at a
+    hard selection.
 
     Near the vertex (key $e_{r_h}$, value $e_{r_h+1}$) each other offset r' of a gate has mass
-    $\\varepsilon_{r'}$ with $\\frac{d}{dt}\\log\\varepsilon_{r'} = -(\\kappa + 1/N)(\\varepsilon_{r'}
+    $\\varepsilon_{r'}$ with $\\frac{d}{dt}\\log\\varepsilon_{r'} = -(\\kappa +
+    1/N)(\\varepsilon_{r'}
     \\Delta g_{r'} + \\sum_s \\varepsilon_s \\Delta g_s)$ to leading order, $\\Delta g_{r'} =
-    \\partial\\bar L/\\partial p(r') - \\partial\\bar L/\\partial p(\\text{sel}) > 0$ at the vertex, whose
+    \\partial\\bar L/\\partial p(r') - \\partial\\bar L/\\partial p(\\text{sel}) > 0$ at the
+    vertex, whose
     solution is $\\varepsilon_{r'} \\approx 1/((\\kappa + 1/N) S \\Delta g_{r'} t)$. Hence
     $C_{h,B} = \\frac{1}{(\\kappa + 1/N) S} \\sum_{r'} 1/\\Delta g_{r'}$, and the time to
     delta-selection is about $\\max_{h,B} C_{h,B}/\\delta$ for small delta.
@@ -197,17 +224,30 @@ def tail_coefficients(task: Task, key_offsets) -> np.ndarray:
     from ..model._loss import population_loss
 
     r = np.asarray(key_offsets, int)
-    grads = jax.grad(lambda g: population_loss(task, g))(hard_selection(int(task.S), [int(x) for x in r]))
+    grads = jax.grad(lambda g: population_loss(task, g))(
+        hard_selection(int(task.S), [int(x) for x in r])
+    )
     scale = (float(task.kappa) + 1.0 / int(task.N)) * int(task.S)
     out = np.zeros((len(r), 2))
-    for B, (g, sel) in enumerate(((np.asarray(grads.key), r), (np.asarray(grads.value), r + 1))):
+    for B, (g, sel) in enumerate(
+        ((np.asarray(grads.key), r), (np.asarray(grads.value), r + 1))
+    ):
         for h in range(len(r)):
             gap = np.delete(g[h] - g[h, sel[h]], sel[h])
             if np.any(gap <= 0):
-                raise ValueError(f"the vertex is not a strict local minimum on head {h}, branch {B}: gaps {gap}")
+                raise ValueError(
+                    f"the vertex is not a strict local minimum on head {h}, branch {B}: gaps {gap}"
+                )
             out[h, B] = np.sum(1.0 / gap) / scale
     return out
 
 
-__all__ = ["breaking_norm", "escape_blocks", "reduced_escape_rates", "escape_time", "fit_decay_exponent", "tail_coefficients",
-           "unselected_mass"]
+__all__ = [
+    "breaking_norm",
+    "escape_blocks",
+    "reduced_escape_rates",
+    "escape_time",
+    "fit_decay_exponent",
+    "tail_coefficients",
+    "unselected_mass",
+]

@@ -78,8 +78,16 @@ class FlowSolution(eqx.Module):
     def to_dict(self, *, state: bool = True) -> dict:
         """A flat dict of arrays: `t`, each trajectory statistic, `final`, and every other field."""
         out = {"t": self.t, **self.trajectory, "final": self.final}
-        for name in ("t_final", "key_offsets", "value_offsets", "selected", "status", "num_steps",
-                     "num_accepted_steps", "num_rejected_steps"):
+        for name in (
+            "t_final",
+            "key_offsets",
+            "value_offsets",
+            "selected",
+            "status",
+            "num_steps",
+            "num_accepted_steps",
+            "num_rejected_steps",
+        ):
             out[name] = getattr(self, name)
         if state:
             out["state"] = self.state

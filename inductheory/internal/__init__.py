@@ -4,18 +4,24 @@ devices, memory estimates, progress and tables.
 May import: nothing else in `inductheory`.
 """
 
-from ._lanes import (
-    broadcast_lanes as broadcast_lanes,
-    stack_lanes as stack_lanes,
+from ._devices import (
+    use_cpu_devices as use_cpu_devices,
 )
 from ._io import (
     CacheWarning as CacheWarning,
+)
+from ._io import (
     default_cache_dir as default_cache_dir,
+)
+from ._lanes import (
+    broadcast_lanes as broadcast_lanes,
+)
+from ._lanes import (
+    stack_lanes as stack_lanes,
 )
 from ._paths import (
     enable_compilation_cache as enable_compilation_cache,
-    user_cache_dir as user_cache_dir,
 )
-from ._devices import (
-    use_cpu_devices as use_cpu_devices,
+from ._paths import (
+    user_cache_dir as user_cache_dir,
 )

@@ -1,4 +1,5 @@
-"""How many devices the host CPU is split into, so that sweeps and flow batches run on every core."""
+"""How many devices the host CPU is split into, so that sweeps and flow batches run on every
+core."""
 
 from __future__ import annotations
 
@@ -43,11 +44,16 @@ def use_cpu_devices(count: int | None = None) -> int:
     if count is None:
         count = min(os.cpu_count() or 1, MAX_CPU_DEVICES)
     try:
-        valid = not isinstance(count, bool) and 1 <= operator.index(count) <= MAX_CPU_DEVICES
+        valid = (
+            not isinstance(count, bool)
+            and 1 <= operator.index(count) <= MAX_CPU_DEVICES
+        )
     except TypeError:
         valid = False
     if not valid:
-        raise ValueError(f"count must be an integer from 1 to {MAX_CPU_DEVICES} (got {count!r})")
+        raise ValueError(
+            f"count must be an integer from 1 to {MAX_CPU_DEVICES} (got {count!r})"
+        )
     count = operator.index(count)
     try:
         jax.config.update("jax_num_cpu_devices", count)
@@ -64,8 +70,12 @@ def use_cpu_devices(count: int | None = None) -> int:
         ) from None
     cores = os.cpu_count() or 1
     if count > cores:
-        warnings.warn(f"use_cpu_devices({count}): more devices than the {cores} cores; they compete for "
-                      "the cores and add no speed", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"use_cpu_devices({count}): more devices than the {cores} cores; they compete for "
+            "the cores and add no speed",
+            UserWarning,
+            stacklevel=2,
+        )
     return count
 
 

@@ -8,8 +8,9 @@ import os
 import sys
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,8 @@ def _to_jsonable(obj):
 
 
 def to_json(obj: Any, **kwargs) -> str:
-    """JSON text of results holding numpy/JAX arrays and scalars (NaN becomes null, +-inf "inf"/"-inf")."""
+    """JSON text of results holding numpy/JAX arrays and scalars (NaN becomes null, +-inf
+    "inf"/"-inf")."""
     return json.dumps(_to_jsonable(obj), **kwargs)
 
 
@@ -52,7 +54,9 @@ def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
     os.close(fd)
     try:
         write(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; results are ordinary files (0644)
+        os.chmod(
+            tmp, 0o666 & ~_umask()
+        )  # mkstemp makes 0600; results are ordinary files (0644)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -143,7 +147,11 @@ def _read_entry(path: Path, params_json, version: str):
         else:
             with open(path) as f:
                 stored = json.load(f)
-            if not isinstance(stored, dict) or "params" not in stored or "result" not in stored:
+            if (
+                not isinstance(stored, dict)
+                or "params" not in stored
+                or "result" not in stored
+            ):
                 problem = "does not hold {params, result} (wrong structure)"
             elif stored["params"] != params_json:
                 problem = "holds the result of other parameters"
@@ -151,14 +159,23 @@ def _read_entry(path: Path, params_json, version: str):
                 problem = f"was computed by inductheory {stored.get('version')!r}, not {version!r}"
             else:
                 return stored["result"]
-    except (OSError, UnicodeDecodeError, ValueError) as err:  # unreadable, truncated or garbage
+    except (
+        OSError,
+        UnicodeDecodeError,
+        ValueError,
+    ) as err:  # unreadable, truncated or garbage
         problem = f"cannot be read ({type(err).__name__}: {err})"
-    warnings.warn(f"cache entry {path} {problem}; recomputing it", CacheWarning, stacklevel=3)
+    warnings.warn(
+        f"cache entry {path} {problem}; recomputing it", CacheWarning, stacklevel=3
+    )
     return None
 
 
 def _entry_path(directory, params: dict, version: str) -> Path:
-    return Path(directory) / f"{parameter_key({'params': params, 'version': version})}.json"
+    return (
+        Path(directory)
+        / f"{parameter_key({'params': params, 'version': version})}.json"
+    )
 
 
 def load_cached(directory, params: dict):
@@ -167,11 +184,14 @@ def load_cached(directory, params: dict):
     if directory is None:
         return None
     version = library_version()
-    return _read_entry(_entry_path(directory, params, version), json.loads(to_json(params)), version)
+    return _read_entry(
+        _entry_path(directory, params, version), json.loads(to_json(params)), version
+    )
 
 
 def store_cached(directory, params: dict, result: dict) -> dict:
-    """Store `result` for `params` atomically (nothing with `directory=None`); returns it as JSON data.
+    """Store `result` for `params` atomically (nothing with `directory=None`); returns it as
+    JSON data.
 
     A failed write is reported by a `CacheWarning`, never an error: the result is still returned.
     """
@@ -181,10 +201,15 @@ def store_cached(directory, params: dict, result: dict) -> dict:
         try:
             if path.is_dir():
                 raise IsADirectoryError(f"{path} is a directory")
-            write_json_atomic(path, {"params": params, "version": version, "result": result})
+            write_json_atomic(
+                path, {"params": params, "version": version, "result": result}
+            )
         except OSError as err:
-            warnings.warn(f"cache entry {path} could not be written ({err}); the result is not cached",
-                          CacheWarning, stacklevel=2)
+            warnings.warn(
+                f"cache entry {path} could not be written ({err}); the result is not cached",
+                CacheWarning,
+                stacklevel=2,
+            )
     return json.loads(to_json(result))
 
 

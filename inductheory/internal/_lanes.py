@@ -13,7 +13,9 @@ import numpy as np
 
 def broadcast_lanes(tree, n: int):
     """Every array leaf of `tree` repeated along a new leading axis of length n."""
-    return jax.tree.map(lambda x: np.broadcast_to(np.asarray(x), (n,) + np.shape(x)), tree)
+    return jax.tree.map(
+        lambda x: np.broadcast_to(np.asarray(x), (n,) + np.shape(x)), tree
+    )
 
 
 def stack_lanes(trees: list):
@@ -23,7 +25,9 @@ def stack_lanes(trees: list):
     """
     treedefs = {jax.tree.structure(t) for t in trees}
     if len(treedefs) != 1:
-        raise ValueError("configurations stacked together must share their static fields (shape, solver, ...)")
+        raise ValueError(
+            "configurations stacked together must share their static fields (shape, solver, ...)"
+        )
     return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *trees)
 
 
@@ -39,7 +43,9 @@ def shard_lanes(tree, devices=None):
     devices = list(jax.devices() if devices is None else devices)
     if len(devices) == 1:
         return tree
-    sharding = NamedSharding(Mesh(np.asarray(devices), ("lanes",)), PartitionSpec("lanes"))
+    sharding = NamedSharding(
+        Mesh(np.asarray(devices), ("lanes",)), PartitionSpec("lanes")
+    )
     return jax.device_put(tree, sharding)
 
 

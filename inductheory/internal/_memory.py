@@ -50,7 +50,9 @@ def available_bytes() -> tuple[int | None, str]:
         try:
             value = int(env)
         except ValueError:
-            raise ValueError(f"{ENV_MAX_BYTES} must be an integer number of bytes, got {env!r}") from None
+            raise ValueError(
+                f"{ENV_MAX_BYTES} must be an integer number of bytes, got {env!r}"
+            ) from None
         if value < 1:
             raise ValueError(f"{ENV_MAX_BYTES} must be >= 1, got {value}")
         return value, ENV_MAX_BYTES
@@ -59,7 +61,10 @@ def available_bytes() -> tuple[int | None, str]:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    host, source = int(line.split()[1]) * 1024, "MemAvailable in /proc/meminfo"
+                    host, source = (
+                        int(line.split()[1]) * 1024,
+                        "MemAvailable in /proc/meminfo",
+                    )
                     break
     except (OSError, ValueError, IndexError):
         pass
@@ -113,9 +118,12 @@ def approximate_geometry_bytes(N: int, d: int) -> int:
 
 
 def geometry_bytes(N: int, eps: float | None, d: int | None) -> int:
-    """The geometry of a task: O(N) for the structured exact one, else `approximate_geometry_bytes`."""
+    """The geometry of a task: O(N) for the structured exact one, else
+    `approximate_geometry_bytes`."""
     if d is None and not eps:
-        return F64 * 2 * (N + 1)  # mean embedding and friends; never the N x (N+1) matrix
+        return (
+            F64 * 2 * (N + 1)
+        )  # mean embedding and friends; never the N x (N+1) matrix
     return approximate_geometry_bytes(N, dimension_estimate(N, eps, d))
 
 
@@ -124,7 +132,9 @@ def contexts_bytes(M: int, L: int, S: int) -> int:
     return I32 * M * L * S
 
 
-def loss_bytes(M: int, L: int, S: int, H: int, columns: int, hidden: int | None = None) -> int:
+def loss_bytes(
+    M: int, L: int, S: int, H: int, columns: int, hidden: int | None = None
+) -> int:
     """One loss evaluation with its gradient on M contexts: per context and query a row of
     `columns` logits (L*S+1 under exact geometry, N on a dense one) and the heads' attention and
     outputs in a `hidden`-dimensional space (default L*S+1: the gathered exact path)."""
@@ -135,8 +145,19 @@ def loss_bytes(M: int, L: int, S: int, H: int, columns: int, hidden: int | None 
 
 
 def flow_bytes(
-    *, dynamics: str, N: int, L: int, S: int, H: int, M: int, seeds: int, chunk: int, n_save: int,
-    eps: float | None = None, d: int | None = None, batch_size: int | None = None,
+    *,
+    dynamics: str,
+    N: int,
+    L: int,
+    S: int,
+    H: int,
+    M: int,
+    seeds: int,
+    chunk: int,
+    n_save: int,
+    eps: float | None = None,
+    d: int | None = None,
+    batch_size: int | None = None,
 ) -> dict:
     """Bytes of a `run_flow`, by part (and `total`).
 
@@ -148,7 +169,9 @@ def flow_bytes(
       the final statistics, kept on the host.
     """
     per_save = H * 2 * S * 3 + 2 * H * 2 + 1
-    out = {"trajectories": F64 * seeds * ((n_save + 1) * per_save + 4 * per_save + 8 * H)}
+    out = {
+        "trajectories": F64 * seeds * ((n_save + 1) * per_save + 4 * per_save + 8 * H)
+    }
     if dynamics == "reduced":
         out["solver_state"] = F64 * chunk * SOLVER_STATES * H * 2 * S
         out["loss"] = F64 * chunk * BACKWARD_COPIES * (S - 1) * (2 * S + 1) * H
@@ -159,14 +182,24 @@ def flow_bytes(
         out["contexts"] = contexts_bytes(M, L, S)
         out["solver_state"] = F64 * chunk * SOLVER_STATES * H * 2 * S * dim
         batch = M if batch_size is None else min(M, batch_size)
-        out["loss"] = chunk * loss_bytes(batch, L, S, H, L * S + 1 if exact else N, None if exact else dim)
+        out["loss"] = chunk * loss_bytes(
+            batch, L, S, H, L * S + 1 if exact else N, None if exact else dim
+        )
     out["total"] = sum(out.values())
     return out
 
 
 def oracle_bytes(
-    *, N: int, L: int, S: int, H: int, restarts: int, vertex_starts: int, contexts: int,
-    eps: float | None = None, d: int | None = None,
+    *,
+    N: int,
+    L: int,
+    S: int,
+    H: int,
+    restarts: int,
+    vertex_starts: int,
+    contexts: int,
+    eps: float | None = None,
+    d: int | None = None,
 ) -> dict:
     """Bytes of an `oracle_point`, by part (and `total`).
 
@@ -178,16 +211,21 @@ def oracle_bytes(
     """
     exact = d is None and not eps
     columns = L * S + 1 if exact else N
-    hidden = L * S + 1 if exact else L * S  # dense: the context's own basis (`context_geometry`)
+    hidden = (
+        L * S + 1 if exact else L * S
+    )  # dense: the context's own basis (`context_geometry`)
     n = 2 * H * L * S
     starts = restarts + vertex_starts
-    # vertices evaluated per batch: min(4096, configurations); exact geometry enumerates block multisets
+    # vertices evaluated per batch: min(4096, configurations); exact geometry enumerates
+    # block multisets
     configs = math.comb((S - 1) ** H + L - 1, L) if exact else (S - 1) ** (H * L)
     per_vertex = loss_bytes(1, L, S, H, columns, hidden) // BACKWARD_COPIES
     out = {
-        "geometry": geometry_bytes(N, eps, d) + (0 if exact else F64 * N * L * S),  # + per-context basis
+        "geometry": geometry_bytes(N, eps, d)
+        + (0 if exact else F64 * N * L * S),  # + per-context basis
         "contexts": contexts_bytes(contexts, L, S),
-        "starts": F64 * starts * (n * n + 8 * n) + starts * loss_bytes(1, L, S, H, columns, hidden),
+        "starts": F64 * starts * (n * n + 8 * n)
+        + starts * loss_bytes(1, L, S, H, columns, hidden),
         "vertices": min(4096, configs) * per_vertex,
     }
     out["total"] = sum(out.values())
@@ -208,7 +246,9 @@ def check_memory(estimate: dict | int, what: str) -> None:
         return
     parts = ""
     if isinstance(estimate, dict):
-        big = sorted(((v, k) for k, v in estimate.items() if k != "total"), reverse=True)[:2]
+        big = sorted(
+            ((v, k) for k, v in estimate.items() if k != "total"), reverse=True
+        )[:2]
         parts = " (" + ", ".join(f"{k} {human(v)}" for v, k in big) + ")"
     raise MemoryError(
         f"{what} needs about {human(total)}{parts} but {human(limit)} is available ({source}); "

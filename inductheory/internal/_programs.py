@@ -62,10 +62,21 @@ def _source_digest() -> str:
 def _environment() -> str:
     from importlib.metadata import version
 
-    versions = [f"{name}={version(name)}" for name in ("jax", "jaxlib", "diffrax", "equinox", "optimistix")]
+    versions = [
+        f"{name}={version(name)}"
+        for name in ("jax", "jaxlib", "diffrax", "equinox", "optimistix")
+    ]
     device = jax.devices()[0]
-    return "|".join(versions + [device.platform, device.device_kind, str(jax.config.jax_enable_x64),
-                                os.environ.get("EQX_ON_ERROR", ""), _source_digest()])
+    return "|".join(
+        versions
+        + [
+            device.platform,
+            device.device_kind,
+            str(jax.config.jax_enable_x64),
+            os.environ.get("EQX_ON_ERROR", ""),
+            _source_digest(),
+        ]
+    )
 
 
 def program_store_directory() -> Path | None:
@@ -110,7 +121,9 @@ def stored_call(name: str, fn, args):
                 exported = None
         if exported is None:
             flat = lambda *xs: fn(*jax.tree.unflatten(treedef, xs))  # noqa: E731
-            specs = [jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype) for x in leaves]
+            specs = [
+                jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype) for x in leaves
+            ]
             try:
                 exported = jax.export.export(jax.jit(flat))(*specs)
                 blob = exported.serialize()
@@ -122,10 +135,15 @@ def stored_call(name: str, fn, args):
     return call(*leaves)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _jitted(fn):
     return jax.jit(fn)
 
 
-__all__ = ["disable_program_store", "enable_program_store", "program_key", "program_store_directory",
-           "stored_call"]
+__all__ = [
+    "disable_program_store",
+    "enable_program_store",
+    "program_key",
+    "program_store_directory",
+    "stored_call",
+]

@@ -19,7 +19,9 @@ class Progress:
     ```
     """
 
-    def __init__(self, total: int, desc: str = "", *, enabled: bool = True, stream=None):
+    def __init__(
+        self, total: int, desc: str = "", *, enabled: bool = True, stream=None
+    ):
         self.total, self.desc, self.enabled = max(int(total), 1), desc, enabled
         self.stream = stream if stream is not None else sys.stderr
         self.done, self.start = 0, time.perf_counter()
@@ -31,7 +33,11 @@ class Progress:
         if not self.enabled:
             return
         elapsed = time.perf_counter() - self.start
-        eta = f"{elapsed / self.done * (self.total - self.done):.1f}s" if self.done else "?"  # none before the first unit
+        eta = (
+            f"{elapsed / self.done * (self.total - self.done):.1f}s"
+            if self.done
+            else "?"
+        )  # none before the first unit
         line = f"{self.desc} {self.done}/{self.total} [{elapsed:.1f}s elapsed, eta {eta}] {note}".rstrip()
         tenth = int(10 * self.done / self.total)
         if self._tty:

@@ -24,11 +24,15 @@ def _distinct_tokens(key: PRNGKeyArray, N: int, k: int) -> Int[Array, " k"]:
         return chosen.at[i].set(jnp.where(taken, j, t).astype(jnp.int32)), key
 
     key, shuffle_key = jax.random.split(key)
-    chosen, _ = jax.lax.fori_loop(0, k, step, (jnp.full((k,), -1, dtype=jnp.int32), key))
+    chosen, _ = jax.lax.fori_loop(
+        0, k, step, (jnp.full((k,), -1, dtype=jnp.int32), key)
+    )
     return jax.random.permutation(shuffle_key, chosen)
 
 
-def sample_contexts(key: PRNGKeyArray, task: Task, M: int) -> Int[Array, "contexts blocks offsets"]:
+def sample_contexts(
+    key: PRNGKeyArray, task: Task, M: int
+) -> Int[Array, "contexts blocks offsets"]:
     """M i.i.d. contexts, each L*S distinct tokens drawn uniformly without replacement from N.
 
     Jittable (`task` and `M` static); cost O(M (L S)^2), independent of N, so N = 10^6 is cheap.
@@ -55,7 +59,9 @@ def _sample_contexts(key, L: int, S: int, N: int, M: int):
     return flat.reshape(M, L, S)
 
 
-def balanced_contexts(key: PRNGKeyArray, task: Task, permutations: int) -> Int[Array, "contexts blocks offsets"]:
+def balanced_contexts(
+    key: PRNGKeyArray, task: Task, permutations: int
+) -> Int[Array, "contexts blocks offsets"]:
     """A balanced sample: every token appears equally often at every offset (docs/theory.md §6).
 
     Each random permutation of the vocabulary is cut into N/(L*S) contexts, and each context is
@@ -73,7 +79,9 @@ def balanced_contexts(key: PRNGKeyArray, task: Task, permutations: int) -> Int[A
     if N % (L * S):
         raise ValueError(f"balanced samples need L*S = {L * S} to divide N = {N}")
     _require_int("permutations", permutations, 1)
-    perms = jax.vmap(lambda k: jax.random.permutation(k, N))(jax.random.split(key, permutations))
+    perms = jax.vmap(lambda k: jax.random.permutation(k, N))(
+        jax.random.split(key, permutations)
+    )
     base = perms.reshape(-1, L, S).astype(jnp.int32)
     rotations = jnp.stack([jnp.roll(base, s, axis=2) for s in range(S)], axis=1)
     return rotations.reshape(-1, L, S)

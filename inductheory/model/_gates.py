@@ -1,4 +1,5 @@
-"""Gate classes of docs/theory.md §5: oracle (per-context), block-shared, linear; hard selections."""
+"""Gate classes of docs/theory.md §5: oracle (per-context), block-shared, linear; hard
+selections."""
 
 from __future__ import annotations
 
@@ -15,21 +16,28 @@ from ._geometry import Geometry
 
 def _check_gate_pair(key, value, trailing: str) -> None:
     if key.shape != value.shape:
-        raise ValueError(f"key and value gates must have the same shape, got {key.shape} and {value.shape}")
+        raise ValueError(
+            f"key and value gates must have the same shape, got {key.shape} and {value.shape}"
+        )
     need = len(trailing.split())
     if key.ndim < need:
-        raise ValueError(f"gates must have shape (..., {', '.join(trailing.split())}), got {key.shape}")
+        raise ValueError(
+            f"gates must have shape (..., {', '.join(trailing.split())}), got {key.shape}"
+        )
     for name, p in (("key", key), ("value", value)):
         if isinstance(p, jax.core.Tracer):
             continue  # built inside jit from validated inputs (e.g. a softmax)
         p = np.asarray(p)
         # (sums are not checked: a knocked-out head's value weights are zero on purpose)
         if not np.all(np.isfinite(p)) or np.any(p < 0):
-            raise ValueError(f"{name} gates must be finite and >= 0 (probability vectors)")
+            raise ValueError(
+                f"{name} gates must be finite and >= 0 (probability vectors)"
+            )
 
 
 class AbstractGates(eqx.Module):
-    """What a gate class provides (docs/theory.md §5). Losses, measures and flows accept any subclass.
+    """What a gate class provides (docs/theory.md §5). Losses, measures and flows accept any
+    subclass.
 
     - `for_context(geometry, tokens)`: the simplex weights $p^K_{h,l}, p^V_{h,l}$ this class gives
       one context whose entries hold `tokens` (L, W) (`window_tokens`), as `OracleGates` (H, L, W).
@@ -42,7 +50,9 @@ class AbstractGates(eqx.Module):
     """
 
     @abc.abstractmethod
-    def for_context(self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -> "OracleGates":
+    def for_context(
+        self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]
+    ) -> OracleGates:
         """The gates of one context."""
 
     @property
@@ -55,7 +65,9 @@ class AbstractGates(eqx.Module):
         """Offsets per entry, W (= S without windows)."""
         return self.parameter_shape[-1]
 
-    def symmetric_reduction(self, geometry: Geometry | None = None) -> "SharedGates | None":
+    def symmetric_reduction(
+        self, geometry: Geometry | None = None
+    ) -> SharedGates | None:
         """Block-shared gates equal to this class's gates in every context, or None."""
         return None
 
@@ -76,7 +88,9 @@ class OracleGates(AbstractGates):
     def __check_init__(self):
         _check_gate_pair(self.key, self.value, "heads blocks offsets")
 
-    def for_context(self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -> "OracleGates":
+    def for_context(
+        self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]
+    ) -> OracleGates:
         del geometry, tokens
         return self
 
@@ -89,7 +103,8 @@ class OracleGates(AbstractGates):
 class SharedGates(AbstractGates):
     """Gates shared by every block and context: one (key, value) pair of simplex vectors per head.
 
-    Under exact geometry the population loss of shared gates has the closed form of docs/theory.md §4
+    Under exact geometry the population loss of shared gates has the closed form of
+    docs/theory.md §4
     (`population_loss`).
 
     **Arguments:**
@@ -110,10 +125,14 @@ class SharedGates(AbstractGates):
 
     def for_blocks(self, L: int) -> OracleGates:
         """The same gates repeated for each of L blocks."""
-        rep = lambda p: jnp.broadcast_to(p[..., None, :], p.shape[:-1] + (L, p.shape[-1]))
+        rep = lambda p: jnp.broadcast_to(
+            p[..., None, :], p.shape[:-1] + (L, p.shape[-1])
+        )
         return OracleGates(key=rep(self.key), value=rep(self.value))
 
-    def for_context(self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -> OracleGates:
+    def for_context(
+        self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]
+    ) -> OracleGates:
         del geometry
         return self.for_blocks(tokens.shape[0])
 
@@ -122,13 +141,14 @@ class SharedGates(AbstractGates):
         """(2, H, S): a key and a value simplex vector per head."""
         return (2,) + tuple(self.key.shape)
 
-    def symmetric_reduction(self, geometry: Geometry | None = None) -> "SharedGates":
+    def symmetric_reduction(self, geometry: Geometry | None = None) -> SharedGates:
         """Shared gates are their own reduction."""
         return self
 
 
 class LinearGates(AbstractGates):
-    """The linear gate class: $p^B_{h,l}(r) = \\mathrm{softmax}_r \\langle c^B_{h,r}, x_{l,r} \\rangle$.
+    """The linear gate class: $p^B_{h,l}(r) = \\mathrm{softmax}_r \\langle c^B_{h,r},
+    x_{l,r} \\rangle$.
 
     One vector per head h, branch B in (K, V) and offset r, shared by all contexts and blocks.
     Under exact geometry `dim = N + 1` and inner products are gathers.
@@ -144,7 +164,9 @@ class LinearGates(AbstractGates):
         if self.c.ndim != 4 or self.c.shape[1] != 2:
             raise ValueError(f"c must have shape (H, 2, S, d), got {self.c.shape}")
 
-    def for_context(self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -> OracleGates:
+    def for_context(
+        self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]
+    ) -> OracleGates:
         """The gates this class produces for one context."""
         p = jax.nn.softmax(geometry.offset_scores(self.c, tokens), axis=-1)
         return OracleGates(key=p[:, 0], value=p[:, 1])
@@ -158,15 +180,22 @@ class LinearGates(AbstractGates):
     def n_offsets(self) -> int:
         return self.c.shape[2]
 
-    def symmetric_reduction(self, geometry: Geometry | None = None) -> "SharedGates | None":
-        """On c in span(m) (exact geometry), every token scores $b = \\langle c, m \\rangle$: the gates are
+    def symmetric_reduction(
+        self, geometry: Geometry | None = None
+    ) -> SharedGates | None:
+        """On c in span(m) (exact geometry), every token scores $b = \\langle c, m
+        \\rangle$: the gates are
         `shared_gates_from_logits(biases)`. None when c has components off span(m) (then the gates
         depend on the tokens)."""
         if geometry is None:
-            raise ValueError("the linear class's reduction needs the geometry (its mean embedding)")
+            raise ValueError(
+                "the linear class's reduction needs the geometry (its mean embedding)"
+            )
         m = geometry.mean_embedding()
         off = self.c - (self.c @ m / (m @ m))[..., None] * m
-        if float(jnp.max(jnp.abs(off))) > 1e-12 * (1.0 + float(jnp.max(jnp.abs(self.c)))):
+        if float(jnp.max(jnp.abs(off))) > 1e-12 * (
+            1.0 + float(jnp.max(jnp.abs(self.c)))
+        ):
             return None
         return shared_gates_from_logits(self.biases(geometry))
 
@@ -174,7 +203,7 @@ class LinearGates(AbstractGates):
         """$b_{h,B,r} = \\langle c^B_{h,r}, m \\rangle$, m the mean embedding (the static part)."""
         return self.c @ geometry.mean_embedding()
 
-    def rotate(self, delta: int) -> "LinearGates":
+    def rotate(self, delta: int) -> LinearGates:
         """Gate rotation of docs/theory.md §9: $\\tilde c_{h,r} = c_{h,(r - \\delta) \\bmod W}$."""
         return LinearGates(c=jnp.roll(self.c, delta, axis=2))
 
@@ -197,7 +226,10 @@ def hard_selection(W: int, offsets) -> SharedGates:
         raise ValueError("offsets must name one offset per head (H >= 1)")
     bad = offsets[(offsets < 0) | (offsets > W - 2)]
     if bad.size:
-        raise ValueError(f"selected offsets must lie in 0..W-2 = 0..{W - 2} (the value sits at r+1), got {bad.tolist()}")
+        raise ValueError(
+            f"selected offsets must lie in 0..W-2 = 0..{W - 2} (the value sits at "
+            f"r+1), got {bad.tolist()}"
+        )
     eye = jnp.eye(W)
     return SharedGates(key=eye[offsets], value=eye[offsets + 1])
 
@@ -215,7 +247,9 @@ def shared_gates_from_logits(logits: Float[Array, "heads 2 offsets"]) -> SharedG
 
 
 def selected_offsets(
-    key: Float[Array, "*batch offsets"], value: Float[Array, "*batch offsets"], delta: float
+    key: Float[Array, "*batch offsets"],
+    value: Float[Array, "*batch offsets"],
+    delta: float,
 ) -> Int[Array, "*batch"]:
     """The offset r a gate pair delta-selects, or -1.
 
@@ -228,7 +262,9 @@ def selected_offsets(
 
     **Returns:** int array of the leading shape, -1 where no offset is selected.
     """
-    if not isinstance(delta, jax.core.Tracer) and not 0 < float(delta) < 0.5:  # traced: validated upstream
+    if (
+        not isinstance(delta, jax.core.Tracer) and not 0 < float(delta) < 0.5
+    ):  # traced: validated upstream
         raise ValueError(f"delta must lie in (0, 1/2), got {delta}")
     return first_offset((key[..., :-1] >= 1 - delta) & (value[..., 1:] >= 1 - delta))
 
@@ -238,9 +274,13 @@ def first_offset(ok: Bool[Array, "*batch offsets"]) -> Int[Array, "*batch"]:
     return jnp.where(jnp.any(ok, axis=-1), jnp.argmax(ok, axis=-1), -1)
 
 
-def distinct_within_blocks(offsets: Int[Array, "*batch heads blocks"]) -> Bool[Array, "*batch"]:
+def distinct_within_blocks(
+    offsets: Int[Array, "*batch heads blocks"],
+) -> Bool[Array, "*batch"]:
     """Whether, in every block, the heads' selected offsets are pairwise distinct (and all >= 0)."""
     same = offsets[..., :, None, :] == offsets[..., None, :, :]
     H = offsets.shape[-2]
     off_diag = ~jnp.eye(H, dtype=bool)[:, :, None]
-    return jnp.all(offsets >= 0, axis=(-2, -1)) & ~jnp.any(same & off_diag, axis=(-3, -2, -1))
+    return jnp.all(offsets >= 0, axis=(-2, -1)) & ~jnp.any(
+        same & off_diag, axis=(-3, -2, -1)
+    )

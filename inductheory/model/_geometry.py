@@ -18,9 +18,11 @@ DENSE_MAX_ENTRIES = 100_000_000
 
 
 class ExactGeometry(eqx.Module):
-    """Exact geometry, eps = 0: $x_i = \\sqrt{\\kappa} e_0 + e_{i+1} \\in R^{N+1}$ (0-based token i).
+    """Exact geometry, eps = 0: $x_i = \\sqrt{\\kappa} e_0 + e_{i+1} \\in R^{N+1}$ (0-based
+    token i).
 
-    Never materializes the N x (N+1) embedding: $\\langle c, x_i \\rangle = \\sqrt{\\kappa} c_0 + c_{i+1}$
+    Never materializes the N x (N+1) embedding: $\\langle c, x_i \\rangle = \\sqrt{\\kappa}
+    c_0 + c_{i+1}$
     is a gather, O(1) per slot, and memory is O(N) per gate vector.
 
     **Arguments:**
@@ -53,15 +55,23 @@ class ExactGeometry(eqx.Module):
         return 0.0
 
     def offset_scores(
-        self, c: Float[Array, "*batch offsets dim"], tokens: Int[Array, "blocks offsets"]
+        self,
+        c: Float[Array, "*batch offsets dim"],
+        tokens: Int[Array, "blocks offsets"],
     ) -> Float[Array, "*batch blocks offsets"]:
-        """$\\langle c_r, x_{t_{l,r}} \\rangle$ for every block l and offset r of a context, by gather."""
+        """$\\langle c_r, x_{t_{l,r}} \\rangle$ for every block l and offset r of a context,
+        by gather."""
         S = tokens.shape[-1]
-        return jnp.sqrt(self.kappa) * c[..., None, :, 0] + c[..., jnp.arange(S)[None, :], 1 + tokens]
+        return (
+            jnp.sqrt(self.kappa) * c[..., None, :, 0]
+            + c[..., jnp.arange(S)[None, :], 1 + tokens]
+        )
 
     def mean_embedding(self) -> Float[Array, " dim"]:
         """$m = \\frac1N \\sum_i x_i = (\\sqrt\\kappa, 1/N, \\dots, 1/N)$."""
-        return jnp.concatenate([jnp.sqrt(self.kappa)[None], jnp.full((self.N,), 1.0 / self.N)])
+        return jnp.concatenate(
+            [jnp.sqrt(self.kappa)[None], jnp.full((self.N,), 1.0 / self.N)]
+        )
 
     def embeddings(self) -> Float[Array, "vocab dim"]:
         """The dense N x (N+1) realization, for small N only (tests and the dense path)."""
@@ -71,9 +81,11 @@ class ExactGeometry(eqx.Module):
                 f"(limit {DENSE_EXACT_MAX_N}); use the structured exact path"
             )
         eye = jnp.eye(self.N)
-        return jnp.concatenate([jnp.full((self.N, 1), jnp.sqrt(self.kappa)), eye], axis=1)
+        return jnp.concatenate(
+            [jnp.full((self.N, 1), jnp.sqrt(self.kappa)), eye], axis=1
+        )
 
-    def dense(self) -> "DenseGeometry":
+    def dense(self) -> DenseGeometry:
         """The same geometry as an explicit embedding matrix (small N only)."""
         return DenseGeometry(embeddings=self.embeddings(), kappa=self.kappa, eps=0.0)
 
@@ -97,7 +109,9 @@ class DenseGeometry(eqx.Module):
         # kappa and the measured eps are values, not part of the program: a new draw of the geometry
         # (another key or eps) with the same shape reuses compiled code
         self.embeddings = embeddings
-        self.kappa = kappa if isinstance(kappa, jax.core.Tracer) else traced_value(kappa)
+        self.kappa = (
+            kappa if isinstance(kappa, jax.core.Tracer) else traced_value(kappa)
+        )
         self.eps = eps if isinstance(eps, jax.core.Tracer) else traced_value(eps)
 
     @property
@@ -109,7 +123,9 @@ class DenseGeometry(eqx.Module):
         return self.embeddings.shape[1]
 
     def offset_scores(
-        self, c: Float[Array, "*batch offsets dim"], tokens: Int[Array, "blocks offsets"]
+        self,
+        c: Float[Array, "*batch offsets dim"],
+        tokens: Int[Array, "blocks offsets"],
     ) -> Float[Array, "*batch blocks offsets"]:
         """$\\langle c_r, x_{t_{l,r}} \\rangle$ for every block l and offset r of a context."""
         return jnp.einsum("...rd,lrd->...lr", c, self.embeddings[tokens])
@@ -117,17 +133,20 @@ class DenseGeometry(eqx.Module):
     def mean_embedding(self) -> Float[Array, " dim"]:
         return jnp.mean(self.embeddings, axis=0)
 
-    def dense(self) -> "DenseGeometry":
+    def dense(self) -> DenseGeometry:
         return self
 
 
 Geometry = ExactGeometry | DenseGeometry
 
 
-def measure_eps(embeddings: Float[Array, "vocab dim"], kappa: float, *, chunk: int = 2048) -> float:
+def measure_eps(
+    embeddings: Float[Array, "vocab dim"], kappa: float, *, chunk: int = 2048
+) -> float:
     """Realized geometry error of any embedding matrix.
 
-    $\\varepsilon = \\max_{x, x'} |\\langle x, x' \\rangle - \\kappa - 1\\{x = x'\\}|$, computed in row
+    $\\varepsilon = \\max_{x, x'} |\\langle x, x' \\rangle - \\kappa - 1\\{x = x'\\}|$,
+    computed in row
     chunks so that the N x N Gram matrix is never held at once.
 
     **Arguments:**
@@ -147,12 +166,16 @@ def measure_eps(embeddings: Float[Array, "vocab dim"], kappa: float, *, chunk: i
     for start in range(0, N, chunk):
         rows = E[start : start + chunk]
         gram = rows @ E.T - kappa
-        gram = gram.at[jnp.arange(rows.shape[0]), start + jnp.arange(rows.shape[0])].add(-1.0)
+        gram = gram.at[
+            jnp.arange(rows.shape[0]), start + jnp.arange(rows.shape[0])
+        ].add(-1.0)
         worst = max(worst, float(jnp.max(jnp.abs(gram))))
     return worst
 
 
-def _random_directions(key: PRNGKeyArray, N: int, dim: int) -> Float[Array, "vocab dim"]:
+def _random_directions(
+    key: PRNGKeyArray, N: int, dim: int
+) -> Float[Array, "vocab dim"]:
     v = jax.random.normal(key, (N, dim))
     return v / jnp.linalg.norm(v, axis=1, keepdims=True)
 
@@ -160,14 +183,18 @@ def _random_directions(key: PRNGKeyArray, N: int, dim: int) -> Float[Array, "voc
 def dimension_for_eps(N: int, eps: float) -> int:
     """A first guess of d for random directions to reach coherence `eps`.
 
-    A pair of random unit vectors in R^{d'} has $P(|\\langle v, w \\rangle| > t) \\approx 2 e^{-d' t^2 / 2}$;
-    a union bound over the N^2/2 pairs gives $d' \\approx 4 \\log N / \\varepsilon^2$, and d = d' + 1
+    A pair of random unit vectors in R^{d'} has $P(|\\langle v, w \\rangle| > t) \\approx 2
+    e^{-d' t^2 / 2}$;
+    a union bound over the N^2/2 pairs gives $d' \\approx 4 \\log N / \\varepsilon^2$, and
+    d = d' + 1
     adds the shared direction u.
     """
     return max(2, math.ceil(4 * math.log(max(N, 2)) / eps**2) + 1)
 
 
-def approximate_geometry(task: Task, key: PRNGKeyArray, *, max_tries: int = 20) -> DenseGeometry:
+def approximate_geometry(
+    task: Task, key: PRNGKeyArray, *, max_tries: int = 20
+) -> DenseGeometry:
     """Approximate geometry $x_i = \\sqrt\\kappa\\, u + v_i$ with random unit $v_i \\perp u$.
 
     With `task.d` given, draws the directions in R^{d-1} and reports the realized eps. With only
@@ -181,7 +208,9 @@ def approximate_geometry(task: Task, key: PRNGKeyArray, *, max_tries: int = 20) 
     **Returns:** a `DenseGeometry` whose `eps` is the measured value.
     """
     if task.exact:
-        raise ValueError("task has exact geometry (eps = 0, no d); use ExactGeometry or make_geometry")
+        raise ValueError(
+            "task has exact geometry (eps = 0, no d); use ExactGeometry or make_geometry"
+        )
     N, kappa = task.vocabulary, float(task.kappa)
     d = task.d if task.d is not None else dimension_for_eps(N, task.eps)
     for attempt in range(max_tries):
@@ -201,7 +230,9 @@ def approximate_geometry(task: Task, key: PRNGKeyArray, *, max_tries: int = 20) 
         if task.d is not None or eps <= task.eps:
             return DenseGeometry(embeddings=E, kappa=kappa, eps=eps)
         d = math.ceil(1.25 * d)
-    raise ValueError(f"could not reach eps <= {task.eps} within {max_tries} enlargements of d")
+    raise ValueError(
+        f"could not reach eps <= {task.eps} within {max_tries} enlargements of d"
+    )
 
 
 def make_geometry(task: Task, key: PRNGKeyArray | None = None) -> Geometry:
@@ -215,5 +246,7 @@ def make_geometry(task: Task, key: PRNGKeyArray | None = None) -> Geometry:
     if task.exact:
         return ExactGeometry(N=task.vocabulary, kappa=task.kappa)
     if key is None:
-        raise ValueError("an approximate geometry (eps > 0 or d given) needs a PRNG key")
+        raise ValueError(
+            "an approximate geometry (eps > 0 or d given) needs a PRNG key"
+        )
     return approximate_geometry(task, key)

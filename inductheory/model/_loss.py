@@ -10,18 +10,27 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ._task import Task
 from ._gates import Gates, OracleGates, SharedGates
 from ._geometry import Geometry
-from ._logits import block_attention, cross_entropy, log_outside_count, query_logits, top1_correct
+from ._logits import (
+    block_attention,
+    cross_entropy,
+    log_outside_count,
+    query_logits,
+    top1_correct,
+)
 from ._positions import phase_classes, window_tokens
+from ._task import Task
 
 
 def check_gate_shape(task: Task, gates: SharedGates) -> None:
-    """Raise `ValueError` unless shared gates have one (key, value) pair of W-vectors per head of `task`."""
+    """Raise `ValueError` unless shared gates have one (key, value) pair of W-vectors per
+    head of `task`."""
     if tuple(gates.key.shape) != (task.H, task.W):
-        raise ValueError(f"gates must have shape (H, W) = ({task.H}, {task.W}) for this task "
-                         f"(W = S unless windows are set), got {tuple(gates.key.shape)}")
+        raise ValueError(
+            f"gates must have shape (H, W) = ({task.H}, {task.W}) for this task "
+            f"(W = S unless windows are set), got {tuple(gates.key.shape)}"
+        )
 
 
 def shared_logits(task: Task, gates: SharedGates):
@@ -44,11 +53,15 @@ def shared_logits(task: Task, gates: SharedGates):
     if task.windowed:
         return windowed_shared_logits(task, gates)
     phases = jnp.arange(S - 1)
-    a_target, a_other = block_attention(gates.key[:, : S - 1], task.gamma, L)  # (H, S-1)
+    a_target, a_other = block_attention(
+        gates.key[:, : S - 1], task.gamma, L
+    )  # (H, S-1)
     s_own = task.beta * jnp.einsum("hp,hr->pr", a_target, gates.value)
     s_other = task.beta * jnp.einsum("hp,hr->pr", a_other, gates.value)
     logits = jnp.concatenate([s_own, s_other, jnp.zeros((S - 1, 1))], axis=1)
-    log_mult = jnp.concatenate([jnp.zeros(S), jnp.full(S, math.log(L - 1)), log_outside_count(task)[None]])
+    log_mult = jnp.concatenate(
+        [jnp.zeros(S), jnp.full(S, math.log(L - 1)), log_outside_count(task)[None]]
+    )
     return logits, log_mult, phases + 1
 
 
@@ -63,12 +76,14 @@ def windowed_shared_logits(task: Task, gates: SharedGates):
     By the cycle's symmetry the queries at positions t = p of the first stride are the population.
     Let $n_p$ entries hold t (at offsets $o_j$) and $L - n_p$ not; with
     $Z_h = \\sum_j e^{\\gamma p^K_h(o_j)} + L - n_p$ the holding entries get $a_{h,j} = e^{\\gamma
-    p^K_h(o_j)}/Z_h$ and every other entry $a^0_h = 1/Z_h$. Since every position of phase psi is held by
+    p^K_h(o_j)}/Z_h$ and every other entry $a^0_h = 1/Z_h$. Since every position of phase
+    psi is held by
     entries at the offsets psi + kS, a position outside the holding entries' windows has the logit
     $\\beta \\sum_h a^0_h \\sum_k p^V_h(\\psi + kS)$; those positions form S columns with
     multiplicities (`phase_classes`). The others ("special") add
     $\\beta \\sum_h \\sum_j (a_{h,j} - a^0_h) p^V_h(o)$ over the holding entries holding them at o.
-    Cost O(H (n_p W + S)) per phase, independent of L and N; `windowed_logits` of the same gates over
+    Cost O(H (n_p W + S)) per phase, independent of L and N; `windowed_logits` of the same
+    gates over
     all T positions is the uncollapsed check.
 
     **Returns:** `(logits, log_multiplicity, target)` with shapes (P, C), (P, C), (P,): P =
@@ -80,19 +95,45 @@ def windowed_shared_logits(task: Task, gates: SharedGates):
     # gathers as products with static one-hot tables: cheaper under vmap and in the backward pass
     held = c.hold_offset >= 0
     w = jnp.einsum("hw,pjw->hpj", gates.key, _one_hot(c.hold_offset, W))  # (H, P, n)
-    rest = jnp.log(jnp.asarray(c.n_rest, jnp.float64))  # -inf when every entry holds the query
-    scores = jnp.concatenate([jnp.where(held[None], task.gamma * w, -jnp.inf),
-                              jnp.broadcast_to(rest, w.shape[:2])[..., None]], axis=-1)
+    rest = jnp.log(
+        jnp.asarray(c.n_rest, jnp.float64)
+    )  # -inf when every entry holds the query
+    scores = jnp.concatenate(
+        [
+            jnp.where(held[None], task.gamma * w, -jnp.inf),
+            jnp.broadcast_to(rest, w.shape[:2])[..., None],
+        ],
+        axis=-1,
+    )
     att = jax.nn.softmax(scores, axis=-1)
-    a_rest = jnp.where(c.n_rest > 0, att[..., -1] / np.maximum(c.n_rest, 1), 0.0)  # (H, P)
-    folded = task.beta * jnp.einsum("hp,hw,ws->hps", a_rest, gates.value, c.fold)  # (H, P, S)
-    special_phase = _one_hot(np.where(c.special >= 0, c.special % S, -1), S)  # (P, U, S)
-    s_special = jnp.einsum("hps,pus->pu", folded, special_phase) + task.beta * jnp.einsum(
-        "hpj,hw,pjuw->pu", att[..., :-1] - a_rest[..., None], gates.value, _one_hot(c.special_offset, W))
-    logits = jnp.concatenate([s_special, jnp.sum(folded, axis=0), jnp.zeros((len(c.n_rest), 1))], axis=1)
-    log_mult = jnp.concatenate([
-        jnp.where(c.special >= 0, 0.0, -jnp.inf), jnp.log(jnp.asarray(c.generic_count, jnp.float64)),
-        jnp.broadcast_to(log_outside_count(task), (len(c.n_rest), 1))], axis=1)
+    a_rest = jnp.where(
+        c.n_rest > 0, att[..., -1] / np.maximum(c.n_rest, 1), 0.0
+    )  # (H, P)
+    folded = task.beta * jnp.einsum(
+        "hp,hw,ws->hps", a_rest, gates.value, c.fold
+    )  # (H, P, S)
+    special_phase = _one_hot(
+        np.where(c.special >= 0, c.special % S, -1), S
+    )  # (P, U, S)
+    s_special = jnp.einsum(
+        "hps,pus->pu", folded, special_phase
+    ) + task.beta * jnp.einsum(
+        "hpj,hw,pjuw->pu",
+        att[..., :-1] - a_rest[..., None],
+        gates.value,
+        _one_hot(c.special_offset, W),
+    )
+    logits = jnp.concatenate(
+        [s_special, jnp.sum(folded, axis=0), jnp.zeros((len(c.n_rest), 1))], axis=1
+    )
+    log_mult = jnp.concatenate(
+        [
+            jnp.where(c.special >= 0, 0.0, -jnp.inf),
+            jnp.log(jnp.asarray(c.generic_count, jnp.float64)),
+            jnp.broadcast_to(log_outside_count(task), (len(c.n_rest), 1)),
+        ],
+        axis=1,
+    )
     return logits, log_mult, jnp.asarray(c.target)
 
 
@@ -104,9 +145,11 @@ def phase_losses(task: Task, gates: SharedGates) -> Float[Array, " phases"]:
 
 
 def population_loss(task: Task, gates: SharedGates) -> Float[Array, ""]:
-    """Exact population loss of block-shared gates under exact geometry (closed form, docs/theory.md §4).
+    """Exact population loss of block-shared gates under exact geometry (closed form,
+    docs/theory.md §4).
 
-    $\\bar L(p) = \\frac{1}{S-1} \\sum_{r^*} \\big[\\log\\big(N - LS + \\sum_r e^{s^*_r} + (L-1) \\sum_r
+    $\\bar L(p) = \\frac{1}{S-1} \\sum_{r^*} \\big[\\log\\big(N - LS + \\sum_r e^{s^*_r} +
+    (L-1) \\sum_r
     e^{s^o_r}\\big) - s^*_{r^*+1}\\big]$; kappa cancels.
 
     **Arguments:**
@@ -125,7 +168,8 @@ def population_loss(task: Task, gates: SharedGates) -> Float[Array, ""]:
 
 @eqx.filter_jit
 def phase_accuracy(task: Task, gates: SharedGates) -> Float[Array, " phases"]:
-    """Exact per-phase top-1 accuracy of shared gates under exact geometry (0 or 1 per phase; a tie is wrong)."""
+    """Exact per-phase top-1 accuracy of shared gates under exact geometry (0 or 1 per
+    phase; a tie is wrong)."""
     return top1_correct(*shared_logits(task, gates)).astype(jnp.float64)
 
 
@@ -143,7 +187,10 @@ def phase_gap(accuracy: Float[Array, " phases"]) -> Float[Array, ""]:
 
 
 def context_loss(
-    task: Task, geometry: Geometry, gates: OracleGates, tokens: Int[Array, "blocks offsets"]
+    task: Task,
+    geometry: Geometry,
+    gates: OracleGates,
+    tokens: Int[Array, "blocks offsets"],
 ) -> Float[Array, ""]:
     """Loss of one context: the mean cross-entropy over its L*(S-1) enumerated queries.
 
@@ -166,28 +213,43 @@ def context_loss(
 
 def _per_context(task, geometry, gates: Gates, contexts, outcome, batch_size):
     def one(g, tokens):
-        logits = query_logits(task, geometry, g.for_context(geometry, window_tokens(tokens, task.W)), tokens)
+        logits = query_logits(
+            task,
+            geometry,
+            g.for_context(geometry, window_tokens(tokens, task.W)),
+            tokens,
+        )
         return outcome(*logits)
 
     batched = isinstance(gates, OracleGates) and gates.key.ndim == 4
     if batched and gates.key.shape[0] != contexts.shape[0]:
-        raise ValueError(f"got oracle gates for {gates.key.shape[0]} contexts but {contexts.shape[0]} contexts")
+        raise ValueError(
+            f"got oracle gates for {gates.key.shape[0]} contexts but {contexts.shape[0]} contexts"
+        )
     if batch_size is None:
         return jax.vmap(one, in_axes=(0 if batched else None, 0))(gates, contexts)
     if batched:
-        return jax.lax.map(lambda gt: one(*gt), (gates, contexts), batch_size=batch_size)
+        return jax.lax.map(
+            lambda gt: one(*gt), (gates, contexts), batch_size=batch_size
+        )
     return jax.lax.map(lambda t: one(gates, t), contexts, batch_size=batch_size)
 
 
 @eqx.filter_jit
 def query_losses(
-    task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
+    task: Task,
+    geometry: Geometry,
+    gates: Gates,
+    contexts: Int[Array, "contexts blocks offsets"],
+    *,
+    batch_size=None,
 ) -> Float[Array, "contexts queries"]:
     """Cross-entropy of every enumerated query of every context (queries as in `query_slots`).
 
     **Arguments:**
     - `task`, `geometry`: the configuration and its realized geometry.
-    - `gates`: `SharedGates`, `LinearGates`, or `OracleGates` of shape (M, H, L, S) (one per context).
+    - `gates`: `SharedGates`, `LinearGates`, or `OracleGates` of shape (M, H, L, S) (one per
+      context).
     - `contexts`: token ids (M, L, S).
     - `batch_size`: contexts evaluated at once (`None`: all); bounds memory for large M.
     """
@@ -196,11 +258,17 @@ def query_losses(
 
 @eqx.filter_jit
 def monte_carlo_loss(
-    task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
+    task: Task,
+    geometry: Geometry,
+    gates: Gates,
+    contexts: Int[Array, "contexts blocks offsets"],
+    *,
+    batch_size=None,
 ) -> Float[Array, ""]:
     """Population loss estimated on a fixed sample of M contexts, every query enumerated.
 
-    $\\hat L = \\frac{1}{M L (S-1)} \\sum_{m} \\sum_{(l^*, r^*)} \\mathrm{CE}_m(l^*, r^*)$; deterministic
+    $\\hat L = \\frac{1}{M L (S-1)} \\sum_{m} \\sum_{(l^*, r^*)} \\mathrm{CE}_m(l^*, r^*)$;
+    deterministic
     given the sample, so it can drive an ODE right-hand side.
 
     ```python
@@ -208,25 +276,46 @@ def monte_carlo_loss(
     monte_carlo_loss(task, ExactGeometry(task.N, task.kappa), hard_selection(task.S, [0, 1]), ctx)
     ```
     """
-    return jnp.mean(query_losses(task, geometry, gates, contexts, batch_size=batch_size))
+    return jnp.mean(
+        query_losses(task, geometry, gates, contexts, batch_size=batch_size)
+    )
 
 
 @eqx.filter_jit
 def monte_carlo_phase_accuracy(
-    task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
+    task: Task,
+    geometry: Geometry,
+    gates: Gates,
+    contexts: Int[Array, "contexts blocks offsets"],
+    *,
+    batch_size=None,
 ) -> Float[Array, " phases"]:
     """Per-phase top-1 accuracy over a sample of contexts (all blocks pooled), shape (n_phases,)."""
-    return per_phase_mean(task, _per_context(task, geometry, gates, contexts, top1_correct, batch_size))
+    return per_phase_mean(
+        task, _per_context(task, geometry, gates, contexts, top1_correct, batch_size)
+    )
 
 
 @eqx.filter_jit
 def monte_carlo_phase_losses(
-    task: Task, geometry: Geometry, gates: Gates, contexts: Int[Array, "contexts blocks offsets"], *, batch_size=None
+    task: Task,
+    geometry: Geometry,
+    gates: Gates,
+    contexts: Int[Array, "contexts blocks offsets"],
+    *,
+    batch_size=None,
 ) -> Float[Array, " phases"]:
     """Per-phase cross-entropy over a sample of contexts (all blocks pooled), shape (n_phases,)."""
-    return per_phase_mean(task, query_losses(task, geometry, gates, contexts, batch_size=batch_size))
+    return per_phase_mean(
+        task, query_losses(task, geometry, gates, contexts, batch_size=batch_size)
+    )
 
 
-def per_phase_mean(task: Task, per_query: Float[Array, "contexts queries"]) -> Float[Array, " phases"]:
-    """Mean over contexts and blocks of a per-query quantity (queries ordered as `query_positions`)."""
-    return jnp.mean(per_query.reshape(-1, task.L, task.n_phases).astype(jnp.float64), axis=(0, 1))
+def per_phase_mean(
+    task: Task, per_query: Float[Array, "contexts queries"]
+) -> Float[Array, " phases"]:
+    """Mean over contexts and blocks of a per-query quantity (queries ordered as
+    `query_positions`)."""
+    return jnp.mean(
+        per_query.reshape(-1, task.L, task.n_phases).astype(jnp.float64), axis=(0, 1)
+    )

@@ -7,7 +7,8 @@ from jaxtyping import Array, Float
 
 
 def entropy(alpha: Float[Array, "*batch offsets"]) -> Float[Array, "*batch"]:
-    """Shannon entropy $H(\\alpha) = -\\sum_r \\alpha_r \\log \\alpha_r$ (natural log, $0 \\log 0 = 0$).
+    """Shannon entropy $H(\\alpha) = -\\sum_r \\alpha_r \\log \\alpha_r$ (natural log, $0
+    \\log 0 = 0$).
 
     **Arguments:**
     - `alpha`: probability vectors along the last axis, any leading shape.
@@ -24,7 +25,8 @@ def entropy(alpha: Float[Array, "*batch offsets"]) -> Float[Array, "*batch"]:
 
 
 def effective_number(alpha: Float[Array, "*batch offsets"]) -> Float[Array, "*batch"]:
-    """Effective number of offsets $\\exp(H(\\alpha))$: 1 for a one-hot vector, S for the uniform one.
+    """Effective number of offsets $\\exp(H(\\alpha))$: 1 for a one-hot vector, S for the
+    uniform one.
 
     ```python
     effective_number(jnp.array([0.5, 0.5, 0.0]))  # 2.0

@@ -3,9 +3,11 @@
 The paper's second open question asks whether explicit coordination across heads can make
 retrieval uniform over phases. Two coordinations, both functions of per-phase losses and key gates:
 
-- overlap penalty: $\\lambda \\sum_{h \\ne h'} \\langle p^K_h, p^K_{h'} \\rangle$ (averaged over entries
+- overlap penalty: $\\lambda \\sum_{h \\ne h'} \\langle p^K_h, p^K_{h'} \\rangle$ (averaged
+  over entries
   or windows where gates differ), which pushes heads onto different offsets;
-- worst-phase objective: the soft maximum $\\tau \\log \\frac1P \\sum_p e^{\\ell_p / \\tau}$ of the P
+- worst-phase objective: the soft maximum $\\tau \\log \\frac1P \\sum_p e^{\\ell_p / \\tau}$
+  of the P
   per-phase losses, which tends to the mean loss as $\\tau \\to \\infty$ and to the worst phase's
   loss as $\\tau \\to 0$.
 """
@@ -23,7 +25,8 @@ OBJECTIVES = ("mean", "worst-phase")
 
 
 def overlap(key: Float[Array, "*windows heads offsets"]) -> Float[Array, ""]:
-    """$\\sum_{h \\ne h'} \\langle p^K_h, p^K_{h'} \\rangle$, averaged over any leading (entry or window) axes.
+    """$\\sum_{h \\ne h'} \\langle p^K_h, p^K_{h'} \\rangle$, averaged over any leading
+    (entry or window) axes.
 
     0 exactly when the heads' key gates have disjoint supports; 2 for two heads on the same vertex.
     """
@@ -33,14 +36,16 @@ def overlap(key: Float[Array, "*windows heads offsets"]) -> Float[Array, ""]:
 
 
 def soft_maximum(losses: Float[Array, " phases"], tau) -> Float[Array, ""]:
-    """$\\tau \\log \\frac1P \\sum_p e^{\\ell_p/\\tau}$ (log-sum-exp): between the mean and the maximum."""
+    """$\\tau \\log \\frac1P \\sum_p e^{\\ell_p/\\tau}$ (log-sum-exp): between the mean and
+    the maximum."""
     return tau * (jax.nn.logsumexp(losses / tau) - jnp.log(losses.shape[-1]))
 
 
 class Objective(eqx.Module):
     """What a flow or the oracle minimizes, given per-phase losses and key gates.
 
-    $J = \\text{combine}(\\ell_0, \\dots, \\ell_{P-1}) + \\lambda\\, \\text{overlap}(p^K)$ with combine the
+    $J = \\text{combine}(\\ell_0, \\dots, \\ell_{P-1}) + \\lambda\\, \\text{overlap}(p^K)$
+    with combine the
     mean (`kind="mean"`) or `soft_maximum` at temperature `tau` (`kind="worst-phase"`). The default,
     mean with no penalty term (`coordination=None`), is the population loss of the theorems.
 
@@ -59,26 +64,37 @@ class Objective(eqx.Module):
     tau: Float[Array, ""]
     coordination: Float[Array, ""] | None
 
-    def __init__(self, kind: str = "mean", tau: float = 1.0, coordination: float | None = None):
+    def __init__(
+        self, kind: str = "mean", tau: float = 1.0, coordination: float | None = None
+    ):
         if kind not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {kind!r}")
+            raise ValueError(
+                f"objective must be one of {', '.join(OBJECTIVES)}, got {kind!r}"
+            )
         tau = _require_real("tau", tau)
         if tau <= 0:
             raise ValueError(f"tau must be > 0, got {tau}")
         if coordination is not None:
             coordination = _require_real("coordination", coordination)
             if coordination < 0:
-                raise ValueError(f"coordination must be >= 0 (the overlap penalty's weight lambda), got {coordination}")
+                raise ValueError(
+                    "coordination must be >= 0 (the overlap penalty's weight lambda), "
+                    f"got {coordination}"
+                )
             coordination = traced_value(coordination)
         self.kind = kind
         self.tau, self.coordination = traced_value(tau), coordination
 
     @classmethod
-    def of_values(cls, kind: str, tau, coordination) -> "Objective":
+    def of_values(cls, kind: str, tau, coordination) -> Objective:
         """An objective from values validated earlier (e.g. by `FlowConfig`), which may be traced
         under jit or vmap, so they are not validated again."""
         goal = object.__new__(cls)
-        for name, value in (("kind", kind), ("tau", tau), ("coordination", coordination)):
+        for name, value in (
+            ("kind", kind),
+            ("tau", tau),
+            ("coordination", coordination),
+        ):
             object.__setattr__(goal, name, value)
         return goal
 
@@ -93,7 +109,11 @@ class Objective(eqx.Module):
             return jnp.mean(losses)
         return soft_maximum(losses, self.tau)
 
-    def __call__(self, losses: Float[Array, " phases"], key: Float[Array, "*windows heads offsets"]) -> Float[Array, ""]:
+    def __call__(
+        self,
+        losses: Float[Array, " phases"],
+        key: Float[Array, "*windows heads offsets"],
+    ) -> Float[Array, ""]:
         value = self.combine(losses)
         if self.coordination is None:
             return value

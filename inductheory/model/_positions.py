@@ -20,7 +20,9 @@ from ._task import QUERY_SETS
 def query_phases(S: int, queries: str = "within") -> np.ndarray:
     """The query phases: 0..S-2 for `within`, 0..S-1 for `all`."""
     if queries not in QUERY_SETS:
-        raise ValueError(f"queries must be one of {', '.join(QUERY_SETS)}, got {queries!r}")
+        raise ValueError(
+            f"queries must be one of {', '.join(QUERY_SETS)}, got {queries!r}"
+        )
     return np.arange(S - 1 if queries == "within" else S)
 
 
@@ -56,7 +58,9 @@ def query_offsets(L: int, S: int, W: int, positions: np.ndarray) -> np.ndarray:
     return (np.asarray(positions)[None, :] - S * np.arange(L)[:, None]) % (L * S)
 
 
-def window_tokens(tokens: Int[Array, "*batch blocks stride"], W: int) -> Int[Array, "*batch blocks window"]:
+def window_tokens(
+    tokens: Int[Array, "*batch blocks stride"], W: int
+) -> Int[Array, "*batch blocks window"]:
     """The tokens entry l summarizes, $x_{(lS + o) \\bmod T}$, from a context's (L, S) token array.
 
     **Arguments:**
@@ -73,9 +77,11 @@ def window_tokens(tokens: Int[Array, "*batch blocks stride"], W: int) -> Int[Arr
 
 
 class PhaseClasses(NamedTuple):
-    """Static index tables of the collapsed windowed closed form (`phase_classes`), per query phase p.
+    """Static index tables of the collapsed windowed closed form (`phase_classes`), per
+    query phase p.
 
-    - `hold_offset` (P, n): offset at which the j-th entry holding the query position holds it (-1: pad).
+    - `hold_offset` (P, n): offset at which the j-th entry holding the query position holds
+      it (-1: pad).
     - `n_rest` (P,): entries that do not hold the query (they all get the same attention).
     - `special` (P, U): context positions held by a query-holding entry, and the target (-1: pad).
     - `special_offset` (P, n, U): offset at which holding entry j holds special position u, or -1.
@@ -95,13 +101,17 @@ class PhaseClasses(NamedTuple):
 
 @functools.lru_cache(maxsize=256)
 def phase_classes(L: int, S: int, W: int, queries: str = "within") -> PhaseClasses:
-    """Which positions a query at phase p (position t = p) sees apart from the rest (docs/theory.md §10).
+    """Which positions a query at phase p (position t = p) sees apart from the rest
+    (docs/theory.md §10).
 
     With shared gates only the entries holding t get a key weight, so every other entry has the same
     attention $a^0_h$, and a position u held by none of the query-holding entries gets the logit
-    $\\beta \\sum_h a^0_h \\sum_j p^V_h(u \\bmod S + jS)$, which depends on u only through its phase.
-    Those positions collapse into S classes with multiplicities; the others ("special": the windows of
-    the at most ceil(W/S) holding entries, and the target) keep a column each. The table sizes do not
+    $\\beta \\sum_h a^0_h \\sum_j p^V_h(u \\bmod S + jS)$, which depends on u only through
+    its phase.
+    Those positions collapse into S classes with multiplicities; the others ("special": the
+    windows of
+    the at most ceil(W/S) holding entries, and the target) keep a column each. The table
+    sizes do not
     depend on L.
     """
     T = L * S
@@ -109,7 +119,10 @@ def phase_classes(L: int, S: int, W: int, queries: str = "within") -> PhaseClass
     holders, specials = [], []
     for p in phases:
         hold = [(l, int((p - l * S) % T)) for l in range(L) if (p - l * S) % T < W]
-        special = sorted({int((l * S + o) % T) for l, _ in hold for o in range(W)} | {int((p + 1) % T)})
+        special = sorted(
+            {int((l * S + o) % T) for l, _ in hold for o in range(W)}
+            | {int((p + 1) % T)}
+        )
         holders.append(hold)
         specials.append(special)
     n, U, P = max(map(len, holders)), max(map(len, specials)), len(phases)
@@ -130,7 +143,9 @@ def phase_classes(L: int, S: int, W: int, queries: str = "within") -> PhaseClass
                     special_offset[i, j, k] = (u - l * S) % T
     n_rest = L - np.array([len(h) for h in holders])
     fold = (np.arange(W)[:, None] % S == np.arange(S)[None, :]).astype(float)
-    return PhaseClasses(hold_offset, n_rest, special, special_offset, generic_count, target, fold)
+    return PhaseClasses(
+        hold_offset, n_rest, special, special_offset, generic_count, target, fold
+    )
 
 
 __all__ = [

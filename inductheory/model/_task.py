@@ -11,7 +11,6 @@ import jax
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-
 # The query sets of docs/theory.md §10.
 QUERY_SETS = ("within", "all")
 
@@ -25,7 +24,8 @@ def _concrete(name: str, value):
     if isinstance(value, jax.core.Tracer):
         raise ValueError(
             f"{name} must be a concrete number: configurations are validated outside jit "
-            "(to vary it under jit or vmap, build one configuration per value and stack them, see `sweep`)"
+            "(to vary it under jit or vmap, build one configuration per value and "
+            "stack them, see `sweep`)"
         )
     if isinstance(value, (np.ndarray, jax.Array)) and value.ndim == 0:
         return value.item()
@@ -43,7 +43,11 @@ def _require_int(name: str, value, minimum: int) -> int:
 
 def _require_real(name: str, value) -> float:
     value = _concrete(name, value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+    ):
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     return float(value)
 
@@ -56,7 +60,8 @@ def traced_value(value, dtype=np.float64) -> np.ndarray:
 def welch_bound(N: int, dim: int) -> float:
     """Smallest possible coherence of `N` unit vectors in `R^dim`.
 
-    $\\max_{i \\ne j} |\\langle v_i, v_j \\rangle| \\ge \\sqrt{(N - d) / (d (N - 1))}$ for $N > d$, and 0
+    $\\max_{i \\ne j} |\\langle v_i, v_j \\rangle| \\ge \\sqrt{(N - d) / (d (N - 1))}$ for
+    $N > d$, and 0
     otherwise (orthonormal vectors exist).
 
     **Arguments:**
@@ -124,25 +129,40 @@ class Task(eqx.Module):
     W: int = eqx.field(static=True)
     queries: str = eqx.field(static=True)
 
-    def __init__(self, L: int, S: int, H: int, N: int, gamma: float = 1.0, beta: float = 1.0,
-                 kappa: float = 1.0, eps: float | None = None, d: int | None = None, W: int | None = None,
-                 queries: str = "within"):
+    def __init__(
+        self,
+        L: int,
+        S: int,
+        H: int,
+        N: int,
+        gamma: float = 1.0,
+        beta: float = 1.0,
+        kappa: float = 1.0,
+        eps: float | None = None,
+        d: int | None = None,
+        W: int | None = None,
+        queries: str = "within",
+    ):
         self.L = _require_int("L", L, 2)
         self.S = _require_int("S", S, 2)
         self.H = _require_int("H", H, 1)
         W = self.S if W is None else _require_int("W", W, 1)
         if not self.S <= W <= self.L * self.S:
             raise ValueError(
-                f"W must lie in S..L*S = {self.S}..{self.L * self.S} (a window covers its stride and "
+                f"W must lie in S..L*S = {self.S}..{self.L * self.S} (a window covers "
+                "its stride and "
                 f"at most the whole cycle), got W={W}"
             )
         if queries not in QUERY_SETS:
-            raise ValueError(f"queries must be one of {', '.join(QUERY_SETS)}, got {queries!r}")
+            raise ValueError(
+                f"queries must be one of {', '.join(QUERY_SETS)}, got {queries!r}"
+            )
         self.W, self.queries = W, queries
         N = _require_int("N", N, 1)
         if N < self.L * self.S:
             raise ValueError(
-                f"N must be >= L*S = {self.L * self.S} (contexts hold L*S distinct tokens), got N={N}"
+                f"N must be >= L*S = {self.L * self.S} (contexts hold L*S distinct "
+                f"tokens), got N={N}"
             )
         gamma = _require_real("gamma", gamma)
         if gamma <= 0:
@@ -158,7 +178,10 @@ class Task(eqx.Module):
             if not 0 <= eps < 1:
                 raise ValueError(f"eps must lie in [0, 1), got {eps}")
             if eps == 0 and d is not None:
-                raise ValueError("eps = 0 is the exact geometry, which has no dimension d; drop d or give eps > 0")
+                raise ValueError(
+                    "eps = 0 is the exact geometry, which has no dimension d; drop d "
+                    "or give eps > 0"
+                )
         if d is not None:
             d = _require_int("d", d, 2)
             if eps is not None and eps > 0:
@@ -170,7 +193,11 @@ class Task(eqx.Module):
                     )
         # Scalars are 0-d arrays: changing them reuses compiled programs (shape fields are static).
         self.N = traced_value(N, np.int64)
-        self.gamma, self.beta, self.kappa = traced_value(gamma), traced_value(beta), traced_value(kappa)
+        self.gamma, self.beta, self.kappa = (
+            traced_value(gamma),
+            traced_value(beta),
+            traced_value(kappa),
+        )
         self.eps, self.d = eps, d
         self._warn_outside_theorems()
 
@@ -183,16 +210,25 @@ class Task(eqx.Module):
         if self.H >= self.S:
             broken.append(f"H < S (got H={self.H}, S={self.S})")
         if float(self.gamma) > 1:
-            broken.append(f"gamma <= 1 (got gamma={float(self.gamma)}; A(w) need not be convex)")
+            broken.append(
+                f"gamma <= 1 (got gamma={float(self.gamma)}; A(w) need not be convex)"
+            )
         if float(self.kappa) == 0:
             broken.append("kappa > 0 (got kappa=0)")
         if self.W > self.S:
-            broken.append(f"W = S (got W={self.W} > S={self.S}: overlapping windows, docs/theory.md §10)")
+            broken.append(
+                f"W = S (got W={self.W} > S={self.S}: overlapping windows, docs/theory.md §10)"
+            )
         if self.queries == "all":
-            broken.append("queries within a stride (got queries='all': the boundary phase S-1, docs/theory.md §10)")
+            broken.append(
+                "queries within a stride (got queries='all': the boundary phase S-1, "
+                "docs/theory.md §10)"
+            )
         for assumption in broken:
             warnings.warn(
-                f"outside the theorems' assumptions: {assumption}", TheoryAssumptionWarning, stacklevel=3
+                f"outside the theorems' assumptions: {assumption}",
+                TheoryAssumptionWarning,
+                stacklevel=3,
             )
 
     @property
@@ -233,17 +269,27 @@ class Task(eqx.Module):
 
     def to_dict(self) -> dict:
         """Every parameter as a Python number, for JSON summaries and cache keys."""
-        out = {"L": self.L, "S": self.S, "H": self.H, "N": int(self.N), "gamma": float(self.gamma),
-               "beta": float(self.beta), "kappa": float(self.kappa), "eps": self.eps, "d": self.d}
+        out = {
+            "L": self.L,
+            "S": self.S,
+            "H": self.H,
+            "N": int(self.N),
+            "gamma": float(self.gamma),
+            "beta": float(self.beta),
+            "kappa": float(self.kappa),
+            "eps": self.eps,
+            "d": self.d,
+        }
         # the window fields appear only when they leave the defaults, so the parameters (and cache
-        # keys, stored figure data) of every W = S, `within` task are those of before windows existed
+        # keys, stored figure data) of every W = S, `within` task are those of before
+        # windows existed
         if self.W != self.S:
             out["W"] = self.W
         if self.queries != "within":
             out["queries"] = self.queries
         return out
 
-    def replace(self, **changes) -> "Task":
+    def replace(self, **changes) -> Task:
         """A new, validated task with some parameters changed."""
         return Task(**{**self.to_dict(), **changes})
 
@@ -251,12 +297,14 @@ class Task(eqx.Module):
         """Raise `ValueError` unless the geometry is exact: `what` relies on docs/theory.md §4."""
         if not self.exact:
             raise ValueError(
-                f"{what} needs exact geometry (eps = 0); this task is approximate (eps={self.eps}, d={self.d})"
+                f"{what} needs exact geometry (eps = 0); this task is approximate "
+                f"(eps={self.eps}, d={self.d})"
             )
 
 
 def quiet_task(**params) -> Task:
-    """A `Task` built with `TheoryAssumptionWarning` silenced (sweeps that leave the regime on purpose).
+    """A `Task` built with `TheoryAssumptionWarning` silenced (sweeps that leave the regime
+    on purpose).
 
     Invalid settings still raise `ValueError`.
     """

@@ -9,30 +9,60 @@ point = it.oracle_point(it.Task(L=4, S=3, H=1, N=64), jax.random.key(0))
 ```
 """
 
+from ._boundary import (
+    hard_vertex_boundary as hard_vertex_boundary,
+)
+from ._boundary import (
+    hard_vertex_edges as hard_vertex_edges,
+)
 from ._minimize import (
     OracleMinimizer as OracleMinimizer,
-    OracleResult as OracleResult,
-    classify as classify,
-    context_geometry as context_geometry,
-    hard_offsets as hard_offsets,
-    minimize_oracle as minimize_oracle,
-    project_simplex as project_simplex,
 )
-from ._vertices import (
-    VertexResult as VertexResult,
-    all_vertex_configs as all_vertex_configs,
-    best_vertex as best_vertex,
-    block_multiset_configs as block_multiset_configs,
-    n_block_multisets as n_block_multisets,
-    vertex_choices as vertex_choices,
-    vertex_gates as vertex_gates,
-    vertex_losses as vertex_losses,
+from ._minimize import (
+    OracleResult as OracleResult,
+)
+from ._minimize import (
+    classify as classify,
+)
+from ._minimize import (
+    context_geometry as context_geometry,
+)
+from ._minimize import (
+    hard_offsets as hard_offsets,
+)
+from ._minimize import (
+    minimize_oracle as minimize_oracle,
+)
+from ._minimize import (
+    project_simplex as project_simplex,
 )
 from ._point import (
     exact_oracle_points as exact_oracle_points,
+)
+from ._point import (
     oracle_point as oracle_point,
 )
-from ._boundary import (
-    hard_vertex_boundary as hard_vertex_boundary,
-    hard_vertex_edges as hard_vertex_edges,
+from ._vertices import (
+    VertexResult as VertexResult,
+)
+from ._vertices import (
+    all_vertex_configs as all_vertex_configs,
+)
+from ._vertices import (
+    best_vertex as best_vertex,
+)
+from ._vertices import (
+    block_multiset_configs as block_multiset_configs,
+)
+from ._vertices import (
+    n_block_multisets as n_block_multisets,
+)
+from ._vertices import (
+    vertex_choices as vertex_choices,
+)
+from ._vertices import (
+    vertex_gates as vertex_gates,
+)
+from ._vertices import (
+    vertex_losses as vertex_losses,
 )

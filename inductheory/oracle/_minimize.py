@@ -1,4 +1,5 @@
-"""Global minimization of one context's loss over the oracle class (docs/theory.md §5, Theorem 1 of §7).
+"""Global minimization of one context's loss over the oracle class (docs/theory.md §5,
+Theorem 1 of §7).
 
 The oracle class lets every head h and block l of a context pick any $p^K_{h,l}, p^V_{h,l}$ in the
 simplex $\\Delta^{S-1}$: the domain is a product of 2HL simplices and the per-context loss
@@ -9,7 +10,6 @@ with an honest boundary treatment; `best_vertex` (in `_vertices`) enumerates the
 
 from __future__ import annotations
 
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -17,14 +17,18 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from ..model._task import Task, _require_int, _require_real
-from ..model._gates import OracleGates, distinct_within_blocks, first_offset, selected_offsets
+from ..model._gates import (
+    OracleGates,
+    distinct_within_blocks,
+    first_offset,
+    selected_offsets,
+)
 from ..model._geometry import DenseGeometry, ExactGeometry, Geometry
-from ..model._loss import context_loss
-from ._vertices import vertex_gates
 from ..model._logits import cross_entropy, query_logits
-from ..model._loss import per_phase_mean
+from ..model._loss import context_loss, per_phase_mean
 from ..model._objective import Objective
+from ..model._task import Task, _require_int, _require_real
+from ._vertices import vertex_gates
 
 
 class OracleMinimizer(eqx.Module):
@@ -46,7 +50,8 @@ class OracleMinimizer(eqx.Module):
     Frank-Wolfe gap $\\sum_{h,l,B} (\\langle g, p \\rangle - \\min_r g_r)$, which is 0 exactly at
     KKT points of the product of simplices (at a vertex $e_r$: $g_r \\le g_i$ for every i).
 
-    **Starts.** `restarts` random starts with logits $z \\sim \\mathcal N(0, \\text{init\\_scale}^2)$,
+    **Starts.** `restarts` random starts with logits $z \\sim \\mathcal N(0,
+    \\text{init\\_scale}^2)$,
     plus optional seeds (vertex configurations, e.g. the best enumerated ones) started at
     $(1 - \\eta) e + \\eta u$ with u a random point of the simplex and $\\eta$ = `vertex_jitter`, so
     that a local search from a good vertex may also leave it if a better non-vertex point is near.
@@ -91,14 +96,21 @@ class OracleMinimizer(eqx.Module):
     coordination: float | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
-        for name, low in (("restarts", 1), ("steps", 1), ("polish_steps", 0), ("rounds", 1)):
+        for name, low in (
+            ("restarts", 1),
+            ("steps", 1),
+            ("polish_steps", 0),
+            ("rounds", 1),
+        ):
             _require_int(name, getattr(self, name), low)
         if not 0 < _require_real("reopen", self.reopen) < 1:
             raise ValueError(f"reopen must lie in (0, 1), got {self.reopen!r}")
         if _require_real("init_scale", self.init_scale) <= 0:
             raise ValueError(f"init_scale must be > 0, got {self.init_scale!r}")
         if not 0 < _require_real("vertex_jitter", self.vertex_jitter) < 1:
-            raise ValueError(f"vertex_jitter must lie in (0, 1), got {self.vertex_jitter!r}")
+            raise ValueError(
+                f"vertex_jitter must lie in (0, 1), got {self.vertex_jitter!r}"
+            )
         if not 0 <= _require_real("snap", self.snap) < 0.5:
             raise ValueError(f"snap must lie in [0, 1/2), got {self.snap!r}")
         if not 0 < _require_real("delta", self.delta) < 0.5:
@@ -120,7 +132,9 @@ class OracleMinimizer(eqx.Module):
         return 1 if self.tied else 2
 
 
-def context_geometry(geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -> Geometry:
+def context_geometry(
+    geometry: Geometry, tokens: Int[Array, "blocks offsets"]
+) -> Geometry:
     """The same per-context model in a smaller basis: embeddings projected on the context's span.
 
     Every vector the model forms for one context (query, keys, values, head outputs) lies in the
@@ -138,8 +152,12 @@ def context_geometry(geometry: Geometry, tokens: Int[Array, "blocks offsets"]) -
     if isinstance(geometry, ExactGeometry):
         return geometry
     X = geometry.embeddings[tokens.reshape(-1)]  # (LS, d)
-    U, _ = jnp.linalg.qr(X.T)  # (d, min(d, LS)), orthonormal columns spanning the context
-    return DenseGeometry(embeddings=geometry.embeddings @ U, kappa=geometry.kappa, eps=geometry.eps)
+    U, _ = jnp.linalg.qr(
+        X.T
+    )  # (d, min(d, LS)), orthonormal columns spanning the context
+    return DenseGeometry(
+        embeddings=geometry.embeddings @ U, kappa=geometry.kappa, eps=geometry.eps
+    )
 
 
 class OracleResult(eqx.Module):
@@ -175,11 +193,17 @@ class OracleResult(eqx.Module):
 
 def _loss_of(task, geometry, tokens, objective: Objective | None = None):
     if objective is None:
-        return lambda key, value: context_loss(task, geometry, OracleGates(key=key, value=value), tokens)
+        return lambda key, value: context_loss(
+            task, geometry, OracleGates(key=key, value=value), tokens
+        )
 
     def loss(key, value):
-        per_query = cross_entropy(*query_logits(task, geometry, OracleGates(key=key, value=value), tokens))
-        return objective(per_phase_mean(task, per_query), jnp.moveaxis(key, -2, -3))  # overlap averaged over entries
+        per_query = cross_entropy(
+            *query_logits(task, geometry, OracleGates(key=key, value=value), tokens)
+        )
+        return objective(
+            per_phase_mean(task, per_query), jnp.moveaxis(key, -2, -3)
+        )  # overlap averaged over entries
 
     return loss
 
@@ -235,21 +259,31 @@ def _descend(task: Task, geometry: Geometry, tokens, z0, config: OracleMinimizer
     return descend(task, geometry, tokens, z0, config)
 
 
-def descend(task: Task, geometry: Geometry, tokens, z0: Float[Array, "starts branches H L W"], config: OracleMinimizer):
+def descend(
+    task: Task,
+    geometry: Geometry,
+    tokens,
+    z0: Float[Array, "starts branches H L W"],
+    config: OracleMinimizer,
+):
     """The local searches of `minimize_oracle` from every start (pure: jit and vmap it).
 
     **Returns:** `(p, values, fw)`: the end points (starts, B, H, L, W) with B = `config.branches`
     (key then value; tied gates have the key only), their losses and Frank-Wolfe gaps.
     """
     loss = _loss_of(task, geometry, tokens, config.objective_function())
-    f = lambda p: loss(p[0], p[-1])  # p[-1] is the value gate, or the key gate again when tied
+    f = lambda p: loss(
+        p[0], p[-1]
+    )  # p[-1] is the value gate, or the key gate again when tied
     solver = optx.BFGS(rtol=config.tol, atol=config.tol)
     objective = lambda z, _: f(jax.nn.softmax(z, axis=-1))
 
     def round_(_, carry):
         z, _, _ = carry
         sol = optx.minimise(objective, solver, z, max_steps=config.steps, throw=False)
-        p, value = _projected_gradient(f, jax.nn.softmax(sol.value, axis=-1), config.polish_steps)
+        p, value = _projected_gradient(
+            f, jax.nn.softmax(sol.value, axis=-1), config.polish_steps
+        )
         # a next round restarts BFGS from the polished point, every mass slightly reopened
         return jnp.log((1 - config.reopen) * p + config.reopen / task.W), p, value
 
@@ -269,7 +303,9 @@ def descend(task: Task, geometry: Geometry, tokens, z0: Float[Array, "starts bra
     return jax.vmap(one)(z0)
 
 
-def starts(key: PRNGKeyArray, task: Task, config: OracleMinimizer, seeds) -> Float[Array, "starts branches H L W"]:
+def starts(
+    key: PRNGKeyArray, task: Task, config: OracleMinimizer, seeds
+) -> Float[Array, "starts branches H L W"]:
     """Initial logits: `config.restarts` random starts, then one jittered start per seed vertex."""
     shape = (config.branches, task.H, task.L, task.W)
     k_random, k_seed = jax.random.split(key)
@@ -292,7 +328,9 @@ def hard_offsets(key, value, delta, tied: bool = False):
     return selected_offsets(key, value, delta)
 
 
-def classify(gates: OracleGates, delta: float, tied: bool = False) -> tuple[np.ndarray, bool, bool]:
+def classify(
+    gates: OracleGates, delta: float, tied: bool = False
+) -> tuple[np.ndarray, bool, bool]:
     """Hard-selection classification of oracle gates of one context.
 
     **Arguments:**
@@ -344,7 +382,8 @@ def minimize_oracle(
 
 
 def oracle_result(p, values, fw, config: OracleMinimizer) -> OracleResult:
-    """The `OracleResult` of the local searches' end points (`descend`'s outputs for one context)."""
+    """The `OracleResult` of the local searches' end points (`descend`'s outputs for one
+    context)."""
     values = np.asarray(values)
     values = np.where(np.isfinite(values), values, np.inf)
     # Many starts reach the same optimum (up to symmetry) with losses equal to the last bits: the
@@ -354,7 +393,12 @@ def oracle_result(p, values, fw, config: OracleMinimizer) -> OracleResult:
     best = int(np.argmax(values <= lowest + 1e-12 * (1.0 + abs(lowest))))
     gates = OracleGates(key=p[best, 0], value=p[best, -1])
     offsets, hard, distinct = classify(gates, config.delta, config.tied)
-    start_hard = np.asarray(jnp.all(hard_offsets(p[:, 0], p[:, -1], config.delta, config.tied) >= 0, axis=(-2, -1)))
+    start_hard = np.asarray(
+        jnp.all(
+            hard_offsets(p[:, 0], p[:, -1], config.delta, config.tied) >= 0,
+            axis=(-2, -1),
+        )
+    )
     return OracleResult(
         loss=float(values[best]),
         gates=gates,

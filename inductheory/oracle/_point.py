@@ -9,22 +9,27 @@ how much it beats the best vertex (the regime map over a grid is `inductheory.ex
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import Callable
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-import equinox as eqx
-
-from ..model._task import Task, quiet_task
+from ..internal._lanes import lane, stack_lanes
 from ..model._contexts import sample_contexts
-from ..internal._lanes import lane, padded_size, shard_lanes, stack_lanes
 from ..model._geometry import ExactGeometry, make_geometry
-from ..internal._io import load_cached, store_cached
-from ._minimize import OracleMinimizer, OracleResult, classify, context_geometry, descend, minimize_oracle, oracle_result, starts
 from ..model._loss import context_loss
+from ..model._task import Task
+from ._minimize import (
+    OracleMinimizer,
+    OracleResult,
+    classify,
+    context_geometry,
+    descend,
+    minimize_oracle,
+    oracle_result,
+    starts,
+)
 from ._vertices import VertexResult, best_vertex, vertex_configs, vertex_gates
 
 
@@ -61,7 +66,8 @@ def oracle_point(
     **Returns:** a JSON-able dict: `best_loss` (mean over contexts of the per-context minimum),
     `best_vertex_loss`, `gap` (largest best-vertex-minus-optimum over contexts, >= 0; a local
     search that ends above the best vertex is replaced by that vertex and flagged in
-    `minimizer_failed` / `share_minimizer_failed`), `hard_selection` / `distinct_heads` (in every context), `share_hard`,
+    `minimizer_failed` / `share_minimizer_failed`), `hard_selection` / `distinct_heads` (in
+    every context), `share_hard`,
     `share_hard_distinct`, `share_beats_vertex`, the realized `eps`, and per-context records
     (`contexts`) with losses, offsets and gates.
 
@@ -75,8 +81,14 @@ def oracle_point(
         raise ValueError(f"seeds must be >= 0 (vertex starts), got {seeds}")
     if task.exact and contexts == 1:
         # every context is equivalent under exact geometry: the compiled batched path, one point
-        return exact_oracle_points(stack_lanes([task]), jnp.asarray(jax.random.key_data(key))[None], config,
-                                   seeds=seeds, tolerance=tolerance, template=task)[0]
+        return exact_oracle_points(
+            stack_lanes([task]),
+            jnp.asarray(jax.random.key_data(key))[None],
+            config,
+            seeds=seeds,
+            tolerance=tolerance,
+            template=task,
+        )[0]
     k_geo, k_ctx, k_min = jax.random.split(key, 3)
     geometry = make_geometry(task, k_geo)
     tokens_all = sample_contexts(k_ctx, task, contexts)
@@ -86,28 +98,54 @@ def oracle_point(
         geo = context_geometry(geometry, tokens)
         vertex = best_vertex(task, geo, tokens, k=max(seeds, 1), tied=config.tied)
         res = minimize_oracle(
-            task, geo, tokens, jax.random.fold_in(k_min, m), config, seeds=vertex.top_offsets[:seeds] if seeds else None
+            task,
+            geo,
+            tokens,
+            jax.random.fold_in(k_min, m),
+            config,
+            seeds=vertex.top_offsets[:seeds] if seeds else None,
         )
         records.append(context_record(task, config, res, vertex, tolerance))
     return point_summary(task, geometry, records, seeds)
 
 
 @eqx.filter_jit
-def _exact_points(tasks: Task, keys, config: OracleMinimizer, geometry, configs, seeds: int):
+def _exact_points(
+    tasks: Task, keys, config: OracleMinimizer, geometry, configs, seeds: int
+):
     def one(task, key_data):
         _, _, k_min = jax.random.split(jax.random.wrap_key_data(key_data), 3)
-        tokens = jnp.arange(task.L * task.S).reshape(task.L, task.S)  # the exact path never reads tokens
-        losses = jax.lax.map(lambda r: context_loss(task, geometry, vertex_gates(task.W, r, config.tied), tokens), configs,
-                             batch_size=min(4096, configs.shape[0]))
+        tokens = jnp.arange(task.L * task.S).reshape(
+            task.L, task.S
+        )  # the exact path never reads tokens
+        losses = jax.lax.map(
+            lambda r: context_loss(
+                task, geometry, vertex_gates(task.W, r, config.tied), tokens
+            ),
+            configs,
+            batch_size=min(4096, configs.shape[0]),
+        )
         order = jnp.argsort(losses, stable=True)[: max(seeds, 1)]
-        z0 = starts(jax.random.fold_in(k_min, 0), task, config, configs[order[:seeds]] if seeds else None)
+        z0 = starts(
+            jax.random.fold_in(k_min, 0),
+            task,
+            config,
+            configs[order[:seeds]] if seeds else None,
+        )
         return (losses[order], order, *descend(task, geometry, tokens, z0, config))
 
     return jax.vmap(one)(tasks, keys)
 
 
-def exact_oracle_points(tasks: Task, keys, config: OracleMinimizer = OracleMinimizer(), *, seeds: int = 8,
-                        tolerance: float = 1e-9, template: Task) -> list[dict]:
+def exact_oracle_points(
+    tasks: Task,
+    keys,
+    config: OracleMinimizer = OracleMinimizer(),
+    *,
+    seeds: int = 8,
+    tolerance: float = 1e-9,
+    template: Task,
+) -> list[dict]:
     """`oracle_point` of many exact-geometry tasks at once (one context each), vmapped.
 
     Under exact geometry one context is the population problem; the vertex enumeration, the seeded
@@ -123,25 +161,47 @@ def exact_oracle_points(tasks: Task, keys, config: OracleMinimizer = OracleMinim
     **Returns:** one `oracle_point` dict per point.
     """
     template.require_exact("exact_oracle_points")
-    # The exact path reads neither the geometry's N nor its kappa (both cancel, docs/theory.md §4); a fixed
+    # The exact path reads neither the geometry's N nor its kappa (both cancel,
+    # docs/theory.md §4); a fixed
     # placeholder keeps N, which is static in `ExactGeometry`, out of the compiled program's key.
     geometry = ExactGeometry(template.L * template.S, 1.0)
     configs, method = vertex_configs(template, geometry, tied=config.tied)
     top_losses, order, p, values, fw = jax.device_get(
-        _exact_points(tasks, jnp.asarray(keys), config, geometry, jnp.asarray(configs), seeds))
+        _exact_points(
+            tasks, jnp.asarray(keys), config, geometry, jnp.asarray(configs), seeds
+        )
+    )
     points = []
     for i in range(len(keys)):
         task = lane(tasks, i)
         top = configs[order[i]]
-        vertex = VertexResult(loss=float(top_losses[i][0]), offsets=top[0], top_offsets=top,
-                              top_losses=np.asarray(top_losses[i]), n_evaluated=len(configs), method=method)
+        vertex = VertexResult(
+            loss=float(top_losses[i][0]),
+            offsets=top[0],
+            top_offsets=top,
+            top_losses=np.asarray(top_losses[i]),
+            n_evaluated=len(configs),
+            method=method,
+        )
         res = oracle_result(p[i], values[i], fw[i], config)
-        points.append(point_summary(task, geometry, [context_record(task, config, res, vertex, tolerance)], seeds))
+        points.append(
+            point_summary(
+                task,
+                geometry,
+                [context_record(task, config, res, vertex, tolerance)],
+                seeds,
+            )
+        )
     return points
 
 
-def context_record(task: Task, config: OracleMinimizer, res: OracleResult, vertex: VertexResult,
-                   tolerance: float) -> dict:
+def context_record(
+    task: Task,
+    config: OracleMinimizer,
+    res: OracleResult,
+    vertex: VertexResult,
+    tolerance: float,
+) -> dict:
     """One context's record of `oracle_point`: the minimizer's best against the best vertex."""
     slack = tolerance * (1 + abs(vertex.loss))
     # A vertex is a feasible oracle point: if the local search ended above the best vertex, the
@@ -181,7 +241,9 @@ def point_summary(task: Task, geometry, records: list[dict], seeds: int) -> dict
     return {
         "task": task.to_dict(),
         "eps": float(geometry.eps),
-        "dim": int(task.N) + 1 if isinstance(geometry, ExactGeometry) else int(geometry.dim),
+        "dim": int(task.N) + 1
+        if isinstance(geometry, ExactGeometry)
+        else int(geometry.dim),
         "n_contexts": len(records),
         "seeds": seeds,
         "best_loss": float(np.mean([r["best_loss"] for r in records])),
@@ -193,6 +255,8 @@ def point_summary(task: Task, geometry, records: list[dict], seeds: int) -> dict
         "share_hard_distinct": float(distinct.mean()),
         "share_beats_vertex": float(np.mean([r["beats_vertex"] for r in records])),
         "max_fw_gap": float(max(r["fw_gap"] for r in records)),
-        "share_minimizer_failed": float(np.mean([r["minimizer_failed"] for r in records])),
+        "share_minimizer_failed": float(
+            np.mean([r["minimizer_failed"] for r in records])
+        ),
         "contexts": records,
     }

@@ -11,7 +11,8 @@ Which configurations must be enumerated:
   plays the same role in §4: $a_{h,l} = (1 - A)/(L-1)$ off the query's block, whatever l is).
   So the loss depends only on the multiset of the L block types, a block type being the ordered
   H-tuple $(r_{0,l}, \\dots, r_{H-1,l})$ (one of $C = (S-1)^H$): $\\binom{C + L - 1}{L}$
-  representatives (`block_multiset_configs`), e.g. 12870 instead of $3^{16} \\approx 4.3 \\cdot 10^7$
+  representatives (`block_multiset_configs`), e.g. 12870 instead of $3^{16} \\approx 4.3
+  \\cdot 10^7$
   at H=2, L=8, S=4. (Permuting the heads inside one block is a further symmetry for H = 2 but not
   in general for H >= 3, where a block with two coinciding heads weighs the others' attention
   unevenly; it is not used.)
@@ -28,17 +29,20 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ..model._task import Task
 from ..model._gates import OracleGates
 from ..model._geometry import ExactGeometry, Geometry
 from ..model._loss import context_loss
+from ..model._task import Task
 
 # Most vertex configurations `best_vertex` evaluates.
 MAX_VERTICES = 1 << 20
 
 
-def vertex_gates(W: int, offsets: Int[Array, "*batch heads blocks"], tied: bool = False) -> OracleGates:
-    """Oracle gates of a vertex configuration: $p^K_{h,l} = e_{r_{h,l}}$, $p^V_{h,l} = e_{r_{h,l}+1}$.
+def vertex_gates(
+    W: int, offsets: Int[Array, "*batch heads blocks"], tied: bool = False
+) -> OracleGates:
+    """Oracle gates of a vertex configuration: $p^K_{h,l} = e_{r_{h,l}}$, $p^V_{h,l} =
+    e_{r_{h,l}+1}$.
 
     **Arguments:**
     - `W`: offsets per gate (the window; S without windows).
@@ -57,23 +61,31 @@ def vertex_choices(W: int, tied: bool = False) -> int:
     return W if tied else W - 1
 
 
-def all_vertex_configs(H: int, L: int, W: int, tied: bool = False) -> Int[np.ndarray, "configs heads blocks"]:
-    """Every vertex configuration, $c^{HL}$ of them with c = `vertex_choices(W, tied)`, as (n, H, L)."""
+def all_vertex_configs(
+    H: int, L: int, W: int, tied: bool = False
+) -> Int[np.ndarray, "configs heads blocks"]:
+    """Every vertex configuration, $c^{HL}$ of them with c = `vertex_choices(W, tied)`, as
+    (n, H, L)."""
     c = vertex_choices(W, tied)
     n = c ** (H * L)
     if n > MAX_VERTICES:
-        raise ValueError(f"{c}^(H*L) = {n} vertex configurations exceed the limit {MAX_VERTICES}")
+        raise ValueError(
+            f"{c}^(H*L) = {n} vertex configurations exceed the limit {MAX_VERTICES}"
+        )
     digits = np.unravel_index(np.arange(n), (c,) * (H * L))
     return np.stack(digits, axis=-1).reshape(n, H, L).astype(np.int32)
 
 
 def n_block_multisets(H: int, L: int, W: int, tied: bool = False) -> int:
-    """$\\binom{c^H + L - 1}{L}$, c = `vertex_choices(W, tied)`: configurations up to a permutation of
+    """$\\binom{c^H + L - 1}{L}$, c = `vertex_choices(W, tied)`: configurations up to a
+    permutation of
     the blocks."""
     return math.comb(vertex_choices(W, tied) ** H + L - 1, L)
 
 
-def block_multiset_configs(H: int, L: int, W: int, tied: bool = False) -> Int[np.ndarray, "configs heads blocks"]:
+def block_multiset_configs(
+    H: int, L: int, W: int, tied: bool = False
+) -> Int[np.ndarray, "configs heads blocks"]:
     """One vertex configuration per multiset of L block types (blocks in sorted type order).
 
     A block type is an ordered tuple $(r_{0,l}, \\dots, r_{H-1,l})$; under exact geometry with W = S
@@ -83,10 +95,13 @@ def block_multiset_configs(H: int, L: int, W: int, tied: bool = False) -> Int[np
     if n > MAX_VERTICES:
         raise ValueError(f"{n} block multisets exceed the limit {MAX_VERTICES}")
     c = vertex_choices(W, tied)
-    C = c ** H
+    C = c**H
     types = np.stack(np.unravel_index(np.arange(C), (c,) * H), axis=-1)  # (C, H)
     combos = np.fromiter(
-        itertools.chain.from_iterable(itertools.combinations_with_replacement(range(C), L)), dtype=np.int64
+        itertools.chain.from_iterable(
+            itertools.combinations_with_replacement(range(C), L)
+        ),
+        dtype=np.int64,
     ).reshape(n, L)
     return np.transpose(types[combos], (0, 2, 1)).astype(np.int32)  # (n, H, L)
 
@@ -106,11 +121,20 @@ def vertex_losses(
     new beta or N reuses the program.
     """
     configs = jnp.asarray(configs)
-    return _vertex_losses(task, geometry, jnp.asarray(tokens), configs, min(batch_size, configs.shape[0]), tied)
+    return _vertex_losses(
+        task,
+        geometry,
+        jnp.asarray(tokens),
+        configs,
+        min(batch_size, configs.shape[0]),
+        tied,
+    )
 
 
 @eqx.filter_jit
-def _vertex_losses(task, geometry, tokens, configs, batch_size: int, tied: bool = False):
+def _vertex_losses(
+    task, geometry, tokens, configs, batch_size: int, tied: bool = False
+):
     one = lambda r: context_loss(task, geometry, vertex_gates(task.W, r, tied), tokens)
     return jax.lax.map(one, configs, batch_size=batch_size)
 
@@ -151,7 +175,12 @@ class VertexResult(eqx.Module):
 
 
 def best_vertex(
-    task: Task, geometry: Geometry, tokens: Int[Array, "blocks offsets"], *, k: int = 8, exhaustive: bool | None = None,
+    task: Task,
+    geometry: Geometry,
+    tokens: Int[Array, "blocks offsets"],
+    *,
+    k: int = 8,
+    exhaustive: bool | None = None,
     tied: bool = False,
 ) -> VertexResult:
     """The best hard selection of one context, by enumeration.
@@ -174,13 +203,17 @@ def best_vertex(
     ```
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be an integer >= 1 (configurations to return), got {k!r}")
+        raise ValueError(
+            f"k must be an integer >= 1 (configurations to return), got {k!r}"
+        )
     configs, method = vertex_configs(task, geometry, exhaustive, tied)
     losses = np.asarray(vertex_losses(task, geometry, tokens, configs, tied=tied))
     return vertex_result(configs, losses, k, method)
 
 
-def vertex_result(configs: np.ndarray, losses: np.ndarray, k: int, method: str) -> VertexResult:
+def vertex_result(
+    configs: np.ndarray, losses: np.ndarray, k: int, method: str
+) -> VertexResult:
     """The `VertexResult` of evaluated configurations: the k best, ascending (stable order)."""
     order = np.argsort(losses, kind="stable")[:k]
     return VertexResult(

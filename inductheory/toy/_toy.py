@@ -1,9 +1,11 @@
-"""The two-head toy of docs/theory.md §8: why gradient flow sharpens heads fast but splits them slowly.
+"""The two-head toy of docs/theory.md §8: why gradient flow sharpens heads fast but splits
+them slowly.
 
 S = 2, keys only, idealized value readout. Heads h = 1, 2 put key weight $p_h$ on offset 0 and
 $1 - p_h$ on offset 1. A query at offset r gets the correct-answer margin
 $m_0 = \\beta (A(p_1) + A(p_2))$, $m_1 = \\beta (A(1 - p_1) + A(1 - p_2))$, with
-$A(w) = e^{\\gamma w} / (e^{\\gamma w} + L - 1)$, and logistic loss $\\ell(m) = \\log(1 + K e^{-m})$.
+$A(w) = e^{\\gamma w} / (e^{\\gamma w} + L - 1)$, and logistic loss $\\ell(m) = \\log(1 + K
+e^{-m})$.
 The toy loss is $(\\ell(m_0) + \\ell(m_1)) / 2$. Every closed form here is derived and checked
 symbolically in `proofs/toy.py` (derivation in `proofs/README.md`).
 """
@@ -19,8 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from ..model._task import TheoryAssumptionWarning, _require_int, _require_real
 from ..model._logits import attention_to_target
+from ..model._task import TheoryAssumptionWarning, _require_int, _require_real
 
 
 class ToyConfig(eqx.Module):
@@ -54,13 +56,15 @@ class ToyConfig(eqx.Module):
         _require_int("L", self.L, 2)
         if self.L < 4:
             warnings.warn(
-                f"outside the theorems' assumptions: L >= 4 (got L={self.L}; A(w) need not be convex)",
+                f"outside the theorems' assumptions: L >= 4 (got L={self.L}; A(w) need "
+                "not be convex)",
                 TheoryAssumptionWarning,
                 stacklevel=3,
             )
         if self.gamma > 1:
             warnings.warn(
-                f"outside the theorems' assumptions: gamma <= 1 (got gamma={self.gamma}; A(w) need not be convex)",
+                "outside the theorems' assumptions: gamma <= 1 (got "
+                f"gamma={self.gamma}; A(w) need not be convex)",
                 TheoryAssumptionWarning,
                 stacklevel=3,
             )
@@ -70,7 +74,8 @@ class ToyConfig(eqx.Module):
         return {"beta": self.beta, "gamma": self.gamma, "L": self.L, "K": self.K}
 
 
-# --- building blocks, written once; (beta, gamma, L, K) may be traced ------------------------------
+# --- building blocks, written once; (beta, gamma, L, K) may be traced
+# ------------------------------
 
 
 def _A(w, gamma, L):
@@ -84,7 +89,9 @@ def _A1(w, gamma, L):
 
 def _A2(w, gamma, L):
     a = _A(w, gamma, L)
-    return gamma * (gamma * a * (1 - a)) * (1 - 2 * a)  # not gamma**2: no overflow for gamma > 1e154
+    return (
+        gamma * (gamma * a * (1 - a)) * (1 - 2 * a)
+    )  # not gamma**2: no overflow for gamma > 1e154
 
 
 def _ell(m, K):
@@ -133,10 +140,11 @@ def _params(config: ToyConfig):
     return config.beta, config.gamma, config.L, config.K
 
 
-# --- public API ------------------------------------------------------------------------------------
+# --- public API
+# ------------------------------------------------------------------------------------
 
 
-def logistic_loss(m: ArrayLike, K: float) -> Float[Array, "..."]:
+def logistic_loss(m: ArrayLike, K: float) -> Float[Array, ...]:
     """$\\ell(m) = \\log(1 + K e^{-m})$, computed as softplus(log K - m).
 
     **Arguments:**
@@ -152,7 +160,9 @@ def logistic_loss(m: ArrayLike, K: float) -> Float[Array, "..."]:
     return _ell(jnp.asarray(m), K)
 
 
-def toy_margins(config: ToyConfig, p: Float[ArrayLike, "... 2"]) -> Float[Array, "... 2"]:
+def toy_margins(
+    config: ToyConfig, p: Float[ArrayLike, "... 2"]
+) -> Float[Array, "... 2"]:
     """Margins $(m_0, m_1) = (\\beta (A(p_1) + A(p_2)), \\beta (A(1-p_1) + A(1-p_2)))$.
 
     **Arguments:**
@@ -168,7 +178,7 @@ def toy_margins(config: ToyConfig, p: Float[ArrayLike, "... 2"]) -> Float[Array,
     return _margins(p, *_params(config)[:3])
 
 
-def toy_loss(config: ToyConfig, p: Float[ArrayLike, "... 2"]) -> Float[Array, "..."]:
+def toy_loss(config: ToyConfig, p: Float[ArrayLike, "... 2"]) -> Float[Array, ...]:
     """Toy loss $(\\ell(m_0) + \\ell(m_1)) / 2$.
 
     **Arguments:**
@@ -184,7 +194,9 @@ def toy_loss(config: ToyConfig, p: Float[ArrayLike, "... 2"]) -> Float[Array, ".
     return _loss(p, *_params(config))
 
 
-def toy_gradient(config: ToyConfig, p: Float[ArrayLike, "... 2"]) -> Float[Array, "... 2"]:
+def toy_gradient(
+    config: ToyConfig, p: Float[ArrayLike, "... 2"]
+) -> Float[Array, "... 2"]:
     """Closed-form gradient of the toy loss in p.
 
     $\\partial_{p_h} = \\frac{\\beta}{2} [\\ell'(m_0) A'(p_h) - \\ell'(m_1) A'(1 - p_h)]$ with
@@ -226,12 +238,14 @@ def corner_losses(config: ToyConfig) -> tuple[Float[Array, ""], Float[Array, ""]
 
 
 def split_advantage(config: ToyConfig) -> Float[Array, ""]:
-    """Closed-form loss(same corner) - loss(opposite corners), > 0 for all beta, gamma, K > 0, L >= 2.
+    """Closed-form loss(same corner) - loss(opposite corners), > 0 for all beta, gamma, K >
+    0, L >= 2.
 
     $D = \\frac{1}{2} \\log\\big(1 + \\frac{K (e^{-\\beta A_1} - e^{-\\beta A_0})^2}
     {(1 + K e^{-\\beta (A_1 + A_0)})^2}\\big) = \\frac{1}{2} \\log\\big(1 + 4 \\ell''(\\bar m)
     \\sinh^2(\\beta (A_1 - A_0)/2)\\big)$, $\\bar m = \\beta (A_1 + A_0)$ (the second form is
-    evaluated: no cancellation). As $K \\to \\infty$, $D = (e^{\\beta A_1} - e^{\\beta A_0})^2/(2K) + O(1/K^2)$.
+    evaluated: no cancellation). As $K \\to \\infty$, $D = (e^{\\beta A_1} - e^{\\beta
+    A_0})^2/(2K) + O(1/K^2)$.
 
     **Arguments:**
     - `config`: the toy's parameters.
@@ -245,7 +259,11 @@ def split_advantage(config: ToyConfig) -> Float[Array, ""]:
     beta, gamma, L, K = _params(config)
     A1, A0 = _A(1.0, gamma, L), _A(0.0, gamma, L)
     # log1p(4 l'' sinh^2) = softplus(log 4 + log l'' + 2 log sinh): no overflow at beta ~ 1e154
-    log_term = jnp.log(4.0) + _log_ell2(beta * (A1 + A0), K) + 2 * _log_sinh(beta * (A1 - A0) / 2)
+    log_term = (
+        jnp.log(4.0)
+        + _log_ell2(beta * (A1 + A0), K)
+        + 2 * _log_sinh(beta * (A1 - A0) / 2)
+    )
     return 0.5 * jax.nn.softplus(log_term)
 
 
@@ -257,9 +275,11 @@ def escape_rates(config: ToyConfig) -> tuple[Float[Array, ""], Float[Array, ""]]
     $m = 2\\beta a$:
     antisymmetric $= -\\ell'(m) \\beta A''(1/2) / 16$,
     symmetric $=$ antisymmetric $- \\ell''(m) \\beta^2 A'(1/2)^2 / 8$.
-    Positive means unstable. The antisymmetric rate is > 0 iff $e^{\\gamma/2} < L - 1$; the symmetric
+    Positive means unstable. The antisymmetric rate is > 0 iff $e^{\\gamma/2} < L - 1$; the
+    symmetric
     rate is > 0 iff moreover $K > K^*(\\beta)$ (`symmetric_stability_boundary`), so the symmetric
-    direction is stable for small K or large beta (e.g. beta 16, K 100, L 8). For large K the two differ
+    direction is stable for small K or large beta (e.g. beta 16, K 100, L 8). For large K
+    the two differ
     by $O(1/K)$ while each is $O(1)$ (sharpening fast, splitting slow).
 
     **Arguments:**
@@ -278,13 +298,21 @@ def _escape_rates(beta, gamma, L, K):
     m = 2 * beta * _A(0.5, gamma, L)
     anti = -_ell1(m, K) * beta * _A2(0.5, gamma, L) / 16
     # l''(m) beta^2 A'(1/2)^2 in log space: beta**2 overflows for beta > 1e154 while l'' underflows
-    sym = anti - jnp.exp(_log_ell2(m, K) + 2 * (jnp.log(beta) + jnp.log(_A1(0.5, gamma, L)))) / 8
+    sym = (
+        anti
+        - jnp.exp(_log_ell2(m, K) + 2 * (jnp.log(beta) + jnp.log(_A1(0.5, gamma, L))))
+        / 8
+    )
     return sym, anti
 
 
 def escape_rate_grid(
-    beta: Float[ArrayLike, "..."], K: Float[ArrayLike, "..."], *, gamma: float = 1.0, L: int = 8
-) -> tuple[Float[Array, "..."], Float[Array, "..."]]:
+    beta: Float[ArrayLike, ...],
+    K: Float[ArrayLike, ...],
+    *,
+    gamma: float = 1.0,
+    L: int = 8,
+) -> tuple[Float[Array, ...], Float[Array, ...]]:
     """The closed-form escape rates of `escape_rates`, vectorized over arrays of beta and K.
 
     The same formulas as `escape_rates` (bit-equal at every point), broadcast over `beta` and `K`,
@@ -301,28 +329,36 @@ def escape_rate_grid(
     sym, anti = escape_rate_grid(jnp.array([4.0, 16.0]), 100.0)  # sym[1] < 0: stable at beta 16
     ```
     """
-    beta, K = jnp.broadcast_arrays(jnp.asarray(beta, dtype=jnp.float64), jnp.asarray(K, dtype=jnp.float64))
+    beta, K = jnp.broadcast_arrays(
+        jnp.asarray(beta, dtype=jnp.float64), jnp.asarray(K, dtype=jnp.float64)
+    )
     return _escape_rates(beta, gamma, L, K)
 
 
-def symmetric_stability_boundary(beta: Float[ArrayLike, "..."], *, gamma: float = 1.0, L: int = 8) -> Float[Array, "..."]:
-    """The competing mass K*(beta) above which the symmetric direction (1, 1) at p = (1/2, 1/2) is unstable.
+def symmetric_stability_boundary(
+    beta: Float[ArrayLike, ...], *, gamma: float = 1.0, L: int = 8
+) -> Float[Array, ...]:
+    """The competing mass K*(beta) above which the symmetric direction (1, 1) at p = (1/2,
+    1/2) is unstable.
 
-    With $a = A(1/2)$, $m = 2\\beta a$ and $\\ell''(m) = s (1 - s)$, $s = -\\ell'(m)$, the symmetric rate of
+    With $a = A(1/2)$, $m = 2\\beta a$ and $\\ell''(m) = s (1 - s)$, $s = -\\ell'(m)$, the
+    symmetric rate of
     `escape_rates` factors as (positive) $\\cdot [(1 - 2a)(1 + K e^{-m}) - 2\\beta a (1 - a)]$
     (checked in `proofs/toy.py`). Hence, when $1 - 2a > 0$ (that is $e^{\\gamma/2} < L - 1$, where
     the antisymmetric direction is unstable), the symmetric rate is > 0 exactly for
 
     $K > K^*(\\beta) = e^{2\\beta a} \\big(2\\beta a (1 - a) / (1 - 2a) - 1\\big)$,
 
-    and $K^* \\le 0$ (unstable for every K > 0) for $\\beta \\le \\beta_0 = (1 - 2a) / (2a(1 - a))$; when
+    and $K^* \\le 0$ (unstable for every K > 0) for $\\beta \\le \\beta_0 = (1 - 2a) /
+    (2a(1 - a))$; when
     $e^{\\gamma/2} \\ge L - 1$ the symmetric direction is stable for every K.
 
     **Arguments:**
     - `beta`: unembedding scale(s), > 0, any shape.
     - `gamma`, `L`: attention inverse temperature and number of blocks.
 
-    **Returns:** $K^*(\\beta)$, the shape of `beta`: 0 where every K > 0 is unstable, `inf` where no K is.
+    **Returns:** $K^*(\\beta)$, the shape of `beta`: 0 where every K > 0 is unstable, `inf`
+    where no K is.
 
     ```python
     symmetric_stability_boundary(4.0, gamma=1.0, L=8)  # ~4.6: stable at K = 1, unstable at K = 100
@@ -330,7 +366,9 @@ def symmetric_stability_boundary(beta: Float[ArrayLike, "..."], *, gamma: float 
     """
     beta = jnp.asarray(beta, dtype=jnp.float64)
     a = _A(0.5, gamma, L)
-    one_minus_2a = (L - 1 - jnp.exp(gamma / 2)) / (L - 1 + jnp.exp(gamma / 2))  # exact sign, no cancellation
+    one_minus_2a = (L - 1 - jnp.exp(gamma / 2)) / (
+        L - 1 + jnp.exp(gamma / 2)
+    )  # exact sign, no cancellation
     if not one_minus_2a > 0:
         return jnp.full(beta.shape, jnp.inf)
     k_star = jnp.exp(2 * beta * a) * (2 * beta * a * (1 - a) / one_minus_2a - 1)
@@ -372,7 +410,8 @@ def toy_flow(
     """Gradient flow of the toy loss in the logit parametrization, solved with diffrax.
 
     $p_h = \\sigma(\\theta_h)$, $d\\theta_h/dt = -\\partial_{\\theta_h}$ loss
-    $= -\\partial_{p_h}$ loss $\\cdot p_h (1 - p_h)$, from $\\theta(0) = \\mathrm{logit}(p_0)$; Tsit5 with a
+    $= -\\partial_{p_h}$ loss $\\cdot p_h (1 - p_h)$, from $\\theta(0) =
+    \\mathrm{logit}(p_0)$; Tsit5 with a
     PID step-size controller. Near p = (1/2, 1/2) the flow leaves along the escape directions of
     `escape_rates` and goes to corners (sharpening).
 
@@ -394,11 +433,15 @@ def toy_flow(
     if p0.shape != (2,):
         raise ValueError(f"p0 must have shape (2,), got {p0.shape}")
     if ts.ndim != 1 or ts.shape[0] == 0:
-        raise ValueError(f"ts must be a non-empty 1-d array of times, got shape {ts.shape}")
+        raise ValueError(
+            f"ts must be a non-empty 1-d array of times, got shape {ts.shape}"
+        )
     if not isinstance(p0, jax.core.Tracer):
         p0_np = np.asarray(p0)
         if not np.all((p0_np > 0) & (p0_np < 1)):
-            raise ValueError(f"p0 must lie strictly inside (0, 1) (the logit parametrization), got {p0_np}")
+            raise ValueError(
+                f"p0 must lie strictly inside (0, 1) (the logit parametrization), got {p0_np}"
+            )
     if not isinstance(ts, jax.core.Tracer):
         ts_np = np.asarray(ts)
         if ts_np[0] < 0 or np.any(np.diff(ts_np) < 0):
