@@ -265,3 +265,19 @@ def test_default_oracle_block_is_one_point_per_device(monkeypatch):
             "oracle", it.Task(L=4, S=4, H=2, N=64, beta=4.0), {"beta": [4.0, 8.0, 9.0]}
         )
     assert seen == [1, 2, 4]
+
+
+@pytest.mark.parametrize(
+    "W, tied, expected",
+    [(5, False, 3 / 4), (3, True, 2 / 3)],  # H = 2 heads over W - 1 or W offsets
+)
+def test_sweep_baseline_matches_run_flow_for_windows_and_tied_gates(W, tied, expected):
+    """The independent-choice baseline counts the offsets a head can select (W - 1, or W
+    tied), in the sweep's attributes as in run_flow's summary: not S - 1."""
+    task = it.model.quiet_task(L=4, S=3, H=2, N=64, beta=4.0, W=W)
+    config = it.FlowConfig(t_max=1e4, tied=tied)
+    ds = it.sweep("flow", task, {"beta": [4.0]}, config=config, seeds=2)
+    run = it.run_flow(task, config, 2)
+    baseline = run["summary"]["distinct_baseline_independent_uniform"]
+    assert baseline == pytest.approx(expected, rel=1e-15)
+    assert ds.attrs["distinct_baseline_independent_uniform"] == baseline

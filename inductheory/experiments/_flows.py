@@ -26,7 +26,12 @@ from ..internal._lanes import broadcast_lanes, stack_lanes
 from ..internal._programs import stored_call
 from ..internal._progress import Progress
 from ..model._contexts import balanced_contexts, sample_contexts
-from ..model._gates import LinearGates, distinct_within_blocks
+from ..model._gates import (
+    LinearGates,
+    distinct_within_blocks,
+    selectable_offsets,
+    value_follows_key,
+)
 from ..model._geometry import ExactGeometry, make_geometry
 from ..model._task import Task, _require_int
 
@@ -223,10 +228,15 @@ def run_lanes(tasks, configs, keys, shared, devices=None) -> dict:
     return out
 
 
-def independent_distinct_baseline(H: int, S: int) -> float:
-    """Probability that H independent uniform choices among the S-1 offsets are pairwise distinct:
-    $\\prod_{i<H} (S-1-i)/(S-1)$ (with windows, pass W for S: W-1 offsets)."""
-    return float(np.prod([(S - 1 - i) / (S - 1) for i in range(H)]))
+def independent_distinct_baseline(H: int, W: int, tied: bool = False) -> float:
+    """Probability that H heads choosing independently and uniformly among their selectable
+    offsets pick pairwise distinct ones: $\\prod_{i<H} (n - i)/n$ with
+    n = `selectable_offsets(W, tied)` (W - 1, or W for tied gates; W = S without windows).
+
+    **Example:** `independent_distinct_baseline(2, 4) == 2 / 3`.
+    """
+    n = selectable_offsets(W, tied)
+    return float(np.prod([(n - i) / n for i in range(H)]))
 
 
 def distinct_fraction(selected) -> float:
@@ -334,18 +344,16 @@ def run_flow(
         "selected_fraction": float(np.mean(ok)),
         "value_is_key_plus_one_fraction": float(
             np.mean(
-                np.all(
-                    (per_seed["key_offsets"] >= 0)
-                    & (per_seed["value_offsets"] == per_seed["key_offsets"] + 1),
-                    axis=1,
-                )
+                value_follows_key(per_seed["key_offsets"], per_seed["value_offsets"])
             )
         ),
         "distinct_fraction": selected_distinct_fraction(selected, status),
         "distinct_baseline_independent_uniform": independent_distinct_baseline(
-            task.H, task.W + config.tied
+            task.H, task.W, config.tied
         ),
-        "offset_histogram": offset_histogram(selected[ok], task.W - 1 + config.tied),
+        "offset_histogram": offset_histogram(
+            selected[ok], selectable_offsets(task.W, config.tied)
+        ),
         "status_counts": {s.label: int(np.sum(status == s)) for s in Status},
         "wall_s": time.perf_counter() - start,
         "first_chunk_s_including_compile": compile_s,

@@ -46,7 +46,7 @@ from ..internal._io import (
 from ..internal._lanes import padded_size, shard_lanes, stack_lanes
 from ..internal._progress import Progress
 from ..internal._table import format_table
-from ..model._gates import SharedGates
+from ..model._gates import SharedGates, value_follows_key
 from ..model._loss import check_gate_shape, phase_accuracy, phase_gap, phase_losses
 from ..model._task import Task
 from ..oracle._minimize import OracleMinimizer
@@ -254,11 +254,7 @@ def _flow_block(spec: SweepSpec, points: list[dict]) -> dict:
         ),
     }
     arrays["value_is_key_plus_one_fraction"] = np.mean(
-        np.all(
-            (arrays["key_offsets"] >= 0)
-            & (arrays["value_offsets"] == arrays["key_offsets"] + 1),
-            axis=-1,
-        ),
+        value_follows_key(arrays["key_offsets"], arrays["value_offsets"]),
         axis=1,
     )
     if "reduced_selected" in out:
@@ -379,7 +375,9 @@ def assemble(spec: SweepSpec, parts: dict[int, dict[str, np.ndarray]]):
             attrs[k] = v
     if spec.kind == "flow":
         attrs["distinct_baseline_independent_uniform"] = independent_distinct_baseline(
-            spec.task["H"], spec.task["S"]
+            spec.task["H"],
+            spec.task.get("W", spec.task["S"]),  # to_dict omits W at its default, S
+            spec.settings.get("tied", False),
         )
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
 

@@ -41,6 +41,9 @@ from ._gates import (
     hard_selection as hard_selection,
 )
 from ._gates import (
+    selectable_offsets as selectable_offsets,
+)
+from ._gates import (
     selected_offsets as selected_offsets,
 )
 from ._gates import (
@@ -48,6 +51,9 @@ from ._gates import (
 )
 from ._gates import (
     uniform_gates as uniform_gates,
+)
+from ._gates import (
+    value_follows_key as value_follows_key,
 )
 from ._geometry import (
     DenseGeometry as DenseGeometry,

@@ -9,7 +9,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._geometry import Geometry
 
@@ -272,6 +272,32 @@ def selected_offsets(
 def first_offset(ok: Bool[Array, "*batch offsets"]) -> Int[Array, "*batch"]:
     """The first offset where `ok` holds, or -1 where it holds nowhere."""
     return jnp.where(jnp.any(ok, axis=-1), jnp.argmax(ok, axis=-1), -1)
+
+
+def selectable_offsets(W: int, tied: bool = False) -> int:
+    """How many offsets one head can hard-select in a window of W slots.
+
+    A (key, value) pair selects r with value at r + 1, so r ranges over 0..W-2 (W - 1
+    choices); a tied gate ($p^K = p^V$) selects any of the W slots.
+
+    **Example:** `selectable_offsets(4) == 3`, `selectable_offsets(4, tied=True) == 4`.
+    """
+    return W if tied else W - 1
+
+
+def value_follows_key(
+    key_offsets: Int[ArrayLike, "*batch heads"],
+    value_offsets: Int[ArrayLike, "*batch heads"],
+) -> Bool[np.ndarray, "*batch"]:
+    """Whether every head selected a key offset r with its value at r + 1.
+
+    **Arguments:**
+    - `key_offsets`, `value_offsets`: selected offsets per head (-1: none), heads last.
+
+    **Returns:** a boolean array over the leading axes.
+    """
+    key_offsets, value_offsets = np.asarray(key_offsets), np.asarray(value_offsets)
+    return np.all((key_offsets >= 0) & (value_offsets == key_offsets + 1), axis=-1)
 
 
 def distinct_within_blocks(
