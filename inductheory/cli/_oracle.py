@@ -341,9 +341,9 @@ def summary_text(task, config, maps, N_grid, beta_grid) -> str:
         share = {(s["task"]["beta"], s["task"]["N"]): s for s in mp["points"]}
         rows = []
         for beta in sorted(beta_grid):
+            points = [share[(beta, N)] for N in sorted(N_grid)]
             cells = [
-                f"{share[(beta, N)]['share_hard']:.2f}/{share[(beta, N)]['share_hard_distinct']:.2f}"
-                for N in sorted(N_grid)
+                f"{p['share_hard']:.2f}/{p['share_hard_distinct']:.2f}" for p in points
             ]
             rows.append([beta] + cells)
         lines.append(format_table(["beta \\ N"] + sorted(N_grid), rows))

@@ -37,7 +37,8 @@ def mean_and_worst(task: Task, gates: SharedGates) -> tuple[float, float]:
     **Returns:** `(mean, worst)` as floats.
 
     ```python
-    mean_and_worst(Task(L=8, S=4, H=2, N=4096, beta=4.0), uniform_gates(2, 4))  # equal: every phase alike
+    # uniform gates answer every phase alike: mean and worst are equal
+    mean_and_worst(Task(L=8, S=4, H=2, N=4096, beta=4.0), uniform_gates(2, 4))
     ```
     """
     losses = np.asarray(phase_losses(task, gates), float)

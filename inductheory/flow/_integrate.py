@@ -45,7 +45,8 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
 
     ```python
     task = Task(L=8, S=4, H=2, N=4096, beta=4.0)
-    sol = integrate(ReducedDynamics(task), initial_biases(jax.random.key(0), task, 0.1), FlowConfig())
+    b0 = initial_biases(jax.random.key(0), task, 0.1)
+    sol = integrate(ReducedDynamics(task), b0, FlowConfig())
     sol.selected, Status(int(sol.status)).label
     ```
     """

@@ -7,7 +7,8 @@ import operator
 import os
 import warnings
 
-MAX_CPU_DEVICES = 256  # each device starts its own threads: XLA aborts (no Python error) past the thread limit
+# each device starts its own threads: XLA aborts (no Python error) past the thread limit
+MAX_CPU_DEVICES = 256
 
 
 def use_cpu_devices(count: int | None = None) -> int:

@@ -38,7 +38,8 @@ class Progress:
             if self.done
             else "?"
         )  # none before the first unit
-        line = f"{self.desc} {self.done}/{self.total} [{elapsed:.1f}s elapsed, eta {eta}] {note}".rstrip()
+        counts = f"{self.desc} {self.done}/{self.total}"
+        line = f"{counts} [{elapsed:.1f}s elapsed, eta {eta}] {note}".rstrip()
         tenth = int(10 * self.done / self.total)
         if self._tty:
             self.stream.write("\r" + line + " " * 8)
