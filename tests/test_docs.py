@@ -164,3 +164,16 @@ def test_math_renders_offline_in_chromium(site):
         pytest.skip("chromium is not installed (Debian: apt-get install chromium)")
     problems = check.check_site(site, chromium)
     assert not problems, "\n".join(problems)
+
+
+@needs_mkdocs
+def test_long_signatures_are_formatted(site):
+    """mkdocstrings breaks a long signature one parameter a line only with a formatter (ruff, in
+    the docs extra); without one FlowConfig's signature is a single line off the page."""
+    html = (site / "api" / "flows" / "index.html").read_text(encoding="utf-8")
+    start = html.index('id="inductheory.FlowConfig"')
+    signature = html[html.index('class="doc-signature', start) :]
+    signature = signature[: signature.index("</code>")]
+    assert (
+        signature.count("__codelineno") > 10 * 3
+    )  # three anchors per line, one line a field
