@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import re
@@ -14,6 +15,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 API = ROOT / "docs" / "api"
+
+
+def _check_rendering():
+    """docs/check_rendering.py as a module (docs/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "check_rendering", ROOT / "docs" / "check_rendering.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
 
 needs_mkdocs = pytest.mark.skipif(
     importlib.util.find_spec("mkdocs") is None,
@@ -95,3 +108,72 @@ def test_every_public_name_has_an_api_entry():
         f"add to a page under docs/api/: {sorted(public - documented)}"
     )
     assert not documented - public, f"not public names: {sorted(documented - public)}"
+
+
+def _docstrings(tree: ast.AST):
+    """Every docstring-like string of a module: module, class, function and attribute docs."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            yield node.lineno, node.value.value
+
+
+def test_no_docstring_line_starts_with_a_quote_marker():
+    """Markdown reads a line that starts with `>` as a block quote, so the API reference would
+    drop the `>` of `>= 1 - delta`; fenced code may hold such lines."""
+    bad = []
+    for path in sorted((ROOT / "inductheory").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for lineno, doc in _docstrings(tree):
+            fence = False
+            for line in doc.splitlines():
+                stripped = line.lstrip()
+                if stripped.startswith("```"):
+                    fence = not fence
+                elif not fence and stripped.startswith(">"):
+                    bad.append(f"{path.relative_to(ROOT)}:{lineno}: {stripped}")
+    assert not bad, "rewrap so no docstring line starts with '>':\n" + "\n".join(bad)
+
+
+@needs_mkdocs
+def test_api_pages_have_no_block_quotes(site):
+    for page in sorted((site / "api").rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        assert "<blockquote>" not in html, f"{page.relative_to(site)} has a block quote"
+
+
+@needs_mkdocs
+def test_site_loads_nothing_from_the_network(site):
+    """Scripts, stylesheets and fonts are the site's own (MathJax is vendored): no browser."""
+    check = _check_rendering()
+    assert check.external_assets(site) == []
+    assert check.pages_without_renderer(site) == []
+
+
+@pytest.mark.docs
+@needs_mkdocs
+def test_math_renders_offline_in_chromium(site):
+    """The docs target: the theory page, a notebook page and an API page, opened in headless
+    Chromium with no network, show their formulas rendered by the vendored MathJax."""
+    check = _check_rendering()
+    chromium = check.find_chromium()
+    if chromium is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium)")
+    problems = check.check_site(site, chromium)
+    assert not problems, "\n".join(problems)
+
+
+@needs_mkdocs
+def test_long_signatures_are_formatted(site):
+    """mkdocstrings breaks a long signature one parameter a line only with a formatter (ruff, in
+    the docs extra); without one FlowConfig's signature is a single line off the page."""
+    html = (site / "api" / "flows" / "index.html").read_text(encoding="utf-8")
+    start = html.index('id="inductheory.FlowConfig"')
+    signature = html[html.index('class="doc-signature', start) :]
+    signature = signature[: signature.index("</code>")]
+    assert (
+        signature.count("__codelineno") > 10 * 3
+    )  # three anchors per line, one line a field

@@ -90,8 +90,8 @@ class FlowConfig(eqx.Module):
       reported separately as `final`).
     - `t_save_min`: first save time, in (0, t_max).
     - `tied`: one gate per head for both branches (key and value share $c_{h,r}$, as in kernels
-      that compress K and V with one score); the selection event then asks for a key mass
-      >= 1 - delta on one offset, since key at r with value at r+1 is impossible.
+      that compress K and V with one score); the selection event then asks for a key
+      mass >= 1 - delta on one offset, since key at r with value at r+1 is impossible.
     - `objective`: what the flow descends: `"mean"` (the population loss of the theorems) or
       `"worst-phase"` (the soft maximum of the per-phase losses at temperature `tau`, see
       `Objective`).

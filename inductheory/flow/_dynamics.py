@@ -53,8 +53,8 @@ def tie(y: Float[Array, "heads 2 ..."]) -> Float[Array, "heads 2 ..."]:
 def concentration_margin(
     worst: Float[Array, "heads 2 offsets"], delta
 ) -> Float[Array, ""]:
-    """$\\min_h \\max_r p^K_{\\min}(r) - (1 - \\delta)$: >= 0 when every head's key gate holds mass
-    >= 1 - delta on one offset (the selection event of tied gates)."""
+    """$\\min_h \\max_r p^K_{\\min}(r) - (1 - \\delta)$: >= 0 when every head's key gate holds
+    mass >= 1 - delta on one offset (the selection event of tied gates)."""
     return jnp.min(jnp.max(worst[:, 0], axis=-1)) - (1 - delta)
 
 

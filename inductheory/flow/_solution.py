@@ -51,8 +51,8 @@ class FlowSolution(eqx.Module):
     - `final`: the statistics at the end time.
     - `t_final`: the end time (the selection time when `status` is `SELECTED`).
     - `state`: the final state.
-    - `key_offsets`, `value_offsets`: per head, the offset whose worst-case key (value) mass is
-      >= 1 - delta at the end, or -1.
+    - `key_offsets`, `value_offsets`: per head, the offset whose worst-case key (value)
+      mass is >= 1 - delta at the end, or -1.
     - `selected`: per head, the offset r it delta-selects (key at r, value at r + 1), or -1.
     - `status`: a `Status` code.
     - `num_steps`, `num_accepted_steps`, `num_rejected_steps`: solver statistics.

@@ -321,8 +321,8 @@ def starts(
 
 
 def hard_offsets(key, value, delta, tied: bool = False):
-    """`selected_offsets` (key at r, value at r + 1), or for tied gates the offset holding key mass
-    >= 1 - delta; -1 where none."""
+    """`selected_offsets` (key at r, value at r + 1), or for tied gates the offset holding key
+    mass >= 1 - delta; -1 where none."""
     if tied:
         return first_offset(key >= 1 - delta)
     return selected_offsets(key, value, delta)
