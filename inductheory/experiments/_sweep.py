@@ -197,13 +197,13 @@ class AbstractSweepKind(eqx.Module):
     - `grid_names`: the grid parameters the kind accepts.
     - `variables`: `{variable: per-point dimensions}` of every array `compute_block` returns.
     - `labels`: `{variable: names}` of variables stored as integer codes, named in the dataset.
-    - `coords`: extra coordinates of the per-point dimensions (`coordinates(spec)`).
     - `point_keys`: the variables of each `points_of` entry (the single-point command's keys).
     - `table_keys`: the headline variables of `summary_table`.
     - `prepare`, `default_block`, `looped_names`, `block_points`, `compute_block`,
       `coordinates`, `attributes`: see each method.
 
-    A new kind is one final subclass added to `SWEEP_KINDS`.
+    A new kind is one final subclass added to `SWEEP_KINDS` (and its command-line options to
+    `_OPTIONS` of `inductheory.cli._sweep`).
 
     ```python
     kind = sweep_kind("flow")
