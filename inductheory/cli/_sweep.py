@@ -3,7 +3,19 @@ parameters."""
 
 from __future__ import annotations
 
-from ..experiments._sweep import points_of, summary_table, sweep
+import dataclasses
+from collections.abc import Callable
+
+from ..experiments._sweep import (
+    SWEEP_KINDS,
+    AbstractSweepKind,
+    FlowSweep,
+    LossSweep,
+    OracleSweep,
+    points_of,
+    summary_table,
+    sweep,
+)
 from ..internal._io import write_json_atomic
 from ._common import (
     add_cpu_devices_argument,
@@ -32,6 +44,73 @@ def _grid_item(text: str) -> tuple[str, list[float]]:
     return name.strip(), parsed
 
 
+def _add_loss_options(k) -> None:
+    which = k.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--select",
+        type=str,
+        help="comma-separated offset selected by each head, e.g. 0,2",
+    )
+    which.add_argument(
+        "--uniform", action="store_true", help="every head averages all offsets"
+    )
+    k.add_argument(
+        "--tied",
+        action="store_true",
+        help="one gate per head for key and value (--select: 0..W-1)",
+    )
+
+
+def _loss_inputs(args, task) -> dict:
+    from ._loss import gates_from_args
+
+    return {"gates": gates_from_args(args, task)[0]}
+
+
+def _add_flow_options(k) -> None:
+    add_flow_arguments(k)
+    k.add_argument(
+        "--seeds",
+        type=int_type("seeds", 1),
+        default=64,
+        help="flow seeds per grid point (default 64)",
+    )
+
+
+def _flow_inputs(args, task) -> dict:
+    return {"config": flow_config_from_args(args), "seeds": args.seeds}
+
+
+def _oracle_inputs(args, task) -> dict:
+    contexts = args.contexts if args.contexts is not None else (1 if task.exact else 8)
+    if args.old_seeds is not None:
+        raise ValueError(
+            "--seeds is now --vertex-starts (best hard selections also used as starts)"
+        )
+    return {
+        "config": minimizer_from_args(args),
+        "contexts": contexts,
+        "vertex_starts": args.vertex_starts,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class _KindOptions:
+    """The command line of one sweep kind: `add(parser)` adds its options, `inputs(args, task)`
+    gives its keyword arguments of `sweep`."""
+
+    add: Callable
+    inputs: Callable[..., dict]
+
+
+# Every registered kind (SWEEP_KINDS) needs its command-line options here.
+_OPTIONS: dict[type[AbstractSweepKind], _KindOptions] = {
+    LossSweep: _KindOptions(_add_loss_options, _loss_inputs),
+    FlowSweep: _KindOptions(_add_flow_options, _flow_inputs),
+    OracleSweep: _KindOptions(add_minimizer_arguments, _oracle_inputs),
+}
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "sweep",
@@ -45,46 +124,19 @@ def register(sub) -> None:
         "grid point with the single-point command's result keys.",
     )
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
-    for kind, helptext in (
-        ("loss", "exact loss and per-phase accuracy of shared gates"),
-        ("flow", "gradient flows (Theorem 2), many seeds per point"),
-        ("oracle", "oracle minimum vs hard selections (Theorem 1)"),
-    ):
-        k = kinds.add_parser(kind, help=helptext)
+    for name, kind in SWEEP_KINDS.items():
+        options = _OPTIONS[kind]
+        k = kinds.add_parser(name, help=kind.description)
         add_task_arguments(k)
-        if kind == "loss":
-            which = k.add_mutually_exclusive_group(required=True)
-            which.add_argument(
-                "--select",
-                type=str,
-                help="comma-separated offset selected by each head, e.g. 0,2",
-            )
-            which.add_argument(
-                "--uniform", action="store_true", help="every head averages all offsets"
-            )
-            k.add_argument(
-                "--tied",
-                action="store_true",
-                help="one gate per head for key and value (--select: 0..W-1)",
-            )
-        elif kind == "flow":
-            add_flow_arguments(k)
-            k.add_argument(
-                "--seeds",
-                type=int_type("seeds", 1),
-                default=64,
-                help="flow seeds per grid point (default 64)",
-            )
-        else:
-            add_minimizer_arguments(k)
+        options.add(k)
         g = k.add_argument_group("sweep")
         g.add_argument(
             "--grid",
             action="append",
             required=True,
             metavar="NAME=V1,V2,...",
-            help="values of one parameter (repeat for a cartesian product): N, gamma, beta, kappa"
-            + (", rho, delta, t_max, rtol, atol, t_save_min" if kind == "flow" else ""),
+            help="values of one parameter (repeat for a cartesian product): "
+            + ", ".join(kind.grid_names),
         )
         g.add_argument(
             "--block",
@@ -107,7 +159,7 @@ def register(sub) -> None:
         g.add_argument("--quiet", action="store_true", help="no progress display")
         add_cpu_devices_argument(g)
         add_json_argument(k)
-        k.set_defaults(func=run)
+        k.set_defaults(func=run, sweep_inputs=options.inputs)
 
 
 def run(args) -> int:
@@ -126,36 +178,7 @@ def run(args) -> int:
         progress=not args.quiet,
         seed=args.seed,
     )
-    if args.kind == "loss":
-        from ._loss import gates_from_args
-
-        ds = sweep("loss", task, grid, gates=gates_from_args(args, task)[0], **kwargs)
-    elif args.kind == "flow":
-        ds = sweep(
-            "flow",
-            task,
-            grid,
-            config=flow_config_from_args(args),
-            seeds=args.seeds,
-            **kwargs,
-        )
-    else:
-        contexts = (
-            args.contexts if args.contexts is not None else (1 if task.exact else 8)
-        )
-        if args.old_seeds is not None:
-            raise ValueError(
-                "--seeds is now --vertex-starts (best hard selections also used as starts)"
-            )
-        ds = sweep(
-            "oracle",
-            task,
-            grid,
-            config=minimizer_from_args(args),
-            contexts=contexts,
-            vertex_starts=args.vertex_starts,
-            **kwargs,
-        )
+    ds = sweep(args.kind, task, grid, **args.sweep_inputs(args, task), **kwargs)
     report = {
         "kind": args.kind,
         "task": task.to_dict(),

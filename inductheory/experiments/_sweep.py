@@ -20,6 +20,7 @@ programs, same numbers).
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import itertools
 import json
@@ -28,8 +29,9 @@ import numbers
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import equinox as eqx
 import jax
 import numpy as np
 
@@ -59,7 +61,6 @@ from ._flows import (
     selected_distinct_fraction,
 )
 
-KINDS = ("loss", "flow", "oracle")
 TASK_FIELDS = ("N", "gamma", "beta", "kappa")
 # Points per block (a fixed shape: every block is padded to it). Flows: lanes = points x seeds.
 # Oracle: one point per device (more points per call only lengthen the vectorized local searches).
@@ -75,7 +76,11 @@ def _version() -> str:
 
 @dataclasses.dataclass(frozen=True)
 class SweepSpec:
-    """Everything a sweep's numbers depend on, as plain data (picklable, JSON-able)."""
+    """Everything a sweep's numbers depend on, as plain data (picklable, JSON-able).
+
+    `kind` is the name of a registered kind (`SWEEP_KINDS`); `settings` and `extra` are what
+    its `prepare` returned. `to_dict()` is the manifest of a stored sweep (resume compares it).
+    """
 
     kind: str
     task: dict
@@ -95,7 +100,7 @@ def _check_grid(kind: str, task: Task, grid: dict) -> dict[str, list]:
         raise ValueError(
             "grid must name at least one parameter, e.g. grid={'beta': [2, 4, 8]}"
         )
-    allowed = TASK_FIELDS + (FLOW_FIELDS if kind == "flow" else ())
+    allowed = sweep_kind(kind).grid_names
     clean = {}
     for name, values in grid.items():
         if name not in allowed:
@@ -143,25 +148,21 @@ def _split(point: dict) -> tuple[dict, dict]:
     )
 
 
-def _outer_names(spec: SweepSpec) -> tuple[str, ...]:
-    """Grid parameters that set a shape or a sample (looped, not vectorized)."""
-    exact = not spec.task.get("eps") and spec.task.get("d") is None
-    if spec.kind == "flow" and spec.settings["dynamics"] == "full":
-        return ("N",) if exact else ("N", "kappa")
-    if spec.kind == "oracle" and not exact:
-        return tuple(spec.grid)
-    return ()
+def _exact(spec: SweepSpec) -> bool:
+    """Whether the template's geometry is exact (no eps, no d): no shape depends on kappa."""
+    return not spec.task.get("eps") and spec.task.get("d") is None
 
 
 def blocks_of(spec: SweepSpec) -> list[list[int]]:
     """Point indices of each block: consecutive points sharing their looped parameters, at most
     `spec.block` per block."""
+    kind = sweep_kind(spec.kind)
     points = grid_points(spec.grid)
-    outer = _outer_names(spec)
+    outer = kind.looped_names(spec)
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
         groups.setdefault(tuple(p.get(n) for n in outer), []).append(i)
-    size = 1 if spec.kind == "oracle" and outer else spec.block
+    size = kind.block_points(spec)
     return [
         idx[j : j + size] for idx in groups.values() for j in range(0, len(idx), size)
     ]
@@ -179,34 +180,163 @@ def _tasks(spec: SweepSpec, points: list[dict]) -> list[Task]:
         return [Task(**{**spec.task, **_split(p)[0]}) for p in points]
 
 
+class AbstractSweepKind(eqx.Module):
+    """What one kind of sweep computes at a grid point, and how its results are labeled.
+
+    A sweep evaluates a map $p \\mapsto f(p)$ at every point $p$ of a grid of traced scalars of
+    the template (task fields, and the settings a kind accepts): `grid_names` are the parameters
+    it accepts; `compute_block` evaluates $f$ at a block of points as one compiled call;
+    `variables` names the per-point dimensions of each result array of $f$, so that the dataset
+    has dimensions (grid..., per-point...). Everything else (blocks, padding, stores, resume,
+    Dask) is shared by every kind.
+
+    Subclasses are final and define every member below:
+
+    - `name`: the public kind name, as given to `sweep(name, ...)` and the CLI.
+    - `description`: one line, for the CLI's help.
+    - `grid_names`: the grid parameters the kind accepts.
+    - `variables`: `{variable: per-point dimensions}` of every array `compute_block` returns.
+    - `labels`: `{variable: names}` of variables stored as integer codes, named in the dataset.
+    - `point_keys`: the variables of each `points_of` entry (the single-point command's keys).
+    - `table_keys`: the headline variables of `summary_table`.
+    - `prepare`, `default_block`, `looped_names`, `block_points`, `compute_block`,
+      `coordinates`, `attributes`: see each method.
+
+    A new kind is one final subclass added to `SWEEP_KINDS` (and its command-line options to
+    `_OPTIONS` of `inductheory.cli._sweep`).
+
+    ```python
+    kind = sweep_kind("flow")
+    kind.variables["selected"]  # ("seed", "head")
+    ```
+    """
+
+    name: eqx.AbstractClassVar[str]
+    description: eqx.AbstractClassVar[str]
+    grid_names: eqx.AbstractClassVar[tuple[str, ...]]
+    variables: eqx.AbstractClassVar[dict[str, tuple[str, ...]]]
+    labels: eqx.AbstractClassVar[dict[str, tuple[str, ...]]]
+    point_keys: eqx.AbstractClassVar[tuple[str, ...]]
+    table_keys: eqx.AbstractClassVar[tuple[str, ...]]
+
+    @abc.abstractmethod
+    def prepare(
+        self,
+        task: Task,
+        *,
+        config: Any,
+        gates: SharedGates | None,
+        seeds: int,
+        contexts: int,
+        vertex_starts: int,
+    ) -> tuple[dict, dict, int]:
+        """Check the inputs of `sweep` this kind uses (the rest are ignored).
+
+        **Returns:** `(settings, extra, seeds)` of the `SweepSpec`: the kind's settings as plain
+        data, its other inputs (`extra`) and its seeds per point (0 where it has none).
+        """
+
+    @abc.abstractmethod
+    def default_block(self, grid: dict[str, list], seeds: int) -> int:
+        """Grid points per compiled call when `sweep` is given no `block`."""
+
+    @abc.abstractmethod
+    def looped_names(self, spec: SweepSpec) -> tuple[str, ...]:
+        """Grid parameters that set a shape or a sample (looped in Python, not vectorized)."""
+
+    @abc.abstractmethod
+    def block_points(self, spec: SweepSpec) -> int:
+        """The most grid points of one block."""
+
+    @abc.abstractmethod
+    def compute_block(
+        self, spec: SweepSpec, points: list[dict]
+    ) -> dict[str, np.ndarray]:
+        """The arrays of `variables` at `points` (leading axis: the points, padding removed)."""
+
+    @abc.abstractmethod
+    def coordinates(self, spec: SweepSpec) -> dict:
+        """Coordinates of the per-point dimensions (beyond the grid's)."""
+
+    @abc.abstractmethod
+    def attributes(self, spec: SweepSpec) -> dict:
+        """Dataset attributes of this kind (beyond the parameters every sweep records)."""
+
+
 def _padded(items: list, size: int) -> list:
     return items + [items[-1]] * (size - len(items))
 
 
-def compute_block(spec: SweepSpec, indices: list[int]) -> dict[str, np.ndarray]:
-    """The arrays of one block of grid points (leading axis: the block's points, padding removed).
+class LossSweep(AbstractSweepKind):
+    """The exact population loss of fixed shared gates at every grid point.
 
-    Pure function of `spec` and `indices`: what a local run or a Dask worker computes.
+    At each task $p$: the loss $\\mathcal{L}_p(g)$ of the gates $g$ (closed form, exact geometry),
+    its per-phase terms, the per-phase accuracy and the phase gap. Grid: task fields.
+
+    ```python
+    ds = sweep("loss", Task(L=4, S=4, H=2, N=1024), {"beta": [1, 4]},
+               gates=hard_selection(4, [0, 2]))
+    ```
     """
-    points = [grid_points(spec.grid)[i] for i in indices]
-    n = len(points)
-    if spec.kind == "loss":
-        return _loss_block(spec, _padded(points, spec.block), n)
-    if spec.kind == "flow":
-        return _flow_block(spec, points)
-    return _oracle_block(spec, points)
 
+    name: ClassVar[str] = "loss"
+    description: ClassVar[str] = "exact loss and per-phase accuracy of shared gates"
+    grid_names: ClassVar[tuple[str, ...]] = TASK_FIELDS
+    variables: ClassVar[dict[str, tuple[str, ...]]] = {
+        "loss": (),
+        "phase_loss": ("phase",),
+        "phase_accuracy": ("phase",),
+        "phase_gap": (),
+    }
+    labels: ClassVar[dict[str, tuple[str, ...]]] = {}
+    point_keys: ClassVar[tuple[str, ...]] = (
+        "loss",
+        "phase_loss",
+        "phase_accuracy",
+        "phase_gap",
+    )
+    table_keys: ClassVar[tuple[str, ...]] = ("loss", "phase_accuracy", "phase_gap")
 
-def _loss_block(spec: SweepSpec, points: list[dict], n: int) -> dict:
-    tasks = shard_lanes(
-        stack_lanes(_tasks(spec, _padded(points, padded_size(len(points)))))
-    )
-    gates = SharedGates(
-        key=np.asarray(spec.extra["gates_key"]),
-        value=np.asarray(spec.extra["gates_value"]),
-    )
-    out = jax.device_get(_loss_map(tasks, gates))
-    return {name: np.asarray(value)[:n] for name, value in out.items()}
+    def prepare(self, task, *, config, gates, seeds, contexts, vertex_starts):
+        task.require_exact("sweep('loss') (the closed form of shared gates)")
+        if gates is None:
+            raise ValueError(
+                "sweep('loss') needs gates (e.g. hard_selection(S, offsets))"
+            )
+        check_gate_shape(task, gates)
+        extra = {
+            "gates_key": np.asarray(gates.key).tolist(),
+            "gates_value": np.asarray(gates.value).tolist(),
+        }
+        return {}, extra, 0
+
+    def default_block(self, grid, seeds):
+        return LOSS_BLOCK
+
+    def looped_names(self, spec):
+        return ()
+
+    def block_points(self, spec):
+        return spec.block
+
+    def compute_block(self, spec, points):
+        n = len(points)
+        points = _padded(points, spec.block)
+        tasks = shard_lanes(
+            stack_lanes(_tasks(spec, _padded(points, padded_size(len(points)))))
+        )
+        gates = SharedGates(
+            key=np.asarray(spec.extra["gates_key"]),
+            value=np.asarray(spec.extra["gates_value"]),
+        )
+        out = jax.device_get(_loss_map(tasks, gates))
+        return {name: np.asarray(value)[:n] for name, value in out.items()}
+
+    def coordinates(self, spec):
+        return {}
+
+    def attributes(self, spec):
+        return {}
 
 
 @jax.jit
@@ -223,43 +353,135 @@ def _loss_map(tasks, gates):
     return jax.vmap(one)(tasks)
 
 
-def _flow_block(spec: SweepSpec, points: list[dict]) -> dict:
-    n, seeds = len(points), spec.seeds
-    padded = _padded(points, spec.block)
-    tasks = _tasks(spec, padded)
-    configs = [FlowConfig(**{**spec.settings, **_split(p)[1]}) for p in padded]
-    shared = (None, None)
-    if spec.settings["dynamics"] == "full":
-        shared = flow_sample(tasks[0], configs[0], spec.seed)
-    keys = np.asarray(seed_keys(spec.seed, np.arange(seeds)))
-    lane_tasks = stack_lanes([t for t in tasks for _ in range(seeds)])
-    lane_configs = stack_lanes([c for c in configs for _ in range(seeds)])
-    lane_keys = np.tile(keys, (len(padded), 1))
-    out = run_lanes(lane_tasks, lane_configs, lane_keys, shared)
-    shape = lambda a: a.reshape((len(padded), seeds) + a.shape[1:])[:n]
-    selected = shape(out["selected"])
-    status = shape(out["status"])
-    arrays = {
-        "selected": selected,
-        "key_offsets": shape(out["key_offsets"]),
-        "value_offsets": shape(out["value_offsets"]),
-        "status": status,
-        "t_final": shape(out["t_final"]),
-        "final_loss": shape(out["final"]["loss"]),
-        "final_mass": shape(out["final"]["mass"]),
-        "num_steps": shape(out["num_steps"]),
-        "selected_fraction": np.mean(status == Status.SELECTED, axis=1),
-        "distinct_fraction": np.array(
-            [selected_distinct_fraction(s, st) for s, st in zip(selected, status)]
-        ),
+class FlowSweep(AbstractSweepKind):
+    """Gradient flows (Theorem 2) of `seeds` seeds at every grid point.
+
+    At each point $p$ (a task and a `FlowConfig`): the flows of seeds $0..s-1$ (the keys of
+    `run_flow`, so a seed's numbers do not depend on the grid), each seed's selected offsets,
+    status and final state, and the across-seed fractions (selected, distinct, value = key + 1).
+    Grid: task fields and the traced `FlowConfig` fields. The full dynamics loop over N (and
+    kappa under an approximate geometry), which set the sample's shape.
+
+    ```python
+    ds = sweep("flow", Task(L=8, S=4, H=2, N=4096), {"rho": [0.05, 0.2]},
+               config=FlowConfig(), seeds=64)
+    ```
+    """
+
+    name: ClassVar[str] = "flow"
+    description: ClassVar[str] = "gradient flows (Theorem 2), many seeds per point"
+    grid_names: ClassVar[tuple[str, ...]] = TASK_FIELDS + FLOW_FIELDS
+    variables: ClassVar[dict[str, tuple[str, ...]]] = {
+        "selected": ("seed", "head"),
+        "key_offsets": ("seed", "head"),
+        "value_offsets": ("seed", "head"),
+        "reduced_selected": ("seed", "head"),
+        "status": ("seed",),
+        "t_final": ("seed",),
+        "final_loss": ("seed",),
+        "final_mass": ("seed", "head", "branch", "offset"),
+        "num_steps": ("seed",),
+        "selected_fraction": (),
+        "distinct_fraction": (),
+        "value_is_key_plus_one_fraction": (),
     }
-    arrays["value_is_key_plus_one_fraction"] = np.mean(
-        value_follows_key(arrays["key_offsets"], arrays["value_offsets"]),
-        axis=1,
+    labels: ClassVar[dict[str, tuple[str, ...]]] = {"status": STATUSES}
+    point_keys: ClassVar[tuple[str, ...]] = (
+        "key_offsets",
+        "value_offsets",
+        "selected",
+        "status",
+        "t_final",
+        "distinct_fraction",
+        "selected_fraction",
+        "value_is_key_plus_one_fraction",
     )
-    if "reduced_selected" in out:
-        arrays["reduced_selected"] = shape(out["reduced_selected"])
-    return arrays
+    table_keys: ClassVar[tuple[str, ...]] = (
+        "distinct_fraction",
+        "selected_fraction",
+        "value_is_key_plus_one_fraction",
+    )
+
+    def prepare(self, task, *, config, gates, seeds, contexts, vertex_starts):
+        config = FlowConfig() if config is None else config
+        if not isinstance(config, FlowConfig):
+            raise ValueError(
+                f"sweep('flow') needs a FlowConfig, got {type(config).__name__}"
+            )
+        check_flow(task, config)
+        if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+            raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
+        return config.to_dict(), {}, seeds
+
+    def default_block(self, grid, seeds):
+        # up to FLOW_LANES lanes per call, but no more points than the grid holds (rounded up
+        # to a power of two, so nearby grid sizes share a program): small sweeps pay no padding
+        n_points = math.prod(len(v) for v in grid.values())
+        return min(max(1, FLOW_LANES // seeds), 1 << (n_points - 1).bit_length())
+
+    def looped_names(self, spec):
+        if spec.settings["dynamics"] != "full":
+            return ()
+        return ("N",) if _exact(spec) else ("N", "kappa")
+
+    def block_points(self, spec):
+        return spec.block
+
+    def compute_block(self, spec, points):
+        n, seeds = len(points), spec.seeds
+        padded = _padded(points, spec.block)
+        tasks = _tasks(spec, padded)
+        configs = [FlowConfig(**{**spec.settings, **_split(p)[1]}) for p in padded]
+        out = self._lanes(spec, tasks, configs)
+        shape = lambda a: a.reshape((len(padded), seeds) + a.shape[1:])[:n]
+        selected = shape(out["selected"])
+        status = shape(out["status"])
+        arrays = {
+            "selected": selected,
+            "key_offsets": shape(out["key_offsets"]),
+            "value_offsets": shape(out["value_offsets"]),
+            "status": status,
+            "t_final": shape(out["t_final"]),
+            "final_loss": shape(out["final"]["loss"]),
+            "final_mass": shape(out["final"]["mass"]),
+            "num_steps": shape(out["num_steps"]),
+            "selected_fraction": np.mean(status == Status.SELECTED, axis=1),
+            "distinct_fraction": np.array(
+                [selected_distinct_fraction(s, st) for s, st in zip(selected, status)]
+            ),
+        }
+        arrays["value_is_key_plus_one_fraction"] = np.mean(
+            value_follows_key(arrays["key_offsets"], arrays["value_offsets"]),
+            axis=1,
+        )
+        if "reduced_selected" in out:
+            arrays["reduced_selected"] = shape(out["reduced_selected"])
+        return arrays
+
+    def _lanes(self, spec, tasks: list[Task], configs: list[FlowConfig]) -> dict:
+        """`run_lanes` of every (point, seed) lane, as a dict of arrays (lanes point-major):
+        the one call into the flow runner."""
+        seeds = spec.seeds
+        shared = (None, None)
+        if spec.settings["dynamics"] == "full":
+            shared = flow_sample(tasks[0], configs[0], spec.seed)
+        keys = np.asarray(seed_keys(spec.seed, np.arange(seeds)))
+        lane_tasks = stack_lanes([t for t in tasks for _ in range(seeds)])
+        lane_configs = stack_lanes([c for c in configs for _ in range(seeds)])
+        lane_keys = np.tile(keys, (len(tasks), 1))
+        return run_lanes(lane_tasks, lane_configs, lane_keys, shared)
+
+    def coordinates(self, spec):
+        return {"seed": np.arange(spec.seeds), "branch": ["key", "value"]}
+
+    def attributes(self, spec):
+        return {
+            "distinct_baseline_independent_uniform": independent_distinct_baseline(
+                spec.task["H"],
+                spec.task.get("W", spec.task["S"]),  # to_dict omits W at its default, S
+                spec.settings.get("tied", False),
+            )
+        }
 
 
 _ORACLE_SCALARS = (
@@ -277,53 +499,135 @@ _ORACLE_SCALARS = (
 )
 
 
-def _oracle_block(spec: SweepSpec, points: list[dict]) -> dict:
-    config = OracleMinimizer(**spec.settings)
-    tasks = _tasks(spec, points)
-    contexts, vertex_starts = spec.extra["contexts"], spec.extra["vertex_starts"]
-    key = jax.random.key(spec.seed)
-    if tasks[0].exact and contexts == 1:
-        padded = _padded(tasks, padded_size(spec.block))
-        keys = np.stack([np.asarray(jax.random.key_data(key))] * len(padded))
-        results = exact_oracle_points(
-            shard_lanes(stack_lanes(padded)),
-            shard_lanes(keys),
-            config,
-            seeds=vertex_starts,
-            template=tasks[0],
-        )[: len(points)]
-    else:
-        results = [
+class OracleSweep(AbstractSweepKind):
+    """Theorem 1 at every grid point: the oracle minimum against the best hard selection.
+
+    At each task $p$: `oracle_point` under an `OracleMinimizer` (`contexts` contexts, the
+    `vertex_starts` best vertices as extra starts, PRNG seed `seed`): the best loss found, the
+    best vertex loss, their gap, whether the minimizer is a (distinct) hard selection, and the
+    offsets of each context's minimizer. Grid: task fields. Under exact geometry with one context
+    the points of a block run as one vectorized program; otherwise every point is its own block.
+
+    ```python
+    ds = sweep("oracle", Task(L=4, S=4, H=2, N=1024), {"beta": [4, 8]},
+               config=OracleMinimizer(restarts=8))
+    ```
+    """
+
+    name: ClassVar[str] = "oracle"
+    description: ClassVar[str] = "oracle minimum vs hard selections (Theorem 1)"
+    grid_names: ClassVar[tuple[str, ...]] = TASK_FIELDS
+    variables: ClassVar[dict[str, tuple[str, ...]]] = {
+        **{name: () for name in _ORACLE_SCALARS},
+        "offsets": ("context", "head", "block"),
+    }
+    labels: ClassVar[dict[str, tuple[str, ...]]] = {}
+    point_keys: ClassVar[tuple[str, ...]] = _ORACLE_SCALARS + ("offsets",)
+    table_keys: ClassVar[tuple[str, ...]] = (
+        "best_loss",
+        "best_vertex_loss",
+        "gap",
+        "hard_selection",
+        "distinct_heads",
+    )
+
+    def prepare(self, task, *, config, gates, seeds, contexts, vertex_starts):
+        config = OracleMinimizer() if config is None else config
+        if not isinstance(config, OracleMinimizer):
+            raise ValueError(
+                f"sweep('oracle') needs an OracleMinimizer, got {type(config).__name__}"
+            )
+        settings = config_dict(config)
+        extra = {"contexts": int(contexts), "vertex_starts": int(vertex_starts)}
+        if contexts < 1 or vertex_starts < 0:
+            raise ValueError(
+                f"contexts must be >= 1 and vertex_starts >= 0, got {contexts}, {vertex_starts}"
+            )
+        return settings, extra, 0
+
+    def default_block(self, grid, seeds):
+        # one point per device: more only lengthen the vectorized searches
+        return padded_size(1)
+
+    def looped_names(self, spec):
+        return () if _exact(spec) else tuple(spec.grid)
+
+    def block_points(self, spec):
+        return 1 if self.looped_names(spec) else spec.block
+
+    def compute_block(self, spec, points):
+        results = self._results(spec, _tasks(spec, points))
+        arrays = {k: np.array([r[k] for r in results]) for k in _ORACLE_SCALARS}
+        arrays["offsets"] = np.array(
+            [[c["offsets"] for c in r["contexts"]] for r in results]
+        )
+        return arrays
+
+    def _results(self, spec, tasks: list[Task]) -> list[dict]:
+        """The `oracle_point` dict of every task: the one place that calls the oracle."""
+        config = OracleMinimizer(**spec.settings)
+        contexts, vertex_starts = spec.extra["contexts"], spec.extra["vertex_starts"]
+        key = jax.random.key(spec.seed)
+        if tasks[0].exact and contexts == 1:
+            padded = _padded(tasks, padded_size(spec.block))
+            keys = np.stack([np.asarray(jax.random.key_data(key))] * len(padded))
+            return exact_oracle_points(
+                shard_lanes(stack_lanes(padded)),
+                shard_lanes(keys),
+                config,
+                seeds=vertex_starts,
+                template=tasks[0],
+            )[: len(tasks)]
+        return [
             oracle_point(t, key, config, contexts=contexts, seeds=vertex_starts)
             for t in tasks
         ]
-    arrays = {k: np.array([r[k] for r in results]) for k in _ORACLE_SCALARS}
-    arrays["offsets"] = np.array(
-        [[c["offsets"] for c in r["contexts"]] for r in results]
-    )
-    return arrays
+
+    def coordinates(self, spec):
+        return {}
+
+    def attributes(self, spec):
+        return {}
 
 
-_DIMS = {
-    "phase_loss": ("phase",),
-    "phase_accuracy": ("phase",),
-    "selected": ("seed", "head"),
-    "key_offsets": ("seed", "head"),
-    "value_offsets": ("seed", "head"),
-    "reduced_selected": ("seed", "head"),
-    "status": ("seed",),
-    "t_final": ("seed",),
-    "final_loss": ("seed",),
-    "final_mass": ("seed", "head", "branch", "offset"),
-    "num_steps": ("seed",),
-    "offsets": ("context", "head", "block"),
+# The kinds of `sweep(kind, ...)` and of `inductheory sweep KIND`, by public name.
+SWEEP_KINDS: dict[str, type[AbstractSweepKind]] = {
+    cls.name: cls for cls in (LossSweep, FlowSweep, OracleSweep)
 }
+KINDS = tuple(SWEEP_KINDS)
+
+
+def sweep_kind(name: str) -> AbstractSweepKind:
+    """The registered sweep kind called `name` (a key of `SWEEP_KINDS`).
+
+    **Arguments:**
+    - `name`: `"loss"`, `"flow"` or `"oracle"`.
+
+    **Returns:** an instance of the kind's class.
+
+    ```python
+    sweep_kind("oracle").grid_names  # ("N", "gamma", "beta", "kappa")
+    ```
+    """
+    if not isinstance(name, str) or name not in SWEEP_KINDS:
+        raise ValueError(f"kind must be one of {tuple(SWEEP_KINDS)}, got {name!r}")
+    return SWEEP_KINDS[name]()
+
+
+def compute_block(spec: SweepSpec, indices: list[int]) -> dict[str, np.ndarray]:
+    """The arrays of one block of grid points (leading axis: the block's points, padding removed).
+
+    Pure function of `spec` and `indices`: what a local run or a Dask worker computes.
+    """
+    points = [grid_points(spec.grid)[i] for i in indices]
+    return sweep_kind(spec.kind).compute_block(spec, points)
 
 
 def assemble(spec: SweepSpec, parts: dict[int, dict[str, np.ndarray]]):
     """The dataset of a sweep from its blocks' arrays (`parts[b]` for block b)."""
     import xarray as xr
 
+    kind = sweep_kind(spec.kind)
     blocks = blocks_of(spec)
     n_points = sum(len(b) for b in blocks)
     names = sorted(parts[0])
@@ -338,15 +642,14 @@ def assemble(spec: SweepSpec, parts: dict[int, dict[str, np.ndarray]]):
     shape = tuple(len(spec.grid[d]) for d in grid_dims)
     data_vars = {}
     for name, arr in flat.items():
-        if name == "status":
-            arr = np.asarray(STATUSES)[arr]
+        if name in kind.labels:
+            arr = np.asarray(kind.labels[name])[arr]
         data_vars[name] = (
-            grid_dims + list(_DIMS.get(name, ())),
+            grid_dims + list(kind.variables[name]),
             arr.reshape(shape + arr.shape[1:]),
         )
     coords = {d: spec.grid[d] for d in grid_dims}
-    if spec.kind == "flow":
-        coords.update(seed=np.arange(spec.seeds), branch=["key", "value"])
+    coords.update(kind.coordinates(spec))
     # lanes are batched per device: the last digits can depend on the device count (that of the
     # process assembling the dataset; blocks resumed or computed on a cluster may have had others)
     attrs = {
@@ -373,12 +676,7 @@ def assemble(spec: SweepSpec, parts: dict[int, dict[str, np.ndarray]]):
             and not isinstance(v, bool)
         ):
             attrs[k] = v
-    if spec.kind == "flow":
-        attrs["distinct_baseline_independent_uniform"] = independent_distinct_baseline(
-            spec.task["H"],
-            spec.task.get("W", spec.task["S"]),  # to_dict omits W at its default, S
-            spec.settings.get("tied", False),
-        )
+    attrs.update(kind.attributes(spec))
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
 
 
@@ -480,29 +778,10 @@ def _run_on_cluster(spec, blocks, todo, scheduler, finish) -> None:
             client.close()
 
 
-def _point_keys(kind: str) -> tuple[str, ...]:
-    return {
-        "loss": ("loss", "phase_accuracy", "phase_gap"),
-        "flow": (
-            "distinct_fraction",
-            "selected_fraction",
-            "value_is_key_plus_one_fraction",
-        ),
-        "oracle": (
-            "best_loss",
-            "best_vertex_loss",
-            "gap",
-            "hard_selection",
-            "distinct_heads",
-        ),
-    }[kind]
-
-
 def summary_table(ds) -> str:
     """A plain text table: one row per grid point, its parameters and headline results."""
-    kind = ds.attrs["kind"]
     dims = json.loads(ds.attrs["parameters"])["extra"]["grid_order"]
-    keys = _point_keys(kind)
+    keys = sweep_kind(ds.attrs["kind"]).table_keys
     rows = []
     for point in points_of(ds):
         rows.append([point[d] for d in dims] + [_fmt(point[k]) for k in keys])
@@ -522,22 +801,8 @@ def points_of(ds) -> list[dict]:
     (loss: `loss`, `phase_accuracy`, `phase_gap`; flow: `key_offsets`, `value_offsets`, `selected`,
     `status` per seed and the across-seed fractions; oracle: `best_loss`, `hard_selection`,
     `distinct_heads`, ...)."""
-    kind = ds.attrs["kind"]
     grid_dims = json.loads(ds.attrs["parameters"])["extra"]["grid_order"]
-    per_point = {
-        "loss": ("loss", "phase_loss", "phase_accuracy", "phase_gap"),
-        "flow": (
-            "key_offsets",
-            "value_offsets",
-            "selected",
-            "status",
-            "t_final",
-            "distinct_fraction",
-            "selected_fraction",
-            "value_is_key_plus_one_fraction",
-        ),
-        "oracle": _ORACLE_SCALARS + ("offsets",),
-    }[kind]
+    per_point = sweep_kind(ds.attrs["kind"]).point_keys
     out = []
     for values in itertools.product(*(ds.coords[d].values.tolist() for d in grid_dims)):
         sel = ds.sel(dict(zip(grid_dims, values)))
@@ -568,6 +833,10 @@ def sweep(
 ):
     """Run `kind` ("loss", "flow" or "oracle") at every point of a grid; return an `xarray.Dataset`.
 
+    Each kind is a final `AbstractSweepKind` registered in `SWEEP_KINDS` (`LossSweep`,
+    `FlowSweep`, `OracleSweep`); this function checks the inputs, builds the `SweepSpec` and
+    runs its blocks.
+
     **Arguments:**
     - `kind`: `"loss"` (exact population loss and per-phase accuracy of shared `gates`), `"flow"`
       (gradient flows of `seeds` seeds under `config`, a `FlowConfig`) or `"oracle"` (Theorem 1 at
@@ -596,61 +865,20 @@ def sweep(
     ds.distinct_fraction.sel(beta=4.0)
     ```
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    sweeper = sweep_kind(kind)  # an unknown kind is refused before its grid is checked
     grid = _check_grid(kind, task, grid)
-    extra: dict = {}
-    if kind == "loss":
-        task.require_exact("sweep('loss') (the closed form of shared gates)")
-        if gates is None:
-            raise ValueError(
-                "sweep('loss') needs gates (e.g. hard_selection(S, offsets))"
-            )
-        check_gate_shape(task, gates)
-        extra = {
-            "gates_key": np.asarray(gates.key).tolist(),
-            "gates_value": np.asarray(gates.value).tolist(),
-        }
-        settings = {}
-    elif kind == "flow":
-        config = FlowConfig() if config is None else config
-        if not isinstance(config, FlowConfig):
-            raise ValueError(
-                f"sweep('flow') needs a FlowConfig, got {type(config).__name__}"
-            )
-        check_flow(task, config)
-        settings = config.to_dict()
-        if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-            raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
-    else:
-        config = OracleMinimizer() if config is None else config
-        if not isinstance(config, OracleMinimizer):
-            raise ValueError(
-                f"sweep('oracle') needs an OracleMinimizer, got {type(config).__name__}"
-            )
-        settings = config_dict(config)
-        extra = {"contexts": int(contexts), "vertex_starts": int(vertex_starts)}
-        if contexts < 1 or vertex_starts < 0:
-            raise ValueError(
-                f"contexts must be >= 1 and vertex_starts >= 0, got {contexts}, {vertex_starts}"
-            )
+    settings, extra, seeds = sweeper.prepare(
+        task,
+        config=config,
+        gates=gates,
+        seeds=seeds,
+        contexts=contexts,
+        vertex_starts=vertex_starts,
+    )
     if block is None:
-        if kind == "flow":
-            # up to FLOW_LANES lanes per call, but no more points than the grid holds
-            # (rounded up to a
-            # power of two, so nearby grid sizes share a program): small sweeps pay no padding
-            n_points = math.prod(len(v) for v in grid.values())
-            block = min(max(1, FLOW_LANES // seeds), 1 << (n_points - 1).bit_length())
-        elif kind == "oracle":
-            block = padded_size(
-                1
-            )  # one point per device: more only lengthen the vectorized searches
-        else:
-            block = LOSS_BLOCK
+        block = sweeper.default_block(grid, seeds)
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
         raise ValueError(f"block must be an integer >= 1, got {block!r}")
-    if kind != "flow":
-        seeds = 0
     extra["grid_order"] = list(grid)
     spec = SweepSpec(
         kind=kind,
@@ -667,6 +895,11 @@ def sweep(
 
 __all__ = [
     "KINDS",
+    "SWEEP_KINDS",
+    "AbstractSweepKind",
+    "FlowSweep",
+    "LossSweep",
+    "OracleSweep",
     "SweepSpec",
     "assemble",
     "blocks_of",
@@ -676,4 +909,5 @@ __all__ = [
     "run_spec",
     "summary_table",
     "sweep",
+    "sweep_kind",
 ]
