@@ -120,3 +120,19 @@ def test_notebook_runs(path, monkeypatch):
     assert "QUICK=True" in printed, (
         "the kernel did not see INDUCTHEORY_NOTEBOOK_QUICK=1"
     )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_notebook_has_no_outputs(path):
+    """Executed copies go outside notebooks/ (`jupyter nbconvert --to notebook --execute
+    notebooks/X.ipynb --output-dir /tmp/inductheory-notebooks`): the committed ones stay clean."""
+    nb = json.loads(path.read_text())
+    dirty = [
+        i
+        for i, cell in enumerate(nb["cells"])
+        if cell["cell_type"] == "code"
+        and (cell.get("outputs") or cell.get("execution_count") is not None)
+    ]
+    assert not dirty, (
+        f"{path.name}: cells {dirty} hold outputs; clear them before committing"
+    )

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import jax
 import numpy as np
 
 from ..experiments._flows import FAILURES as FLOW_FAILURES
-from ..experiments._flows import run_flow, sample_size
+from ..experiments._flows import (
+    SAMPLE_FIELDS,
+    NoSelectionWarning,
+    no_selection_message,
+    run_flow,
+    sample_size,
+)
 from ..flow._config import ROOT_FINDERS, SOLVERS, FlowConfig
 from ..flow._init import mean_norm_squared
 from ..flow._solution import STATUSES
@@ -277,17 +284,20 @@ def flow_report(result: dict, per_seed: bool = True) -> dict:
                     "num_rejected_steps": int(ps["num_rejected_steps"][i]),
                 }
             )
-            if "reduced_selected" in ps:
-                entry["reduced_selected_offsets"] = _none_if_negative(
-                    ps["reduced_selected"][i]
-                )
+            # null where it does not apply (reduced flows, approximate geometries)
+            entry["reduced_selected_offsets"] = (
+                _none_if_negative(ps["reduced_selected"][i])
+                if "reduced_selected" in ps
+                else None
+            )
         seeds.append(entry)
+    # One schema for both dynamics: the full flow's fields are null where they do not apply.
     return {
         "task": result["task"],
         "flow": result["config"],
         "seed": result["seed"],
-        "sample": result["sample"],
-        "summary": result["summary"],
+        "sample": {**dict.fromkeys(SAMPLE_FIELDS), **result["sample"]},
+        "summary": {"same_selection_as_reduced_fraction": None, **result["summary"]},
         "seeds": seeds,
     }
 
@@ -402,14 +412,16 @@ def run(args) -> int:
         ),
         f"flow ({args.dynamics}, {args.seeds} seeds, {chunk} at once)",
     )
-    result = run_flow(
-        task,
-        config,
-        args.seeds,
-        seed=args.seed,
-        chunk=args.chunk,
-        progress=not args.quiet,
-    )
+    with warnings.catch_warnings():  # said below, with the options' names
+        warnings.simplefilter("ignore", NoSelectionWarning)
+        result = run_flow(
+            task,
+            config,
+            args.seeds,
+            seed=args.seed,
+            chunk=args.chunk,
+            progress=not args.quiet,
+        )
     full_report = flow_report(result, per_seed=True)
     if args.out is not None:
         write_npz_atomic(args.out / "flow.npz", **trajectory_arrays(result))
@@ -452,7 +464,7 @@ def run(args) -> int:
         )
     elif s["selected_seeds"] == 0:
         eprint(
-            f"inductheory flow: warning: no seed selected by t_max = {args.t_max}; raise --t-max"
+            f"inductheory flow: warning: {no_selection_message(result, options=True)}"
         )
     return code
 

@@ -11,6 +11,9 @@ run = it.run_flow(it.Task(L=8, S=4, H=2, N=4096), it.FlowConfig(), seeds=8)
 """
 
 from ._flows import (
+    NoSelectionWarning as NoSelectionWarning,
+)
+from ._flows import (
     distinct_fraction as distinct_fraction,
 )
 from ._flows import (
@@ -18,6 +21,9 @@ from ._flows import (
 )
 from ._flows import (
     independent_distinct_baseline as independent_distinct_baseline,
+)
+from ._flows import (
+    no_selection_message as no_selection_message,
 )
 from ._flows import (
     offset_histogram as offset_histogram,

@@ -25,6 +25,7 @@ from ..flow._solution import Status
 from ..internal._lanes import broadcast_lanes, stack_lanes
 from ..internal._programs import stored_call
 from ..internal._progress import Progress
+from ..internal._warnings import warn_at_caller
 from ..model._contexts import balanced_contexts, sample_contexts
 from ..model._gates import (
     LinearGates,
@@ -37,6 +38,12 @@ from ..model._task import Task, _require_int
 
 # Statuses that are failures (not merely unfinished by t_max).
 FAILURES = (Status.MAX_STEPS, Status.NONFINITE, Status.SOLVER_ERROR)
+# The full flow's sample fields (`run_flow(...)["sample"]`; empty for the reduced flow).
+SAMPLE_FIELDS = ("M", "M_requested", "sample", "geometry", "dim", "eps_realized")
+
+
+class NoSelectionWarning(UserWarning):
+    """No seed of a flow run selected: its distinct fraction is NaN and its histogram empty."""
 
 
 def sample_size(task: Task, config: FlowConfig) -> int:
@@ -263,6 +270,59 @@ def offset_histogram(selected, n_offsets: int) -> np.ndarray:
     )
 
 
+def _closest_to_selection(worst) -> np.ndarray:
+    """Per seed, the mass its least-selected gate (head and key or value) puts on its top
+    offset, from worst-case masses (..., heads, 2, offsets); selection needs >= 1 - delta."""
+    return np.min(np.max(np.asarray(worst), axis=-1), axis=(-2, -1))
+
+
+def no_selection_message(result: dict, *, options: bool = False) -> str:
+    """What a run of `run_flow` in which no seed selected says about itself, and what to try.
+
+    **Arguments:**
+    - `result`: the dict `run_flow` returns.
+    - `options`: name the parameters as command-line options (`--t-max`) instead of fields.
+
+    **Returns:** the message (one line).
+
+    ```python
+    no_selection_message(run_flow(task, FlowConfig(tied=True), 8))
+    ```
+    """
+    name = (lambda n: "--" + n.replace("_", "-")) if options else (lambda n: n)
+    config, summary, ps = result["config"], result["summary"], result["per_seed"]
+    counts = {k: v for k, v in summary["status_counts"].items() if v}
+    status = ", ".join(f"{k}: {v}" for k, v in counts.items())
+    text = (
+        f"no seed selected ({status} of {summary['seeds']}), so distinct_fraction is NaN "
+        "and offset_histogram is empty"
+    )
+    at_t_max = np.asarray(ps["status"]) == Status.T_MAX
+    if not at_t_max.any():
+        return text
+    # The seed closest to selection, and how far its weakest gate moved over the last save
+    # interval: a gate still moving wants a longer run, one at rest sits at a stationary mixture.
+    closest = np.where(at_t_max, _closest_to_selection(ps["final"]["worst"]), -np.inf)
+    i = int(np.argmax(closest))
+    t = np.asarray(ps["t"][i])
+    j = int(np.flatnonzero(np.isfinite(t))[-1])
+    before = float(_closest_to_selection(ps["worst"][i, j - 1]))
+    tied = (
+        f"; a tied gate (one gate for key r and value r + 1) can settle between r and r + 1: "
+        f"try untied gates ({'without --tied' if options else 'tied=False'})"
+        if config.get("tied")
+        else ""
+    )
+    return (
+        f"{text}; the seed closest to selection holds {closest[i]:.4g} of its weakest gate "
+        f"on one offset (selection needs >= {1 - config['delta']:.4g}, set by {name('delta')}), "
+        f"a change of {closest[i] - before:+.2g} since t = {t[j - 1]:.3g}: if it is still "
+        f"rising, raise {name('t_max')} (and {name('max_steps')}); a gate that has stopped "
+        "moving sits at a stationary mixture of offsets, which a longer run will not select: "
+        f"change the setting{tied}"
+    )
+
+
 def run_flow(
     task: Task,
     config: FlowConfig,
@@ -286,7 +346,8 @@ def run_flow(
 
     **Returns:** dict with `per_seed` (numpy arrays with a leading seed axis, see `integrate`),
     `summary` (distinct fraction, baseline, histogram, status counts, timings), `task`, `config`,
-    `sample` (M, eps) — every parameter.
+    `sample` (M, eps) — every parameter. Warns with `NoSelectionWarning` (saying what to try)
+    when no seed selects: the distinct fraction is then NaN.
 
     ```python
     out = run_flow(Task(L=8, S=4, H=2, N=10**6, beta=4.0), FlowConfig(), 64)
@@ -362,7 +423,7 @@ def run_flow(
         summary["same_selection_as_reduced_fraction"] = float(
             np.mean(np.all(per_seed["reduced_selected"] == selected, axis=1))
         )
-    return {
+    result = {
         "task": task.to_dict(),
         "config": config.to_dict(),
         "seed": seed,
@@ -370,6 +431,9 @@ def run_flow(
         "per_seed": per_seed,
         "summary": summary,
     }
+    if not summary["selected_seeds"]:
+        warn_at_caller(no_selection_message(result), NoSelectionWarning)
+    return result
 
 
 __all__ = [
@@ -379,6 +443,8 @@ __all__ = [
     "offset_histogram",
     "broadcast_lanes",
     "lane_map",
+    "NoSelectionWarning",
+    "no_selection_message",
     "one_lane",
     "run_lanes",
     "run_flow",

@@ -4,7 +4,6 @@ solver, budget."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import diffrax
 import equinox as eqx
@@ -13,6 +12,7 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float
 
+from ..internal._warnings import warn_at_caller
 from ..model._objective import Objective
 from ..model._task import (
     Task,
@@ -186,10 +186,9 @@ class FlowConfig(eqx.Module):
                 f"t_save_min must satisfy 0 < t_save_min < t_max = {t_max}, got {t_save_min}"
             )
         if rho >= 1:
-            warnings.warn(
+            warn_at_caller(
                 f"outside Theorem 2's assumptions: small initialization (got rho={rho} >= 1)",
                 TheoryAssumptionWarning,
-                stacklevel=2,
             )
         if not isinstance(tied, (bool, np.bool_)):
             raise ValueError(f"tied must be True or False, got {tied!r}")
@@ -287,18 +286,16 @@ def check_flow(task: Task, config: FlowConfig) -> None:
             "dynamics='reduced' needs exact geometry (eps = 0): drop eps/d or use dynamics='full'"
         )
     if not task.exact:
-        warnings.warn(
+        warn_at_caller(
             "outside Theorem 2's assumptions: eps = 0 (the task has an approximate geometry)",
             TheoryAssumptionWarning,
-            stacklevel=2,
         )
     rho, N = float(config.rho), int(task.N)
     if N < 10 * math.log(math.e / rho):
-        warnings.warn(
+        warn_at_caller(
             f"outside Theorem 2's assumptions: N large relative to log(e/rho) "
             f"(N = {N}, log(e/rho) = {math.log(math.e / rho):.3g})",
             TheoryAssumptionWarning,
-            stacklevel=2,
         )
 
 

@@ -11,6 +11,8 @@ import jax
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from ..internal._warnings import warn_at_caller
+
 # The query sets of docs/theory.md §10.
 QUERY_SETS = ("within", "all")
 
@@ -225,10 +227,9 @@ class Task(eqx.Module):
                 "docs/theory.md §10)"
             )
         for assumption in broken:
-            warnings.warn(
+            warn_at_caller(
                 f"outside the theorems' assumptions: {assumption}",
                 TheoryAssumptionWarning,
-                stacklevel=3,
             )
 
     @property

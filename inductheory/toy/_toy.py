@@ -12,8 +12,6 @@ symbolically in `proofs/toy.py` (derivation in `proofs/README.md`).
 
 from __future__ import annotations
 
-import warnings
-
 import diffrax
 import equinox as eqx
 import jax
@@ -21,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from ..internal._warnings import warn_at_caller
 from ..model._logits import attention_to_target
 from ..model._task import TheoryAssumptionWarning, _require_int, _require_real
 
@@ -55,18 +54,16 @@ class ToyConfig(eqx.Module):
                 raise ValueError(f"{name} must be > 0, got {value}")
         _require_int("L", self.L, 2)
         if self.L < 4:
-            warnings.warn(
+            warn_at_caller(
                 f"outside the theorems' assumptions: L >= 4 (got L={self.L}; A(w) need "
                 "not be convex)",
                 TheoryAssumptionWarning,
-                stacklevel=3,
             )
         if self.gamma > 1:
-            warnings.warn(
+            warn_at_caller(
                 "outside the theorems' assumptions: gamma <= 1 (got "
                 f"gamma={self.gamma}; A(w) need not be convex)",
                 TheoryAssumptionWarning,
-                stacklevel=3,
             )
 
     def to_dict(self) -> dict:
