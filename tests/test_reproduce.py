@@ -94,6 +94,23 @@ def test_committed_full_figures_exist_with_their_data():
     assert "inductheory reproduce" in readme and "Mode: full" in readme
 
 
+@pytest.mark.parametrize("folder, quick", [("figures", False), ("figures/quick", True)])
+def test_committed_readme_is_rendered_from_the_committed_data(folder, quick):
+    # a clean clone stays clean: `reproduce` renders the README from the same numbers
+    import re
+
+    from inductheory.figures import readme
+
+    out = ROOT / folder
+    committed = (out / "README.md").read_text()
+    command = re.search(r"Command: `([^`]*)`", committed).group(1)
+    data = {
+        name: json.loads((out / "data" / f"{name}.json").read_text())
+        for name in figure_names()
+    }
+    assert readme(data, quick, command) == committed
+
+
 def test_a_rerun_resumes_from_the_cache(quick_run, tmp_path, monkeypatch):
     first, cache, _ = quick_run
 

@@ -44,6 +44,12 @@ def _draw_and_save(f: Figure, data: dict, out: Path) -> None:
     plt.close(fig)
 
 
+def _parameter_order(parameters: dict) -> list[tuple[str, str]]:
+    # the task first, the rest by name: data/*.json store keys sorted, so a run's README and the
+    # one rendered from its stored data are the same text
+    return sorted(parameters.items(), key=lambda kv: (kv[0] != "task", kv[0]))
+
+
 def readme(
     data: dict[str, dict], quick: bool, command: str, kept: dict[str, str] | None = None
 ) -> str:
@@ -80,7 +86,7 @@ def readme(
         if d.get("parameters"):
             lines += [
                 "**Parameters.** "
-                + "; ".join(f"{k} = {v}" for k, v in d["parameters"].items()),
+                + "; ".join(f"{k} = {v}" for k, v in _parameter_order(d["parameters"])),
                 "",
             ]
         if d.get("findings"):
