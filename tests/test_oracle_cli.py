@@ -26,7 +26,10 @@ SMALL = [
 
 def test_oracle_point_json(capsys):
     assert main(["oracle", *SMALL, "--N", "16", "--beta", "8", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    # progress on stderr (the JSON on stdout stays clean): the contexts done and the starts
+    assert "oracle contexts 1/1" in captured.err and "vertex starts" in captured.err
     assert out["hard_selection"] is False and out["distinct_heads"] is False
     assert out["best_loss"] < out["best_vertex_loss"] - 1e-3
     # an independent check of "not hard": some key or value gate is far from every vertex
@@ -58,7 +61,11 @@ def test_oracle_sweep_writes_points_and_resumes(tmp_path, capsys, monkeypatch):
     first = json.loads(capsys.readouterr().out)
     assert len(list(tmp_path.glob("*.json"))) == 2
     # a human-readable table beside the cached points
-    assert "hard for N >=" in (tmp_path / "summary.txt").read_text()
+    summary = (tmp_path / "summary.txt").read_text()
+    assert "hard for N >=" in summary
+    # the header names the grid swept, not the task's own N and beta
+    assert "swept: N in [16, 4096]; beta in [8.0]\n" in summary
+    assert "'N'" not in summary.splitlines()[0]
     csv_lines = (tmp_path / "summary.csv").read_text().splitlines()
     assert csv_lines[0].startswith("eps,d,beta,N,ok") and len(csv_lines) == 3
     (mp,) = first["maps"]

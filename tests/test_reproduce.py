@@ -94,6 +94,23 @@ def test_committed_full_figures_exist_with_their_data():
     assert "inductheory reproduce" in readme and "Mode: full" in readme
 
 
+@pytest.mark.parametrize("folder, quick", [("figures", False), ("figures/quick", True)])
+def test_committed_readme_is_rendered_from_the_committed_data(folder, quick):
+    # a clean clone stays clean: `reproduce` renders the README from the same numbers
+    import re
+
+    from inductheory.figures import readme
+
+    out = ROOT / folder
+    committed = (out / "README.md").read_text()
+    command = re.search(r"Command: `([^`]*)`", committed).group(1)
+    data = {
+        name: json.loads((out / "data" / f"{name}.json").read_text())
+        for name in figure_names()
+    }
+    assert readme(data, quick, command) == committed
+
+
 def test_a_rerun_resumes_from_the_cache(quick_run, tmp_path, monkeypatch):
     first, cache, _ = quick_run
 
@@ -195,7 +212,10 @@ def test_figures_are_one_module_each_and_the_library_does_not_import_them():
         assert "THEORY.md" not in f.claim and "docs/theory.md §" in f.claim
         if name.startswith("theorem"):
             assert "checked numerically, not proved" in f.claim
-    code = "import sys, inductheory; print(any(m.startswith('inductheory.figures') for m in sys.modules))"
+    code = (
+        "import sys, inductheory; "
+        "print(any(m.startswith('inductheory.figures') for m in sys.modules))"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT
     )
@@ -216,3 +236,45 @@ def test_committed_full_data_are_reproduced(tmp_path):
         old = json.loads((ROOT / "figures" / "data" / f"{name}.json").read_text())
         new = json.loads((tmp_path / "data" / f"{name}.json").read_text())
         assert_same_numbers(new, old, name)
+
+
+def test_progress_of_a_figure_reaches_the_user_prefixed_and_throttled(capsys):
+    from inductheory.figures._reproduce import _Status
+    from inductheory.internal._progress import Progress, report_to
+
+    figures = [FIGURES["toy_stability"], FIGURES["coverage"]]
+    status = _Status(
+        figures, {"toy_stability": 1.0, "coverage": 99.0}, True, every=60.0
+    )
+    status.started("coverage")
+    # a loop that is silent by default speaks through the sink, at most once per `every`
+    with report_to(lambda line, finished: status.line("coverage", line, finished)):
+        with Progress(2, "flow (reduced)", enabled=False) as bar:
+            bar.update()
+            bar.update()
+    status.started("toy_stability")
+    status.finished("toy_stability", 1.5)  # 1% of the expected work: no ETA yet
+    status.finished("coverage", 252.4)
+    status.total()
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "running: coverage"
+    assert err[1].startswith("  coverage: flow (reduced) 1/2 [")
+    assert err[2] == "running: coverage, toy_stability"
+    assert err[3] == "done toy_stability (1.5 s); 1/2"
+    assert err[4] == "done coverage (4 min 12 s); 2/2"
+    assert err[5].startswith("total ") and len(err) == 6
+
+
+def test_an_eta_needs_a_finished_figure_and_a_tenth_of_the_work(capsys):
+    from inductheory.figures._reproduce import _Status
+
+    names = ["toy_stability", "coverage", "weak_spots"]
+    status = _Status([FIGURES[n] for n in names], dict(zip(names, (20, 80, 100))), True)
+    for name in names[:2]:
+        status.started(name)
+        status.finished(name, 1.0)
+    err = capsys.readouterr().err
+    assert (
+        "done toy_stability (1.0 s); 1/3, about " in err
+    )  # 20 of 200 expected seconds
+    assert "done coverage (1.0 s); 2/3, about " in err

@@ -104,7 +104,7 @@ def register(sub) -> None:
         default=None,
         help="directory of per-point results (resumable) and summary.txt / summary.csv",
     )
-    s.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
     add_json_argument(p)
     p.set_defaults(func=run)
 
@@ -225,6 +225,7 @@ def run(args) -> int:
         config,
         contexts=_contexts(args, task.exact),
         seeds=args.vertex_starts,
+        progress=not args.quiet,
     )
     require_finite(point, "the oracle point")
     if args.json:
@@ -327,7 +328,20 @@ def summary_csv(maps) -> str:
 
 def summary_text(task, config, maps, N_grid, beta_grid) -> str:
     """The human-readable tables of a sweep (what the console shows), for summary.txt."""
-    lines = [f"task: {task.to_dict()}", f"minimizer: {config_dict(config)}"]
+    # the header names the values swept, not the task's own N and beta (and eps), which are not
+    swept = {"N": sorted(N_grid), "beta": sorted(beta_grid)}
+    if [mp["eps"] for mp in maps] != [task.eps or 0.0]:
+        swept["eps"] = [mp["eps"] for mp in maps]
+    fixed = {
+        k: v
+        for k, v in task.to_dict().items()
+        if k not in swept and not ("eps" in swept and k == "d")
+    }
+    lines = [
+        f"task: {fixed}",
+        "swept: " + "; ".join(f"{k} in {v}" for k, v in swept.items()),
+        f"minimizer: {config_dict(config)}",
+    ]
     for mp in maps:
         geometry = (
             "exact geometry"

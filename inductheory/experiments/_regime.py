@@ -17,6 +17,7 @@ import numpy as np
 
 from ..internal._io import load_cached, store_cached
 from ..internal._lanes import padded_size, shard_lanes, stack_lanes
+from ..internal._progress import Progress
 from ..model._task import Task, task_with
 from ..oracle._minimize import OracleMinimizer
 from ..oracle._point import config_dict, exact_oracle_points, oracle_point
@@ -63,6 +64,7 @@ def regime_map(
     refine: int = 0,
     directory=None,
     on_point: Callable[[dict], None] | None = None,
+    progress: bool = False,
 ) -> dict:
     """The share of contexts whose oracle minimizer is a hard selection, over a grid of (beta, N).
 
@@ -81,6 +83,7 @@ def regime_map(
     - `refine`: bisection steps per beta.
     - `directory`: cache directory or `None`.
     - `on_point`: called with each point's summary as it finishes (progress display).
+    - `progress`: show a `Progress` line of the points computed (not found in `directory`).
 
     **Returns:** a dict with `points` (summaries, in grid order then refinement order),
     `boundary` (per beta: `N_star`, `N_below` the largest N known to fail below it or None,
@@ -103,35 +106,41 @@ def regime_map(
         ]
         found = [load_cached(directory, p) for p in params]
         todo = [i for i, f in enumerate(found) if f is None]
-        if todo and task.exact and contexts == 1:
-            # compiled once for every point; one point per call (batching more points only lengthens
-            # the vectorized local searches on a CPU), or one per device where there are several
-            key = jax.random.key_data(jax.random.key(seed))
-            step = padded_size(1)
-            for lo in range(0, len(todo), step):
-                idx = todo[lo : lo + step]
-                chunk = [tasks[i] for i in idx] + [tasks[idx[-1]]] * (step - len(idx))
-                fresh = exact_oracle_points(
-                    shard_lanes(stack_lanes(chunk)),
-                    shard_lanes(np.stack([key] * step)),
-                    config,
-                    seeds=seeds,
-                    template=chunk[0],
-                )
-                for i, point in zip(idx, fresh):
-                    found[i] = store_cached(
-                        directory, params[i], point
-                    )  # kept at once: a map resumes here
-        else:
-            for i in todo:
-                point = oracle_point(
-                    tasks[i],
-                    jax.random.key(seed),
-                    config,
-                    contexts=contexts,
-                    seeds=seeds,
-                )
-                found[i] = store_cached(directory, params[i], point)
+        with Progress(len(todo), "oracle points", enabled=progress) as bar:
+            if todo and task.exact and contexts == 1:
+                # compiled once for every point; one point per call (batching more points only
+                # lengthens the vectorized local searches on a CPU), or one per device where there
+                # are several
+                key = jax.random.key_data(jax.random.key(seed))
+                step = padded_size(1)
+                for lo in range(0, len(todo), step):
+                    idx = todo[lo : lo + step]
+                    chunk = [tasks[i] for i in idx] + [tasks[idx[-1]]] * (
+                        step - len(idx)
+                    )
+                    fresh = exact_oracle_points(
+                        shard_lanes(stack_lanes(chunk)),
+                        shard_lanes(np.stack([key] * step)),
+                        config,
+                        seeds=seeds,
+                        template=chunk[0],
+                    )
+                    for i, point in zip(idx, fresh):
+                        found[i] = store_cached(
+                            directory, params[i], point
+                        )  # kept at once: a map resumes here
+                        bar.update()
+            else:
+                for i in todo:
+                    point = oracle_point(
+                        tasks[i],
+                        jax.random.key(seed),
+                        config,
+                        contexts=contexts,
+                        seeds=seeds,
+                    )
+                    found[i] = store_cached(directory, params[i], point)
+                    bar.update()
         summaries = []
         for t, point in zip(tasks, found):
             summary = summary_of(point)

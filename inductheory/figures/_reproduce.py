@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import queue as queue_module
 import re
 import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from ..internal._io import (
     write_json_atomic,
     write_text_atomic,
 )
-from ..internal._progress import Progress
+from ..internal._progress import duration, report_to
 from . import _style
 from ._figure import Figure
 from ._registry import FIGURES
@@ -42,6 +44,12 @@ def _draw_and_save(f: Figure, data: dict, out: Path) -> None:
         fig = f.draw(data)
         _save(fig, out / f.name)
     plt.close(fig)
+
+
+def _parameter_order(parameters: dict) -> list[tuple[str, str]]:
+    # the task first, the rest by name: data/*.json store keys sorted, so a run's README and the
+    # one rendered from its stored data are the same text
+    return sorted(parameters.items(), key=lambda kv: (kv[0] != "task", kv[0]))
 
 
 def readme(
@@ -80,7 +88,7 @@ def readme(
         if d.get("parameters"):
             lines += [
                 "**Parameters.** "
-                + "; ".join(f"{k} = {v}" for k, v in d["parameters"].items()),
+                + "; ".join(f"{k} = {v}" for k, v in _parameter_order(d["parameters"])),
                 "",
             ]
         if d.get("findings"):
@@ -107,6 +115,10 @@ def _select(only: list[str] | None) -> list[Figure]:
     return [f for name, f in FIGURES.items() if name in only]
 
 
+# The queue of a worker process to the parent (`_start_worker`), None in the parent itself.
+_EVENTS = None
+
+
 def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
     """Compute, store and draw one figure; returns its data with the wall time."""
     f = FIGURES[name]
@@ -118,11 +130,95 @@ def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
     return data
 
 
-def _start_worker(compilation_cache: str | None, program_store: str | None) -> None:
-    """A worker process takes the parent's persistent caches (the command line turns them on)."""
+def _make_reported(name: str, quick: bool, mode_cache, out: Path) -> dict:
+    """`_make` in a worker: its start and its progress lines go to the parent's queue."""
+    if _EVENTS is None:
+        return _make(name, quick, mode_cache, out)
+    _EVENTS.put(("start", name))
+    with report_to(lambda line, finished: _EVENTS.put(("line", name, line, finished))):
+        return _make(name, quick, mode_cache, out)
+
+
+class _Status:
+    """What `reproduce` tells the user on stderr: which figures run, each one's progress (prefixed
+    with its name, at most every `every` seconds), when each is done, an ETA once it means
+    something, and the total time."""
+
+    def __init__(self, figures, previous: dict, enabled: bool, every: float = 5.0):
+        # the work expected of each figure: its previous wall time, else its nominal cost
+        self.expected = {
+            f.name: float(previous.get(f.name, f.cost)) or 1.0 for f in figures
+        }
+        self.enabled, self.every, self.stream = enabled, every, sys.stderr
+        self.start = time.perf_counter()
+        self.running: list[str] = []
+        self.done: dict[str, float] = {}
+        self.last_line: dict[str, float] = {}
+        self.loops: dict[str, int] = {}
+        self.started_at: dict[str, float] = {}
+        self.last_write = self.start
+
+    def _write(self, text: str) -> None:
+        self.last_write = time.perf_counter()
+        if self.enabled:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
+    def started(self, name: str) -> None:
+        if name not in self.running and name not in self.done:
+            self.running.append(name)
+            self.started_at[name] = time.perf_counter()
+            self._write("running: " + ", ".join(self.running))
+
+    def quiet_for(self, seconds: float = 60.0) -> None:
+        """After `seconds` without a line, say what is still running and for how long."""
+        now = time.perf_counter()
+        if self.running and now - self.last_write >= seconds:
+            self._write(
+                "still running: "
+                + ", ".join(
+                    f"{n} ({duration(now - self.started_at[n])})" for n in self.running
+                )
+            )
+
+    def line(self, name: str, text: str, finished: bool = False) -> None:
+        # `finished`: the line of a loop's last unit (a flow batch, an oracle map), counted
+        self.loops[name] = self.loops.get(name, 0) + bool(finished)
+        now = time.perf_counter()
+        if now - self.last_line.get(name, -self.every) >= self.every:
+            self.last_line[name] = now
+            count = f" ({self.loops[name]} done)" if self.loops[name] else ""
+            self._write(f"  {name}{count}: {text}")
+
+    def finished(self, name: str, wall_s: float) -> None:
+        if name in self.running:
+            self.running.remove(name)
+        self.done[name] = wall_s
+        total = sum(self.expected.values())
+        finished = sum(self.expected[n] for n in self.done)
+        text = (
+            f"done {name} ({duration(wall_s)}); {len(self.done)}/{len(self.expected)}"
+        )
+        elapsed = time.perf_counter() - self.start
+        # an ETA only from a finished figure and a tenth of the expected work: earlier it is noise
+        if finished >= 0.1 * total and len(self.done) < len(self.expected):
+            text += f", about {duration(elapsed * (total - finished) / finished)} left"
+        self._write(text)
+
+    def total(self) -> None:
+        self._write(f"total {duration(time.perf_counter() - self.start)}")
+
+
+def _start_worker(
+    compilation_cache: str | None, program_store: str | None, events=None
+) -> None:
+    """A worker process takes the parent's persistent caches (the command line turns them on) and
+    the queue on which it reports its figure's progress (None: silent)."""
+    global _EVENTS
     import matplotlib
 
     matplotlib.use("Agg")
+    _EVENTS = events
     if compilation_cache:
         from ..internal._paths import enable_compilation_cache
 
@@ -140,12 +236,12 @@ def _make_in_workers(
     mode_cache,
     out: Path,
     previous: dict,
-    bar,
+    status: _Status,
 ) -> dict[str, dict]:
-    """Figures computed by `jobs` worker processes, the longest (by the previous run) first,
-    each in a
-    fresh process: one process that compiles every figure's programs runs out of memory mappings
-    for generated code (LLVM "Cannot allocate memory" after ~25 min of a full run)."""
+    """Figures computed by `jobs` worker processes, the longest (by the previous run) first, each
+    in a fresh process: one process that compiles every figure's programs runs out of memory
+    mappings for generated code (LLVM "Cannot allocate memory" after ~25 min of a full run). The
+    workers report their starts and progress lines on a queue; this process prints them."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -154,31 +250,49 @@ def _make_in_workers(
     from ..internal._programs import program_store_directory
 
     store = program_store_directory()
+    # spawn, not fork: the parent has started jax's threads
+    context = multiprocessing.get_context("spawn")
+    events = context.Queue() if status.enabled else None
     caches = (
         jax.config.jax_compilation_cache_dir or None,
         None if store is None else str(store),
+        events,
     )
     order = sorted(figures, key=lambda f: -float(previous.get(f.name, f.cost)))
     results: dict[str, dict] = {}
-    # spawn, not fork: the parent has started jax's threads
+
+    def drain() -> None:
+        while events is not None:
+            try:
+                event = events.get_nowait()
+            except queue_module.Empty:
+                return
+            if event[0] == "start":
+                status.started(event[1])
+            else:
+                status.line(*event[1:])
+
     with ProcessPoolExecutor(
         max_workers=jobs,
-        mp_context=multiprocessing.get_context("spawn"),
+        mp_context=context,
         initializer=_start_worker,
         initargs=caches,
         max_tasks_per_child=1,
     ) as pool:
         pending = {
-            pool.submit(_make, f.name, quick, mode_cache, out): f.name for f in order
+            pool.submit(_make_reported, f.name, quick, mode_cache, out): f.name
+            for f in order
         }
-        bar.note(f"computing {len(order)} figures in {min(jobs, len(order))} processes")
         try:
             while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                drain()  # before the results: a figure's start is printed before its end
+                status.quiet_for(60.0)
                 for future in done:
                     name = pending.pop(future)
                     results[name] = future.result()
-                    bar.update(note=f"{name} ({results[name]['wall_s']:.0f}s)")
+                    status.started(name)
+                    status.finished(name, results[name]["wall_s"])
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
@@ -235,21 +349,25 @@ def reproduce(
     except (OSError, ValueError):
         previous = {}
     results: dict[str, dict] = {}
-    with Progress(len(figures), "reproduce", enabled=progress) as bar:
-        if jobs is not None:
-            results = _make_in_workers(
-                figures, jobs, quick, mode_cache, out, previous, bar
-            )
-        else:
-            for f in figures:
-                if progress:
-                    expected = previous.get(f.name)
-                    bar.note(
-                        f"{f.name}: computing"
-                        + (f" (took {expected:.0f}s last time)" if expected else "")
+    status = _Status(figures, previous, progress)
+    if jobs is not None:
+        results = _make_in_workers(
+            figures, jobs, quick, mode_cache, out, previous, status
+        )
+    else:
+        for f in figures:
+            status.started(f.name)
+            if progress:
+                with report_to(
+                    lambda line, finished, name=f.name: status.line(
+                        name, line, finished
                     )
+                ):
+                    results[f.name] = _make(f.name, quick, mode_cache, out)
+            else:
                 results[f.name] = _make(f.name, quick, mode_cache, out)
-                bar.update(note=f"{f.name} ({results[f.name]['wall_s']:.0f}s)")
+            status.finished(f.name, results[f.name]["wall_s"])
+    status.total()
     results = {f.name: results[f.name] for f in figures}  # registry order
     if timings_path is not None:
         write_json_atomic(

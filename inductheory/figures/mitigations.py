@@ -203,6 +203,7 @@ def _setting_bars(ax, table, key, ylabel, title, scale=1.0):
         rows = {(r["S"], r["W"]): r for r in table if r["gates"] == kind}
         mean = np.array([rows[s][key]["mean"] for s in settings]) * scale
         sd = np.array([rows[s][key]["sd"] for s in settings]) * scale
+        # an edge of the bar's colour: a bar of height 0 still shows, as a line at 0
         ax.bar(
             x + (k - 1) * width,
             mean,
@@ -210,44 +211,97 @@ def _setting_bars(ax, table, key, ylabel, title, scale=1.0):
             yerr=sd if kind == "learned" else None,
             capsize=2,
             color=_style.color(k),
+            edgecolor=_style.color(k),
+            linewidth=1.5,
             label=f"{kind} gates"
             + (" (mean, sd over seeds)" if kind == "learned" else ""),
         )
+    for boundary in x[:-1] + 0.5:  # each setting's three bars between two faint lines
+        ax.axvline(boundary, color="0.85", lw=0.6, zorder=0)
+    ax.set_xlim(x[0] - 0.5, x[-1] + 0.5)
     ax.set_xticks(x, [f"S={s}\nW={w}" for s, w in settings], fontsize=7.5)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     return settings, x
 
 
+# The coordination variants by family, each family its own stretch of the axis: a setting of
+# lambda and one of tau are different objectives, not points of one continuum.
+FAMILIES = (
+    ("mean", "mean"),
+    ("lambda", "overlap penalty"),
+    ("tau", "worst-phase objective"),
+)
+
+
+def _coordination_positions(labels):
+    positions, families, x = {}, [], 0.0
+    for prefix, name in FAMILIES:
+        members = [lab for lab in labels if lab.split("=")[0] == prefix]
+        if not members:
+            continue
+        families.append((name, x, x + len(members) - 1, members))
+        for lab in members:
+            positions[lab] = x
+            x += 1
+        x += 0.6  # a gap between families
+    return positions, families
+
+
 def _coordination_panel(ax, rows, key, ylabel, title):
     groups = list(dict.fromkeys((r["H"], r["queries"]) for r in rows))
     labels = list(dict.fromkeys(r["label"] for r in rows))
-    x = np.arange(len(labels))
+    positions, families = _coordination_positions(labels)
     for g, (H, q) in enumerate(groups):
         sel = {r["label"]: r for r in rows if (r["H"], r["queries"]) == (H, q)}
-        if key.startswith("distinct"):
-            y = np.array([sel[lab][key] for lab in labels], float)
-            err = None
-        else:
-            y = np.array([sel[lab][key]["mean"] for lab in labels])
-            err = np.array(
-                [
-                    [sel[lab][key]["mean"] - sel[lab][key]["q25"] for lab in labels],
-                    [sel[lab][key]["q75"] - sel[lab][key]["mean"] for lab in labels],
-                ]
-            ).clip(0)
-        ax.errorbar(
-            x + 0.08 * (g - (len(groups) - 1) / 2),
-            y,
-            yerr=err,
-            fmt=_style.MARKERS[g] + _style.LINESTYLES[g % 4],
-            color=_style.color(g + 3),
-            capsize=2,
-            label=f"H={H}, S=4, queries {q}",
+        for f, (_, _, _, members) in enumerate(families):
+            x = np.array([positions[lab] for lab in members])
+            if key.startswith("distinct"):
+                y = np.array([sel[lab][key] for lab in members], float)
+                err = None
+            else:
+                y = np.array([sel[lab][key]["mean"] for lab in members])
+                err = np.array(
+                    [
+                        [
+                            sel[lab][key]["mean"] - sel[lab][key]["q25"]
+                            for lab in members
+                        ],
+                        [
+                            sel[lab][key]["q75"] - sel[lab][key]["mean"]
+                            for lab in members
+                        ],
+                    ]
+                ).clip(0)
+            # lines join the settings of one family only
+            ax.errorbar(
+                x + 0.08 * (g - (len(groups) - 1) / 2),
+                y,
+                yerr=err,
+                fmt=_style.MARKERS[g] + _style.LINESTYLES[g % 4],
+                color=_style.color(g + 3),
+                capsize=2,
+                label=f"H={H}, S=4, queries {q}" if f == 0 else None,
+            )
+    for name, lo, hi, _ in families:
+        ax.text(
+            (lo + hi) / 2,
+            1.01,
+            name,
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="bottom",
+            fontsize=7.5,
+            style="italic",
         )
-    ax.set_xticks(x, labels, rotation=35, ha="right", fontsize=7.5)
+    for (_, _, hi, _), (_, lo, _, _) in zip(families, families[1:]):
+        ax.axvline((hi + lo) / 2, color="0.8", lw=0.8, zorder=0)
+    ax.set_xticks(list(positions.values()), labels=list(positions), rotation=35)
+    for tick in ax.get_xticklabels():
+        tick.set_ha("right")
+        tick.set_fontsize(7.5)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_title(title, pad=14)
 
 
 def draw(data: dict):
@@ -269,7 +323,18 @@ def draw(data: dict):
             "kx",
             ms=8,
             mew=2,
-            label="paper (trained models)" if p is paper[0] else None,
+            label="paper (trained models), on the bar it compares with"
+            if p is paper[0]
+            else None,
+        )
+        # the paper's name of the setting, so that a marker is read with its bar
+        axes[0, 0].annotate(
+            p["setting"],
+            (x[i] + (k - 1) * 0.27, p["paper_gap"] / 100),
+            xytext=(0, 7),
+            textcoords="offset points",
+            ha="center",
+            fontsize=6.5,
         )
     learned = {(r["S"], r["W"]): r for r in table if r["gates"] == "learned"}
     curve_gap = [
@@ -284,7 +349,7 @@ def draw(data: dict):
         ms=6,
         label="gap of the seed-mean accuracy curve",
     )
-    axes[0, 0].set_ylim(0, 1.3)
+    axes[0, 0].set_ylim(-0.03, 1.3)
     _setting_bars(
         axes[0, 1],
         table,
@@ -298,7 +363,7 @@ def draw(data: dict):
             axes[0, 1].plot(
                 x[i] + 0.27, p["paper_mean_accuracy"] / 100, "kx", ms=8, mew=2
             )
-    axes[0, 1].set_ylim(0, 1.12)
+    axes[0, 1].set_ylim(-0.03, 1.12)
     axes[0, 1].text(
         0.98,
         0.97,

@@ -256,6 +256,16 @@ def _brackets(ax, boundary, color, label, dx=0.0):
         first = False
 
 
+def _legend_above_data(ax) -> None:
+    """The legend in the upper left, over a band the log y axis leaves empty for it: no
+    prediction or bracket is hidden behind it."""
+    entries = len(ax.get_legend_handles_labels()[0])
+    share = min(0.6, 0.04 + 0.05 * entries)  # of the axes' height, about
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, lo * (hi / lo) ** (1 / (1 - share)))
+    ax.legend(fontsize=7, loc="upper left")
+
+
 def draw(data: dict):
     fig = _style.plt.figure(figsize=(16, 9.5), layout="constrained")
     mosaic = fig.subplot_mosaic("ABC;DEE")
@@ -303,7 +313,7 @@ def draw(data: dict):
         ax.set_title(f"oracle optimum: {title}", fontsize=10)
         ax.set_xlabel("beta")
         ax.set_ylabel("vocabulary size N")
-        ax.legend(fontsize=7, loc="upper left")
+        _legend_above_data(ax)
     ax = axes[3]
     s = by_label.get(data["flow_label"])
     betas = np.array(
@@ -333,7 +343,7 @@ def draw(data: dict):
     ax.set_title(f"reduced gradient flow, {data['flow_label']} (S=4)", fontsize=10)
     ax.set_xlabel("beta")
     ax.set_ylabel("vocabulary size N")
-    ax.legend(fontsize=7, loc="upper left")
+    _legend_above_data(ax)
     _ratios(mosaic["E"], data)
     return fig
 

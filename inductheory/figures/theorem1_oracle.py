@@ -123,7 +123,17 @@ def draw(data: dict):
                 f"{label} the regime: N={ex['N']}, beta={ex['beta']:g}, {branch} gates\n"
                 f"hard={ex['hard_selection']}, distinct heads={ex['distinct_heads']}"
             )
-    _style.colorbar(fig, im, gate_axes, "gate mass p(r)")
+    # below the gates: the regime map's beta axis keeps its room; one colour map for both, which
+    # both read on [0, 1]
+    fig.colorbar(
+        im,
+        ax=gate_axes,
+        location="bottom",
+        label="gate mass p(r)",
+        fraction=0.04,
+        pad=0.02,
+        shrink=0.6,
+    )
     ax = fig.add_subplot(grid[:, 2])
     share = np.asarray(data["share_hard_distinct"], float)
     N_grid, beta_grid = data["N_grid"], data["beta_grid"]
@@ -131,7 +141,7 @@ def draw(data: dict):
         share,
         origin="lower",
         aspect="auto",
-        cmap=_style.DIVERGING,
+        cmap=_style.SEQUENTIAL,
         vmin=0,
         vmax=1,
         extent=(-0.5, len(N_grid) - 0.5, -0.5, len(beta_grid) - 0.5),

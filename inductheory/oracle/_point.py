@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..internal._lanes import lane, stack_lanes
+from ..internal._progress import Progress
 from ..model._contexts import sample_contexts
 from ..model._geometry import ExactGeometry, make_geometry
 from ..model._loss import context_loss
@@ -46,6 +47,7 @@ def oracle_point(
     contexts: int = 1,
     seeds: int = 8,
     tolerance: float = 1e-9,
+    progress: bool = False,
 ) -> dict:
     """Theorem 1 at one task: global minimization over the oracle class vs the best hard selection.
 
@@ -62,6 +64,7 @@ def oracle_point(
     - `seeds`: how many of the best vertices also serve as starts (0: random starts only).
     - `tolerance`: the optimum "beats" the best vertex when its loss is lower by more than
       `tolerance * (1 + |vertex loss|)`.
+    - `progress`: show a `Progress` line of the contexts done on stderr.
 
     **Returns:** a JSON-able dict: `best_loss` (mean over contexts of the per-context minimum),
     `best_vertex_loss`, `gap` (largest best-vertex-minus-optimum over contexts, >= 0; a local
@@ -79,33 +82,41 @@ def oracle_point(
         raise ValueError(f"contexts must be >= 1, got {contexts}")
     if seeds < 0:
         raise ValueError(f"seeds must be >= 0 (vertex starts), got {seeds}")
+    starts_each = f"{config.restarts} random + {seeds} vertex starts per context"
+    bar = Progress(contexts, "oracle contexts", enabled=progress)
+    bar.note(f"vertices, then {starts_each}")
     if task.exact and contexts == 1:
         # every context is equivalent under exact geometry: the compiled batched path, one point
-        return exact_oracle_points(
-            stack_lanes([task]),
-            jnp.asarray(jax.random.key_data(key))[None],
-            config,
-            seeds=seeds,
-            tolerance=tolerance,
-            template=task,
-        )[0]
+        with bar:
+            point = exact_oracle_points(
+                stack_lanes([task]),
+                jnp.asarray(jax.random.key_data(key))[None],
+                config,
+                seeds=seeds,
+                tolerance=tolerance,
+                template=task,
+            )[0]
+            bar.update(note=starts_each)
+        return point
     k_geo, k_ctx, k_min = jax.random.split(key, 3)
     geometry = make_geometry(task, k_geo)
     tokens_all = sample_contexts(k_ctx, task, contexts)
     records = []
-    for m in range(contexts):
-        tokens = tokens_all[m]
-        geo = context_geometry(geometry, tokens)
-        vertex = best_vertex(task, geo, tokens, k=max(seeds, 1), tied=config.tied)
-        res = minimize_oracle(
-            task,
-            geo,
-            tokens,
-            jax.random.fold_in(k_min, m),
-            config,
-            seeds=vertex.top_offsets[:seeds] if seeds else None,
-        )
-        records.append(context_record(task, config, res, vertex, tolerance))
+    with bar:
+        for m in range(contexts):
+            tokens = tokens_all[m]
+            geo = context_geometry(geometry, tokens)
+            vertex = best_vertex(task, geo, tokens, k=max(seeds, 1), tied=config.tied)
+            res = minimize_oracle(
+                task,
+                geo,
+                tokens,
+                jax.random.fold_in(k_min, m),
+                config,
+                seeds=vertex.top_offsets[:seeds] if seeds else None,
+            )
+            records.append(context_record(task, config, res, vertex, tolerance))
+            bar.update(note=starts_each)
     return point_summary(task, geometry, records, seeds)
 
 
