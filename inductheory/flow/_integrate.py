@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
+from ..model._gates import concentrated_offsets
 from ..model._geometry import Geometry
 from ..model._task import Task
 from ._config import ROOT_FINDERS, SOLVERS, FlowConfig
@@ -21,7 +22,6 @@ from ._dynamics import (
     AbstractDynamics,
     FullDynamics,
     ReducedDynamics,
-    branch_offsets,
     head_selection,
 )
 from ._solution import FlowSolution, Status
@@ -45,7 +45,8 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
 
     ```python
     task = Task(L=8, S=4, H=2, N=4096, beta=4.0)
-    sol = integrate(ReducedDynamics(task), initial_biases(jax.random.key(0), task, 0.1), FlowConfig())
+    b0 = initial_biases(jax.random.key(0), task, 0.1)
+    sol = integrate(ReducedDynamics(task), b0, FlowConfig())
     sol.selected, Status(int(sol.status)).label
     ```
     """
@@ -108,8 +109,8 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
         final=final,
         t_final=t_end,
         state=y_end,
-        key_offsets=branch_offsets(worst[:, 0], delta),
-        value_offsets=branch_offsets(worst[:, 1], delta),
+        key_offsets=concentrated_offsets(worst[:, 0], delta),
+        value_offsets=concentrated_offsets(worst[:, 1], delta),
         selected=head_selection(worst, delta),
         status=status,
         num_steps=sol.stats["num_steps"],

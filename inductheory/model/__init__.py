@@ -35,6 +35,9 @@ from ._gates import (
     SharedGates as SharedGates,
 )
 from ._gates import (
+    concentrated_offsets as concentrated_offsets,
+)
+from ._gates import (
     distinct_within_blocks as distinct_within_blocks,
 )
 from ._gates import (
