@@ -10,7 +10,6 @@ does the same for flows that descend the overlap-penalized or worst-phase object
 from __future__ import annotations
 
 import itertools
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +19,7 @@ from ..flow._config import FlowConfig
 from ..flow._solution import Status
 from ..model._gates import SharedGates, shared_gates_from_logits, uniform_gates
 from ..model._loss import phase_accuracy, phase_losses
-from ..model._task import Task, TheoryAssumptionWarning, quiet_task
+from ..model._task import Task, assumptions_silenced, quiet_task
 from ._flows import run_flow, selected_distinct_fraction
 
 # The paper's measurements on trained models (per-phase accuracy over query phases, in %).
@@ -205,8 +204,7 @@ def _row(task: Task, kind: str, measures: list[dict], **extra) -> dict:
 
 def default_runner(task: Task, config: FlowConfig, seeds: int) -> dict:
     """`run_flow`'s per-seed `final_biases`, `selected` and `status` (the shape the tables read)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TheoryAssumptionWarning)
+    with assumptions_silenced():
         ps = run_flow(task, config, seeds)["per_seed"]
     return {
         "final_biases": ps["final"]["biases"],

@@ -194,6 +194,9 @@ from ._task import (
     TheoryAssumptionWarning as TheoryAssumptionWarning,
 )
 from ._task import (
+    assumptions_silenced as assumptions_silenced,
+)
+from ._task import (
     quiet_task as quiet_task,
 )
 from ._task import (
