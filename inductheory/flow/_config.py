@@ -34,20 +34,7 @@ SAMPLES = ("balanced", "iid")
 INITS = ("ball", "projected")
 # How the selection Event locates its time (tolerances in `integrate`).
 ROOT_FINDERS = {"newton": optx.Newton, "bisection": optx.Bisection}
-# Fields that set a program (static) and fields that flow through it (0-d arrays, traced).
-STATIC_FIELDS = (
-    "dynamics",
-    "solver",
-    "max_steps",
-    "M",
-    "sample",
-    "init",
-    "batch_size",
-    "n_save",
-    "tied",
-    "objective",
-    "root_finder",
-)
+# Fields that flow through a program (0-d arrays, traced); the others set it (static).
 TRACED_FIELDS = (
     "rho",
     "delta",
