@@ -143,7 +143,7 @@ def lane_map(devices: tuple):
     return sharded_seed_map(one_lane, devices, lane_args=3)
 
 
-# Steps of the first pass of `run_lanes`. Flows select in about 120-170 steps; a vmapped solver loop
+# Steps of the first pass of `run_lanes`: enough for a typical flow to select; a vmapped solver loop
 # runs until its slowest lane stops, so one lane that wanders for 10^4+ steps would hold every lane.
 FIRST_PASS_STEPS = 512
 # Batches of at most this many lanes run in one pass (a second program would cost more than

@@ -1,4 +1,4 @@
-"""The price of phase-uniformity: mean loss vs worst-phase loss over block-shared gates (issue 11).
+"""The price of phase-uniformity: mean loss vs worst-phase loss over block-shared gates.
 
 Over shared gates $p = \\mathrm{softmax}(b)$, $b \\in \\mathbb R^{H \\times 2 \\times S}$,
 with the exact
@@ -37,7 +37,8 @@ def mean_and_worst(task: Task, gates: SharedGates) -> tuple[float, float]:
     **Returns:** `(mean, worst)` as floats.
 
     ```python
-    mean_and_worst(Task(L=8, S=4, H=2, N=4096, beta=4.0), uniform_gates(2, 4))  # equal: every phase alike
+    # equal: every phase alike
+    mean_and_worst(Task(L=8, S=4, H=2, N=4096, beta=4.0), uniform_gates(2, 4))
     ```
     """
     losses = np.asarray(phase_losses(task, gates), float)

@@ -1,4 +1,4 @@
-"""Mitigations of periodic weak spots (issue 11): window, stride, uniform gates and coordination.
+"""Mitigations of periodic weak spots: window, stride, uniform gates and coordination.
 
 For each (stride S, window W) the table compares three kinds of block-shared gates on the same task:
 learned gates (the end of reduced gradient flows from many seeds), the best shared hard selection
