@@ -22,7 +22,13 @@ from ..flow._config import FlowConfig, check_flow
 from ..flow._init import initial_biases, initial_gate_vectors, project_to_mean
 from ..flow._integrate import solve_full, solve_reduced
 from ..flow._solution import Status
-from ..internal._lanes import LANE_AXIS, broadcast_lanes, lane_mesh, padded_size
+from ..internal._lanes import (
+    LANE_AXIS,
+    broadcast_lanes,
+    lane_mesh,
+    pad_lanes,
+    padded_size,
+)
 from ..internal._programs import stored_call
 from ..internal._progress import Progress
 from ..model._contexts import balanced_contexts, sample_contexts
@@ -160,18 +166,6 @@ def _with_max_steps(configs: FlowConfig, max_steps: int) -> FlowConfig:
     return jax.tree.unflatten(jax.tree.structure(one), leaves)
 
 
-def _pad_lanes(tree, size: int):
-    """Every leaf padded along its lane axis to `size` by repeating its last lane."""
-    return jax.tree.map(
-        lambda x: (
-            np.concatenate([x, np.repeat(x[-1:], size - x.shape[0], 0)])
-            if size > x.shape[0]
-            else x
-        ),
-        tree,
-    )
-
-
 _one_lane_each = jax.vmap(one_lane, in_axes=(0, 0, 0, None))
 
 
@@ -180,7 +174,7 @@ def _map_lanes(tasks, configs, keys, shared, devices) -> dict:
     n = keys.shape[0]
     size = padded_size(n, devices)
     tasks, configs, keys = (
-        _pad_lanes(t, size) for t in (tasks, configs, np.asarray(keys))
+        pad_lanes(t, size) for t in (tasks, configs, np.asarray(keys))
     )
     if n_dev == 1 and devices == tuple(
         jax.devices()
@@ -216,7 +210,7 @@ def run_lanes(tasks, configs, keys, shared, devices=None) -> dict:
             size >= keys.shape[0]
         ):  # most lanes ran long: rerun them all in the original batch
             todo, size = np.arange(keys.shape[0]), keys.shape[0]
-        pick = lambda tree: _pad_lanes(
+        pick = lambda tree: pad_lanes(
             jax.tree.map(lambda x: np.asarray(x)[todo], tree), size
         )
         again = _map_lanes(

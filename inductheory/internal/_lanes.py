@@ -72,6 +72,31 @@ def padded_size(n: int, devices=None) -> int:
     return k * -(-n // k)
 
 
+def pad_lanes(tree, size: int):
+    """Every array leaf of `tree` padded along its leading (lane) axis to `size` lanes by
+    repeating its last lane (the padding's results are dropped; see `padded_size`).
+
+    **Example:** `pad_lanes(np.arange(3), 4)` is `[0, 1, 2, 2]`.
+    """
+    return jax.tree.map(
+        lambda x: (
+            np.concatenate([x, np.repeat(x[-1:], size - x.shape[0], 0)])
+            if size > x.shape[0]
+            else x
+        ),
+        tree,
+    )
+
+
+def pad_items(items: list, size: int) -> list:
+    """A list of configurations padded to `size` with copies of its last one (before
+    `stack_lanes`).
+
+    **Example:** `pad_items([a, b], 4) == [a, b, b, b]`.
+    """
+    return items + [items[-1]] * (size - len(items))
+
+
 def lane(tree, i: int):
     """The i-th configuration of a stacked pytree."""
     return jax.tree.map(lambda x: x[i], tree)
@@ -82,6 +107,8 @@ __all__ = [
     "broadcast_lanes",
     "lane",
     "lane_mesh",
+    "pad_items",
+    "pad_lanes",
     "padded_size",
     "shard_lanes",
     "stack_lanes",
