@@ -11,7 +11,7 @@ from . import _runs, _style
 from ._figure import Figure
 
 SHAPE = dict(L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0)
-# The tail runs stop here (with Newton's root find, delta <= 3e-7 ends in solver errors).
+# The tail runs stop here (with Newton's root find, much smaller deltas end in solver errors).
 TAIL_DELTA = 1e-6
 FIT_WINDOW = (2e-6, 1e-4)  # 1 - p(t) fitted in (lo, hi]
 

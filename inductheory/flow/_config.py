@@ -88,8 +88,8 @@ class FlowConfig(eqx.Module):
       or None (none).
     - `root_finder`: how the selection time is located inside the solver step where the margin
       changes sign: `"newton"` (default) or `"bisection"`. Newton can stall in the margin's rounding
-      noise when its slope is tiny (small delta, late selection: every seed at delta <= 3e-7 with
-      L8 S4 H2 N4096 beta4, selecting near t = 1e7) and end in a `solver_error`; bisection does not.
+      noise when its slope is tiny (small delta, late selection) and end in a `solver_error`;
+      bisection does not.
 
     Raises `ValueError` naming the parameter and its constraint; warns with
     `TheoryAssumptionWarning` when rho >= 1 (Theorem 2 needs a small init).
