@@ -240,7 +240,7 @@ def _projected_gradient(f, p, steps: int):
         c = project_simplex(p - t * g)
         fc = f(c)
         ok = fc <= fp + 1e-4 * jnp.sum(g * (c - p))
-        fc_new, g_new = value_and_grad(jnp.where(ok, c, p))
+        _, g_new = value_and_grad(jnp.where(ok, c, p))
         return (
             jnp.where(ok, c, p),
             jnp.where(ok, fc, fp),
