@@ -28,6 +28,7 @@ from . import oracle as oracle
 from . import toy as toy
 from .experiments import regime_map, run_flow, sweep
 from .flow import FlowConfig, FlowSolution, Status
+from .internal._version import __version__ as __version__
 from .model import (
     DenseGeometry,
     ExactGeometry,
@@ -54,8 +55,6 @@ from .model import (
 )
 from .oracle import OracleMinimizer, best_vertex, minimize_oracle, oracle_point
 from .toy import ToyConfig
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DenseGeometry",

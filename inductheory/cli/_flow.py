@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import warnings
 
-import jax
 import numpy as np
 
 from ..experiments._flows import FAILURES as FLOW_FAILURES
@@ -15,6 +14,7 @@ from ..experiments._flows import (
     no_selection_message,
     run_flow,
     sample_size,
+    seed_chunk,
 )
 from ..flow._config import ROOT_FINDERS, SOLVERS, FlowConfig
 from ..flow._init import mean_norm_squared
@@ -387,9 +387,7 @@ def run(args) -> int:
     if args.dynamics == "full":
         require_token_ids(task, "the full flow (sampled contexts)")
     check_radius_resolution(task, args.rho, args.dynamics)
-    n_dev = len(jax.devices())
-    chunk = args.chunk or (4096 if args.dynamics == "reduced" else 2 * n_dev)
-    chunk = n_dev * math.ceil(min(chunk, args.seeds) / n_dev)
+    chunk = seed_chunk(args.dynamics, args.seeds, args.chunk)
     M = (
         sample_size(task, config)
         if args.dynamics == "full" and task.N % task.L == 0

@@ -19,7 +19,12 @@ from ..internal._memory import (
     with_total,
 )
 from ..model._contexts import sample_contexts
-from ..model._gates import SharedGates, hard_selection, uniform_gates
+from ..model._gates import (
+    SharedGates,
+    hard_selection,
+    selectable_offsets,
+    uniform_gates,
+)
 from ..model._geometry import make_geometry
 from ..model._loss import (
     monte_carlo_phase_accuracy,
@@ -92,7 +97,8 @@ def _parse_select(text: str, H: int, W: int, tied: bool = False) -> list[int]:
         raise CLIError(
             f"--select must be comma-separated integers with no empty item, got {text!r}"
         )
-    top, span = (W - 1, "0..W-1") if tied else (W - 2, "0..W-2")
+    top = selectable_offsets(W, tied) - 1
+    span = "0..W-1" if tied else "0..W-2"
     try:
         offsets = [_parse_int(x, "--select offset", 0, top) for x in items]
     except Exception as err:  # argparse.ArgumentTypeError from the validator

@@ -15,14 +15,20 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ..flow._config import FlowConfig, check_flow
 from ..flow._init import initial_biases, initial_gate_vectors, project_to_mean
 from ..flow._integrate import solve_full, solve_reduced
 from ..flow._solution import Status
-from ..internal._lanes import broadcast_lanes, stack_lanes
+from ..internal._lanes import (
+    LANE_AXIS,
+    broadcast_lanes,
+    lane_mesh,
+    pad_lanes,
+    padded_size,
+)
 from ..internal._programs import stored_call
 from ..internal._progress import Progress
 from ..internal._warnings import warn_at_caller
@@ -119,18 +125,17 @@ def sharded_seed_map(fn, devices=None, lane_args: int = 1):
     """jit(vmap(fn)) over a leading lane axis of the first `lane_args` arguments, split across
     `devices` (default: all local devices); the last argument is shared.
 
-    `fn(*per_lane, shared)`. The lane axis is sharded with a `NamedSharding` on a 1-d `Mesh` named
-    "seeds" and the shared argument is replicated; XLA's SPMD partitioner splits the batched solver
-    loop so that each device integrates its own lanes. (`jax.shard_map` is not used:
-    diffrax's Newton
-    event root find fails to trace inside it.) The lane count must be a multiple of the number of
-    devices (`run_flow` and `sweep` pad).
+    `fn(*per_lane, shared)`. The lane axis is sharded with a `NamedSharding` on the 1-d
+    `lane_mesh` and the shared argument is replicated; XLA's SPMD partitioner splits the batched
+    solver loop so that each device integrates its own lanes. (`jax.shard_map` is not used:
+    diffrax's Newton event root find fails to trace inside it.) The lane count must be a multiple
+    of the number of devices (`run_flow` and `sweep` pad to `padded_size`).
 
     **Returns:** `(mapped, n_devices)`.
     """
     devices = list(jax.devices() if devices is None else devices)
-    mesh = Mesh(np.asarray(devices), ("seeds",))
-    batched, replicated = NamedSharding(mesh, P("seeds")), NamedSharding(mesh, P())
+    mesh = lane_mesh(devices)
+    batched, replicated = NamedSharding(mesh, P(LANE_AXIS)), NamedSharding(mesh, P())
     in_axes = (0,) * lane_args + (None,)
     mapped = jax.jit(
         jax.vmap(fn, in_axes=in_axes),
@@ -151,7 +156,7 @@ def lane_map(devices: tuple):
     return sharded_seed_map(one_lane, devices, lane_args=3)
 
 
-# Steps of the first pass of `run_lanes`. Flows select in about 120-170 steps; a vmapped solver loop
+# Steps of the first pass of `run_lanes`: enough for a typical flow to select; a vmapped solver loop
 # runs until its slowest lane stops, so one lane that wanders for 10^4+ steps would hold every lane.
 FIRST_PASS_STEPS = 512
 # Batches of at most this many lanes run in one pass (a second program would cost more than
@@ -168,27 +173,15 @@ def _with_max_steps(configs: FlowConfig, max_steps: int) -> FlowConfig:
     return jax.tree.unflatten(jax.tree.structure(one), leaves)
 
 
-def _pad_lanes(tree, size: int):
-    """Every leaf padded along its lane axis to `size` by repeating its last lane."""
-    return jax.tree.map(
-        lambda x: (
-            np.concatenate([x, np.repeat(x[-1:], size - x.shape[0], 0)])
-            if size > x.shape[0]
-            else x
-        ),
-        tree,
-    )
-
-
 _one_lane_each = jax.vmap(one_lane, in_axes=(0, 0, 0, None))
 
 
 def _map_lanes(tasks, configs, keys, shared, devices) -> dict:
     mapped, n_dev = lane_map(devices)
     n = keys.shape[0]
-    size = n_dev * -(-n // n_dev)
+    size = padded_size(n, devices)
     tasks, configs, keys = (
-        _pad_lanes(t, size) for t in (tasks, configs, np.asarray(keys))
+        pad_lanes(t, size) for t in (tasks, configs, np.asarray(keys))
     )
     if n_dev == 1 and devices == tuple(
         jax.devices()
@@ -224,7 +217,7 @@ def run_lanes(tasks, configs, keys, shared, devices=None) -> dict:
             size >= keys.shape[0]
         ):  # most lanes ran long: rerun them all in the original batch
             todo, size = np.arange(keys.shape[0]), keys.shape[0]
-        pick = lambda tree: _pad_lanes(
+        pick = lambda tree: pad_lanes(
             jax.tree.map(lambda x: np.asarray(x)[todo], tree), size
         )
         again = _map_lanes(
@@ -323,6 +316,21 @@ def no_selection_message(result: dict, *, options: bool = False) -> str:
     )
 
 
+def seed_chunk(
+    dynamics: str, seeds: int, chunk: int | None = None, devices=None
+) -> int:
+    """Seeds per compiled call of `run_flow`: `chunk` (default 4096 for the reduced flow, 2 per
+    device for the full one), at most `seeds`, rounded up to a multiple of the device count.
+
+    **Example:** on one device `seed_chunk("reduced", 64) == 64`.
+    """
+    if chunk is None:
+        n_dev = len(jax.devices() if devices is None else devices)
+        chunk = 4096 if dynamics == "reduced" else 2 * n_dev
+    _require_int("chunk", chunk, 1)
+    return padded_size(min(chunk, seeds), devices)
+
+
 def run_flow(
     task: Task,
     config: FlowConfig,
@@ -369,11 +377,7 @@ def run_flow(
             "eps_realized": geometry.eps,
         }
     n_dev = len(jax.devices() if devices is None else devices)
-    if chunk is None:
-        chunk = 4096 if config.dynamics == "reduced" else 2 * n_dev
-    _require_int("chunk", chunk, 1)
-    chunk = min(chunk, seeds)
-    chunk = n_dev * math.ceil(chunk / n_dev)
+    chunk = seed_chunk(config.dynamics, seeds, chunk, devices)
     parts, compile_s, start = [], None, time.perf_counter()
     with Progress(seeds, f"flow ({config.dynamics})", enabled=progress) as bar:
         for lo in range(0, seeds, chunk):
@@ -441,7 +445,6 @@ __all__ = [
     "flow_sample",
     "independent_distinct_baseline",
     "offset_histogram",
-    "broadcast_lanes",
     "lane_map",
     "NoSelectionWarning",
     "no_selection_message",
@@ -449,7 +452,7 @@ __all__ = [
     "run_lanes",
     "run_flow",
     "sample_size",
+    "seed_chunk",
     "seed_keys",
     "sharded_seed_map",
-    "stack_lanes",
 ]

@@ -1,4 +1,4 @@
-"""The price of phase-uniformity: mean loss vs worst-phase loss over block-shared gates (issue 11).
+"""The price of phase-uniformity: mean loss vs worst-phase loss over block-shared gates.
 
 Over shared gates $p = \\mathrm{softmax}(b)$, $b \\in \\mathbb R^{H \\times 2 \\times S}$,
 with the exact

@@ -1,4 +1,4 @@
-"""Mitigations of periodic weak spots (issue 11): window, stride, uniform gates and coordination.
+"""Mitigations of periodic weak spots: window, stride, uniform gates and coordination.
 
 For each (stride S, window W) the table compares three kinds of block-shared gates on the same task:
 learned gates (the end of reduced gradient flows from many seeds), the best shared hard selection
@@ -20,7 +20,7 @@ from ..flow._config import FlowConfig
 from ..flow._solution import Status
 from ..model._gates import SharedGates, shared_gates_from_logits, uniform_gates
 from ..model._loss import phase_accuracy, phase_losses
-from ..model._task import Task, TheoryAssumptionWarning, quiet_task
+from ..model._task import Task, assumptions_silenced, quiet_task
 from ._flows import NoSelectionWarning, run_flow, selected_distinct_fraction
 
 # The paper's measurements on trained models (per-phase accuracy over query phases, in %).
@@ -205,8 +205,7 @@ def _row(task: Task, kind: str, measures: list[dict], **extra) -> dict:
 
 def default_runner(task: Task, config: FlowConfig, seeds: int) -> dict:
     """`run_flow`'s per-seed `final_biases`, `selected` and `status` (the shape the tables read)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TheoryAssumptionWarning)
+    with assumptions_silenced(), warnings.catch_warnings():
         # the tables show a cell without selected seeds as such
         warnings.simplefilter("ignore", NoSelectionWarning)
         ps = run_flow(task, config, seeds)["per_seed"]

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from ..internal._io import load_cached, store_cached
-from ..internal._lanes import padded_size, shard_lanes, stack_lanes
+from ..internal._lanes import pad_items, padded_size, shard_lanes, stack_lanes
 from ..internal._progress import Progress
 from ..model._task import Task, task_with
 from ..oracle._minimize import OracleMinimizer
@@ -115,9 +115,7 @@ def regime_map(
                 step = padded_size(1)
                 for lo in range(0, len(todo), step):
                     idx = todo[lo : lo + step]
-                    chunk = [tasks[i] for i in idx] + [tasks[idx[-1]]] * (
-                        step - len(idx)
-                    )
+                    chunk = pad_items([tasks[i] for i in idx], step)
                     fresh = exact_oracle_points(
                         shard_lanes(stack_lanes(chunk)),
                         shard_lanes(np.stack([key] * step)),

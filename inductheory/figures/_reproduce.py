@@ -240,7 +240,8 @@ def _make_in_workers(
 ) -> dict[str, dict]:
     """Figures computed by `jobs` worker processes, the longest (by the previous run) first, each
     in a fresh process: one process that compiles every figure's programs runs out of memory
-    mappings for generated code (LLVM "Cannot allocate memory" after ~25 min of a full run). The
+    mappings for generated code (LLVM "Cannot allocate memory"
+    during a full run). The
     workers report their starts and progress lines on a queue; this process prints them."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait

@@ -8,8 +8,6 @@ module (`_runs.flow_runs(...)`), so that tests can intercept them in one place.
 
 from __future__ import annotations
 
-import warnings
-
 import jax.numpy as jnp
 import numpy as np
 
@@ -18,7 +16,7 @@ from ..flow._config import FlowConfig
 from ..flow._solution import STATUSES
 from ..internal._io import cached
 from ..model._gates import shared_gates_from_logits
-from ..model._task import Task, TheoryAssumptionWarning, quiet_task
+from ..model._task import Task, assumptions_silenced, quiet_task
 
 _TIMING_KEYS = ("wall_s", "first_chunk_s_including_compile")
 
@@ -50,8 +48,7 @@ def flow_runs(
     }
 
     def compute():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", TheoryAssumptionWarning)
+        with assumptions_silenced():
             out = run_flow(task, config, seeds, seed=seed)
         ps = out["per_seed"]
         res = {

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..experiments._flows import flow_sample
 from ..flow._config import FlowConfig
+from ..model._gates import value_follows_key
 from ..model._geometry import make_geometry
 from ..model._task import welch_bound
 from ..oracle._minimize import OracleMinimizer
@@ -116,9 +117,7 @@ def compute(quick: bool, cache_dir) -> dict:
             np.asarray(flow["key_offsets"]),
             np.asarray(flow["value_offsets"]),
         )
-        flow_hard = (status == "selected") & np.all(
-            (keys >= 0) & (values == keys + 1), axis=1
-        )
+        flow_hard = (status == "selected") & value_follows_key(keys, values)
         records = point["contexts"]
         rows.append(
             {

@@ -11,7 +11,7 @@ from . import _runs, _style
 from ._figure import Figure
 
 SHAPE = dict(L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0)
-# the tail runs stop here (with Newton's root find, delta <= 3e-7 ends in solver errors)
+# The tail runs stop here (with Newton's root find, much smaller deltas end in solver errors).
 TAIL_DELTA = 1e-6
 FIT_WINDOW = (2e-6, 1e-4)  # 1 - p(t) fitted in (lo, hi]
 
@@ -257,20 +257,8 @@ def draw(data: dict):
     ax.set_title("escape from the uniform point: measured vs linearized")
     ax.legend(loc="upper left", fontsize=7)
     ax = axes[2]
-    rows = sorted(data["by_delta"], key=lambda r: r["delta"])
-    d = np.array([r["delta"] for r in rows])
-    med = np.array([r["median"] for r in rows])
-    err = np.array(
-        [[r["median"] - r["q25"] for r in rows], [r["q75"] - r["median"] for r in rows]]
-    )
-    ax.errorbar(
-        d,
-        med,
-        yerr=err,
-        fmt="o",
-        capsize=3,
-        color=_style.color(0),
-        label="median, quartiles over seeds",
+    rows, d, _ = _style.median_quartiles(
+        ax, data["by_delta"], "delta", fmt="o", label="median, quartiles over seeds"
     )
     Cd = np.array([r["median_C"] for r in rows])
     ax.loglog(d, Cd / d, "k--", lw=1.2, label="C/delta (tail prediction)")

@@ -91,20 +91,8 @@ def compute(quick: bool, cache_dir) -> dict:
 
 
 def _times(ax, rows, key):
-    rows = sorted(rows, key=lambda r: r[key])
-    x = np.array([r[key] for r in rows])
-    med = np.array([r["median"] for r in rows])
-    err = np.array(
-        [[r["median"] - r["q25"] for r in rows], [r["q75"] - r["median"] for r in rows]]
-    )
-    ax.errorbar(
-        x,
-        med,
-        yerr=err,
-        fmt="o-",
-        capsize=3,
-        color=_style.color(0),
-        label="median, quartiles",
+    _, x, med = _style.median_quartiles(
+        ax, rows, key, fmt="o-", label="median, quartiles"
     )
     _style.log_ticks(ax, x)
     ax.set_ylabel("time to delta-selection")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ from scipy.stats import spearmanr
 from ..experiments._flows import independent_distinct_baseline
 from ..experiments._sweep import sweep
 from ..internal._io import cached
-from ..model._task import TheoryAssumptionWarning
+from ..model._task import assumptions_silenced
 from ..toy._toy import ToyConfig, split_advantage
 from . import _runs, _style
 from ._figure import Figure
@@ -59,8 +58,7 @@ def _wilson(k, n, z=1.96):
 
 
 def _toy_D(beta, K):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TheoryAssumptionWarning)
+    with assumptions_silenced():
         return (
             float(
                 split_advantage(ToyConfig(beta=float(beta), gamma=1.0, L=L, K=float(K)))
@@ -94,8 +92,7 @@ def compute(quick: bool, cache_dir) -> dict:
     }
 
     def run():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", TheoryAssumptionWarning)
+        with assumptions_silenced():
             # resumable blocks next to the cache entry (an interrupted full run restarts
             # where it stopped)
             tag = hashlib.sha256(

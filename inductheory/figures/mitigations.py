@@ -1,5 +1,4 @@
-"""Mitigations (issue 11): window, stride, uniform gates and coordination, beside the
-paper's numbers."""
+"""Mitigations: window, stride, uniform gates and coordination, beside the paper's numbers."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from ..experiments._frontier import (
     uniformity_frontier,
 )
 from ..internal._io import cached
-from ..model._gates import hard_selection, uniform_gates
+from ..model._gates import hard_selection, selectable_offsets, uniform_gates
 from . import _runs, _style
 from ._figure import Figure
 
@@ -122,7 +122,7 @@ def compute(quick: bool, cache_dir) -> dict:
             )
         u_mean, u_worst = mean_and_worst(task, uniform_gates(H, S))
         vertices = []
-        for offsets in itertools.product(range(S - 1), repeat=H):
+        for offsets in itertools.product(range(selectable_offsets(S)), repeat=H):
             if list(offsets) == sorted(offsets):  # heads are interchangeable
                 m, w = mean_and_worst(task, hard_selection(S, np.asarray(offsets)))
                 vertices.append({"offsets": list(offsets), "mean": m, "worst": w})

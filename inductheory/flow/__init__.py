@@ -52,25 +52,13 @@ from ._init import (
     project_to_mean as project_to_mean,
 )
 from ._integrate import (
-    full_statistics as full_statistics,
-)
-from ._integrate import (
     full_vector_field as full_vector_field,
 )
 from ._integrate import (
     integrate as integrate,
 )
 from ._integrate import (
-    reduced_loss as reduced_loss,
-)
-from ._integrate import (
-    reduced_statistics as reduced_statistics,
-)
-from ._integrate import (
     reduced_vector_field as reduced_vector_field,
-)
-from ._integrate import (
-    sample_loss as sample_loss,
 )
 from ._integrate import (
     solve_full as solve_full,

@@ -34,20 +34,7 @@ SAMPLES = ("balanced", "iid")
 INITS = ("ball", "projected")
 # How the selection Event locates its time (tolerances in `integrate`).
 ROOT_FINDERS = {"newton": optx.Newton, "bisection": optx.Bisection}
-# Fields that set a program (static) and fields that flow through it (0-d arrays, traced).
-STATIC_FIELDS = (
-    "dynamics",
-    "solver",
-    "max_steps",
-    "M",
-    "sample",
-    "init",
-    "batch_size",
-    "n_save",
-    "tied",
-    "objective",
-    "root_finder",
-)
+# Fields that flow through a program (0-d arrays, traced); the others set it (static).
 TRACED_FIELDS = (
     "rho",
     "delta",
@@ -101,8 +88,8 @@ class FlowConfig(eqx.Module):
       or None (none).
     - `root_finder`: how the selection time is located inside the solver step where the margin
       changes sign: `"newton"` (default) or `"bisection"`. Newton can stall in the margin's rounding
-      noise when its slope is tiny (small delta, late selection: every seed at delta <= 3e-7 with
-      L8 S4 H2 N4096 beta4, selecting near t = 1e7) and end in a `solver_error`; bisection does not.
+      noise when its slope is tiny (small delta, late selection) and end in a `solver_error`;
+      bisection does not.
 
     Raises `ValueError` naming the parameter and its constraint; warns with
     `TheoryAssumptionWarning` when rho >= 1 (Theorem 2 needs a small init).

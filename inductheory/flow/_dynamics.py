@@ -27,7 +27,6 @@ from jaxtyping import Array, Float, Int, PyTree
 
 from ..model._gates import (
     LinearGates,
-    first_offset,
     selected_offsets,
     shared_gates_from_logits,
 )
@@ -59,20 +58,15 @@ def concentration_margin(
 
 
 def head_selection(
-    worst: Float[Array, "heads 2 offsets"], delta
+    worst: Float[Array, "heads 2 offsets"], delta, tied: bool = False
 ) -> Int[Array, " heads"]:
     """The offset r each head delta-selects uniformly (worst-case masses), or -1.
 
     Selection at r: $\\min p^K(r) \\ge 1 - \\delta$ and $\\min p^V(r + 1) \\ge 1 - \\delta$,
-    minima over
-    the windows (same rule as `selected_offsets`).
+    minima over the windows; tied: $\\min p^K(r) \\ge 1 - \\delta$ (the rule of
+    `selected_offsets`).
     """
-    return selected_offsets(worst[:, 0], worst[:, 1], delta)
-
-
-def branch_offsets(worst: Float[Array, "heads offsets"], delta) -> Int[Array, " heads"]:
-    """Per head, the first offset whose worst-case mass in one branch is >= 1 - delta, or -1."""
-    return first_offset(worst >= 1 - delta)
+    return selected_offsets(worst[:, 0], worst[:, 1], delta, tied)
 
 
 def selection_margin(worst: Float[Array, "heads 2 offsets"], delta) -> Float[Array, ""]:
@@ -137,12 +131,9 @@ class AbstractDynamics(eqx.Module):
         return selection_margin(self.worst_masses(y), delta)
 
     def selected(self, y: PyTree, delta) -> Int[Array, " heads"]:
-        """`head_selection` of the state: the offset each head delta-selects, or -1 (tied:
-        the offset
-        its gate concentrates on)."""
-        if self.tied:
-            return branch_offsets(self.worst_masses(y)[:, 0], delta)
-        return head_selection(self.worst_masses(y), delta)
+        """`head_selection` of the state: the offset each head delta-selects, or -1 (tied: the
+        offset its gate concentrates on)."""
+        return head_selection(self.worst_masses(y), delta, self.tied)
 
     def parameters(self, y: PyTree) -> PyTree:
         """The parameters the gates are computed from: `y`, or `tie(y)` for tied gates."""
@@ -315,7 +306,6 @@ __all__ = [
     "AbstractDynamics",
     "FullDynamics",
     "ReducedDynamics",
-    "branch_offsets",
     "concentration_margin",
     "head_selection",
     "sample_gates",

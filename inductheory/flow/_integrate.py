@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
+from ..model._gates import concentrated_offsets
 from ..model._geometry import Geometry
 from ..model._task import Task
 from ._config import ROOT_FINDERS, SOLVERS, FlowConfig
@@ -21,7 +22,6 @@ from ._dynamics import (
     AbstractDynamics,
     FullDynamics,
     ReducedDynamics,
-    branch_offsets,
     head_selection,
 )
 from ._solution import FlowSolution, Status
@@ -109,8 +109,8 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
         final=final,
         t_final=t_end,
         state=y_end,
-        key_offsets=branch_offsets(worst[:, 0], delta),
-        value_offsets=branch_offsets(worst[:, 1], delta),
+        key_offsets=concentrated_offsets(worst[:, 0], delta),
+        value_offsets=concentrated_offsets(worst[:, 1], delta),
         selected=head_selection(worst, delta),
         status=status,
         num_steps=sol.stats["num_steps"],
@@ -161,12 +161,7 @@ def solve_full(
     )
 
 
-# The same quantities as plain functions of the math's arguments.
-
-
-def reduced_loss(task: Task, b: Float[Array, "heads 2 offsets"]) -> Float[Array, ""]:
-    """$\\bar L(b)$ = `population_loss(task, shared_gates_from_logits(b))`."""
-    return ReducedDynamics(task).loss(b)
+# The vector fields as plain functions of the math's arguments.
 
 
 def reduced_vector_field(
@@ -177,19 +172,6 @@ def reduced_vector_field(
     return ReducedDynamics(task).vector_field(b)
 
 
-def reduced_statistics(task: Task, b: Float[Array, "heads 2 offsets"]) -> dict:
-    """Saved statistics of the reduced flow (`ReducedDynamics.statistics`)."""
-    return ReducedDynamics(task).statistics(b)
-
-
-def sample_loss(
-    task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None
-) -> Float[Array, ""]:
-    """$\\hat L(c)$ = `monte_carlo_loss` of `LinearGates(c)` on the fixed sample
-    (`FullDynamics.loss`)."""
-    return FullDynamics(task, geometry, contexts, batch_size).loss(c)
-
-
 def full_vector_field(
     task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None
 ):
@@ -197,21 +179,10 @@ def full_vector_field(
     return FullDynamics(task, geometry, contexts, batch_size).vector_field(c)
 
 
-def full_statistics(
-    task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None
-) -> dict:
-    """Saved statistics of the full flow over the sample's windows (`FullDynamics.statistics`)."""
-    return FullDynamics(task, geometry, contexts, batch_size).statistics(c)
-
-
 __all__ = [
-    "full_statistics",
     "full_vector_field",
     "integrate",
-    "reduced_loss",
-    "reduced_statistics",
     "reduced_vector_field",
-    "sample_loss",
     "solve_full",
     "solve_reduced",
 ]

@@ -7,7 +7,7 @@ import operator
 import os
 import warnings
 
-# each device starts its own threads: XLA aborts (no Python error) past the thread limit
+# Each device starts its own threads: XLA aborts (no Python error) past the thread limit.
 MAX_CPU_DEVICES = 256
 
 
@@ -16,9 +16,8 @@ def use_cpu_devices(count: int | None = None) -> int:
 
     Sweeps and batched flows shard their lanes over the local devices (`sweep`, `run_flow`); on a
     CPU, jax makes one device by default, and the small operations of a batched flow then keep
-    one core busy. With one device per core the lanes run side by side: on 2 cores a 64-point x
-    256-seed reduced-flow sweep took 23.0 s instead of 24.2 s in one run of
-    `benchmarks/bench_sweep.py` and 26 s instead of 31 s in another (compile included).
+    one core busy. With one device per core the lanes run side by side (`benchmarks/bench_sweep.py`
+    times both; docs/cli.md reports its timings).
 
     The lanes of each device are batched separately, so results may differ from a one-device run
     in the last digits (relative 1e-10 in flow times); offsets, statuses and step counts agree.

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ._version import __version__
+
 
 def _to_jsonable(obj):
     if isinstance(obj, dict):
@@ -104,18 +106,13 @@ def parameter_key(params: dict) -> str:
 def library_version() -> str:
     """The version of the inductheory code that computes results (part of every cache key).
 
-    Read lazily from the imported package (no import cycle: `_io` is imported while the package
-    initializes), falling back to the installed distribution's metadata.
+    `inductheory.__version__` (read lazily: `_io` is imported while the package initializes), or
+    `internal._version.__version__` before the package is imported; both are that one string.
+
+    **Example:** `library_version() == inductheory.__version__`.
     """
     version = getattr(sys.modules.get("inductheory"), "__version__", None)
-    if version is None:
-        try:
-            from importlib.metadata import version as dist_version
-
-            version = dist_version("inductheory")
-        except Exception:  # not installed: still a valid key, just not versioned
-            version = "unknown"
-    return str(version)
+    return str(__version__ if version is None else version)
 
 
 def default_cache_dir() -> Path:

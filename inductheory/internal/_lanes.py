@@ -31,28 +31,70 @@ def stack_lanes(trees: list):
     return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *trees)
 
 
+# The one name of the lane axis of every device mesh (sweeps, regime maps, flows).
+LANE_AXIS = "lanes"
+
+
+def lane_mesh(devices=None):
+    """The 1-d device `Mesh` whose axis `LANE_AXIS` lanes are split along (default: all local
+    devices).
+
+    **Example:** `NamedSharding(lane_mesh(), PartitionSpec(LANE_AXIS))` splits the leading axis.
+    """
+    from jax.sharding import Mesh
+
+    devices = list(jax.devices() if devices is None else devices)
+    return Mesh(np.asarray(devices), (LANE_AXIS,))
+
+
 def shard_lanes(tree, devices=None):
     """Place the leading (lane) axis of every array leaf across `devices` (default: all local ones).
 
     Computation follows data: a jitted, vmapped function of sharded lanes is split by XLA across the
     devices, each computing its own lanes. The lane count must be a multiple of the device count
-    (pad first); with one device the tree is returned unchanged.
+    (pad first, `padded_size`); with one device the tree is returned unchanged.
     """
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    from jax.sharding import NamedSharding, PartitionSpec
 
     devices = list(jax.devices() if devices is None else devices)
     if len(devices) == 1:
         return tree
-    sharding = NamedSharding(
-        Mesh(np.asarray(devices), ("lanes",)), PartitionSpec("lanes")
-    )
+    sharding = NamedSharding(lane_mesh(devices), PartitionSpec(LANE_AXIS))
     return jax.device_put(tree, sharding)
 
 
 def padded_size(n: int, devices=None) -> int:
-    """n rounded up to a multiple of the number of devices."""
+    """n rounded up to a multiple of the number of devices (default: all local devices).
+
+    **Example:** with 4 devices `padded_size(5) == 8`; with one, `padded_size(5) == 5`.
+    """
     k = len(jax.devices() if devices is None else devices)
     return k * -(-n // k)
+
+
+def pad_lanes(tree, size: int):
+    """Every array leaf of `tree` padded along its leading (lane) axis to `size` lanes by
+    repeating its last lane (the padding's results are dropped; see `padded_size`).
+
+    **Example:** `pad_lanes(np.arange(3), 4)` is `[0, 1, 2, 2]`.
+    """
+    return jax.tree.map(
+        lambda x: (
+            np.concatenate([x, np.repeat(x[-1:], size - x.shape[0], 0)])
+            if size > x.shape[0]
+            else x
+        ),
+        tree,
+    )
+
+
+def pad_items(items: list, size: int) -> list:
+    """A list of configurations padded to `size` with copies of its last one (before
+    `stack_lanes`).
+
+    **Example:** `pad_items([a, b], 4) == [a, b, b, b]`.
+    """
+    return items + [items[-1]] * (size - len(items))
 
 
 def lane(tree, i: int):
@@ -60,4 +102,14 @@ def lane(tree, i: int):
     return jax.tree.map(lambda x: x[i], tree)
 
 
-__all__ = ["broadcast_lanes", "lane", "padded_size", "shard_lanes", "stack_lanes"]
+__all__ = [
+    "LANE_AXIS",
+    "broadcast_lanes",
+    "lane",
+    "lane_mesh",
+    "pad_items",
+    "pad_lanes",
+    "padded_size",
+    "shard_lanes",
+    "stack_lanes",
+]

@@ -35,6 +35,9 @@ from ._gates import (
     SharedGates as SharedGates,
 )
 from ._gates import (
+    concentrated_offsets as concentrated_offsets,
+)
+from ._gates import (
     distinct_within_blocks as distinct_within_blocks,
 )
 from ._gates import (
@@ -189,6 +192,9 @@ from ._task import (
 )
 from ._task import (
     TheoryAssumptionWarning as TheoryAssumptionWarning,
+)
+from ._task import (
+    assumptions_silenced as assumptions_silenced,
 )
 from ._task import (
     quiet_task as quiet_task,

@@ -250,23 +250,45 @@ def selected_offsets(
     key: Float[Array, "*batch offsets"],
     value: Float[Array, "*batch offsets"],
     delta: float,
+    tied: bool = False,
 ) -> Int[Array, "*batch"]:
-    """The offset r a gate pair delta-selects, or -1.
+    """The offset r a gate pair delta-selects, or -1: the one selection rule.
 
-    A pair selects r when $p^K(r) \\ge 1 - \\delta$ and $p^V(r+1) \\ge 1 - \\delta$ (r <= W-2). For
-    delta < 1/2 at most one r qualifies.
+    A pair selects r when $p^K(r) \\ge 1 - \\delta$ and $p^V(r+1) \\ge 1 - \\delta$ (r <= W-2).
+    A tied gate ($p^K = p^V$: key at r with value at r + 1 is impossible) selects the offset r
+    where $p^K(r) \\ge 1 - \\delta$ (`concentrated_offsets` of the key). For delta < 1/2 at most
+    one r qualifies.
 
     **Arguments:**
     - `key`, `value`: gate probabilities, any leading shape.
     - `delta`: tolerance in (0, 1/2).
+    - `tied`: read the gates as tied (`value` is then not used).
 
     **Returns:** int array of the leading shape, -1 where no offset is selected.
+
+    ```python
+    g = hard_selection(4, [2, 0])
+    selected_offsets(g.key, g.value, 1e-3)  # [2, 0]
+    selected_offsets(g.key, g.key, 1e-3, tied=True)  # [2, 0]
+    ```
     """
     if (
         not isinstance(delta, jax.core.Tracer) and not 0 < float(delta) < 0.5
     ):  # traced: validated upstream
         raise ValueError(f"delta must lie in (0, 1/2), got {delta}")
+    if tied:
+        return concentrated_offsets(key, delta)
     return first_offset((key[..., :-1] >= 1 - delta) & (value[..., 1:] >= 1 - delta))
+
+
+def concentrated_offsets(
+    p: Float[Array, "*batch offsets"], delta
+) -> Int[Array, "*batch"]:
+    """The first offset where one gate holds mass >= 1 - delta, or -1 (one branch read alone).
+
+    **Example:** `concentrated_offsets(jnp.eye(3), 0.1)` is `[0, 1, 2]`.
+    """
+    return first_offset(p >= 1 - delta)
 
 
 def first_offset(ok: Bool[Array, "*batch offsets"]) -> Int[Array, "*batch"]:

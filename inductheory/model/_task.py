@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import warnings
@@ -303,20 +304,36 @@ class Task(eqx.Module):
             )
 
 
+@contextlib.contextmanager
+def assumptions_silenced():
+    """A block in which `TheoryAssumptionWarning` is ignored (runs that leave the theorems'
+    assumptions on purpose); every other warning is kept. Invalid settings still raise.
+
+    ```python
+    with assumptions_silenced():
+        task = Task(L=8, S=4, H=2, N=4096, beta=4.0, queries="all")
+    ```
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TheoryAssumptionWarning)
+        yield
+
+
 def quiet_task(**params) -> Task:
     """A `Task` built with `TheoryAssumptionWarning` silenced (sweeps that leave the regime
     on purpose).
 
     Invalid settings still raise `ValueError`.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TheoryAssumptionWarning)
+    with assumptions_silenced():
         return Task(**params)
 
 
 def task_with(task: Task, **changes) -> Task:
-    """`task` with some parameters changed, assumption warnings silenced (the caller chose them).
+    """`task` with some parameters changed (`Task.replace`), assumption warnings silenced (the
+    caller chose them).
 
     **Example:** `task_with(Task(N=64), N=128, beta=2.0)`.
     """
-    return quiet_task(**{**task.to_dict(), **changes})
+    with assumptions_silenced():
+        return task.replace(**changes)

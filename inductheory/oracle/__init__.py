@@ -28,9 +28,6 @@ from ._minimize import (
     context_geometry as context_geometry,
 )
 from ._minimize import (
-    hard_offsets as hard_offsets,
-)
-from ._minimize import (
     minimize_oracle as minimize_oracle,
 )
 from ._minimize import (
@@ -56,9 +53,6 @@ from ._vertices import (
 )
 from ._vertices import (
     n_block_multisets as n_block_multisets,
-)
-from ._vertices import (
-    vertex_choices as vertex_choices,
 )
 from ._vertices import (
     vertex_gates as vertex_gates,

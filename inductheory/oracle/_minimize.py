@@ -20,7 +20,6 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from ..model._gates import (
     OracleGates,
     distinct_within_blocks,
-    first_offset,
     selected_offsets,
 )
 from ..model._geometry import DenseGeometry, ExactGeometry, Geometry
@@ -241,7 +240,7 @@ def _projected_gradient(f, p, steps: int):
         c = project_simplex(p - t * g)
         fc = f(c)
         ok = fc <= fp + 1e-4 * jnp.sum(g * (c - p))
-        fc_new, g_new = value_and_grad(jnp.where(ok, c, p))
+        _, g_new = value_and_grad(jnp.where(ok, c, p))
         return (
             jnp.where(ok, c, p),
             jnp.where(ok, fc, fp),
@@ -320,14 +319,6 @@ def starts(
     return jnp.concatenate([z, jnp.log(p)], axis=0)
 
 
-def hard_offsets(key, value, delta, tied: bool = False):
-    """`selected_offsets` (key at r, value at r + 1), or for tied gates the offset holding key
-    mass >= 1 - delta; -1 where none."""
-    if tied:
-        return first_offset(key >= 1 - delta)
-    return selected_offsets(key, value, delta)
-
-
 def classify(
     gates: OracleGates, delta: float, tied: bool = False
 ) -> tuple[np.ndarray, bool, bool]:
@@ -336,13 +327,13 @@ def classify(
     **Arguments:**
     - `gates`: `OracleGates` (H, L, W).
     - `delta`: tolerance of `selected_offsets`.
-    - `tied`: classify tied gates (`hard_offsets`).
+    - `tied`: classify tied gates (`selected_offsets` with `tied`).
 
     **Returns:** `(offsets, hard, distinct)`: the selected offset per head and block (H, L; -1
     where none), whether every head and block selects, and whether moreover the heads' offsets
     are distinct within every block (`distinct_within_blocks`).
     """
-    offsets = np.asarray(hard_offsets(gates.key, gates.value, delta, tied))
+    offsets = np.asarray(selected_offsets(gates.key, gates.value, delta, tied))
     hard = bool(np.all(offsets >= 0))
     return offsets, hard, bool(distinct_within_blocks(jnp.asarray(offsets)))
 
@@ -395,7 +386,7 @@ def oracle_result(p, values, fw, config: OracleMinimizer) -> OracleResult:
     offsets, hard, distinct = classify(gates, config.delta, config.tied)
     start_hard = np.asarray(
         jnp.all(
-            hard_offsets(p[:, 0], p[:, -1], config.delta, config.tied) >= 0,
+            selected_offsets(p[:, 0], p[:, -1], config.delta, config.tied) >= 0,
             axis=(-2, -1),
         )
     )

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ..model._gates import OracleGates
+from ..model._gates import OracleGates, selectable_offsets
 from ..model._geometry import ExactGeometry, Geometry
 from ..model._loss import context_loss
 from ..model._task import Task
@@ -56,17 +56,12 @@ def vertex_gates(
     return OracleGates(key=eye[offsets], value=eye[offsets if tied else offsets + 1])
 
 
-def vertex_choices(W: int, tied: bool = False) -> int:
-    """Hard choices per head and entry: W - 1 offsets r (value at r + 1), or W for tied gates."""
-    return W if tied else W - 1
-
-
 def all_vertex_configs(
     H: int, L: int, W: int, tied: bool = False
 ) -> Int[np.ndarray, "configs heads blocks"]:
-    """Every vertex configuration, $c^{HL}$ of them with c = `vertex_choices(W, tied)`, as
+    """Every vertex configuration, $c^{HL}$ of them with c = `selectable_offsets(W, tied)`, as
     (n, H, L)."""
-    c = vertex_choices(W, tied)
+    c = selectable_offsets(W, tied)
     n = c ** (H * L)
     if n > MAX_VERTICES:
         raise ValueError(
@@ -77,10 +72,10 @@ def all_vertex_configs(
 
 
 def n_block_multisets(H: int, L: int, W: int, tied: bool = False) -> int:
-    """$\\binom{c^H + L - 1}{L}$, c = `vertex_choices(W, tied)`: configurations up to a
+    """$\\binom{c^H + L - 1}{L}$, c = `selectable_offsets(W, tied)`: configurations up to a
     permutation of
     the blocks."""
-    return math.comb(vertex_choices(W, tied) ** H + L - 1, L)
+    return math.comb(selectable_offsets(W, tied) ** H + L - 1, L)
 
 
 def block_multiset_configs(
@@ -94,7 +89,7 @@ def block_multiset_configs(
     n = n_block_multisets(H, L, W, tied)
     if n > MAX_VERTICES:
         raise ValueError(f"{n} block multisets exceed the limit {MAX_VERTICES}")
-    c = vertex_choices(W, tied)
+    c = selectable_offsets(W, tied)
     C = c**H
     types = np.stack(np.unravel_index(np.arange(C), (c,) * H), axis=-1)  # (C, H)
     combos = np.fromiter(

@@ -99,11 +99,6 @@ def _ell1(m, K):
     return -jax.nn.sigmoid(jnp.log(K) - m)
 
 
-def _ell2(m, K):
-    x = jnp.log(K) - m
-    return jax.nn.sigmoid(x) * jax.nn.sigmoid(-x)
-
-
 def _log_ell2(m, K):
     # log l''(m) = log sigma(x) + log sigma(-x), x = log K - m: finite where l'' underflows to 0
     x = jnp.log(K) - m
