@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from ..model._geometry import Geometry
+from ..model._geometry import AbstractGeometry
 from ..model._task import Task
 from ._config import ROOT_FINDERS, SOLVERS, FlowConfig
 from ._dynamics import (
@@ -45,7 +45,8 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
 
     ```python
     task = Task(L=8, S=4, H=2, N=4096, beta=4.0)
-    sol = integrate(ReducedDynamics(task), initial_biases(jax.random.key(0), task, 0.1), FlowConfig())
+    b0 = initial_biases(jax.random.key(0), task, 0.1)
+    sol = integrate(ReducedDynamics(task), b0, FlowConfig())
     sol.selected, Status(int(sol.status)).label
     ```
     """
@@ -140,7 +141,7 @@ def solve_reduced(
 def solve_full(
     task: Task,
     config: FlowConfig,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     contexts: Int[Array, "contexts blocks offsets"],
     c0: Float[Array, "heads 2 offsets dim"],
 ) -> FlowSolution:
@@ -182,7 +183,7 @@ def reduced_statistics(task: Task, b: Float[Array, "heads 2 offsets"]) -> dict:
 
 
 def sample_loss(
-    task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None
+    task: Task, geometry: AbstractGeometry, contexts, c, batch_size: int | None = None
 ) -> Float[Array, ""]:
     """$\\hat L(c)$ = `monte_carlo_loss` of `LinearGates(c)` on the fixed sample
     (`FullDynamics.loss`)."""
@@ -190,14 +191,14 @@ def sample_loss(
 
 
 def full_vector_field(
-    task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None
+    task: Task, geometry: AbstractGeometry, contexts, c, batch_size: int | None = None
 ):
     """$\\dot c = -\\nabla_c \\hat L(c)$ for the linear class on a fixed sample (`FullDynamics`)."""
     return FullDynamics(task, geometry, contexts, batch_size).vector_field(c)
 
 
 def full_statistics(
-    task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None
+    task: Task, geometry: AbstractGeometry, contexts, c, batch_size: int | None = None
 ) -> dict:
     """Saved statistics of the full flow over the sample's windows (`FullDynamics.statistics`)."""
     return FullDynamics(task, geometry, contexts, batch_size).statistics(c)
