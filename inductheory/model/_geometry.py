@@ -3,8 +3,12 @@
 `AbstractGeometry` is the contract the losses, the oracle and the flows program against;
 `ExactGeometry` and `DenseGeometry` are its two final implementations (the equinox abstract/final
 pattern: abstract classes hold only abstract members and shared concrete methods, final classes
-implement them and are never subclassed). Where the code paths differ (structured gathers against
-an explicit embedding matrix), the geometry's own method decides, not an `isinstance` check.
+implement them and are never subclassed). Where the code paths differ (structured gathers or an
+explicit embedding matrix), the geometry's own method decides, not an `isinstance` check.
+
+Equinox 0.13 accepts the class keyword `strict=True` only as a legacy no-op, so the pattern is not
+enforced at class creation; tests/test_abstract_final.py checks it for every gate class, dynamics
+and geometry of the package.
 """
 
 # No `from __future__ import annotations` here: equinox reads the `AbstractVar` annotations when
@@ -129,6 +133,7 @@ class ExactGeometry(AbstractGeometry):
 
     @property
     def eps(self) -> float:
+        """Realized error: 0 (the Gram matrix is exact)."""
         return 0.0
 
     def offset_scores(
@@ -213,10 +218,12 @@ class DenseGeometry(AbstractGeometry):
 
     @property
     def N(self) -> int:
+        """Vocabulary size: the rows of the embedding matrix."""
         return self.embeddings.shape[0]
 
     @property
     def dim(self) -> int:
+        """Embedding dimension d: the columns of the embedding matrix."""
         return self.embeddings.shape[1]
 
     def offset_scores(
