@@ -129,11 +129,25 @@ def test_same_seed_same_numbers(reduced_run):
     )
 
 
-class _NaNField(it.flow.ReducedDynamics):
-    """The reduced dynamics with a vector field that is NaN everywhere."""
+class _NaNField(it.flow.AbstractDynamics):
+    """The reduced dynamics with a vector field that is NaN everywhere (wrapped: the concrete
+    dynamics are final)."""
+
+    reduced: it.flow.ReducedDynamics
+    tied = False  # class attributes: constants here, not fields
+    objective = None
+
+    def __init__(self, task):
+        self.reduced = it.flow.ReducedDynamics(task)
 
     def vector_field(self, b):
         return b * jnp.nan
+
+    def statistics(self, b):
+        return self.reduced.statistics(b)
+
+    def worst_masses(self, b):
+        return self.reduced.worst_masses(b)
 
 
 def _statuses(task, config, b0, dynamics=it.flow.ReducedDynamics):

@@ -59,6 +59,13 @@ class TiedSharedGates(it.model.AbstractGates):
     def parameter_shape(self):
         return tuple(self.p.shape)
 
+    @property
+    def n_offsets(self):
+        return self.p.shape[-1]
+
+    def symmetric_reduction(self, geometry=None):
+        return None
+
 
 def test_a_new_gate_class_works_with_the_general_losses():
     p = jax.nn.softmax(jax.random.normal(jax.random.key(2), (2, 3)), axis=-1)

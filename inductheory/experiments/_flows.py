@@ -11,7 +11,6 @@ import functools
 import math
 import time
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,7 +38,7 @@ from ..model._gates import (
     selectable_offsets,
     value_follows_key,
 )
-from ..model._geometry import ExactGeometry, make_geometry
+from ..model._geometry import make_geometry
 from ..model._task import Task, _require_int
 
 # Statuses that are failures (not merely unfinished by t_max).
@@ -106,10 +105,8 @@ def one_lane(task: Task, config: FlowConfig, key_data, shared) -> dict:
             task, config, initial_biases(key, task, config.rho, config.tied)
         ).to_dict()
     geometry, contexts = shared
-    if isinstance(geometry, ExactGeometry):
-        geometry = eqx.tree_at(
-            lambda g: g.kappa, geometry, task.kappa
-        )  # kappa is traced per lane
+    # an exact geometry takes the lane's traced kappa
+    geometry = geometry.for_task(task)
     c0 = initial_gate_vectors(key, task, geometry, config.rho, config.tied)
     if config.init == "projected":
         c0 = project_to_mean(c0, geometry)

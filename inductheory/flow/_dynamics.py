@@ -16,9 +16,11 @@ selection asks for key mass >= 1 - delta on one offset (key at r with value at r
   `monte_carlo_loss` of `LinearGates(c)` on a fixed sample of contexts (every query enumerated).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: equinox reads the `AbstractVar` annotations when
+# the class is created and does not accept them as strings.
 
 import abc
+from typing import final
 
 import equinox as eqx
 import jax
@@ -30,7 +32,7 @@ from ..model._gates import (
     selected_offsets,
     shared_gates_from_logits,
 )
-from ..model._geometry import Geometry
+from ..model._geometry import AbstractGeometry
 from ..model._loss import (
     monte_carlo_loss,
     monte_carlo_phase_losses,
@@ -81,7 +83,7 @@ def selection_margin(worst: Float[Array, "heads 2 offsets"], delta) -> Float[Arr
 
 
 def sample_gates(
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     contexts: Int[Array, "contexts blocks offsets"],
     c: Float[Array, "heads 2 offsets dim"],
     batch_size: int | None = None,
@@ -105,8 +107,17 @@ class AbstractDynamics(eqx.Module):
 
     Subclasses implement `vector_field(y)`, `statistics(y)` (a dict of arrays saved along the
     trajectory; must hold `loss`) and `worst_masses(y)` (shape (H, 2, S): the smallest gate mass of
-    each head, branch and offset over all windows, which drives selection).
+    each head, branch and offset over all windows, which drives selection), and hold the fields
+    `tied` (static: one gate per head for both branches) and `objective` (an `Objective` to descend
+    instead of the loss, or None). The selection read-outs (`margin`, `selected`) and the tied
+    parametrization (`parameters`, `tied_field`) are shared and never overridden.
+
+    Abstract/final pattern: every field and `__init__` live in the final subclass, which is never
+    subclassed itself (to change one method, wrap a dynamics instead).
     """
+
+    tied: eqx.AbstractVar[bool]
+    objective: eqx.AbstractVar[Objective | None]
 
     @abc.abstractmethod
     def vector_field(self, y: PyTree) -> PyTree:
@@ -119,9 +130,6 @@ class AbstractDynamics(eqx.Module):
     @abc.abstractmethod
     def worst_masses(self, y: PyTree) -> Float[Array, "heads 2 offsets"]:
         """Minimum gate masses over windows."""
-
-    tied: bool = eqx.field(static=True, default=False, kw_only=True)
-    objective: Objective | None = eqx.field(default=None, kw_only=True)
 
     def margin(self, y: PyTree, delta) -> Float[Array, ""]:
         """`selection_margin` of the state: >= 0 exactly when every head delta-selects (tied: when
@@ -144,6 +152,7 @@ class AbstractDynamics(eqx.Module):
         return tie(dy) if self.tied else dy
 
 
+@final
 class ReducedDynamics(AbstractDynamics):
     """The exact flow on span(m): $\\dot b = -(\\kappa + 1/N) \\nabla_b \\bar L(b)$
     (docs/theory.md §6).
@@ -165,6 +174,9 @@ class ReducedDynamics(AbstractDynamics):
     ```
     """
 
+    # declared first (keyword-only) so that the pytree keeps the order (tied, objective, ...)
+    tied: bool = eqx.field(static=True, default=False, kw_only=True)
+    objective: Objective | None = eqx.field(default=None, kw_only=True)
     task: Task
 
     def loss(self, b: Float[Array, "heads 2 offsets"]) -> Float[Array, ""]:
@@ -212,6 +224,7 @@ def _windows(
     return jnp.moveaxis(p, 3, 1).reshape(M * L, H, 2, W)
 
 
+@final
 class FullDynamics(AbstractDynamics):
     """$\\dot c = -\\nabla_c \\hat L(c)$ for the linear class on a fixed sample of contexts.
 
@@ -227,8 +240,11 @@ class FullDynamics(AbstractDynamics):
     - `objective`: an `Objective` to descend instead of the loss (keyword; None: the loss).
     """
 
+    # declared first (keyword-only) so that the pytree keeps the order (tied, objective, ...)
+    tied: bool = eqx.field(static=True, default=False, kw_only=True)
+    objective: Objective | None = eqx.field(default=None, kw_only=True)
     task: Task
-    geometry: Geometry
+    geometry: AbstractGeometry
     contexts: Int[Array, "contexts blocks offsets"]
     batch_size: int | None = eqx.field(static=True, default=None)
 

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ..model._geometry import Geometry
+from ..model._geometry import AbstractGeometry
 from ..model._task import Task
 
 
@@ -132,7 +132,11 @@ def initial_biases(
 
 
 def initial_gate_vectors(
-    key: PRNGKeyArray, task: Task, geometry: Geometry, rho: float, tied: bool = False
+    key: PRNGKeyArray,
+    task: Task,
+    geometry: AbstractGeometry,
+    rho: float,
+    tied: bool = False,
 ) -> Float[Array, "heads 2 offsets dim"]:
     """The ball-uniform c(0) of the linear class, shape (H, 2, W, d) with d = `geometry.dim` (tied:
     uniform in the ball of the key half, the value half a copy)."""
@@ -141,7 +145,7 @@ def initial_gate_vectors(
 
 
 def project_to_mean(
-    c: Float[Array, "*batch dim"], geometry: Geometry
+    c: Float[Array, "*batch dim"], geometry: AbstractGeometry
 ) -> Float[Array, "*batch dim"]:
     """Orthogonal projection of each vector $c^B_{h,r}$ on span(m): $(\\langle c, m \\rangle
     / |m|^2) m$.

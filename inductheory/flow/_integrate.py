@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ..model._gates import concentrated_offsets
-from ..model._geometry import Geometry
+from ..model._geometry import AbstractGeometry
 from ..model._task import Task
 from ._config import ROOT_FINDERS, SOLVERS, FlowConfig
 from ._dynamics import (
@@ -141,7 +141,7 @@ def solve_reduced(
 def solve_full(
     task: Task,
     config: FlowConfig,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     contexts: Int[Array, "contexts blocks offsets"],
     c0: Float[Array, "heads 2 offsets dim"],
 ) -> FlowSolution:
@@ -173,7 +173,7 @@ def reduced_vector_field(
 
 
 def full_vector_field(
-    task: Task, geometry: Geometry, contexts, c, batch_size: int | None = None
+    task: Task, geometry: AbstractGeometry, contexts, c, batch_size: int | None = None
 ):
     """$\\dot c = -\\nabla_c \\hat L(c)$ for the linear class on a fixed sample (`FullDynamics`)."""
     return FullDynamics(task, geometry, contexts, batch_size).vector_field(c)

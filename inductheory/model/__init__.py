@@ -59,6 +59,9 @@ from ._gates import (
     value_follows_key as value_follows_key,
 )
 from ._geometry import (
+    AbstractGeometry as AbstractGeometry,
+)
+from ._geometry import (
     DenseGeometry as DenseGeometry,
 )
 from ._geometry import (

@@ -4,6 +4,7 @@ selections."""
 from __future__ import annotations
 
 import abc
+from typing import TYPE_CHECKING, final
 
 import equinox as eqx
 import jax
@@ -11,7 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from ._geometry import Geometry
+# annotations only: the geometries import the gates (their logits take `OracleGates`)
+if TYPE_CHECKING:
+    from ._geometry import AbstractGeometry
 
 
 def _check_gate_pair(key, value, trailing: str) -> None:
@@ -46,12 +49,18 @@ class AbstractGates(eqx.Module):
     - `symmetric_reduction(geometry)`: the block-shared gates the class reduces to on the symmetric
       subspace (exact closed forms apply to them), or None where it has none.
 
-    A new gate class subclasses this and implements the three abstract members.
+    Abstract/final pattern: this class holds only abstract members; a new gate class subclasses
+    it, implements all four and is itself final (never subclassed).
+
+    ```python
+    g = uniform_gates(2, 4)
+    isinstance(g, AbstractGates), g.n_offsets  # (True, 4)
+    ```
     """
 
     @abc.abstractmethod
     def for_context(
-        self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]
+        self, geometry: AbstractGeometry, tokens: Int[Array, "blocks offsets"]
     ) -> OracleGates:
         """The gates of one context."""
 
@@ -61,17 +70,18 @@ class AbstractGates(eqx.Module):
         """Shape of the free parameters."""
 
     @property
+    @abc.abstractmethod
     def n_offsets(self) -> int:
         """Offsets per entry, W (= S without windows)."""
-        return self.parameter_shape[-1]
 
+    @abc.abstractmethod
     def symmetric_reduction(
-        self, geometry: Geometry | None = None
+        self, geometry: AbstractGeometry | None = None
     ) -> SharedGates | None:
         """Block-shared gates equal to this class's gates in every context, or None."""
-        return None
 
 
+@final
 class OracleGates(AbstractGates):
     """Compression weights of the oracle class: any probability vectors per context, head and block.
 
@@ -89,7 +99,7 @@ class OracleGates(AbstractGates):
         _check_gate_pair(self.key, self.value, "heads blocks offsets")
 
     def for_context(
-        self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]
+        self, geometry: AbstractGeometry, tokens: Int[Array, "blocks offsets"]
     ) -> OracleGates:
         del geometry, tokens
         return self
@@ -99,7 +109,18 @@ class OracleGates(AbstractGates):
         """(2, ..., H, L, S): a key and a value simplex vector per head and block (per context)."""
         return (2,) + tuple(self.key.shape)
 
+    @property
+    def n_offsets(self) -> int:
+        """Offsets per entry, W: the last axis of the gates."""
+        return self.key.shape[-1]
 
+    def symmetric_reduction(self, geometry: AbstractGeometry | None = None) -> None:
+        """None: per-context gates are not shared by the blocks and contexts in general."""
+        del geometry
+        return None
+
+
+@final
 class SharedGates(AbstractGates):
     """Gates shared by every block and context: one (key, value) pair of simplex vectors per head.
 
@@ -131,7 +152,7 @@ class SharedGates(AbstractGates):
         return OracleGates(key=rep(self.key), value=rep(self.value))
 
     def for_context(
-        self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]
+        self, geometry: AbstractGeometry, tokens: Int[Array, "blocks offsets"]
     ) -> OracleGates:
         del geometry
         return self.for_blocks(tokens.shape[0])
@@ -141,11 +162,20 @@ class SharedGates(AbstractGates):
         """(2, H, S): a key and a value simplex vector per head."""
         return (2,) + tuple(self.key.shape)
 
-    def symmetric_reduction(self, geometry: Geometry | None = None) -> SharedGates:
+    @property
+    def n_offsets(self) -> int:
+        """Offsets per entry, W: the last axis of the gates."""
+        return self.key.shape[-1]
+
+    def symmetric_reduction(
+        self, geometry: AbstractGeometry | None = None
+    ) -> SharedGates:
         """Shared gates are their own reduction."""
+        del geometry
         return self
 
 
+@final
 class LinearGates(AbstractGates):
     """The linear gate class: $p^B_{h,l}(r) = \\mathrm{softmax}_r \\langle c^B_{h,r},
     x_{l,r} \\rangle$.
@@ -165,7 +195,7 @@ class LinearGates(AbstractGates):
             raise ValueError(f"c must have shape (H, 2, S, d), got {self.c.shape}")
 
     def for_context(
-        self, geometry: Geometry, tokens: Int[Array, "blocks offsets"]
+        self, geometry: AbstractGeometry, tokens: Int[Array, "blocks offsets"]
     ) -> OracleGates:
         """The gates this class produces for one context."""
         p = jax.nn.softmax(geometry.offset_scores(self.c, tokens), axis=-1)
@@ -178,10 +208,11 @@ class LinearGates(AbstractGates):
 
     @property
     def n_offsets(self) -> int:
+        """Offsets per entry, W: the third axis of c."""
         return self.c.shape[2]
 
     def symmetric_reduction(
-        self, geometry: Geometry | None = None
+        self, geometry: AbstractGeometry | None = None
     ) -> SharedGates | None:
         """On c in span(m) (exact geometry), every token scores $b = \\langle c, m
         \\rangle$: the gates are
@@ -199,7 +230,7 @@ class LinearGates(AbstractGates):
             return None
         return shared_gates_from_logits(self.biases(geometry))
 
-    def biases(self, geometry: Geometry) -> Float[Array, "heads 2 offsets"]:
+    def biases(self, geometry: AbstractGeometry) -> Float[Array, "heads 2 offsets"]:
         """$b_{h,B,r} = \\langle c^B_{h,r}, m \\rangle$, m the mean embedding (the static part)."""
         return self.c @ geometry.mean_embedding()
 

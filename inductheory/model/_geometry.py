@@ -1,14 +1,30 @@
-"""Embedding geometries of docs/theory.md §3: exact (structured) and approximate (dense)."""
+"""Embedding geometries of docs/theory.md §3: exact (structured) and approximate (dense).
 
-from __future__ import annotations
+`AbstractGeometry` is the contract the losses, the oracle and the flows program against;
+`ExactGeometry` and `DenseGeometry` are its two final implementations (the equinox abstract/final
+pattern: abstract classes hold only abstract members and shared concrete methods, final classes
+implement them and are never subclassed). Where the code paths differ (structured gathers or an
+explicit embedding matrix), the geometry's own method decides, not an `isinstance` check.
 
+Equinox 0.13 accepts the class keyword `strict=True` only as a legacy no-op, so the pattern is not
+enforced at class creation; tests/test_abstract_final.py checks it for every gate class, dynamics
+and geometry of the package.
+"""
+
+# No `from __future__ import annotations` here: equinox reads the `AbstractVar` annotations when
+# the class is created and does not accept them as strings.
+
+import abc
 import math
+from typing import ClassVar, final
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from ._gates import OracleGates
+from ._logits import dense_logits, exact_logits
 from ._task import Task, _require_int, _require_real, traced_value, welch_bound
 
 # Largest N for which ExactGeometry.embeddings() builds the dense N x (N+1) realization.
@@ -17,7 +33,70 @@ DENSE_EXACT_MAX_N = 8192
 DENSE_MAX_ENTRIES = 100_000_000
 
 
-class ExactGeometry(eqx.Module):
+class AbstractGeometry(eqx.Module):
+    """What a geometry of docs/theory.md §3 provides: N token embeddings in R^d with
+    $\\langle x_i, x_j \\rangle \\approx \\kappa + 1\\{i = j\\}$ up to `eps`.
+
+    - `N`, `dim`, `kappa`, `eps`: vocabulary size, embedding dimension d, shared component and
+      realized error.
+    - `exchangeable_tokens`: class-level; True when the geometry treats every token alike by
+      construction (a context's loss is unchanged by relabelling its tokens).
+    - `offset_scores(c, tokens)`, `mean_embedding()`: the inner products the gate classes need.
+    - `query_logits(task, gates, tokens)`: one context's logits on the path this geometry allows.
+    - `context_basis(tokens)`: the same per-context model in the smallest basis this geometry has.
+    - `for_task(task)`: this geometry with the task's (possibly traced) scalars.
+    - `dense()`: the geometry as an explicit embedding matrix.
+
+    A new geometry subclasses this and implements every abstract member.
+
+    ```python
+    geo = make_geometry(Task(L=4, S=3, H=1, N=64))
+    isinstance(geo, AbstractGeometry)  # True
+    ```
+    """
+
+    N: eqx.AbstractVar[int]
+    dim: eqx.AbstractVar[int]
+    kappa: eqx.AbstractVar[Float[Array, ""]]
+    eps: eqx.AbstractVar[float | Float[Array, ""]]
+    exchangeable_tokens: eqx.AbstractClassVar[bool]
+
+    @abc.abstractmethod
+    def offset_scores(
+        self,
+        c: Float[Array, "*batch offsets dim"],
+        tokens: Int[Array, "blocks offsets"],
+    ) -> Float[Array, "*batch blocks offsets"]:
+        """$\\langle c_r, x_{t_{l,r}} \\rangle$ for every block l and offset r of a context."""
+
+    @abc.abstractmethod
+    def mean_embedding(self) -> Float[Array, " dim"]:
+        """$m = \\frac1N \\sum_i x_i$."""
+
+    @abc.abstractmethod
+    def query_logits(
+        self, task: Task, gates: OracleGates, tokens: Int[Array, "blocks offsets"]
+    ):
+        """Logits of one context whose entries hold `tokens` under `gates` (`OracleGates`).
+
+        **Returns:** `(logits, log_multiplicity, target)` as `exact_logits` / `dense_logits`.
+        """
+
+    @abc.abstractmethod
+    def context_basis(self, tokens: Int[Array, "blocks offsets"]) -> "AbstractGeometry":
+        """A geometry giving every logit of the context `tokens` exactly, at least as cheap."""
+
+    @abc.abstractmethod
+    def for_task(self, task: Task) -> "AbstractGeometry":
+        """This geometry with the scalars of `task` (traced per lane in batched runs)."""
+
+    @abc.abstractmethod
+    def dense(self) -> "DenseGeometry":
+        """The same geometry as an explicit embedding matrix."""
+
+
+@final
+class ExactGeometry(AbstractGeometry):
     """Exact geometry, eps = 0: $x_i = \\sqrt{\\kappa} e_0 + e_{i+1} \\in R^{N+1}$ (0-based
     token i).
 
@@ -37,6 +116,8 @@ class ExactGeometry(eqx.Module):
 
     N: int = eqx.field(static=True)
     kappa: Float[Array, ""]
+    # every pair of distinct tokens has the same inner product
+    exchangeable_tokens: ClassVar[bool] = True
 
     def __init__(self, N: int, kappa: float):
         self.N = _require_int("N", N, 1)
@@ -52,6 +133,7 @@ class ExactGeometry(eqx.Module):
 
     @property
     def eps(self) -> float:
+        """Realized error: 0 (the Gram matrix is exact)."""
         return 0.0
 
     def offset_scores(
@@ -85,12 +167,30 @@ class ExactGeometry(eqx.Module):
             [jnp.full((self.N, 1), jnp.sqrt(self.kappa)), eye], axis=1
         )
 
-    def dense(self) -> DenseGeometry:
+    def query_logits(
+        self, task: Task, gates: OracleGates, tokens: Int[Array, "blocks offsets"]
+    ):
+        """The structured path, `exact_logits`: one column per context token and one for the
+        N - L*S tokens outside it (the logits do not depend on the tokens' identities)."""
+        del tokens
+        return exact_logits(task, gates)
+
+    def context_basis(self, tokens: Int[Array, "blocks offsets"]) -> "ExactGeometry":
+        """The structured path is already O(L S) per query: returned unchanged."""
+        del tokens
+        return self
+
+    def for_task(self, task: Task) -> "ExactGeometry":
+        """The exact geometry is (N, kappa): it takes the task's kappa, traced per lane."""
+        return eqx.tree_at(lambda g: g.kappa, self, task.kappa)
+
+    def dense(self) -> "DenseGeometry":
         """The same geometry as an explicit embedding matrix (small N only)."""
         return DenseGeometry(embeddings=self.embeddings(), kappa=self.kappa, eps=0.0)
 
 
-class DenseGeometry(eqx.Module):
+@final
+class DenseGeometry(AbstractGeometry):
     """Any geometry given by an explicit embedding matrix (one row per token).
 
     Approximate geometries (eps > 0) are dense: see `approximate_geometry`.
@@ -104,6 +204,8 @@ class DenseGeometry(eqx.Module):
     embeddings: Float[Array, "vocab dim"]
     kappa: Float[Array, ""]
     eps: Float[Array, ""]
+    # a realization: nothing about its tokens is known beyond the measured eps
+    exchangeable_tokens: ClassVar[bool] = False
 
     def __init__(self, embeddings, kappa, eps):
         # kappa and the measured eps are values, not part of the program: a new draw of the geometry
@@ -116,10 +218,12 @@ class DenseGeometry(eqx.Module):
 
     @property
     def N(self) -> int:
+        """Vocabulary size: the rows of the embedding matrix."""
         return self.embeddings.shape[0]
 
     @property
     def dim(self) -> int:
+        """Embedding dimension d: the columns of the embedding matrix."""
         return self.embeddings.shape[1]
 
     def offset_scores(
@@ -131,13 +235,42 @@ class DenseGeometry(eqx.Module):
         return jnp.einsum("...rd,lrd->...lr", c, self.embeddings[tokens])
 
     def mean_embedding(self) -> Float[Array, " dim"]:
+        """$m = \\frac1N \\sum_i x_i$, the mean of the rows."""
         return jnp.mean(self.embeddings, axis=0)
 
-    def dense(self) -> DenseGeometry:
+    def query_logits(
+        self, task: Task, gates: OracleGates, tokens: Int[Array, "blocks offsets"]
+    ):
+        """The general path, `dense_logits`: one column per vocabulary token."""
+        return dense_logits(task, self.embeddings, tokens, gates)
+
+    def context_basis(self, tokens: Int[Array, "blocks offsets"]) -> "DenseGeometry":
+        """The embeddings projected on the span of the context's L*S embeddings.
+
+        Every vector the model forms for one context (query, keys, values, head outputs) lies in
+        that span, and logits are inner products of vocabulary embeddings with such vectors. With
+        U an orthonormal basis of the span, replacing every embedding x by $U^T x$ preserves all
+        those inner products, hence every logit, exactly; the dense path then costs O(N L S) per
+        query instead of O(N d).
+
+        **Returns:** a `DenseGeometry` with N x (at most L*S) embeddings and the original eps.
+        """
+        X = self.embeddings[tokens.reshape(-1)]  # (LS, d)
+        U, _ = jnp.linalg.qr(
+            X.T
+        )  # (d, min(d, LS)), orthonormal columns spanning the context
+        return DenseGeometry(
+            embeddings=self.embeddings @ U, kappa=self.kappa, eps=self.eps
+        )
+
+    def for_task(self, task: Task) -> "DenseGeometry":
+        """A dense geometry is a fixed draw (its rows hold kappa): returned unchanged."""
+        del task
         return self
 
-
-Geometry = ExactGeometry | DenseGeometry
+    def dense(self) -> "DenseGeometry":
+        """Already dense: itself."""
+        return self
 
 
 def measure_eps(
@@ -235,7 +368,7 @@ def approximate_geometry(
     )
 
 
-def make_geometry(task: Task, key: PRNGKeyArray | None = None) -> Geometry:
+def make_geometry(task: Task, key: PRNGKeyArray | None = None) -> AbstractGeometry:
     """The geometry a task asks for: `ExactGeometry` when exact, else `approximate_geometry`.
 
     ```python

@@ -8,14 +8,14 @@ that cross-entropy and top-1 accuracy are computed in one place (`cross_entropy`
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from ._contexts import query_slots
-from ._gates import OracleGates
-from ._geometry import ExactGeometry, Geometry
 from ._positions import (
     entry_positions,
     query_offsets,
@@ -24,6 +24,11 @@ from ._positions import (
     window_tokens,
 )
 from ._task import Task
+
+# annotations only: the geometries build their logits from this module
+if TYPE_CHECKING:
+    from ._gates import OracleGates
+    from ._geometry import AbstractGeometry
 
 # Relative margin under which the target's logit counts as tied with a competitor (tie = wrong).
 TIE_TOLERANCE = 1e-9
@@ -210,14 +215,13 @@ def logits_from_outputs(
 
 def query_logits(
     task: Task,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     gates: OracleGates,
     tokens: Int[Array, "blocks offsets"],
 ):
-    """Logits of one context on the path its geometry allows: `exact_logits` or `dense_logits`."""
-    if isinstance(geometry, ExactGeometry):
-        return exact_logits(task, gates)
-    return dense_logits(task, geometry.embeddings, tokens, gates)
+    """Logits of one context on the path its geometry allows (`geometry.query_logits`):
+    `exact_logits` for `ExactGeometry`, `dense_logits` for `DenseGeometry`."""
+    return geometry.query_logits(task, gates, tokens)
 
 
 def cross_entropy(

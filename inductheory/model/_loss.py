@@ -11,7 +11,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._gates import Gates, OracleGates, SharedGates
-from ._geometry import Geometry
+from ._geometry import AbstractGeometry
 from ._logits import (
     block_attention,
     cross_entropy,
@@ -188,7 +188,7 @@ def phase_gap(accuracy: Float[Array, " phases"]) -> Float[Array, ""]:
 
 def context_loss(
     task: Task,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     gates: OracleGates,
     tokens: Int[Array, "blocks offsets"],
 ) -> Float[Array, ""]:
@@ -238,7 +238,7 @@ def _per_context(task, geometry, gates: Gates, contexts, outcome, batch_size):
 @eqx.filter_jit
 def query_losses(
     task: Task,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     gates: Gates,
     contexts: Int[Array, "contexts blocks offsets"],
     *,
@@ -259,7 +259,7 @@ def query_losses(
 @eqx.filter_jit
 def monte_carlo_loss(
     task: Task,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     gates: Gates,
     contexts: Int[Array, "contexts blocks offsets"],
     *,
@@ -284,7 +284,7 @@ def monte_carlo_loss(
 @eqx.filter_jit
 def monte_carlo_phase_accuracy(
     task: Task,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     gates: Gates,
     contexts: Int[Array, "contexts blocks offsets"],
     *,
@@ -299,7 +299,7 @@ def monte_carlo_phase_accuracy(
 @eqx.filter_jit
 def monte_carlo_phase_losses(
     task: Task,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     gates: Gates,
     contexts: Int[Array, "contexts blocks offsets"],
     *,

@@ -22,7 +22,7 @@ from ..model._gates import (
     distinct_within_blocks,
     selected_offsets,
 )
-from ..model._geometry import DenseGeometry, ExactGeometry, Geometry
+from ..model._geometry import AbstractGeometry
 from ..model._logits import cross_entropy, query_logits
 from ..model._loss import context_loss, per_phase_mean
 from ..model._objective import Objective
@@ -132,31 +132,23 @@ class OracleMinimizer(eqx.Module):
 
 
 def context_geometry(
-    geometry: Geometry, tokens: Int[Array, "blocks offsets"]
-) -> Geometry:
-    """The same per-context model in a smaller basis: embeddings projected on the context's span.
+    geometry: AbstractGeometry, tokens: Int[Array, "blocks offsets"]
+) -> AbstractGeometry:
+    """The same per-context model in a smaller basis (`geometry.context_basis(tokens)`).
 
-    Every vector the model forms for one context (query, keys, values, head outputs) lies in the
-    span of the context's L*S embeddings, and logits are inner products of vocabulary embeddings
-    with such vectors. With U an orthonormal basis of that span, replacing every embedding x by
-    $U^T x$ preserves all those inner products, hence every logit, exactly; the dense path then
-    costs O(N L S) per query instead of O(N d). Exact geometry is returned unchanged.
+    Every vector the model forms for one context lies in the span of the context's L*S
+    embeddings, so a dense geometry is projected on that span, which preserves every logit exactly
+    and makes the dense path cost O(N L S) per query instead of O(N d). Exact geometry is returned
+    unchanged.
 
     **Arguments:**
     - `geometry`: any geometry.
     - `tokens`: the context (L, S).
 
-    **Returns:** a `DenseGeometry` with N x (at most L*S) embeddings and the original eps.
+    **Returns:** the geometry itself (exact), or a `DenseGeometry` with N x (at most L*S)
+    embeddings and the original eps.
     """
-    if isinstance(geometry, ExactGeometry):
-        return geometry
-    X = geometry.embeddings[tokens.reshape(-1)]  # (LS, d)
-    U, _ = jnp.linalg.qr(
-        X.T
-    )  # (d, min(d, LS)), orthonormal columns spanning the context
-    return DenseGeometry(
-        embeddings=geometry.embeddings @ U, kappa=geometry.kappa, eps=geometry.eps
-    )
+    return geometry.context_basis(tokens)
 
 
 class OracleResult(eqx.Module):
@@ -254,13 +246,15 @@ def _projected_gradient(f, p, steps: int):
 
 
 @eqx.filter_jit
-def _descend(task: Task, geometry: Geometry, tokens, z0, config: OracleMinimizer):
+def _descend(
+    task: Task, geometry: AbstractGeometry, tokens, z0, config: OracleMinimizer
+):
     return descend(task, geometry, tokens, z0, config)
 
 
 def descend(
     task: Task,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     tokens,
     z0: Float[Array, "starts branches H L W"],
     config: OracleMinimizer,
@@ -340,7 +334,7 @@ def classify(
 
 def minimize_oracle(
     task: Task,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     tokens: Int[Array, "blocks offsets"],
     key: PRNGKeyArray,
     config: OracleMinimizer = OracleMinimizer(),

@@ -252,9 +252,7 @@ def point_summary(task: Task, geometry, records: list[dict], seeds: int) -> dict
     return {
         "task": task.to_dict(),
         "eps": float(geometry.eps),
-        "dim": int(task.N) + 1
-        if isinstance(geometry, ExactGeometry)
-        else int(geometry.dim),
+        "dim": int(task.N) + 1 if task.exact else int(geometry.dim),
         "n_contexts": len(records),
         "seeds": seeds,
         "best_loss": float(np.mean([r["best_loss"] for r in records])),

@@ -30,7 +30,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ..model._gates import OracleGates, selectable_offsets
-from ..model._geometry import ExactGeometry, Geometry
+from ..model._geometry import AbstractGeometry
 from ..model._loss import context_loss
 from ..model._task import Task
 
@@ -103,7 +103,7 @@ def block_multiset_configs(
 
 def vertex_losses(
     task: Task,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     tokens: Int[Array, "blocks offsets"],
     configs: Int[Array, "configs heads blocks"],
     *,
@@ -135,16 +135,20 @@ def _vertex_losses(
 
 
 def vertex_configs(
-    task: Task, geometry: Geometry, exhaustive: bool | None = None, tied: bool = False
+    task: Task,
+    geometry: AbstractGeometry,
+    exhaustive: bool | None = None,
+    tied: bool = False,
 ) -> tuple[np.ndarray, str]:
     """The configurations `best_vertex` enumerates and the method's name.
 
-    Under exact geometry with W = S and `within` queries the block multisets suffice
-    (block-permutation invariance); otherwise (windows overlap, or the boundary query reads the next
-    entry: the order of entries matters), or with `exhaustive=True`, all configurations.
+    Where the geometry's tokens are exchangeable (`ExactGeometry`), with W = S and `within`
+    queries, the block multisets suffice (block-permutation invariance); otherwise (windows
+    overlap, or the boundary query reads the next entry: the order of entries matters), or with
+    `exhaustive=True`, all configurations.
     """
     if exhaustive is None:
-        exhaustive = not isinstance(geometry, ExactGeometry) or task.windowed
+        exhaustive = not geometry.exchangeable_tokens or task.windowed
     if exhaustive:
         return all_vertex_configs(task.H, task.L, task.W, tied), "exhaustive"
     return block_multiset_configs(task.H, task.L, task.W, tied), "block-multisets"
@@ -171,7 +175,7 @@ class VertexResult(eqx.Module):
 
 def best_vertex(
     task: Task,
-    geometry: Geometry,
+    geometry: AbstractGeometry,
     tokens: Int[Array, "blocks offsets"],
     *,
     k: int = 8,
