@@ -26,7 +26,7 @@ from . import internal as internal
 from . import model as model
 from . import oracle as oracle
 from . import toy as toy
-from .experiments import regime_map, run_flow, sweep
+from .experiments import FlowRun, RegimeMap, regime_map, run_flow, sweep
 from .flow import FlowConfig, FlowSolution, Status
 from .model import (
     DenseGeometry,
@@ -52,7 +52,13 @@ from .model import (
     selected_offsets,
     uniform_gates,
 )
-from .oracle import OracleMinimizer, best_vertex, minimize_oracle, oracle_point
+from .oracle import (
+    OracleMinimizer,
+    OraclePoint,
+    best_vertex,
+    minimize_oracle,
+    oracle_point,
+)
 from .toy import ToyConfig
 
 __version__ = "0.1.0"
@@ -61,11 +67,14 @@ __all__ = [
     "DenseGeometry",
     "ExactGeometry",
     "FlowConfig",
+    "FlowRun",
     "FlowSolution",
     "LinearGates",
     "Objective",
     "OracleGates",
     "OracleMinimizer",
+    "OraclePoint",
+    "RegimeMap",
     "SharedGates",
     "Status",
     "Task",

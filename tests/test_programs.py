@@ -102,11 +102,11 @@ FLOW_SCRIPT = textwrap.dedent(
     assert _programs.enable_program_store(store) is not None
     it.internal.enable_compilation_cache(store + "/jax")  # the second process skips XLA's compile too
     task, config = it.Task(L=4, S=3, H=1, N=1000, beta=4.0), it.FlowConfig(rho=0.1, n_save=5)
-    ps = it.run_flow(task, config, 2)["per_seed"]
+    ps = it.run_flow(task, config, 2).per_seed.to_dict()
     arrays = {k: v for k, v in ps.items() if not isinstance(v, dict)} | {"final_" + k: v for k, v in ps["final"].items()}
     if mode == "first":  # and the traced (jit) path, in the same process
         _programs.disable_program_store()
-        ps = it.run_flow(task, config, 2)["per_seed"]
+        ps = it.run_flow(task, config, 2).per_seed.to_dict()
         arrays |= {"jit_" + k: v for k, v in ps.items() if not isinstance(v, dict)}
     np.savez(out, **arrays)
     """

@@ -24,8 +24,8 @@ SCRIPT = textwrap.dedent(
     for b in (4.0, 8.0):
         for N in (32, 512):
             ref = it.oracle_point(task.replace(beta=b, N=N), jax.random.key(0), config, seeds=2)
-            np.testing.assert_allclose(float(ds.best_loss.sel(beta=b, N=N)), ref["best_loss"], rtol=1e-9)
-            assert bool(ds.hard_selection.sel(beta=b, N=N)) == ref["hard_selection"]
+            np.testing.assert_allclose(float(ds.best_loss.sel(beta=b, N=N)), ref.best_loss, rtol=1e-9)
+            assert bool(ds.hard_selection.sel(beta=b, N=N)) == ref.hard_selection
     print("OK")
     """
 )

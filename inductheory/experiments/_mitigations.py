@@ -207,11 +207,11 @@ def default_runner(task: Task, config: FlowConfig, seeds: int) -> dict:
     """`run_flow`'s per-seed `final_biases`, `selected` and `status` (the shape the tables read)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TheoryAssumptionWarning)
-        ps = run_flow(task, config, seeds)["per_seed"]
+        ps = run_flow(task, config, seeds).per_seed
     return {
-        "final_biases": ps["final"]["biases"],
-        "selected": ps["selected"],
-        "status": ps["status"],
+        "final_biases": ps.final["biases"],
+        "selected": ps.selected,
+        "status": ps.status,
     }
 
 
