@@ -44,7 +44,7 @@ def compute(quick: bool, cache_dir) -> dict:
         directory=cache_dir,
         refine=0 if quick else 2,
     )
-    by_point = {(p.task.N, p.task.beta): p for p in regime.points}
+    by_point = {(int(p.task.N), float(p.task.beta)): p for p in regime.points}
     share = [
         [by_point[(N, beta)].share_hard_distinct for N in N_grid] for beta in beta_grid
     ]
