@@ -116,7 +116,7 @@ def test_full_flow_run_to_dict_is_the_old_dict():
     assert set(out["per_seed"]) == PER_SEED_KEYS | {"reduced_selected"}
     assert list(out["summary"]) == SUMMARY_KEYS + ["same_selection_as_reduced_fraction"]
     assert out["sample"] == {
-        "M": 48,
+        "M": it.experiments.sample_size(TASK, config),  # balanced: a multiple of N / L
         "M_requested": 48,
         "sample": "balanced",
         "geometry": "ExactGeometry",
