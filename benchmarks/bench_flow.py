@@ -179,15 +179,15 @@ def bench_large(N=100_000, M=16384, sample="iid"):
     t0 = time.perf_counter()
     out = it.run_flow(task, cfg, 1, progress=True)
     wall = time.perf_counter() - t0
-    ps = out["per_seed"]
+    ps = out.per_seed
     print(
         f"wall {wall:.1f} s (incl. compile; first chunk "
-        f"{out['summary']['first_chunk_s_including_compile']:.1f} s) on "
-        f"{jax.device_count()} device(s); status {it.flow.STATUSES[int(ps['status'][0])]}, "
-        f"t_selection {float(ps['t_final'][0]):.1f}, steps {int(ps['num_steps'][0])}, "
-        f"selected {ps['selected'][0].tolist()}, reduced-from-projection selects "
-        f"{ps['reduced_selected'][0].tolist()}, "
-        f"sample M={out['sample']['M']}"
+        f"{out.summary.first_chunk_s_including_compile:.1f} s) on "
+        f"{jax.device_count()} device(s); status {it.flow.STATUSES[int(ps.status[0])]}, "
+        f"t_selection {float(ps.t_final[0]):.1f}, steps {int(ps.num_steps[0])}, "
+        f"selected {ps.selected[0].tolist()}, reduced-from-projection selects "
+        f"{ps.reduced_selected[0].tolist()}, "
+        f"sample M={out.sample.M}"
     )
 
 

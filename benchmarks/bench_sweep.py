@@ -42,7 +42,8 @@ ORACLE_SWEEP = textwrap.dedent("""
     t0 = time.perf_counter()
     ds = it.sweep("oracle", task, {"beta": betas, "N": ns})
     print(time.perf_counter() - t0)
-    print(repr([(b, n, bool(ds.hard_selection.sel(beta=b, N=n)), float(ds.best_loss.sel(beta=b, N=n)))
+    cell = lambda b, n: ds.sel(beta=b, N=n)
+    print(repr([(b, n, bool(cell(b, n).hard_selection), float(cell(b, n).best_loss))
                 for b in betas for n in ns]))
 """)
 
@@ -91,7 +92,8 @@ def bench_oracle(ref: str, baseline_points: int) -> None:
             import time, jax, inductheory as it
             t0 = time.perf_counter(); hard = []
             for beta, N in {pts!r}:
-                p = it.oracle_point(it.model.quiet_task(L=4, S=4, H=2, N=N, beta=beta), jax.random.key(0))
+                task = it.quiet_task(L=4, S=4, H=2, N=N, beta=beta)  # the archived API
+                p = it.oracle_point(task, jax.random.key(0))
                 hard.append((beta, N, p["hard_selection"], p["best_loss"]))
             print(time.perf_counter() - t0); print(repr(hard))
         """)
@@ -120,13 +122,15 @@ FLOW_SWEEP = textwrap.dedent("""
     import inductheory as it
     it.internal.use_cpu_devices(int(sys.argv[1]))
     task = it.Task(L=8, S=4, H=2, N=4096, beta=4.0)
-    grid = {"beta": [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0], "rho": [1e-3, 3e-3, 1e-2, 0.03, 0.05, 0.1, 0.2, 0.3]}
+    grid = {"beta": [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0],
+            "rho": [1e-3, 3e-3, 1e-2, 0.03, 0.05, 0.1, 0.2, 0.3]}
     t0 = time.perf_counter()
     ds = it.sweep("flow", task, grid, config=it.FlowConfig(), seeds=256)
     wall = time.perf_counter() - t0
     print(f"{ds.attrs['devices']} CPU device(s): wall including compile {wall:.1f} s; "
           f"selected {float(ds.selected_fraction.mean()):.3f} of flows; "
-          f"distinct fraction at beta 4: {ds.distinct_fraction.sel(beta=4.0).values.round(3).tolist()}")
+          "distinct fraction at beta 4: "
+          f"{ds.distinct_fraction.sel(beta=4.0).values.round(3).tolist()}")
 """)
 
 

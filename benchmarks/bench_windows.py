@@ -101,7 +101,7 @@ def flow_section(args):
         base = base or wall
         print(
             f"{W:>3} {queries:>7} {wall:>8.2f} {wall / base:>6.2f} "
-            f"{out['summary']['selected_fraction']:>9.2f}"
+            f"{out.summary.selected_fraction:>9.2f}"
         )
 
 

@@ -26,7 +26,7 @@ from . import internal as internal
 from . import model as model
 from . import oracle as oracle
 from . import toy as toy
-from .experiments import regime_map, run_flow, sweep
+from .experiments import FlowRun, RegimeMap, regime_map, run_flow, sweep
 from .flow import FlowConfig, FlowSolution, Status
 from .internal._version import __version__ as __version__
 from .model import (
@@ -53,18 +53,27 @@ from .model import (
     selected_offsets,
     uniform_gates,
 )
-from .oracle import OracleMinimizer, best_vertex, minimize_oracle, oracle_point
+from .oracle import (
+    OracleMinimizer,
+    OraclePoint,
+    best_vertex,
+    minimize_oracle,
+    oracle_point,
+)
 from .toy import ToyConfig
 
 __all__ = [
     "DenseGeometry",
     "ExactGeometry",
     "FlowConfig",
+    "FlowRun",
     "FlowSolution",
     "LinearGates",
     "Objective",
     "OracleGates",
     "OracleMinimizer",
+    "OraclePoint",
+    "RegimeMap",
     "SharedGates",
     "Status",
     "Task",

@@ -134,11 +134,9 @@ def test_overlap_penalty_makes_s_minus_1_heads_cover_every_phase():
     64 seeds)."""
     task = it.Task(L=8, S=4, H=3, N=4096, beta=4.0)
     coordinated = it.run_flow(task, it.FlowConfig(coordination=0.1), 32)
-    s = coordinated["summary"]
-    assert s["selected_seeds"] == 32 and s["distinct_fraction"] == 1.0
-    for b in coordinated["per_seed"]["state"][
-        :4
-    ]:  # the final biases: every phase answered
+    s = coordinated.summary
+    assert s.selected_seeds == 32 and s.distinct_fraction == 1.0
+    for b in coordinated.per_seed.state[:4]:  # the final biases: every phase answered
         assert (
             float(
                 jnp.min(
@@ -149,10 +147,10 @@ def test_overlap_penalty_makes_s_minus_1_heads_cover_every_phase():
             )
             == 1.0
         )
-    plain = it.run_flow(task, it.FlowConfig(), 32)[
-        "summary"
-    ]  # the same seeds without the penalty
-    assert plain["distinct_fraction"] < 0.6
+    plain = it.run_flow(
+        task, it.FlowConfig(), 32
+    ).summary  # the same seeds without the penalty
+    assert plain.distinct_fraction < 0.6
 
 
 def test_coordinated_oracle_separates_heads():

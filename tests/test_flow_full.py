@@ -77,23 +77,23 @@ def test_full_flow_from_generic_init():
     reduced flow."""
     task = it.Task(L=4, S=4, H=2, N=256, beta=4.0)
     out = it.run_flow(task, it.FlowConfig(dynamics="full", M=256, t_max=1e6), 4, seed=0)
-    ps = out["per_seed"]
-    assert np.all(ps["status"] == STATUSES.index("selected"))
-    np.testing.assert_array_equal(ps["value_offsets"], ps["key_offsets"] + 1)
+    ps = out.per_seed
+    assert np.all(ps.status == STATUSES.index("selected"))
+    np.testing.assert_array_equal(ps.value_offsets, ps.key_offsets + 1)
     # docs/theory.md §6: from a generic small init the full flow ends in the reduced flow's
     # selection
-    np.testing.assert_array_equal(ps["selected"], ps["reduced_selected"])
+    np.testing.assert_array_equal(ps.selected, ps.reduced_selected)
     # uniform over windows: the minimum masses over every context and block select
-    assert out["sample"]["M"] == 256
-    worst = ps["final"]["worst"]
+    assert out.sample.M == 256
+    worst = ps.final["worst"]
     for h in range(task.H):
-        r = ps["selected"][:, h]
+        r = ps.selected[:, h]
         assert np.all(worst[np.arange(4), h, 0, r] >= 1 - 1e-3 * (1 + 1e-6))
         assert np.all(worst[np.arange(4), h, 1, r + 1] >= 1 - 1e-3 * (1 + 1e-6))
     # the token-specific part makes gates input dependent before selection: avg < static somewhere
-    assert np.nanmax(ps["static_offsets"] - ps["avg_offsets"]) > 0
+    assert np.nanmax(ps.static_offsets - ps.avg_offsets) > 0
     # the loss never increases along a trajectory
-    for row in ps["loss"]:
+    for row in ps.loss:
         row = row[np.isfinite(row)]
         assert len(row) > 10 and np.all(np.diff(row) <= 1e-12 * np.abs(row[:-1]))
 
@@ -102,12 +102,9 @@ def test_approximate_geometry_runs_with_explicit_status():
     task = it.Task(L=4, S=3, H=1, N=96, d=40, beta=4.0)
     with pytest.warns(it.TheoryAssumptionWarning, match="eps = 0"):
         out = it.run_flow(task, it.FlowConfig(dynamics="full", M=48, t_max=1e5), 2)
-    assert (
-        out["sample"]["geometry"] == "DenseGeometry"
-        and 0 < out["sample"]["eps_realized"] < 1
-    )
-    assert set(out["per_seed"]["status"].tolist()) <= set(range(len(STATUSES)))
-    assert "reduced_selected" not in out["per_seed"]
+    assert out.sample.geometry == "DenseGeometry" and 0 < out.sample.eps_realized < 1
+    assert set(out.per_seed.status.tolist()) <= set(range(len(STATUSES)))
+    assert out.per_seed.reduced_selected is None
 
 
 def _theorem2_full(S, H, k, beta, logrho, seed):
@@ -121,10 +118,10 @@ def _theorem2_full(S, H, k, beta, logrho, seed):
             2,
             seed=seed,
         )
-    ps = out["per_seed"]
-    assert np.all(ps["status"] == STATUSES.index("selected")), ps["status"]
-    np.testing.assert_array_equal(ps["value_offsets"], ps["key_offsets"] + 1)
-    assert np.all(ps["key_offsets"] >= 0)
+    ps = out.per_seed
+    assert np.all(ps.status == STATUSES.index("selected")), ps.status
+    np.testing.assert_array_equal(ps.value_offsets, ps.key_offsets + 1)
+    assert np.all(ps.key_offsets >= 0)
 
 
 _full_args = dict(

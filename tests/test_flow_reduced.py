@@ -75,7 +75,7 @@ def reduced_run():
 
 def test_loss_never_increases(reduced_run):
     _, out = reduced_run
-    loss = out["per_seed"]["loss"]
+    loss = out.per_seed.loss
     for row in loss:
         row = row[np.isfinite(row)]
         assert len(row) > 10
@@ -85,19 +85,19 @@ def test_loss_never_increases(reduced_run):
 
 def test_event_stops_at_first_selection(reduced_run):
     task, out = reduced_run
-    ps = out["per_seed"]
-    delta = out["config"]["delta"]
-    assert np.all(ps["status"] == STATUSES.index("selected"))
-    for i in range(len(ps["status"])):
-        p = jax.nn.softmax(ps["state"][i], axis=-1)
+    ps = out.per_seed
+    delta = out.config.delta
+    assert np.all(ps.status == STATUSES.index("selected"))
+    for i in range(len(ps.status)):
+        p = jax.nn.softmax(ps.state[i], axis=-1)
         # at the end every head selects r (key) and r + 1 (value), by the library's rule
         # (the event time is a root of the selection margin, found to the root finder's tolerance)
         sel = np.asarray(it.selected_offsets(p[:, 0], p[:, 1], delta * (1 + 1e-6)))
         assert abs(float(it.flow.selection_margin(p, delta))) < 1e-8
-        assert np.all(sel >= 0) and np.all(sel == ps["selected"][i])
+        assert np.all(sel >= 0) and np.all(sel == ps.selected[i])
         # ... and at every saved time before the end some head had not selected yet
-        before = np.isfinite(ps["t"][i]) & (ps["t"][i] < ps["t_final"][i])
-        m = ps["mass"][i][before]
+        before = np.isfinite(ps.t[i]) & (ps.t[i] < ps.t_final[i])
+        m = ps.mass[i][before]
         assert not np.any(
             np.all(
                 np.asarray(it.selected_offsets(m[:, :, 0], m[:, :, 1], delta)) >= 0,
@@ -105,27 +105,23 @@ def test_event_stops_at_first_selection(reduced_run):
             )
         )
         # statistics at the end are those of the final state
-        np.testing.assert_allclose(ps["final"]["mass"][i], p, rtol=1e-12)
-        assert np.all(ps["final"]["static_offsets"][i] < 1.01)
+        np.testing.assert_allclose(ps.final["mass"][i], p, rtol=1e-12)
+        assert np.all(ps.final["static_offsets"][i] < 1.01)
 
 
 def test_same_seed_same_numbers(reduced_run):
     task, out = reduced_run
     again = it.run_flow(task, it.FlowConfig(rho=0.1, t_max=1e6), 16)
-    np.testing.assert_array_equal(
-        again["per_seed"]["t_final"], out["per_seed"]["t_final"]
-    )
-    np.testing.assert_array_equal(again["per_seed"]["state"], out["per_seed"]["state"])
+    np.testing.assert_array_equal(again.per_seed.t_final, out.per_seed.t_final)
+    np.testing.assert_array_equal(again.per_seed.state, out.per_seed.state)
     # a seed's numbers do not depend on the chunking (up to the vectorized arithmetic)
     chunked = it.run_flow(task, it.FlowConfig(rho=0.1, t_max=1e6), 4, chunk=2)
-    np.testing.assert_array_equal(
-        chunked["per_seed"]["selected"], out["per_seed"]["selected"][:4]
+    np.testing.assert_array_equal(chunked.per_seed.selected, out.per_seed.selected[:4])
+    np.testing.assert_allclose(
+        chunked.per_seed.t_final, out.per_seed.t_final[:4], rtol=1e-8
     )
     np.testing.assert_allclose(
-        chunked["per_seed"]["t_final"], out["per_seed"]["t_final"][:4], rtol=1e-8
-    )
-    np.testing.assert_allclose(
-        chunked["per_seed"]["state"], out["per_seed"]["state"][:4], rtol=1e-8
+        chunked.per_seed.state, out.per_seed.state[:4], rtol=1e-8
     )
 
 
@@ -255,8 +251,8 @@ def test_bisection_root_finder_selects_at_tiny_delta(capsys):
     }
     config = it.FlowConfig(delta=1e-9, t_max=1e12, n_save=4, root_finder="bisection")
     assert it.FlowConfig(**config.to_dict()) == config
-    ps = it.run_flow(task, config, 4)["per_seed"]
-    ps = {**ps, "status": [STATUSES[int(s)] for s in ps["status"]]}
+    ps = it.run_flow(task, config, 4).per_seed
+    ps = {**ps.to_dict(), "status": [STATUSES[int(s)] for s in ps.status]}
     errors = []
     for delta, run, bound in ((1e-7, cli, 0.02), (1e-9, ps, 0.007)):
         assert run["status"] == ["selected"] * 4
@@ -267,12 +263,12 @@ def test_bisection_root_finder_selects_at_tiny_delta(capsys):
     assert np.all(errors[1] < errors[0])
     # where both select, the two root finders agree (same lanes, same program shapes)
     runs = [
-        it.run_flow(task, config.replace(delta=1e-3, root_finder=rf), 4)["per_seed"]
+        it.run_flow(task, config.replace(delta=1e-3, root_finder=rf), 4).per_seed
         for rf in ("newton", "bisection")
     ]
-    assert all(STATUSES[int(s)] == "selected" for r in runs for s in r["status"])
-    np.testing.assert_array_equal(runs[0]["selected"], runs[1]["selected"])
-    np.testing.assert_allclose(runs[0]["t_final"], runs[1]["t_final"], rtol=1e-9)
+    assert all(STATUSES[int(s)] == "selected" for r in runs for s in r.status)
+    np.testing.assert_array_equal(runs[0].selected, runs[1].selected)
+    np.testing.assert_allclose(runs[0].t_final, runs[1].t_final, rtol=1e-9)
     assert (
         "root_finder" not in it.FlowConfig().to_dict()
     )  # plain runs keep their parameters (cache keys)

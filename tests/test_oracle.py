@@ -71,22 +71,19 @@ def _check_minimizer_in_regime(task, seed, contexts=1, distinct=True):
     point = it.oracle_point(
         task, jax.random.key(seed), FAST, contexts=contexts, seeds=4
     )
-    for c in point["contexts"]:
+    for c in point.contexts:
         # the numerical optimum does not beat the best vertex (beyond rounding) ...
-        assert c["gap"] <= 1e-9 * (1 + abs(c["best_vertex_loss"]))
-        assert c["best_loss"] <= c["best_vertex_loss"] + 1e-9
+        assert c.gap <= 1e-9 * (1 + abs(c.best_vertex_loss))
+        assert c.best_loss <= c.best_vertex_loss + 1e-9
         # the local search itself reached the best vertex's loss (no fallback to the vertex)
-        assert (
-            not c["minimizer_failed"]
-            and c["minimizer_loss"] <= c["best_vertex_loss"] + 1e-9
-        )
+        assert not c.minimizer_failed and c.minimizer_loss <= c.best_vertex_loss + 1e-9
         # ... and is itself a hard selection, with distinct heads at eps = 0
-        assert c["hard_selection"], c["offsets"]
+        assert c.hard_selection, c.offsets
         if distinct:
-            assert c["distinct_heads"], c["offsets"]
+            assert c.distinct_heads, c.offsets
         # random starts alone never beat the best vertex either
-        assert c["best_random_loss"] >= c["best_vertex_loss"] - 1e-9 * (
-            1 + abs(c["best_vertex_loss"])
+        assert c.best_random_loss >= c.best_vertex_loss - 1e-9 * (
+            1 + abs(c.best_vertex_loss)
         )
 
 
@@ -163,6 +160,6 @@ def test_regime_boundary_grows_with_beta():
     result = it.regime_map(
         task, [16, 64, 256, 1024, 4096, 16384], [6.0, 8.0, 10.0], config=FAST
     )
-    stars = [b["N_star"] for b in result["boundary"]]
+    stars = [b.N_star for b in result.boundary]
     assert all(s is not None for s in stars)
     assert stars == sorted(stars) and stars[-1] > stars[0]

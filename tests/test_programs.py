@@ -100,13 +100,15 @@ FLOW_SCRIPT = textwrap.dedent(
     if mode == "loaded":  # must not trace the lane program again
         jax.export.export = lambda *a, **k: (_ for _ in ()).throw(AssertionError("traced"))
     assert _programs.enable_program_store(store) is not None
-    it.internal.enable_compilation_cache(store + "/jax")  # the second process skips XLA's compile too
+    # the second process skips XLA's compile too
+    it.internal.enable_compilation_cache(store + "/jax")
     task, config = it.Task(L=4, S=3, H=1, N=1000, beta=4.0), it.FlowConfig(rho=0.1, n_save=5)
-    ps = it.run_flow(task, config, 2)["per_seed"]
-    arrays = {k: v for k, v in ps.items() if not isinstance(v, dict)} | {"final_" + k: v for k, v in ps["final"].items()}
+    ps = it.run_flow(task, config, 2).per_seed.to_dict()
+    arrays = {k: v for k, v in ps.items() if not isinstance(v, dict)}
+    arrays |= {"final_" + k: v for k, v in ps["final"].items()}
     if mode == "first":  # and the traced (jit) path, in the same process
         _programs.disable_program_store()
-        ps = it.run_flow(task, config, 2)["per_seed"]
+        ps = it.run_flow(task, config, 2).per_seed.to_dict()
         arrays |= {"jit_" + k: v for k, v in ps.items() if not isinstance(v, dict)}
     np.savez(out, **arrays)
     """
@@ -125,7 +127,8 @@ def _flow_process(store, out, mode):
     return dict(np.load(out))
 
 
-@pytest.mark.slow  # two fresh processes compiling a flow (30 s); the store's mechanics are tested above
+# two fresh processes compiling a flow; the store's mechanics are tested above
+@pytest.mark.slow
 def test_a_stored_flow_program_gives_the_traced_numbers_in_a_second_process(tmp_path):
     store = tmp_path / "programs"
     first = _flow_process(store, tmp_path / "first.npz", "first")

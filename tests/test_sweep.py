@@ -78,12 +78,12 @@ def test_flow_sweep_matches_run_flow_point_by_point():
         run = it.run_flow(
             TASK.replace(beta=point["beta"]), config.replace(rho=point["rho"]), 6
         )
-        ref = run["per_seed"]
+        ref = run.per_seed
         sel = ds.sel(point)
-        np.testing.assert_array_equal(sel.selected.values, ref["selected"])
-        np.testing.assert_allclose(sel.t_final.values, ref["t_final"], rtol=1e-6)
-        assert list(sel.status.values) == list(it.flow.status_names(ref["status"]))
-        assert float(sel.distinct_fraction) == run["summary"]["distinct_fraction"]
+        np.testing.assert_array_equal(sel.selected.values, ref.selected)
+        np.testing.assert_allclose(sel.t_final.values, ref.t_final, rtol=1e-6)
+        assert list(sel.status.values) == list(it.flow.status_names(ref.status))
+        assert float(sel.distinct_fraction) == run.summary.distinct_fraction
 
 
 def test_oracle_sweep_matches_oracle_point():
@@ -93,9 +93,9 @@ def test_oracle_sweep_matches_oracle_point():
     for point in _sweep.grid_points(grid):
         ref = it.oracle_point(TASK.replace(**point), jax.random.key(0), config, seeds=4)
         sel = ds.sel(point)
-        np.testing.assert_allclose(float(sel.best_loss), ref["best_loss"], rtol=1e-10)
-        assert bool(sel.hard_selection) == ref["hard_selection"]
-        assert bool(sel.distinct_heads) == ref["distinct_heads"]
+        np.testing.assert_allclose(float(sel.best_loss), ref.best_loss, rtol=1e-10)
+        assert bool(sel.hard_selection) == ref.hard_selection
+        assert bool(sel.distinct_heads) == ref.distinct_heads
 
 
 @pytest.mark.parametrize(
@@ -278,6 +278,6 @@ def test_sweep_baseline_matches_run_flow_for_windows_and_tied_gates(W, tied, exp
     config = it.FlowConfig(t_max=1e4, tied=tied)
     ds = it.sweep("flow", task, {"beta": [4.0]}, config=config, seeds=2)
     run = it.run_flow(task, config, 2)
-    baseline = run["summary"]["distinct_baseline_independent_uniform"]
+    baseline = run.summary.distinct_baseline_independent_uniform
     assert baseline == pytest.approx(expected, rel=1e-15)
     assert ds.attrs["distinct_baseline_independent_uniform"] == baseline

@@ -20,12 +20,14 @@ SCRIPT = textwrap.dedent(
     if not ORACLE:
         print("OK"); raise SystemExit
     config = it.OracleMinimizer(restarts=4, steps=60, polish_steps=60)
-    ds = it.sweep("oracle", task, {"beta": [4.0, 8.0], "N": [32, 512]}, config=config, vertex_starts=2, block=3)
+    grid = {"beta": [4.0, 8.0], "N": [32, 512]}
+    ds = it.sweep("oracle", task, grid, config=config, vertex_starts=2, block=3)
     for b in (4.0, 8.0):
         for N in (32, 512):
             ref = it.oracle_point(task.replace(beta=b, N=N), jax.random.key(0), config, seeds=2)
-            np.testing.assert_allclose(float(ds.best_loss.sel(beta=b, N=N)), ref["best_loss"], rtol=1e-9)
-            assert bool(ds.hard_selection.sel(beta=b, N=N)) == ref["hard_selection"]
+            best = float(ds.best_loss.sel(beta=b, N=N))
+            np.testing.assert_allclose(best, ref.best_loss, rtol=1e-9)
+            assert bool(ds.hard_selection.sel(beta=b, N=N)) == ref.hard_selection
     print("OK")
     """
 )

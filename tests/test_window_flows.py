@@ -127,11 +127,11 @@ def test_reduced_flows_with_windows_select_key_and_value_plus_one(W, allowed):
     """W = S+1: keys in {1, 2} only, so the boundary phase stays unanswered although key 3 would
     answer it; W = 2S: key S-1, value S (across the stride), the boundary phase and no other."""
     task, out = _flow(W, H=2, seeds=8)
-    ps = out["per_seed"]
-    assert out["summary"]["status_counts"]["selected"] == 8
-    keys, values = np.asarray(ps["key_offsets"]), np.asarray(ps["value_offsets"])
+    ps = out.per_seed
+    assert out.summary.status_counts["selected"] == 8
+    keys, values = np.asarray(ps.key_offsets), np.asarray(ps.value_offsets)
     np.testing.assert_array_equal(values, keys + 1)
     assert set(keys.ravel().tolist()) <= allowed
-    for b, k in zip(np.asarray(ps["final"]["biases"]), keys):
+    for b, k in zip(np.asarray(ps.final["biases"]), keys):
         acc = np.asarray(phase_accuracy(task, shared_gates_from_logits(b)))
         np.testing.assert_array_equal(acc, np.isin(np.arange(4), k % 4))

@@ -16,6 +16,7 @@ from ..experiments._flows import (
     sample_size,
     seed_chunk,
 )
+from ..experiments._results import FlowRun
 from ..flow._config import ROOT_FINDERS, SOLVERS, FlowConfig
 from ..flow._init import mean_norm_squared
 from ..flow._solution import STATUSES
@@ -252,13 +253,15 @@ def _none_if_negative(a):
     return [None if int(x) < 0 else int(x) for x in a]
 
 
-def flow_report(result: dict, per_seed: bool = True) -> dict:
+def flow_report(result: FlowRun, per_seed: bool = True) -> dict:
     """The JSON report: every parameter, the across-seed summary and per-seed outcomes.
 
     `per_seed=False`: per seed only its index, status name and selected offsets (the compact form
     `--json` prints); `True`: every per-seed detail (what flow.json holds and `--per-seed` prints).
+    The parameters and the summary are those of `result.to_dict()`.
     """
-    ps = result["per_seed"]
+    out = result.to_dict()
+    ps = out["per_seed"]
     seeds = []
     for i in range(len(ps["status"])):
         selected = ps["status"][i] == STATUSES.index("selected")
@@ -293,16 +296,16 @@ def flow_report(result: dict, per_seed: bool = True) -> dict:
         seeds.append(entry)
     # One schema for both dynamics: the full flow's fields are null where they do not apply.
     return {
-        "task": result["task"],
-        "flow": result["config"],
-        "seed": result["seed"],
-        "sample": {**dict.fromkeys(SAMPLE_FIELDS), **result["sample"]},
-        "summary": {"same_selection_as_reduced_fraction": None, **result["summary"]},
+        "task": out["task"],
+        "flow": out["config"],
+        "seed": out["seed"],
+        "sample": {**dict.fromkeys(SAMPLE_FIELDS), **out["sample"]},
+        "summary": {"same_selection_as_reduced_fraction": None, **out["summary"]},
         "seeds": seeds,
     }
 
 
-def trajectory_arrays(result: dict) -> dict:
+def trajectory_arrays(result: FlowRun) -> dict:
     """Arrays for the .npz: trajectories (seeds, times, ...) and final statistics.
 
     Per head and offset: `key_mass`, `value_mass` (mean over windows), `worst_key_mass`,
@@ -310,7 +313,7 @@ def trajectory_arrays(result: dict) -> dict:
     (heads, branch),
     `biases`, the times `t` (NaN after the end), and `final_*` at the end time `t_final`; `status`
     holds indices into `status_names`, and `result` (diffrax's integer code) is not kept."""
-    ps = result["per_seed"]
+    ps = result.per_seed.to_dict()
     arrays = {
         k: v for k, v in ps.items() if k not in ("final", "mass", "worst", "result")
     }
@@ -424,12 +427,12 @@ def run(args) -> int:
     if args.out is not None:
         write_npz_atomic(args.out / "flow.npz", **trajectory_arrays(result))
         write_json_atomic(args.out / "flow.json", full_report)
-    s = result["summary"]
-    if s[
-        "selected_seeds"
-    ]:  # with no selected seed the distinct fraction is NaN by definition
-        require_finite(s, "the flow summary")
-    counts = s["status_counts"]
+    s = result.summary
+    if (
+        s.selected_seeds
+    ):  # with no selected seed the distinct fraction is NaN by definition
+        require_finite(s.to_dict(), "the flow summary")
+    counts = s.status_counts
     failed = {k: counts[k] for k in FAILURES if counts.get(k)}
     code = 0
     if failed and not args.allow_failures:
@@ -445,8 +448,8 @@ def run(args) -> int:
         detail = ", ".join(f"{k}: {v}" for k, v in failed.items())
         eprint(
             f"inductheory flow: {'warning' if args.allow_failures else 'error'}: "
-            f"{n_failed} of {s['seeds']} "
-            f"seeds failed ({detail}); the summary covers the {s['selected_seeds']} selected seeds"
+            f"{n_failed} of {s.seeds} "
+            f"seeds failed ({detail}); the summary covers the {s.selected_seeds} selected seeds"
             + (
                 "; Newton's root find of the selection time stalls when selection is "
                 "late and delta "
@@ -460,19 +463,19 @@ def run(args) -> int:
                 else "; pass --allow-failures to accept (exit 0)"
             )
         )
-    elif s["selected_seeds"] == 0:
+    elif s.selected_seeds == 0:
         eprint(
             f"inductheory flow: warning: {no_selection_message(result, options=True)}"
         )
     return code
 
 
-def _print_text(args, result, report) -> None:
-    s = result["summary"]
-    print(f"task: {result['task']}")
-    print(f"flow: {result['config']}")
-    if result["sample"]:
-        print(f"sample: {result['sample']}")
+def _print_text(args, result: FlowRun, report: dict) -> None:
+    s = result.summary
+    print(f"task: {report['task']}")
+    print(f"flow: {report['flow']}")
+    if report["sample"]:
+        print(f"sample: {report['sample']}")
     rows = [
         (
             e["seed_index"],
@@ -491,15 +494,15 @@ def _print_text(args, result, report) -> None:
         print(
             f"... {len(report['seeds']) - 32} more seeds (see --json --per-seed or --out)"
         )
-    print(f"statuses: {s['status_counts']}")
-    if s["selected_seeds"]:
+    print(f"statuses: {s.status_counts}")
+    if s.selected_seeds:
         print(
-            f"distinct offsets: {s['distinct_fraction']:.4f} of the "
-            f"{s['selected_seeds']} selected seeds "
-            f"(of {s['seeds']}; independent uniform baseline "
-            f"{s['distinct_baseline_independent_uniform']:.4f})"
+            f"distinct offsets: {s.distinct_fraction:.4f} of the "
+            f"{s.selected_seeds} selected seeds "
+            f"(of {s.seeds}; independent uniform baseline "
+            f"{s.distinct_baseline_independent_uniform:.4f})"
         )
-        hist = np.asarray(s["offset_histogram"])
+        hist = np.asarray(s.offset_histogram)
         print(
             format_table(
                 ["head"] + [f"r={r}" for r in range(hist.shape[1])],
@@ -508,7 +511,7 @@ def _print_text(args, result, report) -> None:
         )
     else:
         print(
-            f"distinct offsets: no seed selected (of {s['seeds']}): nothing to summarize"
+            f"distinct offsets: no seed selected (of {s.seeds}): nothing to summarize"
         )
     if args.out is not None:
         print(f"wrote {args.out / 'flow.npz'} and {args.out / 'flow.json'}")

@@ -8,6 +8,8 @@ geometry, seeded by `--seed`.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import numpy as np
 
@@ -33,6 +35,7 @@ from ..model._loss import (
     phase_gap,
     phase_losses,
 )
+from ..model._task import Task
 from ._common import (
     CLIError,
     _parse_int,
@@ -128,19 +131,56 @@ def gates_from_args(args, task) -> tuple[SharedGates, str]:
     return hard_selection(task.W, offsets), f"select {offsets}"
 
 
-def run(args) -> int:
-    task = task_from_args(args)
-    monte_carlo = not task.exact or args.contexts is not None
-    if args.seed is not None and not monte_carlo:
-        raise CLIError(
-            "--seed only applies to Monte Carlo (--eps, --d or --contexts); the closed "
-            "form is exact"
-        )
-    gates, label = gates_from_args(args, task)
-    result = {"task": task.to_dict(), "gates": label}
-    if monte_carlo:
-        require_token_ids(task, "Monte Carlo")
-        M, seed = args.contexts or MC_DEFAULT_CONTEXTS, args.seed or 0
+@dataclasses.dataclass(frozen=True)
+class LossResult:
+    """What `inductheory loss` reports: the per-phase loss and accuracy of one set of gates.
+
+    **Fields:**
+    - `task`: the task; `gates`: the gates' label (`"uniform"`, `"select [0, 2]"`, ...).
+    - `method`: `"exact"` (closed form) or `"monte_carlo"`.
+    - `monte_carlo`: Monte Carlo only, `{contexts, seed, eps_realized, dim}`; else None.
+    - `phases`: the query phases; `phase_loss`, `phase_target_probability`, `phase_accuracy`:
+      per phase.
+    - `population_loss`, `mean_accuracy`: their means; `phase_gap`: of the accuracies.
+
+    **Example:** `loss_result(Task(L=4, S=4, H=2, N=4096), *gates, None).to_dict()`.
+    """
+
+    task: Task
+    gates: str
+    method: str
+    monte_carlo: dict | None
+    phases: list
+    population_loss: float
+    phase_loss: list
+    phase_target_probability: list
+    phase_accuracy: list
+    mean_accuracy: float
+    phase_gap: float
+
+    def to_dict(self) -> dict:
+        """The JSON report: the fields in order, `monte_carlo` only for Monte Carlo."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["task"] = self.task.to_dict()
+        if self.monte_carlo is None:
+            del out["monte_carlo"]
+        return out
+
+
+def loss_result(
+    task: Task, gates: SharedGates, label: str, monte_carlo: tuple[int, int] | None
+) -> LossResult:
+    """The loss report of `gates` (labelled `label`) at `task`.
+
+    **Arguments:**
+    - `task`, `gates`, `label`: the task, its shared gates and their label.
+    - `monte_carlo`: `(contexts M, seed)` for the Monte Carlo estimate, None for the closed form.
+
+    **Returns:** a `LossResult`.
+    """
+    mc = None
+    if monte_carlo is not None:
+        M, seed = monte_carlo
         columns = task.L * task.S + 1 if task.exact else task.N
         check_memory(
             with_total(
@@ -160,8 +200,7 @@ def run(args) -> int:
         acc = np.asarray(
             monte_carlo_phase_accuracy(task, geometry, gates, contexts, batch_size=bs)
         )
-        result["method"] = "monte_carlo"
-        result["monte_carlo"] = {
+        mc = {
             "contexts": M,
             "seed": seed,
             "eps_realized": float(geometry.eps),
@@ -170,38 +209,58 @@ def run(args) -> int:
     else:
         losses = np.asarray(phase_losses(task, gates))
         acc = np.asarray(phase_accuracy(task, gates))
-        result["method"] = "exact"
-    result.update(
-        {
-            "phases": list(range(task.n_phases)),
-            "population_loss": float(losses.mean()),
-            "phase_loss": losses.tolist(),
-            "phase_target_probability": np.exp(-losses).tolist(),
-            "phase_accuracy": acc.tolist(),
-            "mean_accuracy": float(acc.mean()),
-            "phase_gap": float(phase_gap(acc)),
-        }
+    return LossResult(
+        task=task,
+        gates=label,
+        method="exact" if mc is None else "monte_carlo",
+        monte_carlo=mc,
+        phases=list(range(task.n_phases)),
+        population_loss=float(losses.mean()),
+        phase_loss=losses.tolist(),
+        phase_target_probability=np.exp(-losses).tolist(),
+        phase_accuracy=acc.tolist(),
+        mean_accuracy=float(acc.mean()),
+        phase_gap=float(phase_gap(acc)),
     )
-    require_finite(result, "the loss")
+
+
+def run(args) -> int:
+    task = task_from_args(args)
+    monte_carlo = not task.exact or args.contexts is not None
+    if args.seed is not None and not monte_carlo:
+        raise CLIError(
+            "--seed only applies to Monte Carlo (--eps, --d or --contexts); the closed "
+            "form is exact"
+        )
+    gates, label = gates_from_args(args, task)
+    if monte_carlo:
+        require_token_ids(task, "Monte Carlo")
+    result = loss_result(
+        task,
+        gates,
+        label,
+        (args.contexts or MC_DEFAULT_CONTEXTS, args.seed or 0) if monte_carlo else None,
+    )
+    report = result.to_dict()
+    require_finite(report, "the loss")
     if args.json:
-        print_json(result)
+        print_json(report)
         return 0
     print(f"task: {task.to_dict()}")
     print(f"gates: {label}")
     if monte_carlo:
-        mc = result["monte_carlo"]
+        mc = result.monte_carlo
         print(
             f"Monte Carlo over {mc['contexts']} contexts (seed {mc['seed']}), realized "
             f"eps = {mc['eps_realized']:.4g}, "
             f"d = {mc['dim']}"
         )
-    print(f"population loss: {result['population_loss']:.10g}")
+    print(f"population loss: {result.population_loss:.10g}")
+    losses, acc = np.asarray(result.phase_loss), np.asarray(result.phase_accuracy)
     rows = [
         (r, f"{losses[r]:.6g}", f"{np.exp(-losses[r]):.4g}", f"{acc[r]:.4g}")
         for r in range(task.n_phases)
     ]
     print(format_table(["phase r*", "loss", "P(target)", "top-1"], rows))
-    print(
-        f"mean accuracy {result['mean_accuracy']:.4f}, phase gap {result['phase_gap']:.4f}"
-    )
+    print(f"mean accuracy {result.mean_accuracy:.4f}, phase gap {result.phase_gap:.4f}")
     return 0

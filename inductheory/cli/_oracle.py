@@ -227,23 +227,23 @@ def run(args) -> int:
         seeds=args.vertex_starts,
         progress=not args.quiet,
     )
-    require_finite(point, "the oracle point")
+    require_finite(point.to_dict(), "the oracle point")
     if args.json:
-        print_json(point)
+        print_json(point.to_dict())
         return 0
-    print(f"task: {task.to_dict()}  realized eps = {point['eps']:.4g}")
+    print(f"task: {task.to_dict()}  realized eps = {point.eps:.4g}")
     rows = []
-    for i, c in enumerate(point["contexts"]):
+    for i, c in enumerate(point.contexts):
         rows.append(
             (
                 i,
-                f"{c['best_loss']:.10f}",
-                f"{c['best_vertex_loss']:.10f}",
-                f"{c['gap']:.3g}",
-                c["hard_selection"],
-                c["distinct_heads"],
-                f"{c['fw_gap']:.2g}",
-                np.asarray(c["offsets"]).tolist(),
+                f"{c.best_loss:.10f}",
+                f"{c.best_vertex_loss:.10f}",
+                f"{c.gap:.3g}",
+                c.hard_selection,
+                c.distinct_heads,
+                f"{c.fw_gap:.2g}",
+                np.asarray(c.offsets).tolist(),
             )
         )
     print(
@@ -262,8 +262,8 @@ def run(args) -> int:
         )
     )
     print(
-        f"hard selection: {point['hard_selection']}  distinct heads: {point['distinct_heads']}  "
-        f"(share hard {point['share_hard']:.3g}, hard+distinct {point['share_hard_distinct']:.3g})"
+        f"hard selection: {point.hard_selection}  distinct heads: {point.distinct_heads}  "
+        f"(share hard {point.share_hard:.3g}, hard+distinct {point.share_hard_distinct:.3g})"
     )
     return 0
 
@@ -432,10 +432,12 @@ def _run_sweep(args, task, config) -> int:
                 refine=refine,
                 directory=out,
                 on_point=lambda s: bar.update(
-                    note=f"N={s['task']['N']} beta={s['task']['beta']} ok={s['ok']}"
+                    note=f"N={s.task.N} beta={s.task.beta} ok={s.ok}"
                 ),
             )
-            maps.append({"eps": t.eps or 0.0, "d": t.d, "exact": t.exact, **result})
+            maps.append(
+                {"eps": t.eps or 0.0, "d": t.d, "exact": t.exact, **result.to_dict()}
+            )
     require_finite([p for mp in maps for p in mp["points"]], "the sweep")
     text = summary_text(task, config, maps, N_grid, beta_grid)
     if out is not None:

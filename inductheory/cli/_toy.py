@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..toy._toy import ToyConfig, corner_losses, escape_rates, split_advantage, toy_loss
 from ._common import (
     EXACT_FLOAT_INT,
@@ -53,19 +55,53 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    config = ToyConfig(beta=args.beta, gamma=args.gamma, L=args.L, K=args.K)
+@dataclasses.dataclass(frozen=True)
+class ToyResult:
+    """The closed forms of the two-head toy that `inductheory toy` reports.
+
+    **Fields:** `config` (the `ToyConfig`), `loss_center` (at p = (1/2, 1/2)),
+    `loss_same_corner`, `loss_opposite_corners`, `split_advantage` (same - opposite),
+    `escape_rate_symmetric`, `escape_rate_antisymmetric` (along (1, 1) and (1, -1)).
+
+    **Example:** `toy_result(ToyConfig()).split_advantage > 0`.
+    """
+
+    config: ToyConfig
+    loss_center: float
+    loss_same_corner: float
+    loss_opposite_corners: float
+    split_advantage: float
+    escape_rate_symmetric: float
+    escape_rate_antisymmetric: float
+
+    def to_dict(self) -> dict:
+        """The JSON report: `config` (its `to_dict()`) and every closed form."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["config"] = self.config.to_dict()
+        return out
+
+
+def toy_result(config: ToyConfig) -> ToyResult:
+    """Every closed form of the toy at `config`.
+
+    **Returns:** a `ToyResult`.
+    """
     same, opposite = corner_losses(config)
     symmetric, antisymmetric = escape_rates(config)
-    result = {
-        "config": config.to_dict(),
-        "loss_center": float(toy_loss(config, [0.5, 0.5])),
-        "loss_same_corner": float(same),
-        "loss_opposite_corners": float(opposite),
-        "split_advantage": float(split_advantage(config)),
-        "escape_rate_symmetric": float(symmetric),
-        "escape_rate_antisymmetric": float(antisymmetric),
-    }
+    return ToyResult(
+        config=config,
+        loss_center=float(toy_loss(config, [0.5, 0.5])),
+        loss_same_corner=float(same),
+        loss_opposite_corners=float(opposite),
+        split_advantage=float(split_advantage(config)),
+        escape_rate_symmetric=float(symmetric),
+        escape_rate_antisymmetric=float(antisymmetric),
+    )
+
+
+def run(args) -> int:
+    config = ToyConfig(beta=args.beta, gamma=args.gamma, L=args.L, K=args.K)
+    result = toy_result(config).to_dict()
     require_finite(result, "the toy's closed forms")
     if args.json:
         print_json(result)

@@ -7,6 +7,7 @@ May import: `inductheory.internal`, `inductheory.model`, `inductheory.oracle`,
 ```python
 import inductheory as it
 run = it.run_flow(it.Task(L=8, S=4, H=2, N=4096), it.FlowConfig(), seeds=8)
+run.summary.distinct_fraction
 ```
 """
 
@@ -65,10 +66,37 @@ from ._mitigations import (
     mitigation_task as mitigation_task,
 )
 from ._regime import (
+    BoundaryBracket as BoundaryBracket,
+)
+from ._regime import (
+    LogThresholdFit as LogThresholdFit,
+)
+from ._regime import (
+    RegimeMap as RegimeMap,
+)
+from ._regime import (
+    RegimePoint as RegimePoint,
+)
+from ._regime import (
     fit_log_threshold as fit_log_threshold,
 )
 from ._regime import (
+    log_boundary as log_boundary,
+)
+from ._regime import (
     regime_map as regime_map,
+)
+from ._results import (
+    FlowRun as FlowRun,
+)
+from ._results import (
+    FlowSample as FlowSample,
+)
+from ._results import (
+    FlowSummary as FlowSummary,
+)
+from ._results import (
+    SeedResults as SeedResults,
 )
 from ._sweep import (
     points_of as points_of,

@@ -40,6 +40,7 @@ from ..model._gates import (
 )
 from ..model._geometry import make_geometry
 from ..model._task import Task, _require_int
+from ._results import FlowRun, FlowSample, FlowSummary, SeedResults
 
 # Statuses that are failures (not merely unfinished by t_max).
 FAILURES = (Status.MAX_STEPS, Status.NONFINITE, Status.SOLVER_ERROR)
@@ -266,11 +267,11 @@ def _closest_to_selection(worst) -> np.ndarray:
     return np.min(np.max(np.asarray(worst), axis=-1), axis=(-2, -1))
 
 
-def no_selection_message(result: dict, *, options: bool = False) -> str:
+def no_selection_message(run: FlowRun, *, options: bool = False) -> str:
     """What a run of `run_flow` in which no seed selected says about itself, and what to try.
 
     **Arguments:**
-    - `result`: the dict `run_flow` returns.
+    - `run`: the `FlowRun` that `run_flow` returns.
     - `options`: name the parameters as command-line options (`--t-max`) instead of fields.
 
     **Returns:** the message (one line).
@@ -280,6 +281,7 @@ def no_selection_message(result: dict, *, options: bool = False) -> str:
     ```
     """
     name = (lambda n: "--" + n.replace("_", "-")) if options else (lambda n: n)
+    result = run.to_dict()
     config, summary, ps = result["config"], result["summary"], result["per_seed"]
     counts = {k: v for k, v in summary["status_counts"].items() if v}
     status = ", ".join(f"{k}: {v}" for k, v in counts.items())
@@ -337,7 +339,7 @@ def run_flow(
     chunk: int | None = None,
     devices=None,
     progress: bool = False,
-) -> dict:
+) -> FlowRun:
     """Integrate the flow of `seeds` seeds and summarize them.
 
     **Arguments:**
@@ -349,30 +351,32 @@ def run_flow(
     - `devices`: devices to shard over (default all local devices).
     - `progress`: show a `Progress` line on stderr.
 
-    **Returns:** dict with `per_seed` (numpy arrays with a leading seed axis, see `integrate`),
-    `summary` (distinct fraction, baseline, histogram, status counts, timings), `task`, `config`,
-    `sample` (M, eps) — every parameter. Warns with `NoSelectionWarning` (saying what to try)
-    when no seed selects: the distinct fraction is then NaN.
+    **Returns:** a `FlowRun`: `per_seed` (`SeedResults`, numpy arrays with a leading seed axis,
+    see `integrate`), `summary` (`FlowSummary`: distinct fraction, baseline, histogram, status
+    counts, timings), `task`, `config`, `seed` and `sample` (`FlowSample`: M, eps; None for the
+    reduced dynamics) — every parameter; `to_dict()` gives them as JSON-able dicts.
+    Warns with `NoSelectionWarning` (saying what to try) when no seed selects: the
+    distinct fraction is then NaN.
 
     ```python
-    out = run_flow(Task(L=8, S=4, H=2, N=10**6, beta=4.0), FlowConfig(), 64)
-    out["summary"]["distinct_fraction"]
+    run = run_flow(Task(L=8, S=4, H=2, N=10**6, beta=4.0), FlowConfig(), 64)
+    run.summary.distinct_fraction
     ```
     """
     check_flow(task, config)
     _require_int("seeds", seeds, 1)  # also refuses bool (seeds=True) and floats
-    shared, sample = (None, None), {}
+    shared, sample = (None, None), None
     if config.dynamics == "full":
         geometry, contexts = flow_sample(task, config, seed)
         shared = (geometry, contexts)
-        sample = {
-            "M": int(contexts.shape[0]),
-            "M_requested": config.M,
-            "sample": config.sample,
-            "geometry": type(geometry).__name__,
-            "dim": geometry.dim,
-            "eps_realized": geometry.eps,
-        }
+        sample = FlowSample(
+            M=int(contexts.shape[0]),
+            M_requested=config.M,
+            sample=config.sample,
+            geometry=type(geometry).__name__,
+            dim=geometry.dim,
+            eps_realized=geometry.eps,
+        )
     n_dev = len(jax.devices() if devices is None else devices)
     chunk = seed_chunk(config.dynamics, seeds, chunk, devices)
     parts, compile_s, start = [], None, time.perf_counter()
@@ -392,52 +396,55 @@ def run_flow(
             n = min(chunk, seeds - lo)
             parts.append(jax.tree.map(lambda a, n=n: a[:n], out))
             bar.update(n)
-    per_seed = jax.tree.map(lambda *a: np.concatenate(a), *parts)
-    selected = per_seed["selected"]
-    status = per_seed["status"]
+    per_seed = SeedResults.from_dict(jax.tree.map(lambda *a: np.concatenate(a), *parts))
+    selected = per_seed.selected
+    status = per_seed.status
     # Distinct fraction and histogram over the seeds that selected (status "selected"), never over
     # failed or unfinished ones; NaN when none selected. `selected_seeds` says how many they cover.
     ok = status == Status.SELECTED
-    summary = {
-        "seeds": seeds,
-        "devices": n_dev,
-        "selected_seeds": int(np.sum(ok)),
-        "failed_seeds": int(np.sum(np.isin(status, list(FAILURES)))),
-        "selected_fraction": float(np.mean(ok)),
-        "value_is_key_plus_one_fraction": float(
-            np.mean(
-                value_follows_key(per_seed["key_offsets"], per_seed["value_offsets"])
-            )
+    summary = FlowSummary(
+        seeds=seeds,
+        devices=n_dev,
+        selected_seeds=int(np.sum(ok)),
+        failed_seeds=int(np.sum(np.isin(status, list(FAILURES)))),
+        selected_fraction=float(np.mean(ok)),
+        value_is_key_plus_one_fraction=float(
+            np.mean(value_follows_key(per_seed.key_offsets, per_seed.value_offsets))
         ),
-        "distinct_fraction": selected_distinct_fraction(selected, status),
-        "distinct_baseline_independent_uniform": independent_distinct_baseline(
+        distinct_fraction=selected_distinct_fraction(selected, status),
+        distinct_baseline_independent_uniform=independent_distinct_baseline(
             task.H, task.W, config.tied
         ),
-        "offset_histogram": offset_histogram(
+        offset_histogram=offset_histogram(
             selected[ok], selectable_offsets(task.W, config.tied)
         ),
-        "status_counts": {s.label: int(np.sum(status == s)) for s in Status},
-        "wall_s": time.perf_counter() - start,
-        "first_chunk_s_including_compile": compile_s,
-    }
-    if "reduced_selected" in per_seed:
-        summary["same_selection_as_reduced_fraction"] = float(
-            np.mean(np.all(per_seed["reduced_selected"] == selected, axis=1))
-        )
-    result = {
-        "task": task.to_dict(),
-        "config": config.to_dict(),
-        "seed": seed,
-        "sample": sample,
-        "per_seed": per_seed,
-        "summary": summary,
-    }
-    if not summary["selected_seeds"]:
-        warn_at_caller(no_selection_message(result), NoSelectionWarning)
-    return result
+        status_counts={s.label: int(np.sum(status == s)) for s in Status},
+        wall_s=time.perf_counter() - start,
+        first_chunk_s_including_compile=compile_s,
+        same_selection_as_reduced_fraction=(
+            None
+            if per_seed.reduced_selected is None
+            else float(np.mean(np.all(per_seed.reduced_selected == selected, axis=1)))
+        ),
+    )
+    run = FlowRun(
+        task=task,
+        config=config,
+        seed=seed,
+        sample=sample,
+        per_seed=per_seed,
+        summary=summary,
+    )
+    if not summary.selected_seeds:
+        warn_at_caller(no_selection_message(run), NoSelectionWarning)
+    return run
 
 
 __all__ = [
+    "FlowRun",
+    "FlowSample",
+    "FlowSummary",
+    "SeedResults",
     "distinct_fraction",
     "flow_sample",
     "independent_distinct_baseline",

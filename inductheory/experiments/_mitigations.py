@@ -208,11 +208,11 @@ def default_runner(task: Task, config: FlowConfig, seeds: int) -> dict:
     with assumptions_silenced(), warnings.catch_warnings():
         # the tables show a cell without selected seeds as such
         warnings.simplefilter("ignore", NoSelectionWarning)
-        ps = run_flow(task, config, seeds)["per_seed"]
+        ps = run_flow(task, config, seeds).per_seed
     return {
-        "final_biases": ps["final"]["biases"],
-        "selected": ps["selected"],
-        "status": ps["status"],
+        "final_biases": ps.final["biases"],
+        "selected": ps.selected,
+        "status": ps.status,
     }
 
 

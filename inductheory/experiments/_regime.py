@@ -9,6 +9,7 @@ May import: `inductheory.internal`, `inductheory.model`, `inductheory.oracle`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -20,7 +21,13 @@ from ..internal._lanes import pad_items, padded_size, shard_lanes, stack_lanes
 from ..internal._progress import Progress
 from ..model._task import Task, task_with
 from ..oracle._minimize import OracleMinimizer
-from ..oracle._point import config_dict, exact_oracle_points, oracle_point
+from ..oracle._point import (
+    POINT_SCALARS,
+    OraclePoint,
+    config_dict,
+    exact_oracle_points,
+    oracle_point,
+)
 
 
 def point_params(
@@ -37,18 +44,123 @@ def point_params(
     }
 
 
-def summary_of(point: dict) -> dict:
-    """The scalar fields of an `oracle_point` result (no per-context records)."""
-    return {k: v for k, v in point.items() if k != "contexts"}
+@dataclasses.dataclass(frozen=True)
+class RegimePoint:
+    """One point of a regime map: the scalars of its `OraclePoint` and Theorem 1's verdict.
+
+    **Fields:** `task`, `eps`, `dim`, `n_contexts`, `seeds`, `best_loss`, `best_vertex_loss`,
+    `gap`, `hard_selection`, `distinct_heads`, `share_hard`, `share_hard_distinct`,
+    `share_beats_vertex`, `max_fw_gap`, `share_minimizer_failed` as in `OraclePoint`, and `ok`
+    (`criterion`).
+
+    **Example:** `[p.task.N for p in regime_map(task, [64, 256], [2.0]).points if p.ok]`.
+    """
+
+    task: Task
+    eps: float
+    dim: int
+    n_contexts: int
+    seeds: int
+    best_loss: float
+    best_vertex_loss: float
+    gap: float
+    hard_selection: bool
+    distinct_heads: bool
+    share_hard: float
+    share_hard_distinct: float
+    share_beats_vertex: float
+    max_fw_gap: float
+    share_minimizer_failed: float
+    ok: bool
+
+    def to_dict(self) -> dict:
+        """`task` (its `to_dict()`), the scalars and `ok`."""
+        return {
+            "task": self.task.to_dict(),
+            **{k: getattr(self, k) for k in POINT_SCALARS},
+            "ok": self.ok,
+        }
 
 
-def criterion(point: dict, task: Task) -> bool:
+@dataclasses.dataclass(frozen=True)
+class BoundaryBracket:
+    """The boundary of one beta: hard selection holds from `N_star` on, and failed at `N_below`.
+
+    **Fields:** `beta`; `N_star` (None if no grid N qualifies); `N_below`, the largest N known to
+    fail below it (None if none); `bracketed`: both are known.
+
+    **Example:** `BoundaryBracket(beta=4.0, N_star=256, N_below=64, bracketed=True)`.
+    """
+
+    beta: float
+    N_star: int | None
+    N_below: int | None
+    bracketed: bool
+
+    def to_dict(self) -> dict:
+        """The fields as a dict."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogThresholdFit:
+    """The least-squares line $\\log N^* = $ `intercept` $+$ `slope` $\\beta$ through `n`
+    bracketed boundaries.
+
+    **Example:** `fit.intercept + fit.slope * 4.0` is the fitted log N* at beta = 4.
+    """
+
+    slope: float
+    intercept: float
+    n: int
+
+    def to_dict(self) -> dict:
+        """The fields as a dict."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class RegimeMap:
+    """The result of `regime_map`.
+
+    **Fields:**
+    - `points`: a `RegimePoint` per computed point (grid order, then refinement order).
+    - `boundary`: a `BoundaryBracket` per beta.
+    - `fit`: the `LogThresholdFit` of log N* vs beta, or None with fewer than 2 bracketed betas.
+
+    ```python
+    regime = regime_map(Task(L=4, S=4, H=2, N=64), [16, 64, 256], [2.0, 8.0])
+    [(b.beta, b.N_star) for b in regime.boundary], regime.fit
+    ```
+    """
+
+    points: tuple[RegimePoint, ...]
+    boundary: tuple[BoundaryBracket, ...]
+    fit: LogThresholdFit | None
+
+    def to_dict(self) -> dict:
+        """`points`, `boundary` (lists of dicts) and `fit` (a dict or None)."""
+        return {
+            "points": [p.to_dict() for p in self.points],
+            "boundary": [b.to_dict() for b in self.boundary],
+            "fit": None if self.fit is None else self.fit.to_dict(),
+        }
+
+
+def summary_of(point: OraclePoint, ok: bool) -> RegimePoint:
+    """The scalar fields of an `oracle_point` result (no per-context records), with `ok`."""
+    return RegimePoint(
+        task=point.task, **{k: getattr(point, k) for k in POINT_SCALARS}, ok=ok
+    )
+
+
+def criterion(point: OraclePoint, task: Task) -> bool:
     """Theorem 1's conclusion at a point: hard selections in every context, with distinct heads
     under exact geometry (eps = 0), hard only under approximate geometry."""
     return (
-        bool(point["share_hard_distinct"] == 1.0)
+        bool(point.share_hard_distinct == 1.0)
         if task.exact
-        else bool(point["share_hard"] == 1.0)
+        else bool(point.share_hard == 1.0)
     )
 
 
@@ -63,9 +175,9 @@ def regime_map(
     seeds: int = 8,
     refine: int = 0,
     directory=None,
-    on_point: Callable[[dict], None] | None = None,
+    on_point: Callable[[RegimePoint], None] | None = None,
     progress: bool = False,
-) -> dict:
+) -> RegimeMap:
     """The share of contexts whose oracle minimizer is a hard selection, over a grid of (beta, N).
 
     Every point is `oracle_point` of `task` with that N and beta (other parameters, the geometry
@@ -85,9 +197,10 @@ def regime_map(
     - `on_point`: called with each point's summary as it finishes (progress display).
     - `progress`: show a `Progress` line of the points computed (not found in `directory`).
 
-    **Returns:** a dict with `points` (summaries, in grid order then refinement order),
-    `boundary` (per beta: `N_star`, `N_below` the largest N known to fail below it or None,
-    `bracketed`), and `fit` (`slope`, `intercept` of log N* vs beta, or None with < 2 betas).
+    **Returns:** a `RegimeMap` with `points` (`RegimePoint` summaries, in grid order then
+    refinement order), `boundary` (a `BoundaryBracket` per beta: `N_star`, `N_below` the largest N
+    known to fail below it or None, `bracketed`), and `fit` (`LogThresholdFit`: `slope`,
+    `intercept` of log N* vs beta, or None with < 2 betas); `to_dict()` for JSON.
     """
     if any(isinstance(n, bool) or float(n) != int(n) for n in N_grid):
         raise ValueError(f"N_grid must hold integers, got {list(N_grid)}")
@@ -98,7 +211,7 @@ def regime_map(
     if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
         raise ValueError(f"refine must be an integer >= 0, got {refine!r}")
 
-    def run_many(pairs: list[tuple[int, float]]) -> list[dict]:
+    def run_many(pairs: list[tuple[int, float]]) -> list[RegimePoint]:
         tasks = [task_with(task, N=N, beta=beta) for N, beta in pairs]
         params = [
             point_params(t, config, seed=seed, contexts=contexts, seeds=seeds)
@@ -125,7 +238,7 @@ def regime_map(
                     )
                     for i, point in zip(idx, fresh):
                         found[i] = store_cached(
-                            directory, params[i], point
+                            directory, params[i], point.to_dict()
                         )  # kept at once: a map resumes here
                         bar.update()
             else:
@@ -137,12 +250,13 @@ def regime_map(
                         contexts=contexts,
                         seeds=seeds,
                     )
-                    found[i] = store_cached(directory, params[i], point)
+                    found[i] = store_cached(directory, params[i], point.to_dict())
                     bar.update()
         summaries = []
-        for t, point in zip(tasks, found):
-            summary = summary_of(point)
-            summary["ok"] = criterion(point, t)
+        for t, stored in zip(tasks, found):
+            # the JSON form, fresh or cached alike, so a resumed map has the same numbers
+            point = OraclePoint.from_dict(stored)
+            summary = summary_of(point, criterion(point, t))
             if on_point is not None:
                 on_point(summary)
             summaries.append(summary)
@@ -152,7 +266,7 @@ def regime_map(
     brackets = {}
     for b, beta in enumerate(beta_grid):
         ok = {
-            N: s["ok"]
+            N: s.ok
             for N, s in zip(N_grid, points[b * len(N_grid) : (b + 1) * len(N_grid)])
         }
         N_star, N_below = None, None
@@ -176,38 +290,44 @@ def regime_map(
         ):
             points.append(s)
             brackets[beta] = (
-                [brackets[beta][0], mid] if s["ok"] else [mid, brackets[beta][1]]
+                [brackets[beta][0], mid] if s.ok else [mid, brackets[beta][1]]
             )
-    boundary = [
-        {
-            "beta": beta,
-            "N_star": hi,
-            "N_below": lo,
-            "bracketed": hi is not None and lo is not None,
-        }
+    boundary = tuple(
+        BoundaryBracket(
+            beta=beta,
+            N_star=hi,
+            N_below=lo,
+            bracketed=hi is not None and lo is not None,
+        )
         for beta, (lo, hi) in brackets.items()
-    ]
-    return {"points": points, "boundary": boundary, "fit": fit_log_threshold(boundary)}
+    )
+    return RegimeMap(
+        points=tuple(points), boundary=boundary, fit=fit_log_threshold(boundary)
+    )
 
 
-def log_boundary(b: dict) -> float:
+def log_boundary(b: BoundaryBracket) -> float:
     """log of the boundary estimate: the geometric middle $\\sqrt{N^* N_{below}}$ of a bracket, or
     $\\log N^*$ when nothing below it failed."""
-    if b["N_below"] is None:
-        return math.log(b["N_star"])
-    return 0.5 * (math.log(b["N_star"]) + math.log(b["N_below"]))
+    if b.N_below is None:
+        return math.log(b.N_star)
+    return 0.5 * (math.log(b.N_star) + math.log(b.N_below))
 
 
-def fit_log_threshold(boundary: list[dict]) -> dict | None:
+def fit_log_threshold(boundary) -> LogThresholdFit | None:
     """Least-squares line $\\log N^* = a + b \\beta$ through the bracketed boundaries.
 
     Uses the geometric midpoint $\\sqrt{N^* N_{below}}$ of each bracket.
 
-    **Returns:** `{"slope": b, "intercept": a, "n": count}`, or None with fewer than 2 points.
+    **Arguments:**
+    - `boundary`: `BoundaryBracket`s (one per beta).
+
+    **Returns:** `LogThresholdFit(slope=b, intercept=a, n=count)`, or None with fewer than 2
+    bracketed boundaries.
     """
-    rows = [(b["beta"], log_boundary(b)) for b in boundary if b["bracketed"]]
+    rows = [(b.beta, log_boundary(b)) for b in boundary if b.bracketed]
     if len(rows) < 2:
         return None
     x, y = np.array(rows).T
     slope, intercept = np.polyfit(x, y, 1)
-    return {"slope": float(slope), "intercept": float(intercept), "n": len(rows)}
+    return LogThresholdFit(slope=float(slope), intercept=float(intercept), n=len(rows))

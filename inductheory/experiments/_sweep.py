@@ -52,7 +52,12 @@ from ..model._gates import SharedGates, value_follows_key
 from ..model._loss import check_gate_shape, phase_accuracy, phase_gap, phase_losses
 from ..model._task import Task
 from ..oracle._minimize import OracleMinimizer
-from ..oracle._point import config_dict, exact_oracle_points, oracle_point
+from ..oracle._point import (
+    OraclePoint,
+    config_dict,
+    exact_oracle_points,
+    oracle_point,
+)
 from ._flows import (
     flow_sample,
     independent_distinct_baseline,
@@ -557,14 +562,14 @@ class OracleSweep(AbstractSweepKind):
 
     def compute_block(self, spec, points):
         results = self._results(spec, _tasks(spec, points))
-        arrays = {k: np.array([r[k] for r in results]) for k in _ORACLE_SCALARS}
-        arrays["offsets"] = np.array(
-            [[c["offsets"] for c in r["contexts"]] for r in results]
-        )
+        arrays = {
+            k: np.array([getattr(r, k) for r in results]) for k in _ORACLE_SCALARS
+        }
+        arrays["offsets"] = np.array([[c.offsets for c in r.contexts] for r in results])
         return arrays
 
-    def _results(self, spec, tasks: list[Task]) -> list[dict]:
-        """The `oracle_point` dict of every task: the one place that calls the oracle."""
+    def _results(self, spec, tasks: list[Task]) -> list[OraclePoint]:
+        """The `OraclePoint` of every task: the one place that calls the oracle."""
         config = OracleMinimizer(**spec.settings)
         contexts, vertex_starts = spec.extra["contexts"], spec.extra["vertex_starts"]
         key = jax.random.key(spec.seed)

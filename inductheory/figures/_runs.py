@@ -49,16 +49,16 @@ def flow_runs(
 
     def compute():
         with assumptions_silenced():
-            out = run_flow(task, config, seeds, seed=seed)
-        ps = out["per_seed"]
+            run = run_flow(task, config, seeds, seed=seed)
+        ps, out = run.per_seed, run.to_dict()
         res = {
-            "selected": ps["selected"],
-            "key_offsets": ps["key_offsets"],
-            "value_offsets": ps["value_offsets"],
-            "t_final": ps["t_final"],
-            "status": [STATUSES[s] for s in np.asarray(ps["status"])],
-            "final_biases": ps["final"]["biases"],
-            "final_loss": ps["final"]["loss"],
+            "selected": ps.selected,
+            "key_offsets": ps.key_offsets,
+            "value_offsets": ps.value_offsets,
+            "t_final": ps.t_final,
+            "status": [STATUSES[s] for s in np.asarray(ps.status)],
+            "final_biases": ps.final["biases"],
+            "final_loss": ps.final["loss"],
             "summary": {
                 k: v for k, v in out["summary"].items() if k not in _TIMING_KEYS
             },
@@ -66,11 +66,11 @@ def flow_runs(
         }
         if trajectories:
             res.update(
-                t=ps["t"],
-                mass=ps["mass"],
-                static_offsets=ps["static_offsets"],
-                avg_offsets=ps["avg_offsets"],
-                loss=ps["loss"],
+                t=ps.t,
+                mass=ps.mass,
+                static_offsets=ps.static_offsets,
+                avg_offsets=ps.avg_offsets,
+                loss=ps.loss,
             )
         return res
 
@@ -79,21 +79,26 @@ def flow_runs(
 
 def oracle_point(
     task: Task, config, cache_dir, *, contexts: int = 1, seeds: int = 8, seed: int = 0
-) -> dict:
-    """One oracle-minimizer point (`_oracle_regime.oracle_point`), cached under the regime
-    map's key."""
+):
+    """One oracle-minimizer point (`oracle.oracle_point`), cached under the regime map's key.
+
+    **Returns:** an `OraclePoint` read from its JSON form (fresh or cached alike).
+    """
     import jax
 
     from ..experiments._regime import point_params
+    from ..oracle._point import OraclePoint
     from ..oracle._point import oracle_point as compute_point
 
     params = point_params(task, config, seed=seed, contexts=contexts, seeds=seeds)
-    return cached(
-        cache_dir,
-        params,
-        lambda: compute_point(
-            task, jax.random.key(seed), config, contexts=contexts, seeds=seeds
-        ),
+    return OraclePoint.from_dict(
+        cached(
+            cache_dir,
+            params,
+            lambda: compute_point(
+                task, jax.random.key(seed), config, contexts=contexts, seeds=seeds
+            ).to_dict(),
+        )
     )
 
 

@@ -107,7 +107,7 @@ def compute(quick: bool, cache_dir) -> dict:
         flow_geometry = flow_sample(task, flow_config, seed)[0]
         o_max, o_mean = coherence(oracle_geometry.embeddings, task.kappa)
         f_max, f_mean = coherence(flow_geometry.embeddings, task.kappa)
-        assert math.isclose(o_max, point["eps"], rel_tol=1e-5), (o_max, point["eps"])
+        assert math.isclose(o_max, point.eps, rel_tol=1e-5), (o_max, point.eps)
         assert math.isclose(f_max, flow["sample"]["eps_realized"], rel_tol=1e-5), (
             f_max,
             flow["sample"]["eps_realized"],
@@ -118,7 +118,7 @@ def compute(quick: bool, cache_dir) -> dict:
             np.asarray(flow["value_offsets"]),
         )
         flow_hard = (status == "selected") & value_follows_key(keys, values)
-        records = point["contexts"]
+        records = point.contexts
         rows.append(
             {
                 "d": d,
@@ -126,8 +126,8 @@ def compute(quick: bool, cache_dir) -> dict:
                 "oracle_eps_mean": o_mean,
                 "flow_eps_max": f_max,
                 "flow_eps_mean": f_mean,
-                "oracle_hard": _share([r["hard_selection"] for r in records]),
-                "oracle_hard_distinct": _share([r["distinct_heads"] for r in records]),
+                "oracle_hard": _share([r.hard_selection for r in records]),
+                "oracle_hard_distinct": _share([r.distinct_heads for r in records]),
                 "flow_hard": _share(flow_hard),
                 "flow_statuses": flow["status"],
             }

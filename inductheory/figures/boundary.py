@@ -89,10 +89,10 @@ def _learned(task, config, seeds, cache_dir) -> dict:
 def _oracle(task, config, cache_dir) -> dict:
     """Per-phase accuracy and loss of the oracle optimum (best per-entry gates) of one context."""
     point = _runs.oracle_point(task, config, cache_dir)
-    rec = point["contexts"][0]
+    rec = point.contexts[0]
     gates = OracleGates(
-        key=jnp.asarray(rec["gates"]["key"], jnp.float64),
-        value=jnp.asarray(rec["gates"]["value"], jnp.float64),
+        key=jnp.asarray(rec.key_gates, jnp.float64),
+        value=jnp.asarray(rec.value_gates, jnp.float64),
     )
     logits = exact_logits(task, gates)  # queries block-major: (L, S) after reshape
     acc = np.asarray(top1_correct(*logits), float).reshape(task.L, task.S)
@@ -101,9 +101,9 @@ def _oracle(task, config, cache_dir) -> dict:
         "W": task.W,
         "L": task.L,
         "H": task.H,
-        "best_loss": point["best_loss"],
-        "hard_selection": point["hard_selection"],
-        "offsets": np.asarray(rec["offsets"]).tolist(),
+        "best_loss": point.best_loss,
+        "hard_selection": point.hard_selection,
+        "offsets": np.asarray(rec.offsets).tolist(),
         "accuracy": acc.mean(0).tolist(),
         "loss": loss.mean(0).tolist(),
     }

@@ -153,7 +153,7 @@ def compute(quick: bool, cache_dir) -> dict:
         pred = predicted(L, H, gamma, betas)
         boundary = [
             {**b, "predicted": p, "agrees": inside(b, p, L * SHAPE["S"])}
-            for b, p in zip(regime["boundary"], pred)
+            for b, p in zip((b.to_dict() for b in regime.boundary), pred)
         ]
         oracle.append(
             {
@@ -163,9 +163,9 @@ def compute(quick: bool, cache_dir) -> dict:
                 "gamma": gamma,
                 "N_grid": N_grid,
                 "boundary": boundary,
-                "max_fw_gap": max(p["max_fw_gap"] for p in regime["points"]),
+                "max_fw_gap": max(p.max_fw_gap for p in regime.points),
                 "share_minimizer_failed": max(
-                    p["share_minimizer_failed"] for p in regime["points"]
+                    p.share_minimizer_failed for p in regime.points
                 ),
             }
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..experiments._regime import log_boundary, regime_map
+from ..experiments._regime import BoundaryBracket, log_boundary, regime_map
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
 from ._figure import Figure
@@ -44,10 +44,9 @@ def compute(quick: bool, cache_dir) -> dict:
         directory=cache_dir,
         refine=0 if quick else 2,
     )
-    by_point = {(p["task"]["N"], p["task"]["beta"]): p for p in regime["points"]}
+    by_point = {(int(p.task.N), float(p.task.beta)): p for p in regime.points}
     share = [
-        [by_point[(N, beta)]["share_hard_distinct"] for N in N_grid]
-        for beta in beta_grid
+        [by_point[(N, beta)].share_hard_distinct for N in N_grid] for beta in beta_grid
     ]
     examples = {}
     for label, (N, beta) in {
@@ -57,24 +56,25 @@ def compute(quick: bool, cache_dir) -> dict:
         point = _runs.oracle_point(
             _runs.task_of(**shape, N=N, beta=beta), config, cache_dir
         )  # a grid point: cached
-        ctx = point["contexts"][0]
+        ctx = point.contexts[0]
         examples[label] = {
             "N": N,
             "beta": beta,
-            "key": ctx["gates"]["key"],
-            "value": ctx["gates"]["value"],
-            "best_loss": point["best_loss"],
-            "best_vertex_loss": point["best_vertex_loss"],
-            "hard_selection": point["hard_selection"],
-            "distinct_heads": point["distinct_heads"],
+            "key": ctx.key_gates,
+            "value": ctx.value_gates,
+            "best_loss": point.best_loss,
+            "best_vertex_loss": point.best_vertex_loss,
+            "hard_selection": point.hard_selection,
+            "distinct_heads": point.distinct_heads,
         }
-    boundary, fit = regime["boundary"], regime["fit"]
+    regime_dict = regime.to_dict()
+    boundary, fit = regime_dict["boundary"], regime_dict["fit"]
     return {
         "examples": examples,
         "N_grid": N_grid,
         "beta_grid": beta_grid,
         "share_hard_distinct": share,
-        "gap": [[by_point[(N, beta)]["gap"] for N in N_grid] for beta in beta_grid],
+        "gap": [[by_point[(N, beta)].gap for N in N_grid] for beta in beta_grid],
         "boundary": boundary,
         "fit": fit,
         "parameters": {
@@ -155,7 +155,7 @@ def draw(data: dict):
     for i, b in enumerate(data["boundary"]):
         if b["N_star"] is not None:
             xs.append(
-                float(np.interp(log_boundary(b), logs, idx))
+                float(np.interp(log_boundary(BoundaryBracket(**b)), logs, idx))
                 - (0.5 if b["N_below"] is None else 0.0)
             )
             ys.append(i)

@@ -6,6 +6,7 @@ May import: `inductheory.internal`, `inductheory.model`.
 ```python
 import inductheory as it
 point = it.oracle_point(it.Task(L=4, S=3, H=1, N=64), jax.random.key(0))
+point.hard_selection, point.contexts[0].offsets
 ```
 """
 
@@ -32,6 +33,12 @@ from ._minimize import (
 )
 from ._minimize import (
     project_simplex as project_simplex,
+)
+from ._point import (
+    ContextRecord as ContextRecord,
+)
+from ._point import (
+    OraclePoint as OraclePoint,
 )
 from ._point import (
     exact_oracle_points as exact_oracle_points,

@@ -9,6 +9,7 @@ how much it beats the best vertex (the regime map over a grid is `inductheory.ex
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -20,7 +21,7 @@ from ..internal._progress import Progress
 from ..model._contexts import sample_contexts
 from ..model._geometry import ExactGeometry, make_geometry
 from ..model._loss import context_loss
-from ..model._task import Task
+from ..model._task import Task, quiet_task
 from ._minimize import (
     OracleMinimizer,
     OracleResult,
@@ -39,6 +40,148 @@ def config_dict(config: OracleMinimizer) -> dict:
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
 
 
+@dataclasses.dataclass(frozen=True)
+class ContextRecord:
+    """One context of an `oracle_point`: the best point found against the best hard selection.
+
+    **Fields:**
+    - `best_loss`: the lower of `minimizer_loss` and `best_vertex_loss`.
+    - `minimizer_loss`: the local searches' best; `minimizer_failed`: it ended above the best
+      vertex (which then is the point classified).
+    - `best_random_loss`: the best of the random starts only.
+    - `best_vertex_loss`: the best hard selection's loss.
+    - `gap`: `best_vertex_loss - best_loss` (>= 0); `beats_vertex`: larger than the tolerance.
+    - `hard_selection`, `distinct_heads`: the classification of the best point.
+    - `offsets`, `vertex_offsets`: its offsets and the best vertex's (H, L).
+    - `fw_gap`: the Frank-Wolfe gap at the minimizer's point.
+    - `share_starts_hard`: share of the starts that ended at a hard selection.
+    - `key_gates`, `value_gates`: the best point's gates (H, L, W).
+    - `vertex_method`, `n_vertices`: how the vertices were enumerated, and how many.
+    """
+
+    best_loss: float
+    minimizer_loss: float
+    minimizer_failed: bool
+    best_random_loss: float
+    best_vertex_loss: float
+    gap: float
+    beats_vertex: bool
+    hard_selection: bool
+    distinct_heads: bool
+    offsets: Any
+    vertex_offsets: Any
+    fw_gap: float
+    share_starts_hard: float
+    key_gates: Any
+    value_gates: Any
+    vertex_method: str
+    n_vertices: int
+
+    def to_dict(self) -> dict:
+        """The fields as a dict, the gates as `gates: {"key", "value"}`."""
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.name == "key_gates":
+                out["gates"] = {"key": self.key_gates, "value": self.value_gates}
+            elif f.name != "value_gates":
+                out[f.name] = getattr(self, f.name)
+        return out
+
+    @classmethod
+    def from_dict(cls, record: dict) -> ContextRecord:
+        """The record of `to_dict()` (or its JSON form, as read back from a cache)."""
+        fields = {k: v for k, v in record.items() if k != "gates"}
+        return cls(
+            **fields,
+            key_gates=record["gates"]["key"],
+            value_gates=record["gates"]["value"],
+        )
+
+
+# The scalar fields of an `OraclePoint` after its task, in the order of its dict.
+POINT_SCALARS = (
+    "eps",
+    "dim",
+    "n_contexts",
+    "seeds",
+    "best_loss",
+    "best_vertex_loss",
+    "gap",
+    "hard_selection",
+    "distinct_heads",
+    "share_hard",
+    "share_hard_distinct",
+    "share_beats_vertex",
+    "max_fw_gap",
+    "share_minimizer_failed",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class OraclePoint:
+    """Theorem 1 at one task (`oracle_point`): the oracle optimum against the best hard selection.
+
+    **Fields:**
+    - `task`: the task.
+    - `eps`, `dim`: the realized geometry error and dimension.
+    - `n_contexts`: contexts M; `seeds`: best vertices also used as starts.
+    - `best_loss`, `best_vertex_loss`: means over contexts of the per-context optimum and best
+      vertex loss.
+    - `gap`: largest best-vertex-minus-optimum over contexts (>= 0).
+    - `hard_selection`, `distinct_heads`: in every context.
+    - `share_hard`, `share_hard_distinct`, `share_beats_vertex`, `share_minimizer_failed`: shares
+      of the contexts.
+    - `max_fw_gap`: largest Frank-Wolfe gap over contexts.
+    - `contexts`: the per-context records (`ContextRecord`).
+
+    ```python
+    point = oracle_point(Task(L=4, S=3, H=2, N=4096, beta=2.0), jax.random.key(0))
+    point.hard_selection, point.contexts[0].offsets
+    same = OraclePoint.from_dict(json.loads(to_json(point.to_dict())))
+    ```
+    """
+
+    task: Task
+    eps: float
+    dim: int
+    n_contexts: int
+    seeds: int
+    best_loss: float
+    best_vertex_loss: float
+    gap: float
+    hard_selection: bool
+    distinct_heads: bool
+    share_hard: float
+    share_hard_distinct: float
+    share_beats_vertex: float
+    max_fw_gap: float
+    share_minimizer_failed: float
+    contexts: tuple[ContextRecord, ...]
+
+    def to_dict(self) -> dict:
+        """`task` (its `to_dict()`), the scalars and `contexts` (a list of record dicts)."""
+        return {
+            "task": self.task.to_dict(),
+            **{k: getattr(self, k) for k in POINT_SCALARS},
+            "contexts": [c.to_dict() for c in self.contexts],
+        }
+
+    @classmethod
+    def from_dict(cls, point: dict) -> OraclePoint:
+        """The point of `to_dict()` or of its JSON form (a cache entry), values as given.
+
+        **Arguments:**
+        - `point`: the dict, with `task` as `Task.to_dict()`.
+
+        **Returns:** an `OraclePoint`; `from_dict(p).to_dict() == p`.
+        """
+        return cls(
+            task=quiet_task(**point["task"]),
+            **{k: point[k] for k in POINT_SCALARS},
+            contexts=tuple(ContextRecord.from_dict(c) for c in point["contexts"]),
+        )
+
+
 def oracle_point(
     task: Task,
     key,
@@ -48,7 +191,7 @@ def oracle_point(
     seeds: int = 8,
     tolerance: float = 1e-9,
     progress: bool = False,
-) -> dict:
+) -> OraclePoint:
     """Theorem 1 at one task: global minimization over the oracle class vs the best hard selection.
 
     In each of `contexts` sampled contexts: enumerate the hard selections (`best_vertex`), run
@@ -66,16 +209,16 @@ def oracle_point(
       `tolerance * (1 + |vertex loss|)`.
     - `progress`: show a `Progress` line of the contexts done on stderr.
 
-    **Returns:** a JSON-able dict: `best_loss` (mean over contexts of the per-context minimum),
-    `best_vertex_loss`, `gap` (largest best-vertex-minus-optimum over contexts, >= 0; a local
-    search that ends above the best vertex is replaced by that vertex and flagged in
-    `minimizer_failed` / `share_minimizer_failed`), `hard_selection` / `distinct_heads` (in
-    every context), `share_hard`,
-    `share_hard_distinct`, `share_beats_vertex`, the realized `eps`, and per-context records
-    (`contexts`) with losses, offsets and gates.
+    **Returns:** an `OraclePoint` (`to_dict()` for JSON): `best_loss` (mean over contexts of the
+    per-context minimum), `best_vertex_loss`, `gap` (largest best-vertex-minus-optimum over
+    contexts, >= 0; a local search that ends above the best vertex is replaced by that vertex and
+    flagged in `minimizer_failed` / `share_minimizer_failed`), `hard_selection` /
+    `distinct_heads` (in every context), `share_hard`, `share_hard_distinct`,
+    `share_beats_vertex`, the realized `eps`, and per-context records (`contexts`,
+    `ContextRecord`) with losses, offsets and gates.
 
     ```python
-    oracle_point(Task(L=4, S=3, H=2, N=4096, beta=2.0), jax.random.key(0))["hard_selection"]
+    oracle_point(Task(L=4, S=3, H=2, N=4096, beta=2.0), jax.random.key(0)).hard_selection
     ```
     """
     if contexts < 1:
@@ -156,7 +299,7 @@ def exact_oracle_points(
     seeds: int = 8,
     tolerance: float = 1e-9,
     template: Task,
-) -> list[dict]:
+) -> list[OraclePoint]:
     """`oracle_point` of many exact-geometry tasks at once (one context each), vmapped.
 
     Under exact geometry one context is the population problem; the vertex enumeration, the seeded
@@ -169,7 +312,7 @@ def exact_oracle_points(
     - `config`, `seeds`, `tolerance`: as in `oracle_point`.
     - `template`: one of the tasks, as concrete numbers (the shape and the geometry kind).
 
-    **Returns:** one `oracle_point` dict per point.
+    **Returns:** one `OraclePoint` per point.
     """
     template.require_exact("exact_oracle_points")
     # The exact path reads neither the geometry's N nor its kappa (both cancel,
@@ -212,7 +355,7 @@ def context_record(
     res: OracleResult,
     vertex: VertexResult,
     tolerance: float,
-) -> dict:
+) -> ContextRecord:
     """One context's record of `oracle_point`: the minimizer's best against the best vertex."""
     slack = tolerance * (1 + abs(vertex.loss))
     # A vertex is a feasible oracle point: if the local search ended above the best vertex, the
@@ -225,47 +368,48 @@ def context_record(
         gates, offsets, hard, distinct = res.gates, res.offsets, res.hard, res.distinct
     best = min(res.loss, vertex.loss)
     gap = vertex.loss - best
-    return {
-        "best_loss": best,
-        "minimizer_loss": res.loss,
-        "minimizer_failed": bool(failed),
-        "best_random_loss": res.best_random_loss,
-        "best_vertex_loss": vertex.loss,
-        "gap": gap,
-        "beats_vertex": bool(gap > slack),
-        "hard_selection": hard,
-        "distinct_heads": distinct,
-        "offsets": offsets,
-        "vertex_offsets": vertex.offsets,
-        "fw_gap": res.fw_gap,
-        "share_starts_hard": float(np.mean(res.start_hard)),
-        "gates": {"key": gates.key, "value": gates.value},
-        "vertex_method": vertex.method,
-        "n_vertices": vertex.n_evaluated,
-    }
+    return ContextRecord(
+        best_loss=best,
+        minimizer_loss=res.loss,
+        minimizer_failed=bool(failed),
+        best_random_loss=res.best_random_loss,
+        best_vertex_loss=vertex.loss,
+        gap=gap,
+        beats_vertex=bool(gap > slack),
+        hard_selection=hard,
+        distinct_heads=distinct,
+        offsets=offsets,
+        vertex_offsets=vertex.offsets,
+        fw_gap=res.fw_gap,
+        share_starts_hard=float(np.mean(res.start_hard)),
+        key_gates=gates.key,
+        value_gates=gates.value,
+        vertex_method=vertex.method,
+        n_vertices=vertex.n_evaluated,
+    )
 
 
-def point_summary(task: Task, geometry, records: list[dict], seeds: int) -> dict:
-    """The `oracle_point` dict of a task from its per-context records."""
-    hard = np.array([r["hard_selection"] for r in records])
-    distinct = np.array([r["distinct_heads"] for r in records])
-    return {
-        "task": task.to_dict(),
-        "eps": float(geometry.eps),
-        "dim": int(task.N) + 1 if task.exact else int(geometry.dim),
-        "n_contexts": len(records),
-        "seeds": seeds,
-        "best_loss": float(np.mean([r["best_loss"] for r in records])),
-        "best_vertex_loss": float(np.mean([r["best_vertex_loss"] for r in records])),
-        "gap": float(max(r["gap"] for r in records)),
-        "hard_selection": bool(hard.all()),
-        "distinct_heads": bool(distinct.all()),
-        "share_hard": float(hard.mean()),
-        "share_hard_distinct": float(distinct.mean()),
-        "share_beats_vertex": float(np.mean([r["beats_vertex"] for r in records])),
-        "max_fw_gap": float(max(r["fw_gap"] for r in records)),
-        "share_minimizer_failed": float(
-            np.mean([r["minimizer_failed"] for r in records])
-        ),
-        "contexts": records,
-    }
+def point_summary(
+    task: Task, geometry, records: list[ContextRecord], seeds: int
+) -> OraclePoint:
+    """The `OraclePoint` of a task from its per-context records."""
+    hard = np.array([r.hard_selection for r in records])
+    distinct = np.array([r.distinct_heads for r in records])
+    return OraclePoint(
+        task=task,
+        eps=float(geometry.eps),
+        dim=int(task.N) + 1 if task.exact else int(geometry.dim),
+        n_contexts=len(records),
+        seeds=seeds,
+        best_loss=float(np.mean([r.best_loss for r in records])),
+        best_vertex_loss=float(np.mean([r.best_vertex_loss for r in records])),
+        gap=float(max(r.gap for r in records)),
+        hard_selection=bool(hard.all()),
+        distinct_heads=bool(distinct.all()),
+        share_hard=float(hard.mean()),
+        share_hard_distinct=float(distinct.mean()),
+        share_beats_vertex=float(np.mean([r.beats_vertex for r in records])),
+        max_fw_gap=float(max(r.fw_gap for r in records)),
+        share_minimizer_failed=float(np.mean([r.minimizer_failed for r in records])),
+        contexts=tuple(records),
+    )
