@@ -48,13 +48,13 @@ def test_assumption_warnings_name_the_callers_line(build):
 def test_run_flow_says_when_no_seed_selects():
     task = it.Task(L=4, S=4, H=2, N=64, beta=4.0)
     config = it.FlowConfig(t_max=1.0, t_save_min=0.01, n_save=4)
-    out = {}
-    (w,) = _caught(lambda: out.update(it.run_flow(task, config, 2)), NoSelectionWarning)
+    out = []
+    (w,) = _caught(lambda: out.append(it.run_flow(task, config, 2)), NoSelectionWarning)
     assert w.filename == __file__
     message = str(w.message)
     assert "no seed selected (t_max: 2 of 2)" in message
     assert "raise t_max" in message and "set by delta" in message
-    assert math.isnan(out["summary"]["distinct_fraction"])
+    assert math.isnan(out[0].summary.distinct_fraction)
 
 
 def test_flow_cli_says_on_stderr_when_no_seed_selects(capsys):
