@@ -20,12 +20,14 @@ import jax as _jax
 
 _jax.config.update("jax_enable_x64", True)
 
-from . import experiments as experiments
-from . import flow as flow
-from . import internal as internal
-from . import model as model
-from . import oracle as oracle
-from . import toy as toy
+from . import (
+    experiments as experiments,
+    flow as flow,
+    internal as internal,
+    model as model,
+    oracle as oracle,
+    toy as toy,
+)
 from .experiments import FlowRun, RegimeMap, regime_map, run_flow, sweep
 from .flow import FlowConfig, FlowSolution, Status
 from .internal._version import __version__ as __version__

@@ -2,8 +2,7 @@ import dataclasses
 import warnings
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from strategies import tasks
 
 import inductheory as it

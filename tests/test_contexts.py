@@ -1,8 +1,7 @@
 import jax
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from strategies import make_task, seeds
 
 import inductheory as it

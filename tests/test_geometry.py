@@ -3,8 +3,7 @@ import math
 import jax
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from strategies import make_task
 
 import inductheory as it

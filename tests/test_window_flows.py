@@ -9,8 +9,7 @@ other). The tests below check these with a few seeds, plus the loss facts behind
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import inductheory as it
 from inductheory.model._gates import (

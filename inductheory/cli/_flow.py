@@ -7,8 +7,8 @@ import warnings
 
 import numpy as np
 
-from ..experiments._flows import FAILURES as FLOW_FAILURES
 from ..experiments._flows import (
+    FAILURES as FLOW_FAILURES,
     SAMPLE_FIELDS,
     NoSelectionWarning,
     no_selection_message,

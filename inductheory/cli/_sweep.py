@@ -27,8 +27,7 @@ from ._common import (
     task_from_args,
 )
 from ._flow import add_flow_arguments, flow_config_from_args
-from ._oracle import _config as minimizer_from_args
-from ._oracle import add_minimizer_arguments
+from ._oracle import _config as minimizer_from_args, add_minimizer_arguments
 
 
 def _grid_item(text: str) -> tuple[str, list[float]]:

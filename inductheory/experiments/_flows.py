@@ -14,8 +14,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
+from jax.sharding import NamedSharding, PartitionSpec as P
 
 from ..flow._config import FlowConfig, check_flow
 from ..flow._init import initial_biases, initial_gate_vectors, project_to_mean

@@ -35,8 +35,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from ..flow._config import TRACED_FIELDS as FLOW_FIELDS
-from ..flow._config import FlowConfig, check_flow
+from ..flow._config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
 from ..flow._solution import STATUSES, Status
 from ..internal._io import (
     _atomic_write,

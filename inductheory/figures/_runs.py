@@ -87,8 +87,7 @@ def oracle_point(
     import jax
 
     from ..experiments._regime import point_params
-    from ..oracle._point import OraclePoint
-    from ..oracle._point import oracle_point as compute_point
+    from ..oracle._point import OraclePoint, oracle_point as compute_point
 
     params = point_params(task, config, seed=seed, contexts=contexts, seeds=seeds)
     return OraclePoint.from_dict(

@@ -9,19 +9,13 @@ from ._devices import (
 )
 from ._io import (
     CacheWarning as CacheWarning,
-)
-from ._io import (
     default_cache_dir as default_cache_dir,
 )
 from ._lanes import (
     broadcast_lanes as broadcast_lanes,
-)
-from ._lanes import (
     stack_lanes as stack_lanes,
 )
 from ._paths import (
     enable_compilation_cache as enable_compilation_cache,
-)
-from ._paths import (
     user_cache_dir as user_cache_dir,
 )
