@@ -7,6 +7,7 @@ W=S+S/2 key 2 only, W=2S key S-1 = 3 only (value 4, across the stride: the bound
 other). The tests below check these with a few seeds, plus the loss facts behind them.
 """
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -134,3 +135,20 @@ def test_reduced_flows_with_windows_select_key_and_value_plus_one(W, allowed):
     for b, k in zip(np.asarray(ps.final["biases"]), keys):
         acc = np.asarray(phase_accuracy(task, shared_gates_from_logits(b)))
         np.testing.assert_array_equal(acc, np.isin(np.arange(4), k % 4))
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_the_final_selection_follows_the_tied_rule(tied):
+    """A flow's reported selection reads the final state by the rule of its dynamics: a
+    tied gate concentrated on offset 1 selects 1, an untied pair needs its value at 2."""
+    task = it.Task(L=4, S=3, H=2, N=64, beta=4.0)
+    b0 = np.zeros((task.H, 2, task.W))
+    b0[:, :, 1] = 12.0  # key and value gates both on offset 1: p(1) = 1 - 2e-6 / 1
+    config = it.FlowConfig(tied=tied, t_max=1e-9, t_save_min=1e-10, n_save=2)
+    dynamics = it.flow.ReducedDynamics(task, tied=tied)
+    sol = it.flow.integrate(dynamics, jnp.asarray(b0), config)
+    expected = [1, 1] if tied else [-1, -1]
+    np.testing.assert_array_equal(np.asarray(sol.selected), expected)
+    np.testing.assert_array_equal(
+        np.asarray(sol.selected), np.asarray(dynamics.selected(sol.state, config.delta))
+    )

@@ -111,7 +111,7 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
         state=y_end,
         key_offsets=concentrated_offsets(worst[:, 0], delta),
         value_offsets=concentrated_offsets(worst[:, 1], delta),
-        selected=head_selection(worst, delta),
+        selected=head_selection(worst, delta, dynamics.tied),
         status=status,
         num_steps=sol.stats["num_steps"],
         num_accepted_steps=sol.stats["num_accepted_steps"],
