@@ -24,6 +24,7 @@ from ..oracle._minimize import OracleMinimizer
 from ..oracle._point import (
     POINT_SCALARS,
     OraclePoint,
+    OracleSummary,
     config_dict,
     exact_oracle_points,
     oracle_point,
@@ -45,41 +46,18 @@ def point_params(
 
 
 @dataclasses.dataclass(frozen=True)
-class RegimePoint:
-    """One point of a regime map: the scalars of its `OraclePoint` and Theorem 1's verdict.
-
-    **Fields:** `task`, `eps`, `dim`, `n_contexts`, `seeds`, `best_loss`, `best_vertex_loss`,
-    `gap`, `hard_selection`, `distinct_heads`, `share_hard`, `share_hard_distinct`,
-    `share_beats_vertex`, `max_fw_gap`, `share_minimizer_failed` as in `OraclePoint`, and `ok`
-    (`criterion`).
+class RegimePoint(OracleSummary):
+    """One point of a regime map: the scalars of its `OraclePoint` (`OracleSummary`) and
+    Theorem 1's verdict `ok` (`criterion`).
 
     **Example:** `[p.task.N for p in regime_map(task, [64, 256], [2.0]).points if p.ok]`.
     """
 
-    task: Task
-    eps: float
-    dim: int
-    n_contexts: int
-    seeds: int
-    best_loss: float
-    best_vertex_loss: float
-    gap: float
-    hard_selection: bool
-    distinct_heads: bool
-    share_hard: float
-    share_hard_distinct: float
-    share_beats_vertex: float
-    max_fw_gap: float
-    share_minimizer_failed: float
     ok: bool
 
     def to_dict(self) -> dict:
         """`task` (its `to_dict()`), the scalars and `ok`."""
-        return {
-            "task": self.task.to_dict(),
-            **{k: getattr(self, k) for k in POINT_SCALARS},
-            "ok": self.ok,
-        }
+        return {**super().to_dict(), "ok": self.ok}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,6 +25,7 @@ from ._minimize import (
 from ._point import (
     ContextRecord as ContextRecord,
     OraclePoint as OraclePoint,
+    OracleSummary as OracleSummary,
     exact_oracle_points as exact_oracle_points,
     oracle_point as oracle_point,
 )

@@ -98,28 +98,10 @@ class ContextRecord:
         )
 
 
-# The scalar fields of an `OraclePoint` after its task, in the order of its dict.
-POINT_SCALARS = (
-    "eps",
-    "dim",
-    "n_contexts",
-    "seeds",
-    "best_loss",
-    "best_vertex_loss",
-    "gap",
-    "hard_selection",
-    "distinct_heads",
-    "share_hard",
-    "share_hard_distinct",
-    "share_beats_vertex",
-    "max_fw_gap",
-    "share_minimizer_failed",
-)
-
-
 @dataclasses.dataclass(frozen=True)
-class OraclePoint:
-    """Theorem 1 at one task (`oracle_point`): the oracle optimum against the best hard selection.
+class OracleSummary:
+    """The scalars of Theorem 1 at one task, without per-context records: what an
+    `OraclePoint` and a regime map's `RegimePoint` share.
 
     **Fields:**
     - `task`: the task.
@@ -132,13 +114,6 @@ class OraclePoint:
     - `share_hard`, `share_hard_distinct`, `share_beats_vertex`, `share_minimizer_failed`: shares
       of the contexts.
     - `max_fw_gap`: largest Frank-Wolfe gap over contexts.
-    - `contexts`: the per-context records (`ContextRecord`).
-
-    ```python
-    point = oracle_point(Task(L=4, S=3, H=2, N=4096, beta=2.0), jax.random.key(0))
-    point.hard_selection, point.contexts[0].offsets
-    same = OraclePoint.from_dict(json.loads(to_json(point.to_dict())))
-    ```
     """
 
     task: Task
@@ -156,13 +131,39 @@ class OraclePoint:
     share_beats_vertex: float
     max_fw_gap: float
     share_minimizer_failed: float
+
+    def to_dict(self) -> dict:
+        """`task` (its `to_dict()`) and the scalars, in field order."""
+        return {
+            "task": self.task.to_dict(),
+            **{k: getattr(self, k) for k in POINT_SCALARS},
+        }
+
+
+# The scalar fields after the task, in the order of the dicts.
+POINT_SCALARS = tuple(f.name for f in dataclasses.fields(OracleSummary))[1:]
+
+
+@dataclasses.dataclass(frozen=True)
+class OraclePoint(OracleSummary):
+    """Theorem 1 at one task (`oracle_point`): the oracle optimum against the best hard selection.
+
+    **Fields:** those of `OracleSummary`, and `contexts`: the per-context records
+    (`ContextRecord`).
+
+    ```python
+    point = oracle_point(Task(L=4, S=3, H=2, N=4096, beta=2.0), jax.random.key(0))
+    point.hard_selection, point.contexts[0].offsets
+    same = OraclePoint.from_dict(json.loads(to_json(point.to_dict())))
+    ```
+    """
+
     contexts: tuple[ContextRecord, ...]
 
     def to_dict(self) -> dict:
         """`task` (its `to_dict()`), the scalars and `contexts` (a list of record dicts)."""
         return {
-            "task": self.task.to_dict(),
-            **{k: getattr(self, k) for k in POINT_SCALARS},
+            **super().to_dict(),
             "contexts": [c.to_dict() for c in self.contexts],
         }
 
