@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..flow._config import FlowConfig
+from ..flow._solution import OUTCOMES
 from ..model._task import Task
 
 # The per-seed statistics of the dynamics saved along the trajectory (and at the end, in `final`).
@@ -22,17 +23,6 @@ TRAJECTORY_STATISTICS = (
     "static_offsets",
     "avg_offsets",
     "biases",
-)
-# The per-seed outcome arrays after the trajectory, in the order of `FlowSolution.to_dict`.
-OUTCOMES = (
-    "t_final",
-    "key_offsets",
-    "value_offsets",
-    "selected",
-    "status",
-    "num_steps",
-    "num_accepted_steps",
-    "num_rejected_steps",
 )
 
 

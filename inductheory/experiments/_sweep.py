@@ -52,6 +52,7 @@ from ..model._loss import check_gate_shape, phase_accuracy, phase_gap, phase_los
 from ..model._task import Task
 from ..oracle._minimize import OracleMinimizer
 from ..oracle._point import (
+    POINT_SCALARS,
     OraclePoint,
     config_dict,
     exact_oracle_points,
@@ -488,19 +489,10 @@ class FlowSweep(AbstractSweepKind):
         }
 
 
-_ORACLE_SCALARS = (
-    "best_loss",
-    "best_vertex_loss",
-    "gap",
-    "hard_selection",
-    "distinct_heads",
-    "share_hard",
-    "share_hard_distinct",
-    "share_beats_vertex",
-    "max_fw_gap",
-    "share_minimizer_failed",
-    "eps",
-)
+# The oracle's per-point scalars a sweep keeps: its numbers, then the realized eps.
+_ORACLE_SCALARS = tuple(
+    k for k in POINT_SCALARS if k not in ("eps", "dim", "n_contexts", "seeds")
+) + ("eps",)
 
 
 class OracleSweep(AbstractSweepKind):

@@ -41,6 +41,19 @@ def status_names(codes) -> np.ndarray:
     return np.asarray(STATUSES, dtype=object)[codes].astype(str)
 
 
+# The per-flow outcome fields after the trajectory, in the order of `FlowSolution.to_dict`.
+OUTCOMES = (
+    "t_final",
+    "key_offsets",
+    "value_offsets",
+    "selected",
+    "status",
+    "num_steps",
+    "num_accepted_steps",
+    "num_rejected_steps",
+)
+
+
 class FlowSolution(eqx.Module):
     """One flow (or a batch of flows, with leading axes on every field), from `integrate`.
 
@@ -78,17 +91,7 @@ class FlowSolution(eqx.Module):
     def to_dict(self, *, state: bool = True) -> dict:
         """A flat dict of arrays: `t`, each trajectory statistic, `final`, and every other field."""
         out = {"t": self.t, **self.trajectory, "final": self.final}
-        for name in (
-            "t_final",
-            "key_offsets",
-            "value_offsets",
-            "selected",
-            "status",
-            "num_steps",
-            "num_accepted_steps",
-            "num_rejected_steps",
-        ):
-            out[name] = getattr(self, name)
+        out.update({name: getattr(self, name) for name in OUTCOMES})
         if state:
             out["state"] = self.state
         return out
