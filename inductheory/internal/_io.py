@@ -235,7 +235,7 @@ def cached(directory, params: dict, compute: Callable[[], dict]) -> dict:
 # --- output directories: one command's outputs each, never mixed ------------------------------
 
 # The record of what a directory holds, written when a command first claims it.
-OUTPUT_RECORD = ".inductheory.json"
+OUTPUT_RECORD = ".inductheory-out"
 _held: dict[
     str, int
 ] = {}  # directory -> descriptor holding its shared lock (this process)
@@ -359,7 +359,7 @@ def claim_output_dir(
     """Claim `directory` for the outputs of `command` run with `parameters`, or refuse.
 
     A directory holds the outputs of one command with one set of parameters: the first claim
-    records them (`.inductheory.json`, created atomically, so of two concurrent first claims one
+    records them (`.inductheory-out`, created atomically, so of two concurrent first claims one
     wins and the other is compared with it); a later claim by the same command and parameters
     resumes (or rewrites the same files), any other is refused. Directories written before the
     record existed are recognized by their files (`sweep.json`, `flow.json`, `summary.csv`, a
