@@ -334,3 +334,26 @@ def test_quick_figures_are_not_written_over_full_ones(tmp_path, monkeypatch):
     monkeypatch.setattr(_reproduce, "_make", lambda *a: pytest.fail("computed"))
     with pytest.raises(ValueError, match=r"`inductheory reproduce` \(full\).*--quick"):
         _reproduce.reproduce(tmp_path, quick=True, only=["coverage"], cache_dir=None)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "list", "directory"])
+def test_a_damaged_output_record_is_reported_and_written_again(tmp_path, damage):
+    record = tmp_path / _io.OUTPUT_RECORD
+    if damage == "directory":
+        record.mkdir()
+        (record / "x").write_text("x")
+        with pytest.warns(_io.CacheWarning, match=str(record)):
+            with pytest.raises(ValueError, match="cannot be replaced"):
+                _io.claim_output_dir(tmp_path, "flow", {"seeds": 2})
+        return
+    record.write_text({"garbage": "{oops", "list": "[1]"}[damage])
+    (tmp_path / "flow.json").write_text(
+        "{}"
+    )  # the files still say what the directory holds
+    with pytest.warns(_io.CacheWarning, match=str(record)):
+        with pytest.raises(ValueError, match="`inductheory flow`.*found by its files"):
+            _io.claim_output_dir(tmp_path, "sweep loss")
+    with pytest.warns(_io.CacheWarning, match=str(record)):
+        _io.claim_output_dir(tmp_path, "flow", {"seeds": 2})
+    _io.release_output_dir(tmp_path)
+    assert json.loads(record.read_text())["parameters"] == {"seeds": 2}

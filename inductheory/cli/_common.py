@@ -406,6 +406,7 @@ def eprint(*a) -> None:
 # Options that change how a result is shown, not what is computed (or written).
 PRESENTATION_OPTIONS = frozenset(
     {"json", "quiet", "out", "per_seed", "cpu_devices", "chunk", "allow_failures"}
+    | {"interrupt_message"}  # not an option: the command's note on Ctrl-C
 )
 
 

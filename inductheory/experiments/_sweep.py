@@ -12,8 +12,9 @@ devices), padded with copies of its last point, so a sweep over k points compile
 programs a sweep over one point compiles. Only parameters that set a shape are looped in Python:
 N (and kappa under an approximate geometry) for the full flow, every parameter for the oracle
 under an approximate geometry. With `out`, each finished block is written atomically
-(`blocks/block-NNNNN.nc`) beside a manifest of the sweep's parameters, so an interrupted sweep
-resumes at its first unfinished block; the assembled dataset is `sweep.nc`. With a Dask
+(`blocks/block-NNNNN.npz`, each recording the sweep's parameters and code version) beside a
+manifest of them (`sweep.json`), so an interrupted sweep resumes at its first unfinished block,
+using only blocks that prove they are its own; the assembled dataset is `sweep.nc`. With a Dask
 `distributed` scheduler address, blocks are computed by the cluster's workers (same blocks, same
 programs, same numbers).
 """

@@ -296,21 +296,22 @@ def _legacy_owner(directory: Path) -> dict | None:
 
 
 def _read_record(path: Path) -> dict | None:
+    """The record at `path`, or None (missing; or damaged, reported by a `CacheWarning`, after
+    which the directory is recognized by its files as if it had no record)."""
     try:
         record = json.loads(path.read_text())
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise ValueError(
-            f"{path} cannot be read ({type(err).__name__}); it records what the directory "
-            "holds: delete the directory (or the file) to start over"
-        ) from None
-    if not isinstance(record, dict) or not isinstance(record.get("command"), str):
-        raise ValueError(
-            f"{path} does not hold a record {{command, parameters}}; delete the directory (or "
-            "the file) to start over"
-        )
-    return record
+        record, problem = None, f"cannot be read ({type(err).__name__})"
+    else:
+        problem = "does not hold a record {command, parameters}"
+    if isinstance(record, dict) and isinstance(record.get("command"), str):
+        return record
+    warnings.warn(
+        f"output record {path} {problem}; writing it again", CacheWarning, stacklevel=4
+    )
+    return None
 
 
 def _only_record(directory: Path) -> bool:
@@ -404,13 +405,22 @@ def claim_output_dir(
             legacy = _legacy_owner(path)
             if legacy is not None and not _compatible(legacy, wanted):
                 _refuse(path, legacy, wanted, "found by its files")
-            stored = _create_record(record_path, wanted)
+            if os.path.lexists(record_path):  # damaged (reported): replaced
+                try:
+                    write_json_atomic(record_path, wanted)
+                except OSError as err:
+                    raise ValueError(
+                        f"{record_path} records what --out {path} holds and cannot be "
+                        f"replaced ({err.strerror or err}); delete it to start over"
+                    ) from None
+                stored = wanted
+            else:
+                stored = _create_record(record_path, wanted)
         if not _compatible(stored, wanted):
             _refuse(path, stored, wanted, f"recorded in {record_path}")
         if fresh:
-            if (
-                alone
-            ):  # keep a shared lock while this process writes: others must not clean
+            # keep a shared lock while this process writes: others must not clean
+            if alone:
                 import fcntl
 
                 fcntl.flock(fd, fcntl.LOCK_SH)

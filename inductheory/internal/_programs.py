@@ -6,7 +6,9 @@ seconds. The program store keeps the traced, lowered program itself (a serialize
 `jax.export.Exported`), keyed on everything that sets it: the argument tree and shapes (which hold
 the static fields), the source of this package, the versions of jax and of the libraries it
 traces, the backend and the process-wide options. A second process deserializes it in
-milliseconds and calls it; the call is the same StableHLO, so it computes the same numbers.
+milliseconds and calls it; the call is the same StableHLO, so it computes the same numbers. Each
+file records its own key: a file found under a key it was not exported for (copied or renamed),
+damaged or from an older version is reported by a `CacheWarning` naming it and exported again.
 
 Off by default; the command line turns it on (`enable_program_store`). Programs with host callbacks
 (equinox's runtime checks unless `EQX_ON_ERROR=nan`) cannot be exported; they run as usual.
