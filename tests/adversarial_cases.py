@@ -65,6 +65,34 @@ TINY_FLOW = [
     "4",
     "--quiet",
 ]
+TINY_LOSS_SWEEP = [
+    "sweep",
+    "loss",
+    "--L",
+    "4",
+    "--S",
+    "3",
+    "--H",
+    "1",
+    "--N",
+    "64",
+    "--select",
+    "0",
+    "--quiet",
+    "--out",
+    "{tmp}",
+    "--grid",
+    "beta=1",
+]
+
+
+def _full_figures(path):
+    """A directory of full figures as `reproduce` leaves it (its README names the mode)."""
+    os.makedirs(os.path.join(path, "data"))
+    with open(os.path.join(path, "README.md"), "w") as f:
+        f.write("# Theorem figures\n\nMode: full. Command: `inductheory reproduce`.\n")
+
+
 # keys whose value may be null in a correct result
 NULLABLE = {
     "eps",
@@ -91,6 +119,8 @@ class Case:
     env: dict = dataclasses.field(default_factory=dict)
     check: Callable[[str], bool] | None = None
     klass: str = ""  # the class of case (one per class runs by default)
+    # run first in the same {tmp}: command lines (each must exit 0) or callables of the path
+    setup: list = dataclasses.field(default_factory=list)
 
 
 def _nulls(obj, key=None):
@@ -647,6 +677,38 @@ def cases() -> list[Case]:
             ],
             flow_check,
         ),
+        # --- output directories: one command's outputs each (a rerun resumes)
+        E(
+            ["oracle", *TINY_ORACLE, "--sweep", "--N-grid", "64", "--beta-grid", "1"]
+            + ["--out", "{tmp}"],
+            "holds the output of `inductheory sweep loss`",
+            "out-mixed",
+            setup=[TINY_LOSS_SWEEP],
+        ),
+        E(
+            ["flow", *TINY_FLOW, "--seeds", "3", "--out", "{tmp}"],
+            "holds the output of `inductheory flow` with other parameters",
+            "out-overwrite",
+            setup=[["flow", *TINY_FLOW, "--seeds", "2", "--out", "{tmp}"]],
+        ),
+        OK(
+            ["flow", *TINY_FLOW, "--seeds", "2", "--out", "{tmp}", "--json"],
+            lambda out: "summary" in _json(out),
+            "out-rerun",
+            setup=[["flow", *TINY_FLOW, "--seeds", "2", "--out", "{tmp}"]],
+        ),
+        E(
+            ["reproduce", "--quick", "--only", "coverage", "--out", "{tmp}", "--quiet"],
+            "holds the output of `inductheory reproduce` (full)",
+            "out-quick-full",
+            setup=[_full_figures],
+        ),
+        E(
+            [*TINY_LOSS_SWEEP[:-2], "--grid", "beta=7", "--out", "{tmp}"],
+            "different sweep (differs in: grid",
+            "out-other-sweep",
+            setup=[TINY_LOSS_SWEEP],
+        ),
         # --- reproduce (owned elsewhere): only the cheap refusals
         OK(["reproduce", "--list"]),
         E(["reproduce", "--only", "nope", "--out", "{tmp}"], "nope"),
@@ -682,6 +744,20 @@ def run_case(case: Case) -> tuple[str, str]:
             f.write("x")
         outdir = os.path.join(tmp, "out")
         argv = [a.replace("{tmp}", outdir).replace("{file}", file) for a in case.argv]
+        for step in case.setup:
+            if callable(step):
+                step(outdir)
+                continue
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()) as step_err,
+            ):
+                code = main([a.replace("{tmp}", outdir) for a in step])
+            if code != 0:
+                return (
+                    "unclear",
+                    f"setup {step} exit {code}: {step_err.getvalue()[-300:]}",
+                )
         out, err = io.StringIO(), io.StringIO()
         with (
             _environment(case.env),

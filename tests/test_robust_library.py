@@ -198,3 +198,162 @@ def test_ball_radius_must_be_finite_and_not_bool():
     for rho in (float("inf"), float("nan"), True, 0.0):
         with pytest.raises(ValueError, match="rho must be > 0"):
             it.flow.ball_uniform(jax.random.key(0), (4,), rho)
+
+
+# --- stores keyed by content: sweep blocks, stored programs, output directories ------------------
+
+SWEEP_TASK = it.Task(L=4, S=3, H=1, N=64)
+
+
+def _loss_sweep(beta, out=None):
+    gates = it.hard_selection(3, [0])
+    return it.sweep("loss", SWEEP_TASK, {"beta": [beta]}, gates=gates, out=out)
+
+
+def test_a_resumed_sweep_uses_no_block_of_another_sweep_even_without_its_manifest(
+    tmp_path,
+):
+    _loss_sweep(7.0, tmp_path)
+    (tmp_path / "sweep.json").unlink()  # nothing but the blocks says whose they are
+    (block,) = (tmp_path / "blocks").iterdir()
+    with pytest.warns(_io.CacheWarning, match=f"{block}.*another sweep"):
+        resumed = _loss_sweep(1.0, tmp_path)
+    np.testing.assert_array_equal(resumed.loss.values, _loss_sweep(1.0).loss.values)
+    assert resumed.loss.values != _loss_sweep(7.0).loss.values
+    with warnings.catch_warnings():  # the block now proves it is this sweep's
+        warnings.simplefilter("error")
+        _loss_sweep(1.0, tmp_path)
+
+
+def test_sweep_blocks_without_a_record_are_used_only_when_the_manifest_proves_them(
+    tmp_path,
+):
+    expected = _loss_sweep(2.0, tmp_path).loss.values
+    (block,) = (tmp_path / "blocks").iterdir()
+    with np.load(block) as z:  # as older versions wrote it: the arrays only
+        arrays = {k: z[k] for k in z.files if k != "_sweep"}
+    np.savez_compressed(block, **arrays)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(_loss_sweep(2.0, tmp_path).loss.values, expected)
+    np.savez_compressed(block, **arrays)
+    (tmp_path / "sweep.json").write_text(
+        "{not json"
+    )  # a damaged manifest proves nothing
+    with pytest.warns(_io.CacheWarning) as seen:
+        np.testing.assert_array_equal(_loss_sweep(2.0, tmp_path).loss.values, expected)
+    messages = [str(w.message) for w in seen]
+    assert any("sweep.json" in m for m in messages)
+    assert any(str(block) in m and "records no sweep" in m for m in messages)
+
+
+def test_a_stored_program_is_used_only_under_its_own_key(tmp_path, monkeypatch):
+    from inductheory.internal import _programs
+
+    monkeypatch.setenv("INDUCTHEORY_COMPILATION_CACHE", "1")
+    x = np.linspace(0.0, 1.0, 5)
+    try:
+        _programs.enable_program_store(tmp_path)
+        _programs.stored_call("double", lambda v: 2.0 * v, (x,))
+        _programs.stored_call("square", lambda v: v * v, (x,))
+        (double,) = tmp_path.glob("double-*.jaxexport")
+        (square,) = tmp_path.glob("square-*.jaxexport")
+        square.write_bytes(
+            double.read_bytes()
+        )  # another solver's program under this name
+        _programs.disable_program_store()  # a new process: nothing loaded
+        _programs.enable_program_store(tmp_path)
+        with pytest.warns(_io.CacheWarning, match=f"{square}.*another program"):
+            again = _programs.stored_call("square", lambda v: v * v, (x,))
+        np.testing.assert_array_equal(np.asarray(again), x * x)
+        _programs.disable_program_store()
+        _programs.enable_program_store(tmp_path)
+        with warnings.catch_warnings():  # exported again under its key: used as is
+            warnings.simplefilter("error")
+            np.testing.assert_array_equal(
+                np.asarray(_programs.stored_call("square", lambda v: v * v, (x,))),
+                x * x,
+            )
+    finally:
+        _programs.disable_program_store()
+
+
+def test_an_output_directory_holds_one_command_and_one_set_of_parameters(tmp_path):
+    _io.claim_output_dir(tmp_path, "flow", {"seeds": 2})
+    (tmp_path / "flow.json").write_text("{}")
+    _io.release_output_dir(tmp_path)
+    _io.claim_output_dir(tmp_path, "flow", {"seeds": 2})  # the same run again: fine
+    _io.release_output_dir(tmp_path)
+    with pytest.raises(ValueError, match="`inductheory flow` with other parameters"):
+        _io.claim_output_dir(tmp_path, "flow", {"seeds": 3})
+    with pytest.raises(
+        ValueError, match="holds the output of `inductheory flow`.*not of"
+    ):
+        _io.claim_output_dir(tmp_path, "sweep loss")
+    with pytest.raises(ValueError, match="holds the output of `inductheory flow`"):
+        _loss_sweep(1.0, tmp_path)  # the library's sweep claims its directory too
+    assert not (tmp_path / "blocks").exists()
+
+
+def test_a_claim_whose_command_wrote_nothing_leaves_the_directory_free(tmp_path):
+    _io.claim_output_dir(tmp_path, "flow", {"seeds": 2})
+    _io.release_output_dir(tmp_path)  # the command stopped before writing anything
+    _io.claim_output_dir(tmp_path, "sweep loss")
+    _io.release_output_dir(tmp_path)
+
+
+def test_temporaries_of_a_killed_write_are_cleaned_by_the_next_run(tmp_path):
+    _loss_sweep(1.0, tmp_path)
+    stale = [
+        tmp_path / ".sweep.nc.abc123.tmp",
+        tmp_path / "blocks" / ".block-00000.npz.x.tmp",
+    ]
+    for path in stale:
+        path.write_bytes(b"partial")
+    # while another process holds the directory, its temporaries may be in use: kept
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        _loss_sweep(1.0, tmp_path)
+        assert all(p.exists() for p in stale)
+    finally:
+        os.close(fd)
+    _loss_sweep(1.0, tmp_path)
+    assert not any(p.exists() for p in stale)
+
+
+def test_quick_figures_are_not_written_over_full_ones(tmp_path, monkeypatch):
+    from inductheory.figures import _reproduce
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "README.md").write_text(
+        "# Theorem figures\n\nMode: full. Command: `x`.\n"
+    )
+    monkeypatch.setattr(_reproduce, "_make", lambda *a: pytest.fail("computed"))
+    with pytest.raises(ValueError, match=r"`inductheory reproduce` \(full\).*--quick"):
+        _reproduce.reproduce(tmp_path, quick=True, only=["coverage"], cache_dir=None)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "list", "directory"])
+def test_a_damaged_output_record_is_reported_and_written_again(tmp_path, damage):
+    record = tmp_path / _io.OUTPUT_RECORD
+    if damage == "directory":
+        record.mkdir()
+        (record / "x").write_text("x")
+        with pytest.warns(_io.CacheWarning, match=str(record)):
+            with pytest.raises(ValueError, match="cannot be replaced"):
+                _io.claim_output_dir(tmp_path, "flow", {"seeds": 2})
+        return
+    record.write_text({"garbage": "{oops", "list": "[1]"}[damage])
+    (tmp_path / "flow.json").write_text(
+        "{}"
+    )  # the files still say what the directory holds
+    with pytest.warns(_io.CacheWarning, match=str(record)):
+        with pytest.raises(ValueError, match="`inductheory flow`.*found by its files"):
+            _io.claim_output_dir(tmp_path, "sweep loss")
+    with pytest.warns(_io.CacheWarning, match=str(record)):
+        _io.claim_output_dir(tmp_path, "flow", {"seeds": 2})
+    _io.release_output_dir(tmp_path)
+    assert json.loads(record.read_text())["parameters"] == {"seeds": 2}

@@ -124,6 +124,10 @@ def main(argv=None) -> int:
                 f"unexpected {type(err).__name__}: {err} (set {DEBUG_ENV}=1 for the traceback)",
                 EXIT_FAILED,
             )
+        finally:
+            from ..internal._io import release_output_dirs
+
+            release_output_dirs()  # the --out directories this command claimed
 
 
 if __name__ == "__main__":

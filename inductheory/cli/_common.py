@@ -401,3 +401,33 @@ def require_finite(result, what: str, *, skip=()) -> None:
 
 def eprint(*a) -> None:
     print(*a, file=sys.stderr)
+
+
+# Options that change how a result is shown, not what is computed (or written).
+PRESENTATION_OPTIONS = frozenset(
+    {"json", "quiet", "out", "per_seed", "cpu_devices", "chunk", "allow_failures"}
+    | {"interrupt_message"}  # not an option: the command's note on Ctrl-C
+)
+
+
+def claim_out(args, command: str, *, parameters: bool = True) -> None:
+    """Claim `args.out` for `command` (nothing without `--out`): a directory holding another
+    command's outputs, or this command's with other parameters, is refused (exit 2) before
+    anything is computed; the same command again resumes or rewrites the same files.
+
+    `parameters`: compare the command's options (every option but `PRESENTATION_OPTIONS`);
+    False for commands that compare their own manifest (`sweep`).
+    """
+    from ..internal._io import claim_output_dir
+
+    if getattr(args, "out", None) is None:
+        return
+    options = None
+    if parameters:
+        options = {
+            k: str(v) if isinstance(v, Path) else v
+            for k, v in sorted(vars(args).items())
+            if k not in PRESENTATION_OPTIONS
+            and (v is None or isinstance(v, (bool, int, float, str, list, tuple, Path)))
+        }
+    claim_output_dir(args.out, command, options)

@@ -29,6 +29,7 @@ from ._common import (
     add_json_argument,
     add_objective_arguments,
     add_task_arguments,
+    claim_out,
     eprint,
     float_type,
     format_table,
@@ -413,6 +414,7 @@ def run(args) -> int:
         ),
         f"flow ({args.dynamics}, {args.seeds} seeds, {chunk} at once)",
     )
+    claim_out(args, "flow")
     with warnings.catch_warnings():  # said below, with the options' names
         warnings.simplefilter("ignore", NoSelectionWarning)
         result = run_flow(

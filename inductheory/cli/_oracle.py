@@ -24,6 +24,7 @@ from ._common import (
     add_objective_arguments,
     add_task_arguments,
     check_output_dir,
+    claim_out,
     float_type,
     format_table,
     int_type,
@@ -415,6 +416,7 @@ def _run_sweep(args, task, config) -> int:
             for beta in beta_grid:
                 task_with(t, N=N, beta=beta)
         _check_memory(args, task_with(t, N=max(N_grid)))
+    claim_out(args, "oracle --sweep")
     maps = []
     total = (
         len(tasks) * len(beta_grid) * (len(N_grid) + refine)

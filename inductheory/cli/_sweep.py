@@ -21,6 +21,7 @@ from ._common import (
     add_cpu_devices_argument,
     add_json_argument,
     add_task_arguments,
+    claim_out,
     int_type,
     output_dir_type,
     print_json,
@@ -177,6 +178,8 @@ def run(args) -> int:
         progress=not args.quiet,
         seed=args.seed,
     )
+    # its parameters are compared by the sweep's manifest, with the differences named
+    claim_out(args, f"sweep {args.kind}", parameters=False)
     ds = sweep(args.kind, task, grid, **args.sweep_inputs(args, task), **kwargs)
     report = {
         "kind": args.kind,

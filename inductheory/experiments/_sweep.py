@@ -12,8 +12,9 @@ devices), padded with copies of its last point, so a sweep over k points compile
 programs a sweep over one point compiles. Only parameters that set a shape are looped in Python:
 N (and kappa under an approximate geometry) for the full flow, every parameter for the oracle
 under an approximate geometry. With `out`, each finished block is written atomically
-(`blocks/block-NNNNN.nc`) beside a manifest of the sweep's parameters, so an interrupted sweep
-resumes at its first unfinished block; the assembled dataset is `sweep.nc`. With a Dask
+(`blocks/block-NNNNN.npz`, each recording the sweep's parameters and code version) beside a
+manifest of them (`sweep.json`), so an interrupted sweep resumes at its first unfinished block,
+using only blocks that prove they are its own; the assembled dataset is `sweep.nc`. With a Dask
 `distributed` scheduler address, blocks are computed by the cluster's workers (same blocks, same
 programs, same numbers).
 """
@@ -27,6 +28,7 @@ import json
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -38,7 +40,9 @@ import numpy as np
 from ..flow._config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
 from ..flow._solution import STATUSES, Status
 from ..internal._io import (
+    CacheWarning,
     _atomic_write,
+    claimed_output_dir,
     to_json,
     write_json_atomic,
     write_npz_atomic,
@@ -676,59 +680,118 @@ def assemble(spec: SweepSpec, parts: dict[int, dict[str, np.ndarray]]):
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
 
 
-def _read_block(path: Path) -> dict | None:
-    try:
-        with np.load(path) as z:
-            return {k: z[k] for k in z.files}
-    except Exception:  # a damaged block is recomputed
+# The key of a block file holding the JSON of its sweep (spec and code version): a block is used
+# only by the sweep it proves it belongs to.
+BLOCK_RECORD = "_sweep"
+
+
+def _read_block(
+    path: Path, wanted: dict, proven: bool, names, size: int
+) -> dict | None:
+    """The arrays of the block file at `path` if it belongs to the sweep `wanted`, else None
+    (missing; or damaged or foreign, reported by a `CacheWarning` naming the file).
+
+    A block belongs to the sweep when the record inside it is `wanted` (spec and code version),
+    or, for block files without a record (older versions), when the manifest `proven` it; its
+    arrays must be the kind's, each of `size` points."""
+    if not path.exists():
         return None
+    problem = None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as err:  # truncated, garbage, a directory: recomputed
+        arrays, problem = None, f"cannot be read ({type(err).__name__})"
+    if arrays is not None:
+        record = arrays.pop(BLOCK_RECORD, None)
+        if record is not None:
+            try:
+                record = json.loads(str(record))
+            except ValueError:
+                record = {}
+        if record is None and not proven:
+            problem = "records no sweep and no manifest proves it belongs to this one"
+        elif record is not None and record != wanted:
+            problem = "belongs to another sweep (other parameters or code version)"
+        elif set(arrays) != set(names) or any(
+            a.ndim == 0 or a.shape[0] != size for a in arrays.values()
+        ):
+            problem = "does not hold this block's arrays"
+    if problem is None:
+        return arrays
+    warnings.warn(
+        f"sweep block {path} {problem}; recomputing it", CacheWarning, stacklevel=3
+    )
+    return None
+
+
+def _check_manifest(out: Path, wanted: dict) -> bool:
+    """Compare the manifest `out/sweep.json` with the sweep `wanted` (refused if it differs);
+    write it if missing or damaged. True when a stored manifest proves the directory's blocks."""
+    manifest = out / "sweep.json"
+    stored = None
+    if manifest.exists():
+        try:
+            stored = json.loads(manifest.read_text())
+            if not isinstance(stored, dict) or not isinstance(stored.get("spec"), dict):
+                raise ValueError("not a {spec, inductheory_version} record")
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            warnings.warn(
+                f"sweep manifest {manifest} cannot be read ({type(err).__name__}); rewriting "
+                "it (each block is checked against the sweep it records)",
+                CacheWarning,
+                stacklevel=3,
+            )
+            stored = None
+    if stored is None:
+        write_json_atomic(manifest, wanted)
+        return False
+    if stored != wanted:
+        spec_was, spec_now = stored.get("spec", {}), wanted["spec"]
+        differ = sorted(
+            k for k in {**spec_was, **spec_now} if spec_was.get(k) != spec_now.get(k)
+        )
+        if stored.get("inductheory_version") != wanted["inductheory_version"]:
+            differ.append("inductheory_version")
+        hint = (
+            " (the default oracle block is one point per device: give the stored block)"
+            if differ == ["block"]
+            else ""
+        )
+        raise ValueError(
+            f"--out {out} holds a different sweep (differs in: {', '.join(differ)}; see "
+            f"{manifest}){hint}; choose another directory"
+        )
+    return True
 
 
 def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = False):
     """Compute every block of `spec` (locally or on a Dask cluster), resuming from `out`;
-    assemble."""
+    assemble.
+
+    With `out`, a block file is reused only when it proves it belongs to this sweep (the spec
+    and code version recorded inside it); damaged or foreign blocks are recomputed, each with
+    a `CacheWarning` naming the file."""
     blocks = blocks_of(spec)
     parts: dict[int, dict] = {}
     block_dir = None
+    wanted = json.loads(
+        to_json(
+            {"spec": spec.to_dict(), "inductheory_version": _version()}, sort_keys=True
+        )
+    )
+    record = np.array(to_json(wanted, sort_keys=True))
     if out is not None:
         out = Path(out)
         block_dir = out / "blocks"
         block_dir.mkdir(parents=True, exist_ok=True)
-        manifest = out / "sweep.json"
-        wanted = json.loads(
-            to_json(
-                {"spec": spec.to_dict(), "inductheory_version": _version()},
-                sort_keys=True,
-            )
-        )
-        if manifest.exists():
-            stored = json.loads(manifest.read_text())
-            if stored != wanted:
-                spec_was, spec_now = stored.get("spec", {}), wanted["spec"]
-                differ = sorted(
-                    k
-                    for k in {**spec_was, **spec_now}
-                    if spec_was.get(k) != spec_now.get(k)
-                )
-                if stored.get("inductheory_version") != wanted["inductheory_version"]:
-                    differ.append("inductheory_version")
-                hint = (
-                    " (the default oracle block is one point per device: give the stored block)"
-                    if differ == ["block"]
-                    else ""
-                )
-                raise ValueError(
-                    f"--out {out} holds a different sweep (differs in: {', '.join(differ)}; see "
-                    f"{manifest}){hint}; choose another directory"
-                )
-        else:
-            write_json_atomic(manifest, wanted)
+        proven = _check_manifest(out, wanted)
+        names = tuple(sweep_kind(spec.kind).variables)
         for b in range(len(blocks)):
             path = block_dir / f"block-{b:05d}.npz"
-            if path.exists():
-                arrays = _read_block(path)
-                if arrays is not None:
-                    parts[b] = arrays
+            arrays = _read_block(path, wanted, proven, names, len(blocks[b]))
+            if arrays is not None:
+                parts[b] = arrays
     todo = [b for b in range(len(blocks)) if b not in parts]
     total = sum(len(b) for b in blocks)
     with Progress(total, f"sweep {spec.kind}", enabled=progress) as bar:
@@ -740,7 +803,9 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
         def finish(b, arrays):
             parts[b] = arrays
             if block_dir is not None:
-                write_npz_atomic(block_dir / f"block-{b:05d}.npz", **arrays)
+                write_npz_atomic(
+                    block_dir / f"block-{b:05d}.npz", **arrays, **{BLOCK_RECORD: record}
+                )
             bar.update(len(blocks[b]))
 
         if scheduler is None:
@@ -886,7 +951,9 @@ def sweep(
         block=block,
         extra=extra,
     )
-    return run_spec(spec, out=out, scheduler=scheduler, progress=progress)
+    # a directory holds one command's outputs: another command's are refused, not mixed
+    with claimed_output_dir(out, f"sweep {kind}"):
+        return run_spec(spec, out=out, scheduler=scheduler, progress=progress)
 
 
 __all__ = [

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..internal._io import (
     _atomic_write,
+    claimed_output_dir,
     default_cache_dir,
     write_json_atomic,
     write_text_atomic,
@@ -335,6 +336,13 @@ def reproduce(
         _require_jobs(jobs)
     figures = _select(only)
     out = Path(out)
+    # one mode per directory: quick figures over full ones (or back) are refused, not mixed
+    with claimed_output_dir(out, "reproduce", {"quick": bool(quick)}):
+        return _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs)
+
+
+def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
+    """The body of `reproduce`, in the directory it claimed."""
     (out / "data").mkdir(parents=True, exist_ok=True)
     if cache_dir == "default":
         cache_dir = default_cache_dir() / "reproduce"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -229,3 +230,258 @@ def cached(directory, params: dict, compute: Callable[[], dict]) -> dict:
     if stored is not None:
         return stored
     return store_cached(directory, params, compute())
+
+
+# --- output directories: one command's outputs each, never mixed ------------------------------
+
+# The record of what a directory holds, written when a command first claims it.
+OUTPUT_RECORD = ".inductheory-out"
+_held: dict[
+    str, int
+] = {}  # directory -> descriptor holding its shared lock (this process)
+
+
+def _lock(fd: int, exclusive: bool) -> bool:
+    """Lock the directory descriptor `fd` (flock); exclusive locks do not wait. True if locked."""
+    try:
+        import fcntl
+    except (
+        ImportError
+    ):  # no flock here: nothing proves a directory idle, so nothing is cleaned
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+    except OSError:
+        return False
+    return True
+
+
+def _clean_temporaries(directory: Path) -> None:
+    # Temporary files of `_atomic_write` left by a killed process (called only while no other
+    # process holds the directory, so none of them is being written).
+    for folder in (directory, directory / "blocks", directory / "data"):
+        for tmp in folder.glob(".*.tmp") if folder.is_dir() else ():
+            if tmp.name.startswith(
+                ".inductheory-probe."
+            ):  # another command's writability probe
+                continue
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+
+
+def _legacy_owner(directory: Path) -> dict | None:
+    """What a directory written before records existed holds, from its files (None: unknown)."""
+    if (directory / "sweep.json").is_file():
+        try:
+            kind = json.loads((directory / "sweep.json").read_text())["spec"]["kind"]
+            return {"command": f"sweep {kind}", "parameters": None}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {"command": "sweep", "parameters": None}
+    if (directory / "flow.json").is_file():
+        return {"command": "flow", "parameters": None}
+    if (directory / "summary.csv").is_file():
+        return {"command": "oracle --sweep", "parameters": None}
+    readme = directory / "README.md"
+    if readme.is_file() and (directory / "data").is_dir():
+        try:
+            text = readme.read_text()
+        except (OSError, UnicodeDecodeError):
+            return None
+        for mode, quick in (("Mode: quick", True), ("Mode: full", False)):
+            if mode in text:
+                return {"command": "reproduce", "parameters": {"quick": quick}}
+    return None
+
+
+def _read_record(path: Path) -> dict | None:
+    """The record at `path`, or None (missing; or damaged, reported by a `CacheWarning`, after
+    which the directory is recognized by its files as if it had no record)."""
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        record, problem = None, f"cannot be read ({type(err).__name__})"
+    else:
+        problem = "does not hold a record {command, parameters}"
+    if isinstance(record, dict) and isinstance(record.get("command"), str):
+        return record
+    warnings.warn(
+        f"output record {path} {problem}; writing it again", CacheWarning, stacklevel=4
+    )
+    return None
+
+
+def _only_record(directory: Path) -> bool:
+    """Whether `directory` holds nothing but its record (a claim whose command then failed)."""
+    return all(
+        p.name == OUTPUT_RECORD
+        or p.name.endswith(".tmp")
+        or (p.is_dir() and not any(p.iterdir()))
+        for p in directory.iterdir()
+    )
+
+
+def _describe(record: dict) -> str:
+    text = f"`inductheory {record['command']}`"
+    parameters = record.get("parameters")
+    if record["command"] == "reproduce" and isinstance(parameters, dict):
+        text += " --quick" if parameters.get("quick") else " (full)"
+    return text
+
+
+def _refuse(directory: Path, stored: dict, wanted: dict, where: str) -> None:
+    same = stored["command"] == wanted["command"]
+    raise ValueError(
+        f"--out {directory} holds the output of {_describe(stored)}"
+        + (
+            " with other parameters"
+            if same and wanted["command"] != "reproduce"
+            else ""
+        )
+        + f" ({where}), not of {_describe(wanted)}; choose another directory, or delete it "
+        "to start over"
+    )
+
+
+def _compatible(stored: dict, wanted: dict) -> bool:
+    if stored["command"] != wanted["command"]:
+        return False
+    was, now = stored.get("parameters"), wanted.get("parameters")
+    # an unknown side (a directory from before records, a kind that checks its own manifest)
+    return was is None or now is None or was == now
+
+
+def claim_output_dir(
+    directory: str | os.PathLike, command: str, parameters: dict | None = None
+) -> Path:
+    """Claim `directory` for the outputs of `command` run with `parameters`, or refuse.
+
+    A directory holds the outputs of one command with one set of parameters: the first claim
+    records them (`.inductheory-out`, created atomically, so of two concurrent first claims one
+    wins and the other is compared with it); a later claim by the same command and parameters
+    resumes (or rewrites the same files), any other is refused. Directories written before the
+    record existed are recognized by their files (`sweep.json`, `flow.json`, `summary.csv`, a
+    figures README's mode). While this process holds the directory (until
+    `release_output_dir`), other processes can claim it too but do not clean it: the first claim
+    of an idle directory removes the temporary files a killed write left (`.*.tmp`).
+
+    **Arguments:**
+    - `directory`: the output directory (created if missing).
+    - `command`: what writes it, e.g. `"flow"` or `"sweep loss"`.
+    - `parameters`: JSON-able data the outputs depend on (`None`: not compared, for commands
+      that check their own manifest).
+
+    **Returns:** the directory, as a `Path`.
+
+    **Raises:** `ValueError` naming what the directory holds and what to do.
+
+    ```python
+    claim_output_dir("runs/a", "flow", {"seeds": 4})
+    claim_output_dir("runs/a", "flow", {"seeds": 4})  # the same run: fine
+    claim_output_dir("runs/a", "flow", {"seeds": 8})  # ValueError: holds ... other parameters
+    ```
+    """
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    key = str(path.resolve())
+    wanted = json.loads(to_json({"command": command, "parameters": parameters}))
+    record_path = path / OUTPUT_RECORD
+    fd = _held.get(key)
+    fresh = fd is None
+    if fresh:
+        fd = os.open(path, os.O_RDONLY)
+    try:
+        alone = fresh and _lock(fd, exclusive=True)
+        if alone:
+            _clean_temporaries(path)
+        stored = _read_record(record_path)
+        if stored is not None and alone and _only_record(path):
+            stored = None  # a claim whose command stopped before writing anything
+            os.unlink(record_path)
+        if stored is None:
+            legacy = _legacy_owner(path)
+            if legacy is not None and not _compatible(legacy, wanted):
+                _refuse(path, legacy, wanted, "found by its files")
+            if os.path.lexists(record_path):  # damaged (reported): replaced
+                try:
+                    write_json_atomic(record_path, wanted)
+                except OSError as err:
+                    raise ValueError(
+                        f"{record_path} records what --out {path} holds and cannot be "
+                        f"replaced ({err.strerror or err}); delete it to start over"
+                    ) from None
+                stored = wanted
+            else:
+                stored = _create_record(record_path, wanted)
+        if not _compatible(stored, wanted):
+            _refuse(path, stored, wanted, f"recorded in {record_path}")
+        if fresh:
+            # keep a shared lock while this process writes: others must not clean
+            if alone:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            else:
+                _lock(fd, exclusive=False)
+    except BaseException:
+        if fresh:
+            os.close(fd)
+        raise
+    _held[key] = fd
+    return path
+
+
+def _create_record(path: Path, record: dict) -> dict:
+    """Write `record` at `path` unless one exists (atomically: a temporary file, then a hard
+    link that fails if `path` exists); the record now at `path`."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(to_json(record, indent=2, sort_keys=True) + "\n")
+        os.chmod(tmp, 0o666 & ~_umask())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return _read_record(path) or record
+        except OSError:  # no hard links on this file system: exclusive creation instead
+            try:
+                with open(path, "x") as f:
+                    f.write(to_json(record, indent=2, sort_keys=True) + "\n")
+            except FileExistsError:
+                return _read_record(path) or record
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return record
+
+
+def release_output_dir(directory: str | os.PathLike) -> None:
+    """Release a directory claimed by `claim_output_dir` in this process (nothing if none)."""
+    fd = _held.pop(str(Path(directory).resolve()), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def release_output_dirs() -> None:
+    """Release every directory this process claimed (the command line does so when it ends)."""
+    for key in list(_held):
+        os.close(_held.pop(key))
+
+
+@contextlib.contextmanager
+def claimed_output_dir(directory, command: str, parameters: dict | None = None):
+    """`claim_output_dir` for the body of a `with` (nothing when `directory` is None); released
+    at its end unless this process held the directory before (a command line's claim)."""
+    if directory is None:
+        yield None
+        return
+    held = str(Path(directory).resolve()) in _held
+    path = claim_output_dir(directory, command, parameters)
+    try:
+        yield path
+    finally:
+        if not held:
+            release_output_dir(path)

@@ -6,7 +6,9 @@ seconds. The program store keeps the traced, lowered program itself (a serialize
 `jax.export.Exported`), keyed on everything that sets it: the argument tree and shapes (which hold
 the static fields), the source of this package, the versions of jax and of the libraries it
 traces, the backend and the process-wide options. A second process deserializes it in
-milliseconds and calls it; the call is the same StableHLO, so it computes the same numbers.
+milliseconds and calls it; the call is the same StableHLO, so it computes the same numbers. Each
+file records its own key: a file found under a key it was not exported for (copied or renamed),
+damaged or from an older version is reported by a `CacheWarning` naming it and exported again.
 
 Off by default; the command line turns it on (`enable_program_store`). Programs with host callbacks
 (equinox's runtime checks unless `EQX_ON_ERROR=nan`) cannot be exported; they run as usual.
@@ -17,12 +19,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import warnings
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from ._io import _atomic_write
+from ._io import CacheWarning, _atomic_write
 from ._paths import program_cache_dir
 
 _store: dict = {"directory": None}
@@ -113,12 +116,7 @@ def stored_call(name: str, fn, args):
     call = _loaded.get(key)
     if call is None:
         path = Path(directory) / f"{name}-{key}.jaxexport"
-        exported = None
-        if path.exists():
-            try:
-                exported = jax.export.deserialize(bytearray(path.read_bytes()))
-            except Exception:  # damaged or from an incompatible jax: export again
-                exported = None
+        exported = _load(path, name, key)
         if exported is None:
             flat = lambda *xs: fn(*jax.tree.unflatten(treedef, xs))  # noqa: E731
             specs = [
@@ -130,9 +128,47 @@ def stored_call(name: str, fn, args):
             except Exception:  # host callbacks or other non-serializable parts
                 _refused.add(key)
                 return _jitted(fn)(*args)
-            _atomic_write(path, lambda tmp: Path(tmp).write_bytes(blob))
+            data = _header(name, key) + blob
+            _atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
         call = _loaded[key] = jax.jit(exported.call)
     return call(*leaves)
+
+
+# A stored program starts with this line and its own key: a file is used only under the key it
+# was exported for (a file copied or renamed to another program's name is exported again).
+_MAGIC = b"inductheory-program 1\n"
+
+
+def _header(name: str, key: str) -> bytes:
+    return _MAGIC + f"{name}-{key}\n".encode()
+
+
+def _load(path: Path, name: str, key: str):
+    """The program stored at `path` for `name` and `key`, or None (missing; or damaged or
+    foreign, reported by a `CacheWarning` naming the file, then exported again)."""
+    if not path.exists():
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        problem = f"cannot be read ({type(err).__name__})"
+    else:
+        header = _header(name, key)
+        if not data.startswith(_MAGIC):
+            problem = "records no key (damaged, or written by an older version)"
+        elif not data.startswith(header):
+            problem = "was exported for another program (its recorded key differs)"
+        else:
+            try:
+                return jax.export.deserialize(bytearray(data[len(header) :]))
+            except Exception as err:  # damaged or from an incompatible jax
+                problem = f"cannot be deserialized ({type(err).__name__})"
+    warnings.warn(
+        f"stored program {path} {problem}; exporting it again",
+        CacheWarning,
+        stacklevel=3,
+    )
+    return None
 
 
 @functools.cache
