@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 import itertools
 import json
 import math
@@ -146,6 +147,18 @@ def grid_points(grid: dict[str, list]) -> list[dict]:
     ]
 
 
+def grid_point(grid: dict[str, list], index: int) -> dict:
+    """Point `index` of `grid_points(grid)`, without building the others.
+
+    ```python
+    grid_point({"beta": [1, 2], "N": [64, 128]}, 1)  # {"beta": 1, "N": 128}
+    ```
+    """
+    names = list(grid)
+    position = np.unravel_index(index, tuple(len(grid[n]) for n in names))
+    return {n: grid[n][int(i)] for n, i in zip(names, position)}
+
+
 def _split(point: dict) -> tuple[dict, dict]:
     return (
         {k: v for k, v in point.items() if k in TASK_FIELDS},
@@ -183,6 +196,40 @@ def _tasks(spec: SweepSpec, points: list[dict]) -> list[Task]:
     ):  # the template was checked; grid points leave the regime on purpose
         warnings.simplefilter("ignore", TheoryAssumptionWarning)
         return [Task(**{**spec.task, **_split(p)[0]}) for p in points]
+
+
+@functools.lru_cache(maxsize=65536)
+def _check_task_value(template_json: str, name: str, value) -> None:
+    """`Task` of the template with `name = value` (raises where that value is refused), once per
+    value and template in a process: a sweep's blocks share their grid values."""
+    _tasks(
+        SweepSpec("", json.loads(template_json), {}, {}, 0, 0, 1, {}), [{name: value}]
+    )
+
+
+def _stacked_tasks(spec: SweepSpec, points: list[dict]) -> Task:
+    """`stack_lanes(_tasks(spec, points))` without a `Task` per point.
+
+    Each distinct value of a swept task field is checked once, alone in the template (`Task`
+    checks N, gamma, beta and kappa each on its own, so this refuses exactly what a task per
+    point would); then the template's leaves are replaced by the points' values.
+    """
+    names = [n for n in spec.grid if n in TASK_FIELDS]
+    template_json = to_json(spec.task, sort_keys=True)
+    for n in names:
+        for v in dict.fromkeys(p[n] for p in points):
+            _check_task_value(template_json, n, v)
+    template = _tasks(spec, points[:1])[0]
+    stacked = jax.tree.map(
+        lambda x: np.repeat(np.asarray(x)[None], len(points), axis=0), template
+    )
+    columns = [
+        np.asarray([p[n] for p in points], dtype=np.asarray(getattr(template, n)).dtype)
+        for n in names
+    ]
+    return eqx.tree_at(
+        lambda t: tuple(getattr(t, n) for n in names), stacked, tuple(columns)
+    )
 
 
 class AbstractSweepKind(eqx.Module):
@@ -328,7 +375,7 @@ class LossSweep(AbstractSweepKind):
         n = len(points)
         points = _padded(points, spec.block)
         tasks = shard_lanes(
-            stack_lanes(_tasks(spec, _padded(points, padded_size(len(points)))))
+            _stacked_tasks(spec, _padded(points, padded_size(len(points))))
         )
         gates = SharedGates(
             key=np.asarray(spec.extra["gates_key"]),
@@ -624,7 +671,7 @@ def compute_block(spec: SweepSpec, indices: list[int]) -> dict[str, np.ndarray]:
 
     Pure function of `spec` and `indices`: what a local run or a Dask worker computes.
     """
-    points = [grid_points(spec.grid)[i] for i in indices]
+    points = [grid_point(spec.grid, i) for i in indices]
     return sweep_kind(spec.kind).compute_block(spec, points)
 
 
@@ -807,17 +854,20 @@ def points_of(ds) -> list[dict]:
     `status` per seed and the across-seed fractions; oracle: `best_loss`, `hard_selection`,
     `distinct_heads`, ...)."""
     grid_dims = json.loads(ds.attrs["parameters"])["extra"]["grid_order"]
-    per_point = sweep_kind(ds.attrs["kind"]).point_keys
-    out = []
-    for values in itertools.product(*(ds.coords[d].values.tolist() for d in grid_dims)):
-        sel = ds.sel(dict(zip(grid_dims, values)))
-        entry = dict(zip(grid_dims, values))
-        for k in per_point:
-            if k in sel:
-                v = sel[k].values
-                entry[k] = v.tolist() if v.ndim else v.item()
-        out.append(entry)
-    return out
+    per_point = [k for k in sweep_kind(ds.attrs["kind"]).point_keys if k in ds]
+    coords = [ds.coords[d].values.tolist() for d in grid_dims]
+    n_points = math.prod(len(c) for c in coords)
+    # each variable read once, grid dimensions first, one row per point (C order, as the grid)
+    columns = {}
+    for k in per_point:
+        values = ds[k].transpose(*grid_dims, ...).values
+        columns[k] = values.reshape(
+            (n_points,) + values.shape[len(grid_dims) :]
+        ).tolist()
+    return [
+        {**dict(zip(grid_dims, values)), **{k: columns[k][i] for k in per_point}}
+        for i, values in enumerate(itertools.product(*coords))
+    ]
 
 
 def sweep(
@@ -909,6 +959,7 @@ __all__ = [
     "assemble",
     "blocks_of",
     "compute_block",
+    "grid_point",
     "grid_points",
     "points_of",
     "run_spec",
