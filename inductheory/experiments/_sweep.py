@@ -47,6 +47,15 @@ from ..internal._io import (
     write_text_atomic,
 )
 from ..internal._lanes import padded_size, shard_lanes, stack_lanes
+from ..internal._memory import (
+    BACKWARD_COPIES,
+    F64,
+    check_memory,
+    flow_bytes,
+    loss_bytes,
+    oracle_bytes,
+    with_total,
+)
 from ..internal._progress import Progress
 from ..internal._table import format_table
 from ..model._gates import SharedGates, value_follows_key
@@ -63,6 +72,7 @@ from ._flows import (
     flow_sample,
     independent_distinct_baseline,
     run_lanes,
+    sample_size,
     seed_keys,
     selected_distinct_fraction,
 )
@@ -252,7 +262,7 @@ class AbstractSweepKind(eqx.Module):
     - `point_keys`: the variables of each `points_of` entry (the single-point command's keys).
     - `table_keys`: the headline variables of `summary_table`.
     - `prepare`, `default_block`, `looped_names`, `block_points`, `compute_block`,
-      `coordinates`, `attributes`: see each method.
+      `block_bytes`, `coordinates`, `attributes`: see each method.
 
     A new kind is one final subclass added to `SWEEP_KINDS` (and its command-line options to
     `_OPTIONS` of `inductheory.cli._sweep`).
@@ -305,6 +315,11 @@ class AbstractSweepKind(eqx.Module):
         self, spec: SweepSpec, points: list[dict]
     ) -> dict[str, np.ndarray]:
         """The arrays of `variables` at `points` (leading axis: the points, padding removed)."""
+
+    @abc.abstractmethod
+    def block_bytes(self, spec: SweepSpec) -> dict:
+        """Memory of the sweep's largest block, by part and `total` (`inductheory.internal._memory`
+        estimates), for the check made before anything is allocated."""
 
     @abc.abstractmethod
     def coordinates(self, spec: SweepSpec) -> dict:
@@ -383,6 +398,13 @@ class LossSweep(AbstractSweepKind):
         )
         out = jax.device_get(_loss_map(tasks, gates))
         return {name: np.asarray(value)[:n] for name, value in out.items()}
+
+    def block_bytes(self, spec):
+        t = spec.task
+        L, W, H = t["L"], t.get("W", t["S"]), t["H"]
+        # the closed form, no gradient: one row of L*S + 1 logits per query and the heads' outputs
+        per_point = loss_bytes(1, L, W, H, L * t["S"] + 1) // BACKWARD_COPIES
+        return {"logits": padded_size(_block_size(spec)) * per_point}
 
     def coordinates(self, spec):
         return {}
@@ -523,6 +545,28 @@ class FlowSweep(AbstractSweepKind):
         lane_keys = np.tile(keys, (len(tasks), 1))
         return run_lanes(lane_tasks, lane_configs, lane_keys, shared)
 
+    def block_bytes(self, spec):
+        t, config = spec.task, FlowConfig(**spec.settings)
+        N = max(spec.grid.get("N", [t["N"]]))
+        lanes = padded_size(_block_size(spec) * spec.seeds)
+        M = config.M
+        if config.dynamics == "full" and N % t["L"] == 0:
+            M = sample_size(_tasks(spec, [{"N": N}])[0], config)
+        return flow_bytes(
+            dynamics=config.dynamics,
+            N=N,
+            L=t["L"],
+            S=t.get("W", t["S"]),
+            H=t["H"],
+            M=M,
+            seeds=lanes,
+            chunk=lanes,  # every lane of a block is integrated at once
+            n_save=config.n_save,
+            eps=t.get("eps"),
+            d=t.get("d"),
+            batch_size=config.batch_size,
+        )
+
     def coordinates(self, spec):
         return {"seed": np.arange(spec.seeds), "branch": ["key", "value"]}
 
@@ -635,6 +679,24 @@ class OracleSweep(AbstractSweepKind):
             for t in tasks
         ]
 
+    def block_bytes(self, spec):
+        t = spec.task
+        one = oracle_bytes(
+            N=max(spec.grid.get("N", [t["N"]])),
+            L=t["L"],
+            S=t.get("W", t["S"]),
+            H=t["H"],
+            restarts=spec.settings["restarts"],
+            vertex_starts=spec.extra["vertex_starts"],
+            contexts=spec.extra["contexts"],
+            eps=t.get("eps"),
+            d=t.get("d"),
+        )
+        # exact geometry, one context: the block's points are one vectorized program
+        vectorized = _exact(spec) and spec.extra["contexts"] == 1
+        points = padded_size(_block_size(spec)) if vectorized else 1
+        return {k: points * v for k, v in one.items()}
+
     def coordinates(self, spec):
         return {}
 
@@ -664,6 +726,58 @@ def sweep_kind(name: str) -> AbstractSweepKind:
     if not isinstance(name, str) or name not in SWEEP_KINDS:
         raise ValueError(f"kind must be one of {tuple(SWEEP_KINDS)}, got {name!r}")
     return SWEEP_KINDS[name]()
+
+
+def _n_points(spec: SweepSpec) -> int:
+    return math.prod(len(v) for v in spec.grid.values())
+
+
+def _block_size(spec: SweepSpec) -> int:
+    """Grid points of a block as computed: every block is padded to this size."""
+    return sweep_kind(spec.kind).block_points(spec)
+
+
+# Host bytes per grid point outside the result arrays: its dict of grid values, its label in
+# `blocks_of`, its entry of `points_of` (a dict of Python numbers and lists).
+POINT_OVERHEAD = 2048
+
+
+def sweep_bytes(spec: SweepSpec) -> dict:
+    """Memory of a sweep, by part and `total`: its largest block (`block_bytes` of the kind, the
+    parts prefixed `block_`) and every point's results on the host (the blocks' arrays, the
+    assembled dataset and `points_of`: three copies).
+
+    ```python
+    sweep_bytes(spec)["total"]
+    ```
+    """
+    kind = sweep_kind(spec.kind)
+    n = _n_points(spec)
+    block = kind.block_bytes(spec)
+    out = {f"block_{k}": v for k, v in block.items() if k != "total"}
+    sizes = {
+        "seed": spec.seeds,
+        "head": spec.task["H"],
+        "branch": 2,
+        "block": spec.task["L"],
+    }
+    sizes["offset"] = spec.task.get("W", spec.task["S"])
+    sizes["phase"] = spec.task["S"]
+    sizes["context"] = spec.extra.get("contexts", 1)
+    per_point = sum(
+        F64 * math.prod(sizes[d] for d in dims) for dims in kind.variables.values()
+    )
+    out["results"] = n * (3 * per_point + POINT_OVERHEAD)
+    return with_total(**out)
+
+
+def check_sweep_memory(spec: SweepSpec) -> None:
+    """Raise `MemoryError` (one line) when `sweep_bytes(spec)` exceeds the memory available."""
+    check_memory(
+        sweep_bytes(spec),
+        f"sweep {spec.kind} ({_n_points(spec)} points, {_block_size(spec)} per block"
+        + (f", {spec.seeds} seeds each)" if spec.seeds else ")"),
+    )
 
 
 def compute_block(spec: SweepSpec, indices: list[int]) -> dict[str, np.ndarray]:
@@ -743,6 +857,7 @@ def _read_block(path: Path) -> dict | None:
 def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = False):
     """Compute every block of `spec` (locally or on a Dask cluster), resuming from `out`;
     assemble."""
+    check_sweep_memory(spec)  # before the grid's points are even listed
     blocks = blocks_of(spec)
     parts: dict[int, dict] = {}
     block_dir = None
@@ -958,6 +1073,7 @@ __all__ = [
     "SweepSpec",
     "assemble",
     "blocks_of",
+    "check_sweep_memory",
     "compute_block",
     "grid_point",
     "grid_points",
@@ -965,5 +1081,6 @@ __all__ = [
     "run_spec",
     "summary_table",
     "sweep",
+    "sweep_bytes",
     "sweep_kind",
 ]
