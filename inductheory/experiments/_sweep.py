@@ -13,7 +13,9 @@ programs a sweep over one point compiles. Only parameters that set a shape are l
 N (and kappa under an approximate geometry) for the full flow, every parameter for the oracle
 under an approximate geometry. With `out`, each finished block is written atomically
 (`blocks/block-NNNNN.nc`) beside a manifest of the sweep's parameters, so an interrupted sweep
-resumes at its first unfinished block; the assembled dataset is `sweep.nc`. With a Dask
+resumes at its first unfinished block; the assembled dataset is `sweep.nc`. Before anything is
+allocated, the memory of the largest block and of every point's results is estimated
+(`sweep_bytes`): a sweep that cannot fit is refused with a one-line `MemoryError`. With a Dask
 `distributed` scheduler address, blocks are computed by the cluster's workers (same blocks, same
 programs, same numbers).
 """
@@ -1024,6 +1026,9 @@ def sweep(
     - `out`: directory for the resumable blocks, `sweep.nc` and `summary.txt` (`None`: in memory).
     - `scheduler`: a Dask `distributed` scheduler address or `Client` (blocks on its workers).
     - `progress`: show progress on stderr.
+
+    Raises `MemoryError` (one line) before anything runs when the largest block or the results
+    would not fit in the memory available (`sweep_bytes`, `INDUCTHEORY_MAX_BYTES`).
 
     **Returns:** the dataset: dimensions named after the grid parameters, then `seed`, `head`,
     `branch`, `offset`, `phase`, `context`, `block` as the kind needs; every fixed parameter and the
