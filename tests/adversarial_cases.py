@@ -352,6 +352,51 @@ def cases() -> list[Case]:
             "INDUCTHEORY_MAX_BYTES must be an integer",
             env={"INDUCTHEORY_MAX_BYTES": "lots"},
         ),
+        # memory estimates right both ways: the exact geometry is O(1) in N (not refused), a
+        # sweep is estimated before anything runs (refused in seconds), a huge H at once
+        OK(
+            ["loss", "--select", "1", "--L", "4", "--S", "3", "--H", "1"]
+            + ["--N", "2147483647", "--contexts", "4", "--json"],
+            klass="exact-huge-N",
+            env={"INDUCTHEORY_MAX_BYTES": str(2**30)},
+        ),
+        OK(
+            ["sweep", "oracle", *TINY_ORACLE, "--N", "2147483647", "--grid", "beta=1,2"]
+            + ["--json"],
+            env={"INDUCTHEORY_MAX_BYTES": str(2**30)},
+        ),
+        OK(
+            ["oracle", *TINY_ORACLE, "--N", "2147483647", "--json"],
+            env={"INDUCTHEORY_MAX_BYTES": str(2**30)},
+        ),
+        E(
+            ["sweep", "flow", *TINY_FLOW, "--grid", "beta=1,2", "--seeds", "100000000"],
+            "needs about",
+            "sweep-memory",
+        ),
+        E(
+            [
+                "sweep",
+                "flow",
+                *TINY_FLOW,
+                "--grid",
+                "beta=1,2",
+                "--n-save",
+                "1000000000",
+            ],
+            "needs about",
+        ),
+        E(
+            ["sweep", "loss", "--select", "0", "--H", "1", "--grid", "beta=1,2"]
+            + ["--block", "1000000000"],
+            "needs about",
+        ),
+        E(
+            ["sweep", "oracle", *TINY_ORACLE, "--H", "100000000", "--grid", "beta=1,2"],
+            "needs about",
+            "huge-H-memory",
+        ),
+        E(["oracle", *TINY_ORACLE, "--H", "100000000"], "needs about"),
         # --- toy
         OK(["toy", "--json"], toy_check, "toy-ok"),
         OK(["toy", "--json", "--beta", "1e154"], toy_check, "toy-overflow"),

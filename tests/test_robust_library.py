@@ -357,3 +357,155 @@ def test_a_damaged_output_record_is_reported_and_written_again(tmp_path, damage)
         _io.claim_output_dir(tmp_path, "flow", {"seeds": 2})
     _io.release_output_dir(tmp_path)
     assert json.loads(record.read_text())["parameters"] == {"seeds": 2}
+
+
+def test_exact_estimates_are_flat_in_N_and_a_huge_N_runs(monkeypatch):
+    # the structured exact geometry holds N and kappa only: N near 2^31 fits in a MiB
+    N = 2**31 - 1
+    o = _memory.oracle_bytes(
+        N=N, L=4, S=3, H=1, restarts=2, vertex_starts=1, contexts=1
+    )
+    small = _memory.oracle_bytes(
+        N=64, L=4, S=3, H=1, restarts=2, vertex_starts=1, contexts=1
+    )
+    assert o == small and o["total"] < 2**20
+    assert _memory.geometry_bytes(N, None, None) < 2**10
+    monkeypatch.setenv(_memory.ENV_MAX_BYTES, str(2**30))
+    _memory.check_memory(o, "oracle")  # not refused
+    task = it.Task(L=4, S=3, H=1, N=N)
+    config = it.OracleMinimizer(restarts=2, steps=5, polish_steps=5, rounds=1)
+    point = it.oracle.oracle_point(task, jax.random.key(0), config, contexts=1, seeds=1)
+    assert math.isfinite(point.best_loss)
+    gates = it.model.hard_selection(3, [1])
+    assert math.isfinite(float(it.model.population_loss(task, gates)))
+    # the full flow's linear gates do hold N + 1 floats per vector: still counted there
+    full = _memory.flow_bytes(
+        dynamics="full", N=N, L=4, S=3, H=1, M=64, seeds=1, chunk=1, n_save=4
+    )
+    assert full["total"] > 2**34
+
+
+def test_huge_H_oracle_estimate_is_refused_at_once(monkeypatch):
+    import time
+
+    monkeypatch.setenv(_memory.ENV_MAX_BYTES, str(2**34))
+    start = time.perf_counter()
+    o = _memory.oracle_bytes(
+        N=4096, L=8, S=4, H=10**8, restarts=8, vertex_starts=8, contexts=1
+    )
+    with pytest.raises(MemoryError, match="needs about"):
+        _memory.check_memory(o, "oracle")
+    assert time.perf_counter() - start < 0.5
+    # the capped count agrees with the exact one where that one is cheap
+    for S, H, L in [(3, 1, 4), (4, 2, 8), (2, 3, 5), (5, 2, 2), (4, 1, 2)]:
+        exact = math.comb((S - 1) ** H + L - 1, L)
+        assert _memory.vertex_configurations(S, H, L, True, 4096) == min(4096, exact)
+        dense = (S - 1) ** (H * L)
+        assert _memory.vertex_configurations(S, H, L, False, 4096) == min(4096, dense)
+
+
+def test_sweep_too_big_is_refused_before_anything_runs(monkeypatch, tmp_path):
+    import time
+
+    from inductheory.experiments import _sweep
+
+    task = it.Task(L=4, S=3, H=1, N=64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # H >= S: outside the theorems, refused anyway
+        many_heads = it.Task(L=4, S=3, H=10**8, N=64)
+    monkeypatch.setattr(  # nothing may be computed
+        _sweep, "compute_block", lambda *a: pytest.fail("a block was computed")
+    )
+    start = time.perf_counter()
+    for kwargs in (
+        dict(kind="flow", seeds=10**8),
+        dict(kind="flow", seeds=4, config=it.FlowConfig(n_save=10**9)),
+        dict(kind="oracle", task=many_heads),
+        dict(kind="loss", gates=it.model.hard_selection(3, [0]), block=10**9),
+    ):
+        kind = kwargs.pop("kind")
+        t = kwargs.pop("task", task)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(MemoryError, match=f"sweep {kind} .* needs about"):
+                _sweep.sweep(
+                    kind, t, {"beta": [1.0, 2.0]}, out=tmp_path / kind, **kwargs
+                )
+        assert not (tmp_path / kind).exists()  # refused before the store was made
+    assert time.perf_counter() - start < 5
+
+
+def _points_by_selection(ds):
+    # the former per-point assembly (`ds.sel` at every grid point), for comparison
+    import itertools
+
+    from inductheory.experiments import _sweep
+
+    grid_dims = json.loads(ds.attrs["parameters"])["extra"]["grid_order"]
+    keys = _sweep.sweep_kind(ds.attrs["kind"]).point_keys
+    out = []
+    for values in itertools.product(*(ds.coords[d].values.tolist() for d in grid_dims)):
+        sel = ds.sel(dict(zip(grid_dims, values)))
+        entry = dict(zip(grid_dims, values))
+        for k in keys:
+            if k in sel:
+                v = sel[k].values
+                entry[k] = v.tolist() if v.ndim else v.item()
+        out.append(entry)
+    return out
+
+
+def test_vectorized_assembly_gives_the_per_point_results():
+    from inductheory.experiments import _sweep
+    from inductheory.internal._lanes import stack_lanes
+
+    task = it.Task(L=4, S=3, H=1, N=64)
+    gates = it.model.hard_selection(3, [0])
+    grid = {"beta": [1.0, 2.0, 4.0], "N": [64, 128], "gamma": [0.5, 1.0]}
+    ds = _sweep.sweep("loss", task, grid, gates=gates, block=4)
+    assert _sweep.points_of(ds) == _points_by_selection(ds)
+    spec = _sweep.SweepSpec(
+        "loss", task.to_dict(), {}, _sweep._check_grid("loss", task, grid), 0, 0, 4, {}
+    )
+    points = _sweep.grid_points(spec.grid)
+    assert [_sweep.grid_point(spec.grid, i) for i in range(len(points))] == points
+    stacked = _sweep._stacked_tasks(spec, points)
+    reference = stack_lanes(_sweep._tasks(spec, points))
+    assert jax.tree.structure(stacked) == jax.tree.structure(reference)
+    for a, b in zip(jax.tree.leaves(stacked), jax.tree.leaves(reference)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    with pytest.raises(ValueError, match="N must be >= L\\*S"):
+        _sweep.sweep("loss", task, {"N": [64, 8]}, gates=gates)
+    flow = _sweep.sweep(
+        "flow",
+        task,
+        {"beta": [1.0, 2.0]},
+        seeds=2,
+        config=it.FlowConfig(t_max=1e3, n_save=2),
+    )
+    # NaN fractions (no seed selected) compare equal as JSON
+    assert json.dumps(_sweep.points_of(flow)) == json.dumps(_points_by_selection(flow))
+
+
+def test_loss_sweep_of_many_points_assembles_in_seconds():
+    import time
+
+    from inductheory.experiments import _sweep
+
+    task = it.Task(L=4, S=3, H=1, N=64)
+    gates = it.model.hard_selection(3, [0])
+    _sweep.sweep(
+        "loss", task, {"beta": [1.0]}, gates=gates
+    )  # compiled outside the timing
+    grid = {
+        "beta": np.linspace(1, 8, 1000).tolist(),
+        "gamma": [0.5, 0.75, 1.0, 1.25, 1.5],
+    }
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = _sweep.sweep("loss", task, grid, gates=gates)
+        points = _sweep.points_of(ds)
+        _sweep.summary_table(ds)
+    assert len(points) == 5000
+    assert time.perf_counter() - start < 10  # the per-point path took ~25 s

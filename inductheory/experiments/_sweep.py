@@ -14,7 +14,10 @@ N (and kappa under an approximate geometry) for the full flow, every parameter f
 under an approximate geometry. With `out`, each finished block is written atomically
 (`blocks/block-NNNNN.npz`, each recording the sweep's parameters and code version) beside a
 manifest of them (`sweep.json`), so an interrupted sweep resumes at its first unfinished block,
-using only blocks that prove they are its own; the assembled dataset is `sweep.nc`. With a Dask
+using only blocks that prove they are its own; the assembled dataset is `sweep.nc`.
+Before anything is
+allocated, the memory of the largest block and of every point's results is estimated
+(`sweep_bytes`): a sweep that cannot fit is refused with a one-line `MemoryError`. With a Dask
 `distributed` scheduler address, blocks are computed by the cluster's workers (same blocks, same
 programs, same numbers).
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 import itertools
 import json
 import math
@@ -49,6 +53,15 @@ from ..internal._io import (
     write_text_atomic,
 )
 from ..internal._lanes import padded_size, shard_lanes, stack_lanes
+from ..internal._memory import (
+    BACKWARD_COPIES,
+    F64,
+    check_memory,
+    flow_bytes,
+    loss_bytes,
+    oracle_bytes,
+    with_total,
+)
 from ..internal._progress import Progress
 from ..internal._table import format_table
 from ..model._gates import SharedGates, value_follows_key
@@ -66,6 +79,7 @@ from ._flows import (
     flow_sample,
     independent_distinct_baseline,
     run_lanes,
+    sample_size,
     seed_keys,
     selected_distinct_fraction,
 )
@@ -150,6 +164,18 @@ def grid_points(grid: dict[str, list]) -> list[dict]:
     ]
 
 
+def grid_point(grid: dict[str, list], index: int) -> dict:
+    """Point `index` of `grid_points(grid)`, without building the others.
+
+    ```python
+    grid_point({"beta": [1, 2], "N": [64, 128]}, 1)  # {"beta": 1, "N": 128}
+    ```
+    """
+    names = list(grid)
+    position = np.unravel_index(index, tuple(len(grid[n]) for n in names))
+    return {n: grid[n][int(i)] for n, i in zip(names, position)}
+
+
 def _split(point: dict) -> tuple[dict, dict]:
     return (
         {k: v for k, v in point.items() if k in TASK_FIELDS},
@@ -189,6 +215,40 @@ def _tasks(spec: SweepSpec, points: list[dict]) -> list[Task]:
         return [Task(**{**spec.task, **_split(p)[0]}) for p in points]
 
 
+@functools.lru_cache(maxsize=65536)
+def _check_task_value(template_json: str, name: str, value) -> None:
+    """`Task` of the template with `name = value` (raises where that value is refused), once per
+    value and template in a process: a sweep's blocks share their grid values."""
+    _tasks(
+        SweepSpec("", json.loads(template_json), {}, {}, 0, 0, 1, {}), [{name: value}]
+    )
+
+
+def _stacked_tasks(spec: SweepSpec, points: list[dict]) -> Task:
+    """`stack_lanes(_tasks(spec, points))` without a `Task` per point.
+
+    Each distinct value of a swept task field is checked once, alone in the template (`Task`
+    checks N, gamma, beta and kappa each on its own, so this refuses exactly what a task per
+    point would); then the template's leaves are replaced by the points' values.
+    """
+    names = [n for n in spec.grid if n in TASK_FIELDS]
+    template_json = to_json(spec.task, sort_keys=True)
+    for n in names:
+        for v in dict.fromkeys(p[n] for p in points):
+            _check_task_value(template_json, n, v)
+    template = _tasks(spec, points[:1])[0]
+    stacked = jax.tree.map(
+        lambda x: np.repeat(np.asarray(x)[None], len(points), axis=0), template
+    )
+    columns = [
+        np.asarray([p[n] for p in points], dtype=np.asarray(getattr(template, n)).dtype)
+        for n in names
+    ]
+    return eqx.tree_at(
+        lambda t: tuple(getattr(t, n) for n in names), stacked, tuple(columns)
+    )
+
+
 class AbstractSweepKind(eqx.Module):
     """What one kind of sweep computes at a grid point, and how its results are labeled.
 
@@ -209,7 +269,7 @@ class AbstractSweepKind(eqx.Module):
     - `point_keys`: the variables of each `points_of` entry (the single-point command's keys).
     - `table_keys`: the headline variables of `summary_table`.
     - `prepare`, `default_block`, `looped_names`, `block_points`, `compute_block`,
-      `coordinates`, `attributes`: see each method.
+      `block_bytes`, `coordinates`, `attributes`: see each method.
 
     A new kind is one final subclass added to `SWEEP_KINDS` (and its command-line options to
     `_OPTIONS` of `inductheory.cli._sweep`).
@@ -262,6 +322,11 @@ class AbstractSweepKind(eqx.Module):
         self, spec: SweepSpec, points: list[dict]
     ) -> dict[str, np.ndarray]:
         """The arrays of `variables` at `points` (leading axis: the points, padding removed)."""
+
+    @abc.abstractmethod
+    def block_bytes(self, spec: SweepSpec) -> dict:
+        """Memory of the sweep's largest block, by part and `total` (`inductheory.internal._memory`
+        estimates), for the check made before anything is allocated."""
 
     @abc.abstractmethod
     def coordinates(self, spec: SweepSpec) -> dict:
@@ -332,7 +397,7 @@ class LossSweep(AbstractSweepKind):
         n = len(points)
         points = _padded(points, spec.block)
         tasks = shard_lanes(
-            stack_lanes(_tasks(spec, _padded(points, padded_size(len(points)))))
+            _stacked_tasks(spec, _padded(points, padded_size(len(points))))
         )
         gates = SharedGates(
             key=np.asarray(spec.extra["gates_key"]),
@@ -340,6 +405,13 @@ class LossSweep(AbstractSweepKind):
         )
         out = jax.device_get(_loss_map(tasks, gates))
         return {name: np.asarray(value)[:n] for name, value in out.items()}
+
+    def block_bytes(self, spec):
+        t = spec.task
+        L, W, H = t["L"], t.get("W", t["S"]), t["H"]
+        # the closed form, no gradient: one row of L*S + 1 logits per query and the heads' outputs
+        per_point = loss_bytes(1, L, W, H, L * t["S"] + 1) // BACKWARD_COPIES
+        return {"logits": padded_size(_block_size(spec)) * per_point}
 
     def coordinates(self, spec):
         return {}
@@ -480,6 +552,28 @@ class FlowSweep(AbstractSweepKind):
         lane_keys = np.tile(keys, (len(tasks), 1))
         return run_lanes(lane_tasks, lane_configs, lane_keys, shared)
 
+    def block_bytes(self, spec):
+        t, config = spec.task, FlowConfig(**spec.settings)
+        N = max(spec.grid.get("N", [t["N"]]))
+        lanes = padded_size(_block_size(spec) * spec.seeds)
+        M = config.M
+        if config.dynamics == "full" and N % t["L"] == 0:
+            M = sample_size(_tasks(spec, [{"N": N}])[0], config)
+        return flow_bytes(
+            dynamics=config.dynamics,
+            N=N,
+            L=t["L"],
+            S=t.get("W", t["S"]),
+            H=t["H"],
+            M=M,
+            seeds=lanes,
+            chunk=lanes,  # every lane of a block is integrated at once
+            n_save=config.n_save,
+            eps=t.get("eps"),
+            d=t.get("d"),
+            batch_size=config.batch_size,
+        )
+
     def coordinates(self, spec):
         return {"seed": np.arange(spec.seeds), "branch": ["key", "value"]}
 
@@ -583,6 +677,24 @@ class OracleSweep(AbstractSweepKind):
             for t in tasks
         ]
 
+    def block_bytes(self, spec):
+        t = spec.task
+        one = oracle_bytes(
+            N=max(spec.grid.get("N", [t["N"]])),
+            L=t["L"],
+            S=t.get("W", t["S"]),
+            H=t["H"],
+            restarts=spec.settings["restarts"],
+            vertex_starts=spec.extra["vertex_starts"],
+            contexts=spec.extra["contexts"],
+            eps=t.get("eps"),
+            d=t.get("d"),
+        )
+        # exact geometry, one context: the block's points are one vectorized program
+        vectorized = _exact(spec) and spec.extra["contexts"] == 1
+        points = padded_size(_block_size(spec)) if vectorized else 1
+        return {k: points * v for k, v in one.items()}
+
     def coordinates(self, spec):
         return {}
 
@@ -614,12 +726,64 @@ def sweep_kind(name: str) -> AbstractSweepKind:
     return SWEEP_KINDS[name]()
 
 
+def _n_points(spec: SweepSpec) -> int:
+    return math.prod(len(v) for v in spec.grid.values())
+
+
+def _block_size(spec: SweepSpec) -> int:
+    """Grid points of a block as computed: every block is padded to this size."""
+    return sweep_kind(spec.kind).block_points(spec)
+
+
+# Host bytes per grid point outside the result arrays: its dict of grid values, its label in
+# `blocks_of`, its entry of `points_of` (a dict of Python numbers and lists).
+POINT_OVERHEAD = 2048
+
+
+def sweep_bytes(spec: SweepSpec) -> dict:
+    """Memory of a sweep, by part and `total`: its largest block (`block_bytes` of the kind, the
+    parts prefixed `block_`) and every point's results on the host (the blocks' arrays, the
+    assembled dataset and `points_of`: three copies).
+
+    ```python
+    sweep_bytes(spec)["total"]
+    ```
+    """
+    kind = sweep_kind(spec.kind)
+    n = _n_points(spec)
+    block = kind.block_bytes(spec)
+    out = {f"block_{k}": v for k, v in block.items() if k != "total"}
+    sizes = {
+        "seed": spec.seeds,
+        "head": spec.task["H"],
+        "branch": 2,
+        "block": spec.task["L"],
+    }
+    sizes["offset"] = spec.task.get("W", spec.task["S"])
+    sizes["phase"] = spec.task["S"]
+    sizes["context"] = spec.extra.get("contexts", 1)
+    per_point = sum(
+        F64 * math.prod(sizes[d] for d in dims) for dims in kind.variables.values()
+    )
+    out["results"] = n * (3 * per_point + POINT_OVERHEAD)
+    return with_total(**out)
+
+
+def check_sweep_memory(spec: SweepSpec) -> None:
+    """Raise `MemoryError` (one line) when `sweep_bytes(spec)` exceeds the memory available."""
+    check_memory(
+        sweep_bytes(spec),
+        f"sweep {spec.kind} ({_n_points(spec)} points, {_block_size(spec)} per block"
+        + (f", {spec.seeds} seeds each)" if spec.seeds else ")"),
+    )
+
+
 def compute_block(spec: SweepSpec, indices: list[int]) -> dict[str, np.ndarray]:
     """The arrays of one block of grid points (leading axis: the block's points, padding removed).
 
     Pure function of `spec` and `indices`: what a local run or a Dask worker computes.
     """
-    points = [grid_points(spec.grid)[i] for i in indices]
+    points = [grid_point(spec.grid, i) for i in indices]
     return sweep_kind(spec.kind).compute_block(spec, points)
 
 
@@ -772,6 +936,7 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
     With `out`, a block file is reused only when it proves it belongs to this sweep (the spec
     and code version recorded inside it); damaged or foreign blocks are recomputed, each with
     a `CacheWarning` naming the file."""
+    check_sweep_memory(spec)  # before the grid's points are even listed
     blocks = blocks_of(spec)
     parts: dict[int, dict] = {}
     block_dir = None
@@ -863,17 +1028,20 @@ def points_of(ds) -> list[dict]:
     `status` per seed and the across-seed fractions; oracle: `best_loss`, `hard_selection`,
     `distinct_heads`, ...)."""
     grid_dims = json.loads(ds.attrs["parameters"])["extra"]["grid_order"]
-    per_point = sweep_kind(ds.attrs["kind"]).point_keys
-    out = []
-    for values in itertools.product(*(ds.coords[d].values.tolist() for d in grid_dims)):
-        sel = ds.sel(dict(zip(grid_dims, values)))
-        entry = dict(zip(grid_dims, values))
-        for k in per_point:
-            if k in sel:
-                v = sel[k].values
-                entry[k] = v.tolist() if v.ndim else v.item()
-        out.append(entry)
-    return out
+    per_point = [k for k in sweep_kind(ds.attrs["kind"]).point_keys if k in ds]
+    coords = [ds.coords[d].values.tolist() for d in grid_dims]
+    n_points = math.prod(len(c) for c in coords)
+    # each variable read once, grid dimensions first, one row per point (C order, as the grid)
+    columns = {}
+    for k in per_point:
+        values = ds[k].transpose(*grid_dims, ...).values
+        columns[k] = values.reshape(
+            (n_points,) + values.shape[len(grid_dims) :]
+        ).tolist()
+    return [
+        {**dict(zip(grid_dims, values)), **{k: columns[k][i] for k in per_point}}
+        for i, values in enumerate(itertools.product(*coords))
+    ]
 
 
 def sweep(
@@ -915,6 +1083,9 @@ def sweep(
     - `out`: directory for the resumable blocks, `sweep.nc` and `summary.txt` (`None`: in memory).
     - `scheduler`: a Dask `distributed` scheduler address or `Client` (blocks on its workers).
     - `progress`: show progress on stderr.
+
+    Raises `MemoryError` (one line) before anything runs when the largest block or the results
+    would not fit in the memory available (`sweep_bytes`, `INDUCTHEORY_MAX_BYTES`).
 
     **Returns:** the dataset: dimensions named after the grid parameters, then `seed`, `head`,
     `branch`, `offset`, `phase`, `context`, `block` as the kind needs; every fixed parameter and the
@@ -966,11 +1137,14 @@ __all__ = [
     "SweepSpec",
     "assemble",
     "blocks_of",
+    "check_sweep_memory",
     "compute_block",
+    "grid_point",
     "grid_points",
     "points_of",
     "run_spec",
     "summary_table",
     "sweep",
+    "sweep_bytes",
     "sweep_kind",
 ]

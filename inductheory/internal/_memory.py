@@ -23,6 +23,8 @@ SOLVER_STATES = 16
 BACKWARD_COPIES = 3
 # Row chunk of the eps measurement (`measure_eps`).
 EPS_CHUNK = 2048
+# Vertex configurations the oracle evaluates per batch.
+VERTEX_BATCH = 4096
 # The environment variable that overrides the detected memory (bytes), for tests and for users
 # who want a lower ceiling than the machine has.
 ENV_MAX_BYTES = "INDUCTHEORY_MAX_BYTES"
@@ -118,13 +120,44 @@ def approximate_geometry_bytes(N: int, d: int) -> int:
 
 
 def geometry_bytes(N: int, eps: float | None, d: int | None) -> int:
-    """The geometry of a task: O(N) for the structured exact one, else
-    `approximate_geometry_bytes`."""
+    """The geometry of a task: O(1) for the structured exact one (it holds N and kappa; its
+    logits are gathers over the context's L*S tokens), else `approximate_geometry_bytes`."""
     if d is None and not eps:
-        return (
-            F64 * 2 * (N + 1)
-        )  # mean embedding and friends; never the N x (N+1) matrix
+        return 2 * F64
     return approximate_geometry_bytes(N, dimension_estimate(N, eps, d))
+
+
+def mean_embedding_bytes(N: int) -> int:
+    """The mean embedding of the exact geometry and its projection (N + 1 floats each): only the
+    full flow's linear gates use them."""
+    return F64 * 2 * (N + 1)
+
+
+def vertex_configurations(S: int, H: int, L: int, exact: bool, cap: int) -> int:
+    """The number of vertex configurations the oracle enumerates, capped at `cap`: block
+    multisets, C((S-1)^H + L - 1, L), under exact geometry, else (S-1)^(H L).
+
+    Computed in logarithms first, so a huge H or L answers at once instead of building an
+    integer with billions of digits.
+    """
+    per_block = max(S - 1, 1)
+    # both counts are >= (S-1)^H (L >= 1): above the cap, it is the answer
+    if per_block > 1 and H * math.log(per_block) > math.log(cap) + 1:
+        return cap
+    base = per_block**H
+    if not exact:
+        if per_block > 1 and H * L * math.log(per_block) > math.log(cap) + 1:
+            return cap
+        return min(cap, base**L)
+    if base == 1:
+        return 1
+    # C(base + L - 1, L) >= L + 1 grows with L: stop multiplying once past the cap
+    count = 1
+    for i in range(1, L + 1):
+        count = count * (base + i - 1) // i
+        if count >= cap:
+            return cap
+    return count
 
 
 def contexts_bytes(M: int, L: int, S: int) -> int:
@@ -178,7 +211,9 @@ def flow_bytes(
     else:
         dim = dimension_estimate(N, eps, d)
         exact = d is None and not eps
-        out["geometry"] = geometry_bytes(N, eps, d)
+        out["geometry"] = geometry_bytes(N, eps, d) + (
+            mean_embedding_bytes(N) if exact else 0
+        )
         out["contexts"] = contexts_bytes(M, L, S)
         out["solver_state"] = F64 * chunk * SOLVER_STATES * H * 2 * S * dim
         batch = M if batch_size is None else min(M, batch_size)
@@ -218,7 +253,7 @@ def oracle_bytes(
     starts = restarts + vertex_starts
     # vertices evaluated per batch: min(4096, configurations); exact geometry enumerates
     # block multisets
-    configs = math.comb((S - 1) ** H + L - 1, L) if exact else (S - 1) ** (H * L)
+    configs = vertex_configurations(S, H, L, exact, VERTEX_BATCH)
     per_vertex = loss_bytes(1, L, S, H, columns, hidden) // BACKWARD_COPIES
     out = {
         "geometry": geometry_bytes(N, eps, d)
@@ -226,7 +261,7 @@ def oracle_bytes(
         "contexts": contexts_bytes(contexts, L, S),
         "starts": F64 * starts * (n * n + 8 * n)
         + starts * loss_bytes(1, L, S, H, columns, hidden),
-        "vertices": min(4096, configs) * per_vertex,
+        "vertices": configs * per_vertex,
     }
     out["total"] = sum(out.values())
     return out
@@ -268,6 +303,8 @@ __all__ = [
     "geometry_bytes",
     "human",
     "loss_bytes",
+    "mean_embedding_bytes",
     "oracle_bytes",
+    "vertex_configurations",
     "with_total",
 ]
