@@ -133,13 +133,16 @@ def _check_grid(kind: str, task: Task, grid: dict) -> dict[str, list]:
                 raise ValueError(
                     f"grid values of {name!r} must be finite numbers, got {v!r}"
                 )
-        if name == "N" and any(float(v) != int(v) for v in values):
+        if name == "N" and not all(
+            isinstance(v, numbers.Integral) or float(v) == int(v) for v in values
+        ):
             raise ValueError(f"grid values of 'N' must be integers, got {values}")
         if name == "N" and any(v > N_MAX for v in values):
             big = max(values)
+            shown = f"{big:.6g}" if big <= 1e300 else "an integer above 1e300"
             raise ValueError(
                 f"grid values of 'N' must be <= {N_MAX} (the largest vocabulary, 2^53), "
-                f"got {big:.6g}"
+                f"got {shown}"
             )
         clean[name] = (
             [int(v) for v in values] if name == "N" else [float(v) for v in values]
@@ -714,6 +717,30 @@ def _read_block(path: Path) -> dict | None:
         return None
 
 
+def read_manifest(path: Path) -> dict:
+    """The stored manifest `{"spec": ..., "inductheory_version": ...}` of a sweep at `path`, or
+    a `ValueError` naming the file when it cannot be read, is not JSON or not such a dict.
+
+    ```python
+    read_manifest(Path("out") / "sweep.json")["spec"]["grid"]
+    ```
+    """
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise ValueError(
+            f"the sweep manifest {path} cannot be read ({type(err).__name__}: "
+            f"{getattr(err, 'strerror', None) or err}); remove it (or choose another "
+            "directory) to start the sweep afresh"
+        ) from None
+    if not isinstance(stored, dict) or not isinstance(stored.get("spec", {}), dict):
+        raise ValueError(
+            f"the sweep manifest {path} does not hold a sweep's parameters (a JSON object "
+            "with 'spec'); remove it (or choose another directory) to start afresh"
+        )
+    return stored
+
+
 def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = False):
     """Compute every block of `spec` (locally or on a Dask cluster), resuming from `out`;
     assemble."""
@@ -732,7 +759,7 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
             )
         )
         if manifest.exists():
-            stored = json.loads(manifest.read_text())
+            stored = read_manifest(manifest)
             if stored != wanted:
                 spec_was, spec_now = stored.get("spec", {}), wanted["spec"]
                 differ = sorted(
