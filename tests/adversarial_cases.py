@@ -12,7 +12,8 @@ A case is `Case(argv, expect, match, env, check)`:
 - `expect="ok"`: exit 0 and `check(stdout)` (default: any JSON printed parses and holds no NaN/null
   outside the keys that may legitimately be null);
 - `expect="error"`: exit != 0 and exactly one `error:` line on stderr containing `match`;
-`{tmp}` in an argument is replaced by a fresh temporary directory, `{file}` by an existing file.
+`{tmp}` in an argument or an environment value is replaced by a fresh temporary directory,
+`{file}` by an existing file.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ TINY_ORACLE = [
     "1",
     "--quiet",
 ]
+TINY_TASK = ["--L", "4", "--S", "3", "--H", "1", "--N", "64"]
 TINY_FLOW = [
     "--L",
     "4",
@@ -759,6 +761,113 @@ def cases() -> list[Case]:
         E(["reproduce", "--only", "nope", "--out", "{tmp}"], "nope"),
         E(["reproduce", "--jobs", "0", "--out", "{tmp}"], "--jobs"),
         E(["reproduce", "--jobs", "two", "--out", "{tmp}"], "--jobs"),
+        # --- names, sizes and stores the writers would fail on after computing
+        E(
+            ["flow", *TINY_FLOW, "--out", "{tmp}/x\udcff"],
+            "not a valid UTF-8 name",
+            "output-name",
+        ),
+        E(
+            [
+                "sweep",
+                "loss",
+                *TINY_TASK,
+                "--uniform",
+                "--grid",
+                "beta=1,2",
+                "--out",
+                "{tmp}/x\udcff",
+            ],
+            "not a valid UTF-8 name",
+        ),
+        E(["flow", *TINY_FLOW, "--out", "{tmp}/" + "a" * 300], "NAME_MAX"),
+        E(
+            [
+                "sweep",
+                "loss",
+                *TINY_TASK,
+                "--uniform",
+                "--grid",
+                "beta=1,2",
+                "--out",
+                "{tmp}/" + "/".join(["d" * 200] * 20) + "/" + "e" * 19,
+            ],
+            "PATH_MAX",
+        ),
+        OK(
+            [
+                "sweep",
+                "loss",
+                *TINY_TASK,
+                "--uniform",
+                "--grid",
+                "beta=1,2",
+                "--out",
+                "{tmp}/é-ü",
+                "--quiet",
+            ]
+        ),
+        E(
+            [
+                "reproduce",
+                "--quick",
+                "--only",
+                "toy_stability",
+                "--quiet",
+                "--out",
+                "{tmp}",
+            ],
+            "the cache directory",
+            "cache-dir",
+            env={"INDUCTHEORY_CACHE_DIR": "{file}"},
+        ),
+        E(
+            [
+                "reproduce",
+                "--quick",
+                "--only",
+                "toy_stability",
+                "--quiet",
+                "--out",
+                "{tmp}",
+                "--cache",
+                "/proc/inductheory",
+            ],
+            "cannot be written",
+        ),
+        E(
+            ["sweep", "loss", *TINY_TASK, "--uniform", "--grid", "N=1e20"],
+            "grid values of 'N' must be <= 9007199254740992",
+            "grid-huge-N",
+        ),
+        E(
+            [
+                "sweep",
+                "loss",
+                *TINY_TASK,
+                "--uniform",
+                "--grid",
+                "N=64",
+                "--block",
+                str(2**31 - 1),
+            ],
+            "block must be <= 65536",
+            "huge-block",
+        ),
+        E(
+            [
+                "sweep",
+                "flow",
+                *TINY_FLOW,
+                "--seeds",
+                "2",
+                "--grid",
+                "beta=1",
+                "--block",
+                "1e6",
+            ],
+            "block must be <= 32768",
+        ),
     ]
     return c
 
@@ -788,7 +897,12 @@ def run_case(case: Case) -> tuple[str, str]:
         with open(file, "w") as f:
             f.write("x")
         outdir = os.path.join(tmp, "out")
-        argv = [a.replace("{tmp}", outdir).replace("{file}", file) for a in case.argv]
+
+        def fill(a):
+            return a.replace("{tmp}", outdir).replace("{file}", file)
+
+        argv = [fill(a) for a in case.argv]
+        env = {k: fill(v) for k, v in case.env.items()}
         for step in case.setup:
             if callable(step):
                 step(outdir)
@@ -805,7 +919,7 @@ def run_case(case: Case) -> tuple[str, str]:
                 )
         out, err = io.StringIO(), io.StringIO()
         with (
-            _environment(case.env),
+            _environment(env),
             contextlib.redirect_stdout(out),
             contextlib.redirect_stderr(err),
         ):

@@ -509,3 +509,102 @@ def test_loss_sweep_of_many_points_assembles_in_seconds():
         _sweep.summary_table(ds)
     assert len(points) == 5000
     assert time.perf_counter() - start < 10  # the per-point path took ~25 s
+
+
+# --- wrong types and sizes: a TypeError or ValueError naming the argument -----------------------
+
+TINY = dict(L=4, S=3, H=1, N=64)
+
+
+def test_task_refuses_a_vocabulary_beyond_float64_integers_with_the_bound():
+    assert int(it.Task(L=4, S=3, H=1, N=2**53).N) == 2**53
+    for N in (2**53 + 1, 2**70, 10**400):
+        with pytest.raises(ValueError, match=r"N must be <= 9007199254740992"):
+            it.Task(L=4, S=3, H=1, N=N)
+    assert int(it.Task(L=4, S=3, H=1, N=np.int64(64)).N) == 64
+
+
+def test_run_flow_names_a_config_or_task_of_the_wrong_type():
+    task = it.Task(**TINY)
+    for config in ("reduced", {"t_max": 1e3}):
+        with pytest.raises(TypeError, match="config must be a FlowConfig"):
+            it.run_flow(task, config, 2)
+    with pytest.raises(TypeError, match="task must be a Task"):
+        it.run_flow("task", it.FlowConfig(), 2)
+    with pytest.raises(ValueError, match="seeds must be <= 2147483647"):
+        it.run_flow(task, it.FlowConfig(), 2**70)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        it.run_flow(task, it.FlowConfig(), 2, seed="1")
+
+
+def test_numpy_integers_are_accepted_for_seeds_seed_and_block():
+    task, config = it.Task(**TINY), it.FlowConfig(t_max=1e3, n_save=4)
+    plain = it.sweep(
+        "flow", task, {"beta": [1.0, 2.0]}, config=config, seeds=2, block=2
+    )
+    numpy = it.sweep(
+        "flow",
+        task,
+        {"beta": [1.0, 2.0]},
+        config=config,
+        seeds=np.int64(2),
+        seed=np.int64(0),
+        block=np.int32(2),
+    )
+    for name in plain.data_vars:
+        np.testing.assert_array_equal(plain[name].values, numpy[name].values)
+    run = it.run_flow(task, config, np.int64(2), seed=np.int64(0))
+    same = it.run_flow(task, config, 2)
+    assert _io.to_json(run.to_dict()["per_seed"]) == _io.to_json(
+        same.to_dict()["per_seed"]
+    )
+    assert run.seed == 0 and type(run.seed) is int
+
+
+def test_sweep_names_arguments_of_the_wrong_type_or_size():
+    task = it.Task(**TINY)
+    gates = it.model.hard_selection(3, [0])
+    with pytest.raises(TypeError, match="gates must be SharedGates"):
+        it.sweep("loss", task, {"beta": [1.0]}, gates=[[1.0, 0.0, 0.0]])
+    with pytest.raises(TypeError, match="task must be a Task"):
+        it.sweep("loss", "task", {"beta": [1.0]}, gates=gates)
+    with pytest.raises(TypeError, match="grid must be a mapping"):
+        it.sweep("loss", task, [("beta", [1.0])], gates=gates)
+    with pytest.raises(ValueError, match="config must be a FlowConfig"):
+        it.sweep("flow", task, {"beta": [1.0]}, config="reduced", seeds=2)
+    for N in (1e20, 2**70, 10**400):
+        with pytest.raises(ValueError, match=r"'N' must be <= 9007199254740992"):
+            it.sweep("loss", task, {"N": [64, N]}, gates=gates)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        it.sweep("loss", task, {"beta": [1.0]}, gates=gates, seed="1")
+    with pytest.raises(ValueError, match="block must be <= 65536"):
+        it.sweep("loss", task, {"beta": [1.0]}, gates=gates, block=2**31 - 1)
+    with pytest.raises(
+        ValueError, match="block must be <= 16384 grid points of 4 seeds"
+    ):
+        it.sweep(
+            "flow", task, {"beta": [1.0]}, config=it.FlowConfig(), seeds=4, block=10**6
+        )
+
+
+def test_a_malformed_sweep_manifest_is_named_and_rewritten(tmp_path):
+    task, gates = it.Task(**TINY), it.model.hard_selection(3, [0])
+    expected = it.sweep("loss", task, {"beta": [1.0]}, gates=gates).loss.values
+    for text in ("not json {", "[1, 2]", '{"spec": 3}'):
+        (tmp_path / "sweep.json").write_text(text)
+        with pytest.warns(_io.CacheWarning, match=str(tmp_path / "sweep.json")):
+            ds = it.sweep("loss", task, {"beta": [1.0]}, gates=gates, out=tmp_path)
+        np.testing.assert_array_equal(ds.loss.values, expected)
+
+
+def test_an_unwritable_cache_directory_is_refused_before_any_figure(tmp_path):
+    from inductheory.figures import reproduce
+
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=f"the cache directory {file}/quick cannot"):
+        reproduce(
+            out, quick=True, only=["toy_stability"], cache_dir=file, progress=False
+        )
+    assert not list(out.glob("*.png"))  # nothing was computed

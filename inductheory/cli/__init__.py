@@ -107,7 +107,11 @@ def main(argv=None) -> int:
         except (ValueError, argparse.ArgumentTypeError) as err:
             return error(err, EXIT_USAGE)
         except MemoryError as err:
-            return error(err or "out of memory", EXIT_MEMORY)
+            # a MemoryError raised by an allocation has no message: never an empty line
+            return error(
+                str(err) or "out of memory while computing; try a smaller run",
+                EXIT_MEMORY,
+            )
         except KeyboardInterrupt:
             note = getattr(
                 args,

@@ -175,14 +175,63 @@ def output_dir_type(text: str) -> Path:
 output_dir_type.__name__ = "output directory"
 
 
+# Bytes kept free below PATH_MAX for what a command writes inside its output directory, e.g.
+# "blocks/.block-00000.npz.XXXXXXXX.tmp" or "data/.theorem2_trajectories.json.XXXXXXXX.tmp".
+OUTPUT_NAME_RESERVE = 64
+
+
+def _path_limit(path: Path, name: str, default: int) -> int:
+    """`os.pathconf` of the nearest existing ancestor of `path` (`default` where unknown)."""
+    probe = path.absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        return os.pathconf(probe, name)
+    except (OSError, ValueError, AttributeError):
+        return default
+
+
+def check_output_name(path: Path) -> None:
+    """Refuse an output directory name that the writers would fail on after computing:
+    not encodable as UTF-8, a component longer than NAME_MAX, or a path leaving no room
+    below PATH_MAX for the files written in it (`argparse.ArgumentTypeError`)."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = os.fsencode(text)
+        raise argparse.ArgumentTypeError(
+            f"the output directory {raw!r} is not a valid UTF-8 name (the results name it "
+            "in JSON and text files); choose a UTF-8 name"
+        ) from None
+    name_max = _path_limit(path, "PC_NAME_MAX", 255)
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > name_max:
+            raise argparse.ArgumentTypeError(
+                f"the output directory name {part[:40]}... is {size} bytes: longer than "
+                f"the file system allows ({name_max}, NAME_MAX); choose a shorter name"
+            )
+    path_max = _path_limit(path, "PC_PATH_MAX", 4096)
+    size = len(os.fsencode(str(path.absolute())))
+    if size + OUTPUT_NAME_RESERVE >= path_max:
+        raise argparse.ArgumentTypeError(
+            f"the output directory's path is {size} bytes: the files written in it "
+            f"would exceed the file system's {path_max}-byte limit (PATH_MAX, keeping "
+            f"{OUTPUT_NAME_RESERVE} for their names); choose a shorter path"
+        )
+
+
 def check_output_dir(text) -> Path:
     """`text` as a directory that can be written, or `argparse.ArgumentTypeError` naming why.
 
-    Creates the directory (and parents) and writes and removes a probe file in it: the only
-    reliable test (permission bits say nothing for root or on read-only file systems)."""
+    Checks the name (`check_output_name`), creates the directory (and parents) and writes and
+    removes a probe file in it: the only reliable test (permission bits say nothing for root or
+    on read-only file systems)."""
     if str(text).strip() == "":
         raise argparse.ArgumentTypeError("the output directory must not be empty")
     path = Path(text)
+    check_output_name(path)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{path} exists and is not a directory")
     try:

@@ -38,7 +38,7 @@ from ..model._gates import (
     value_follows_key,
 )
 from ..model._geometry import make_geometry
-from ..model._task import Task, _require_int
+from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, Task, _require_int
 from ._results import FlowRun, FlowSample, FlowSummary, SeedResults
 
 # Statuses that are failures (not merely unfinished by t_max).
@@ -363,7 +363,9 @@ def run_flow(
     ```
     """
     check_flow(task, config)
-    _require_int("seeds", seeds, 1)  # also refuses bool (seeds=True) and floats
+    # also refuses bool (seeds=True) and floats; numpy integers are Python ints from here on
+    seeds = _require_int("seeds", seeds, 1, SEEDS_MAX)
+    seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
     shared, sample = (None, None), None
     if config.dynamics == "full":
         geometry, contexts = flow_sample(task, config, seed)

@@ -33,7 +33,7 @@ import math
 import numbers
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -66,7 +66,7 @@ from ..internal._progress import Progress
 from ..internal._table import format_table
 from ..model._gates import SharedGates, value_follows_key
 from ..model._loss import check_gate_shape, phase_accuracy, phase_gap, phase_losses
-from ..model._task import Task
+from ..model._task import N_MAX, SEED_MAX, SEED_MIN, SEEDS_MAX, Task, _require_int
 from ..oracle._minimize import OracleMinimizer
 from ..oracle._point import (
     POINT_SCALARS,
@@ -89,6 +89,9 @@ TASK_FIELDS = ("N", "gamma", "beta", "kappa")
 # Oracle: one point per device (more points per call only lengthen the vectorized local searches).
 LOSS_BLOCK = 256
 FLOW_LANES = 4096
+# Most lanes (points x seeds) one explicit block may hold: every block is padded to its size, so
+# a huge block would allocate for points that do not exist.
+MAX_BLOCK_LANES = 2**16
 
 
 def _version() -> str:
@@ -142,13 +145,23 @@ def _check_grid(kind: str, task: Task, grid: dict) -> dict[str, list]:
             if (
                 isinstance(v, bool)
                 or not isinstance(v, numbers.Real)
-                or not math.isfinite(v)
+                # an integer beyond float64's range is finite (math.isfinite would overflow)
+                or not (isinstance(v, numbers.Integral) or math.isfinite(v))
             ):
                 raise ValueError(
                     f"grid values of {name!r} must be finite numbers, got {v!r}"
                 )
-        if name == "N" and any(float(v) != int(v) for v in values):
+        if name == "N" and not all(
+            isinstance(v, numbers.Integral) or float(v) == int(v) for v in values
+        ):
             raise ValueError(f"grid values of 'N' must be integers, got {values}")
+        if name == "N" and any(v > N_MAX for v in values):
+            big = max(values)
+            shown = f"{big:.6g}" if big <= 1e300 else "an integer above 1e300"
+            raise ValueError(
+                f"grid values of 'N' must be <= {N_MAX} (the largest vocabulary, 2^53), "
+                f"got {shown}"
+            )
         clean[name] = (
             [int(v) for v in values] if name == "N" else [float(v) for v in values]
         )
@@ -377,6 +390,11 @@ class LossSweep(AbstractSweepKind):
             raise ValueError(
                 "sweep('loss') needs gates (e.g. hard_selection(S, offsets))"
             )
+        if not isinstance(gates, SharedGates):
+            raise TypeError(
+                "gates must be SharedGates (e.g. hard_selection(S, offsets)), got "
+                f"{type(gates).__name__}"
+            )
         check_gate_shape(task, gates)
         extra = {
             "gates_key": np.asarray(gates.key).tolist(),
@@ -487,12 +505,18 @@ class FlowSweep(AbstractSweepKind):
         config = FlowConfig() if config is None else config
         if not isinstance(config, FlowConfig):
             raise ValueError(
-                f"sweep('flow') needs a FlowConfig, got {type(config).__name__}"
+                f"config must be a FlowConfig for sweep('flow'), got {type(config).__name__}"
             )
         check_flow(task, config)
-        if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        if (
+            isinstance(seeds, bool)
+            or not isinstance(seeds, numbers.Integral)
+            or seeds < 1
+        ):
             raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
-        return config.to_dict(), {}, seeds
+        if seeds > SEEDS_MAX:
+            raise ValueError(f"seeds must be <= {SEEDS_MAX}, got {seeds}")
+        return config.to_dict(), {}, int(seeds)
 
     def default_block(self, grid, seeds):
         # up to FLOW_LANES lanes per call, but no more points than the grid holds (rounded up
@@ -629,14 +653,14 @@ class OracleSweep(AbstractSweepKind):
         config = OracleMinimizer() if config is None else config
         if not isinstance(config, OracleMinimizer):
             raise ValueError(
-                f"sweep('oracle') needs an OracleMinimizer, got {type(config).__name__}"
+                f"config must be an OracleMinimizer for sweep('oracle'), got "
+                f"{type(config).__name__}"
             )
         settings = config_dict(config)
-        extra = {"contexts": int(contexts), "vertex_starts": int(vertex_starts)}
-        if contexts < 1 or vertex_starts < 0:
-            raise ValueError(
-                f"contexts must be >= 1 and vertex_starts >= 0, got {contexts}, {vertex_starts}"
-            )
+        extra = {
+            "contexts": _require_int("contexts", contexts, 1),
+            "vertex_starts": _require_int("vertex_starts", vertex_starts, 0),
+        }
         return settings, extra, 0
 
     def default_block(self, grid, seeds):
@@ -1044,6 +1068,29 @@ def points_of(ds) -> list[dict]:
     ]
 
 
+def _check_arguments(task, grid) -> None:
+    """Refuse a template that is not a `Task` and a grid that is not a mapping (`TypeError`)."""
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task, got {type(task).__name__}")
+    if not isinstance(grid, Mapping):
+        raise TypeError(
+            "grid must be a mapping {name: values}, e.g. {'beta': [2, 4]}, got "
+            f"{type(grid).__name__}"
+        )
+
+
+def _check_block(block: int, seeds: int) -> int:
+    """`block`, or `ValueError` when its lanes (points x seeds) exceed `MAX_BLOCK_LANES`."""
+    largest = max(1, MAX_BLOCK_LANES // max(seeds, 1))
+    if block > largest:
+        per = f" of {seeds} seeds" if seeds > 1 else ""
+        raise ValueError(
+            f"block must be <= {largest} grid points{per} per compiled call (at most "
+            f"{MAX_BLOCK_LANES} lanes; every block is padded to its size), got {block}"
+        )
+    return block
+
+
 def sweep(
     kind: str,
     task: Task,
@@ -1079,7 +1126,8 @@ def sweep(
     - `block`: grid points per compiled call; every block is padded to it, so sweeps with the same
       `block` compile the same programs whatever their number of points. Default: 256 (loss), 1 per
       device (oracle: more points per call only lengthen the vectorized local searches), and for
-      flows 4096 // seeds capped at the grid size rounded up to a power of two.
+      flows 4096 // seeds capped at the grid size rounded up to a power of two. At most
+      `MAX_BLOCK_LANES` lanes (points x seeds) per block.
     - `out`: directory for the resumable blocks, `sweep.nc` and `summary.txt` (`None`: in memory).
     - `scheduler`: a Dask `distributed` scheduler address or `Client` (blocks on its workers).
     - `progress`: show progress on stderr.
@@ -1089,7 +1137,9 @@ def sweep(
 
     **Returns:** the dataset: dimensions named after the grid parameters, then `seed`, `head`,
     `branch`, `offset`, `phase`, `context`, `block` as the kind needs; every fixed parameter and the
-    library version in `attrs`.
+    library version in `attrs`. Raises `TypeError` for arguments of the wrong type (a task that
+    is not a `Task`, gates that are not `SharedGates`, ...) and `ValueError` for bad values, each
+    naming the argument; numpy integers are accepted wherever an integer is.
 
     ```python
     ds = sweep("flow", Task(L=8, S=4, H=2, N=4096, beta=4.0), {"beta": [2, 4, 8], "N": [256, 4096]},
@@ -1098,6 +1148,8 @@ def sweep(
     ```
     """
     sweeper = sweep_kind(kind)  # an unknown kind is refused before its grid is checked
+    _check_arguments(task, grid)
+    seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
     grid = _check_grid(kind, task, grid)
     settings, extra, seeds = sweeper.prepare(
         task,
@@ -1109,8 +1161,9 @@ def sweep(
     )
     if block is None:
         block = sweeper.default_block(grid, seeds)
-    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+    if isinstance(block, bool) or not isinstance(block, numbers.Integral) or block < 1:
         raise ValueError(f"block must be an integer >= 1, got {block!r}")
+    block = _check_block(int(block), seeds)
     extra["grid_order"] = list(grid)
     spec = SweepSpec(
         kind=kind,

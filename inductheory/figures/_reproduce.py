@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import queue as queue_module
 import re
 import shlex
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -349,6 +351,8 @@ def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
     mode_cache = (
         None if cache_dir is None else Path(cache_dir) / ("quick" if quick else "full")
     )
+    if mode_cache is not None:
+        require_cache_dir(mode_cache)
     # Honest ETA: each figure's wall time in the previous run (kept in the cache), else none.
     timings_path = None if mode_cache is None else mode_cache / "timings.json"
     try:
@@ -401,6 +405,32 @@ def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
     ):  # unchanged figures leave the file untouched
         write_text_atomic(path, text)
     return results
+
+
+def require_cache_dir(path: Path) -> None:
+    """Refuse a cache directory that cannot be written (a file in its place, no permission, an
+    unreachable location) with a `ValueError` naming it, before any figure is computed: the
+    results would otherwise be computed and then fail to be kept.
+
+    Creates the directory and writes and removes a probe file in it (permission bits say nothing
+    for root or on read-only file systems).
+
+    ```python
+    require_cache_dir(default_cache_dir() / "reproduce" / "quick")
+    ```
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(
+            dir=path, prefix=".inductheory-probe.", suffix=".tmp"
+        )
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise ValueError(
+            f"the cache directory {path} cannot be written ({err.strerror or err}); choose "
+            "a writable one (INDUCTHEORY_CACHE_DIR or --cache) or none (--no-cache)"
+        ) from None
 
 
 def _require_jobs(jobs) -> None:

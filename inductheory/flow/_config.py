@@ -266,8 +266,16 @@ def check_flow(task: Task, config: FlowConfig) -> None:
 
     Raises `ValueError` for the reduced dynamics outside exact geometry (the reduction of §6 needs
     eps = 0). Warns with `TheoryAssumptionWarning` for eps > 0 (Theorem 2 assumes eps = 0) and when
-    N is not large relative to log(e / rho) (here: N < 10 log(e / rho)).
+    N is not large relative to log(e / rho) (here: N < 10 log(e / rho)). Raises `TypeError` when
+    `task` is not a `Task` or `config` not a `FlowConfig`.
     """
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task, got {type(task).__name__}")
+    if not isinstance(config, FlowConfig):
+        raise TypeError(
+            f"config must be a FlowConfig (e.g. FlowConfig(dynamics='reduced')), "
+            f"got {type(config).__name__}"
+        )
     if config.dynamics == "reduced" and not task.exact:
         raise ValueError(
             "dynamics='reduced' needs exact geometry (eps = 0): drop eps/d or use dynamics='full'"

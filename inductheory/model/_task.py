@@ -16,6 +16,11 @@ from ..internal._warnings import warn_at_caller
 
 # The query sets of docs/theory.md §10.
 QUERY_SETS = ("within", "all")
+# Largest vocabulary: the closed forms compute with N in float64, exact for integers up to 2^53.
+N_MAX = 2**53
+# Seeds: counts index int32 lanes; a base seed is a 64-bit integer (jax.random.key).
+SEEDS_MAX = 2**31 - 1
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
 
 
 class TheoryAssumptionWarning(UserWarning):
@@ -35,12 +40,14 @@ def _concrete(name: str, value):
     return value
 
 
-def _require_int(name: str, value, minimum: int) -> int:
+def _require_int(name: str, value, minimum: int, maximum: int | None = None) -> int:
     value = _concrete(name, value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return int(value)
 
 
@@ -101,7 +108,7 @@ class Task(eqx.Module):
     `within` is the task of the theorems, and reproduces §2–§9 exactly.
 
     **Arguments:**
-    - `L`, `S`, `H`, `N`: blocks, offsets per block, heads, vocabulary size.
+    - `L`, `S`, `H`, `N`: blocks, offsets per block, heads, vocabulary size (L*S <= N <= 2^53).
     - `gamma`: attention inverse temperature, in (0, 1] for the theorems.
     - `beta`: unembedding scale, > 0.
     - `kappa`: shared component of the embeddings, >= 0 (> 0 for the theorems).
@@ -161,7 +168,7 @@ class Task(eqx.Module):
                 f"queries must be one of {', '.join(QUERY_SETS)}, got {queries!r}"
             )
         self.W, self.queries = W, queries
-        N = _require_int("N", N, 1)
+        N = _require_int("N", N, 1, N_MAX)
         if N < self.L * self.S:
             raise ValueError(
                 f"N must be >= L*S = {self.L * self.S} (contexts hold L*S distinct "
