@@ -421,7 +421,6 @@ def test_sweep_too_big_is_refused_before_anything_runs(monkeypatch, tmp_path):
         dict(kind="flow", seeds=10**8),
         dict(kind="flow", seeds=4, config=it.FlowConfig(n_save=10**9)),
         dict(kind="oracle", task=many_heads),
-        dict(kind="loss", gates=it.model.hard_selection(3, [0]), block=10**9),
     ):
         kind = kwargs.pop("kind")
         t = kwargs.pop("task", task)
@@ -432,6 +431,10 @@ def test_sweep_too_big_is_refused_before_anything_runs(monkeypatch, tmp_path):
                     kind, t, {"beta": [1.0, 2.0]}, out=tmp_path / kind, **kwargs
                 )
         assert not (tmp_path / kind).exists()  # refused before the store was made
+    # a block no memory could hold is refused by its size, before any estimate
+    with pytest.raises(ValueError, match="block must be <= 65536"):
+        gates = it.model.hard_selection(3, [0])
+        _sweep.sweep("loss", task, {"beta": [1.0]}, gates=gates, block=10**9)
     assert time.perf_counter() - start < 5
 
 

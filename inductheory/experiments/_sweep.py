@@ -1175,6 +1175,7 @@ def sweep(
         block=block,
         extra=extra,
     )
+    check_sweep_memory(spec)  # refused before the output directory is even claimed
     # a directory holds one command's outputs: another command's are refused, not mixed
     with claimed_output_dir(out, f"sweep {kind}"):
         return run_spec(spec, out=out, scheduler=scheduler, progress=progress)

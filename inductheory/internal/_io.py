@@ -347,7 +347,10 @@ def _refuse(directory: Path, stored: dict, wanted: dict, where: str) -> None:
 
 
 def _compatible(stored: dict, wanted: dict) -> bool:
-    if stored["command"] != wanted["command"]:
+    # a sweep whose manifest cannot be read: any sweep kind may claim it (the blocks record
+    # their own sweep, and the manifest is rewritten)
+    unknown_sweep = stored["command"] == "sweep" and wanted["command"].startswith("sweep ")
+    if stored["command"] != wanted["command"] and not unknown_sweep:
         return False
     was, now = stored.get("parameters"), wanted.get("parameters")
     # an unknown side (a directory from before records, a kind that checks its own manifest)
