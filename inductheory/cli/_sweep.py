@@ -4,6 +4,9 @@ parameters."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
+import warnings
 from collections.abc import Callable
 
 from ..experiments._sweep import (
@@ -16,17 +19,29 @@ from ..experiments._sweep import (
     summary_table,
     sweep,
 )
+from ..experiments._sweep_checks import (
+    PointChecks,
+    SweepFailureWarning,
+    sweep_problems,
+)
 from ..internal._io import write_json_atomic
+from ..model._task import task_with
 from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CLIError,
+    NonFiniteResult,
     add_cpu_devices_argument,
     add_json_argument,
     add_task_arguments,
+    eprint,
     int_type,
     output_dir_type,
     print_json,
+    require_token_ids,
     task_from_args,
 )
-from ._flow import add_flow_arguments, flow_config_from_args
+from ._flow import add_flow_arguments, check_radius_resolution, flow_config_from_args
 from ._oracle import _config as minimizer_from_args
 from ._oracle import add_minimizer_arguments
 
@@ -75,10 +90,55 @@ def _add_flow_options(k) -> None:
         default=64,
         help="flow seeds per grid point (default 64)",
     )
+    k.add_argument(
+        "--allow-failures",
+        action="store_true",
+        help="exit 0 even when seeds fail (max_steps, nonfinite, solver_error)",
+    )
 
 
 def _flow_inputs(args, task) -> dict:
-    return {"config": flow_config_from_args(args), "seeds": args.seeds}
+    config = flow_config_from_args(args)
+    _check_flow_grid(args, task, config)
+    return {"config": config, "seeds": args.seeds}
+
+
+def _check_flow_grid(args, task, config) -> None:
+    """The refusals of `inductheory flow` that the library leaves to the command line, at every
+    (N, kappa, rho) of the grid: the initial radius against float64 resolution, token ids."""
+    grid = dict(_grid_item(item) for item in args.grid)
+    if not all(math.isfinite(n) and n == int(n) for n in grid.get("N", [])):
+        return  # refused by the library's checks of the grid, with their message
+    values = {
+        name: grid.get(name, [default])
+        for name, default in (
+            ("N", int(task.N)),
+            ("kappa", float(task.kappa)),
+            ("rho", float(config.rho)),
+        )
+    }
+    checks = PointChecks(errors=(ValueError, CLIError))
+    if config.dynamics == "full":
+        for n in values["N"]:
+            checks.attempt(
+                {"N": int(n)} if "N" in grid else {},
+                lambda n=n: require_token_ids(
+                    task_with(task, N=int(n)), "the full flow (sampled contexts)"
+                ),
+            )
+    for n, kappa, rho in itertools.product(*values.values()):
+        point = {
+            k: v
+            for k, v in (("N", int(n)), ("kappa", kappa), ("rho", rho))
+            if k in grid
+        }
+        checks.attempt(
+            point,
+            lambda n=n, kappa=kappa, rho=rho: check_radius_resolution(
+                task_with(task, N=int(n), kappa=kappa), rho, config.dynamics
+            ),
+        )
+    checks.warn()
 
 
 def _oracle_inputs(args, task) -> dict:
@@ -178,7 +238,10 @@ def run(args) -> int:
         progress=not args.quiet,
         seed=args.seed,
     )
-    ds = sweep(args.kind, task, grid, **args.sweep_inputs(args, task), **kwargs)
+    inputs = args.sweep_inputs(args, task)
+    with warnings.catch_warnings():  # said below, in one line with the exit status
+        warnings.simplefilter("ignore", SweepFailureWarning)
+        ds = sweep(args.kind, task, grid, **inputs, **kwargs)
     report = {
         "kind": args.kind,
         "task": task.to_dict(),
@@ -190,11 +253,31 @@ def run(args) -> int:
         write_json_atomic(args.out / "points.json", report)
     if args.json:
         print_json(report)
-        return 0
-    print(summary_table(ds))
-    if args.out is not None:
-        print(
-            f"wrote {args.out / 'sweep.nc'}, {args.out / 'summary.txt'} and "
-            f"{args.out / 'points.json'}"
+    else:
+        print(summary_table(ds))
+        if args.out is not None:
+            print(
+                f"wrote {args.out / 'sweep.nc'}, {args.out / 'summary.txt'} and "
+                f"{args.out / 'points.json'}"
+            )
+    return _exit_status(args, sweep_problems(ds))
+
+
+def _exit_status(args, problems) -> int:
+    """As `inductheory flow`: failed seeds exit 1 unless --allow-failures (then a warning);
+    results that are not finite always exit 1. One line on stderr either way."""
+    prefix = "inductheory sweep"
+    allowed = getattr(args, "allow_failures", False)
+    if problems.nonfinite:
+        raise NonFiniteResult(
+            "; ".join(
+                t for t in (problems.nonfinite_text(), problems.failure_text()) if t
+            )
         )
-    return 0
+    if problems.failed:
+        eprint(
+            f"{prefix}: {'warning' if allowed else 'error'}: {problems.failure_text()}"
+            + ("" if allowed else "; pass --allow-failures to accept (exit 0)")
+        )
+        return EXIT_OK if allowed else EXIT_FAILED
+    return EXIT_OK

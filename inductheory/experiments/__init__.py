@@ -107,3 +107,15 @@ from ._sweep import (
 from ._sweep import (
     sweep as sweep,
 )
+from ._sweep_checks import (
+    SweepFailureWarning as SweepFailureWarning,
+)
+from ._sweep_checks import (
+    SweepProblems as SweepProblems,
+)
+from ._sweep_checks import (
+    check_grid_points as check_grid_points,
+)
+from ._sweep_checks import (
+    sweep_problems as sweep_problems,
+)
