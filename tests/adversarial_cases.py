@@ -684,6 +684,21 @@ def cases() -> list[Case]:
             "grid parameter 'N' repeats 64",
         ),
         E(
+            [
+                "sweep",
+                "loss",
+                *TINY_TASK,
+                "--select",
+                "0",
+                "--grid",
+                "N=64",
+                "--seed",
+                "3",
+            ],
+            "--seed changes nothing in a loss sweep",
+            "sweep-loss-seed",
+        ),
+        E(
             [*SWEEP_FLOW, "--grid", "tau=0.5,2"],
             "grid parameter 'tau' changes nothing",
             "sweep-tau-grid",
