@@ -135,18 +135,25 @@ def _check_flow_grid(args, task, config) -> None:
                     task_with(task, N=int(n)), "the full flow (sampled contexts)"
                 ),
             )
-    for n, kappa, rho in itertools.product(*values.values()):
-        point = {
-            k: v
-            for k, v in (("N", int(n)), ("kappa", kappa), ("rho", rho))
-            if k in grid
-        }
-        checks.attempt(
-            point,
-            lambda n=n, kappa=kappa, rho=rho: check_radius_resolution(
-                task_with(task, N=int(n), kappa=kappa), rho, config.dynamics
-            ),
-        )
+    for n, kappa in itertools.product(values["N"], values["kappa"]):
+        try:
+            point_task = task_with(task, N=int(n), kappa=kappa)
+        except ValueError:
+            continue  # an invalid task is refused by the library's checks, naming the point
+        for rho in values["rho"]:
+            if not (math.isfinite(rho) and rho > 0):
+                continue  # refused by the library's checks, naming the point
+            point = {
+                k: v
+                for k, v in (("N", int(n)), ("kappa", kappa), ("rho", rho))
+                if k in grid
+            }
+            checks.attempt(
+                point,
+                lambda t=point_task, rho=rho: check_radius_resolution(
+                    t, rho, config.dynamics
+                ),
+            )
     checks.warn()
 
 

@@ -187,12 +187,14 @@ def _check_flow_points(
     if "N" in grid or "rho" in grid:
         with warnings.catch_warnings():  # each value's own warnings were gathered above
             warnings.simplefilter("ignore")
-            pairs = [
-                (n, r, Task(**{**task.to_dict(), "N": n}), config.replace(rho=r))
+            tasks = {
+                n: Task(**{**task.to_dict(), "N": n})
                 for n in _values(grid, "N", int(task.N))
-                for r in _values(grid, "rho", settings["rho"])
-            ]
-        for n, r, t, c in pairs:
+            }
+            configs = {
+                r: config.replace(rho=r) for r in _values(grid, "rho", settings["rho"])
+            }
+        for (n, t), (r, c) in itertools.product(tasks.items(), configs.items()):
             point = {k: v for k, v in (("N", n), ("rho", r)) if k in grid}
             seen.attempt(point, lambda t=t, c=c: check_flow(t, c))
     if config.dynamics == "full" and config.sample == "balanced" and "N" in grid:
