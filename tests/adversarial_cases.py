@@ -95,6 +95,8 @@ def _full_figures(path):
         f.write("# Theorem figures\n\nMode: full. Command: `inductheory reproduce`.\n")
 
 
+TINY_TASK = ["--L", "4", "--S", "3", "--H", "1", "--N", "64", "--quiet"]
+SWEEP_FLOW = ["sweep", "flow", *TINY_FLOW, "--seeds", "2"]
 # keys whose value may be null in a correct result
 NULLABLE = {
     "eps",
@@ -755,6 +757,78 @@ def cases() -> list[Case]:
             "different sweep (differs in: grid",
             "out-other-sweep",
             setup=[TINY_LOSS_SWEEP],
+        ),
+        # --- sweeps: the single-point command's refusals at every grid point
+        E(
+            [*SWEEP_FLOW, "--grid", "rho=0.1,1e-20"],
+            "grid point rho=1e-20: --rho 1e-20 is below float64 resolution",
+            "sweep-point-refused",
+        ),
+        E(
+            [*SWEEP_FLOW, "--grid", "t_save_min=1e-2,2e4"],
+            "grid point t_save_min=20000.0: t_save_min must satisfy",
+        ),
+        E(
+            [*SWEEP_FLOW, "--dynamics", "full", "--M", "24", "--grid", "N=96,100"],
+            "grid point N=100: balanced samples need",
+        ),
+        E(
+            [*SWEEP_FLOW, "--grid", "rho=0.1", "--max-steps", "2"],
+            "seeds failed (max_steps: 2)",
+            "sweep-failed-seeds",
+        ),
+        OK(
+            [*SWEEP_FLOW, "--grid", "rho=0.1", "--max-steps", "2", "--allow-failures"],
+            lambda out: "nan" in out,  # no seed selected: the distinct fraction is NaN
+            "sweep-allowed-failures",
+        ),
+        # --- inputs that change nothing
+        E(
+            [*SWEEP_FLOW, "--grid", "beta=1,1"],
+            "grid parameter 'beta' repeats 1.0",
+            "sweep-duplicate-grid",
+        ),
+        E(
+            ["sweep", "loss", *TINY_TASK, "--select", "0", "--grid", "N=64,64"],
+            "grid parameter 'N' repeats 64",
+        ),
+        E(
+            [
+                "sweep",
+                "loss",
+                *TINY_TASK,
+                "--select",
+                "0",
+                "--grid",
+                "N=64",
+                "--seed",
+                "3",
+            ],
+            "--seed changes nothing in a loss sweep",
+            "sweep-loss-seed",
+        ),
+        E(
+            [*SWEEP_FLOW, "--grid", "tau=0.5,2"],
+            "grid parameter 'tau' changes nothing",
+            "sweep-tau-grid",
+        ),
+        E(
+            ["flow", *TINY_FLOW, "--tau", "2"],
+            "--tau applies to --objective worst-phase only",
+            "tau-without-objective",
+        ),
+        E(
+            [*SWEEP_FLOW, "--grid", "beta=1", "--tau", "2"],
+            "--tau applies to --objective worst-phase only",
+        ),
+        E(
+            ["oracle", *TINY_ORACLE, "--tau", "0.5"],
+            "--tau applies to --objective worst-phase only",
+        ),
+        E(
+            [*SWEEP_FLOW, "--grid", "beta=1", "--init", "projected"],
+            "applies to --dynamics full only",
+            "sweep-reduced-ignores",
         ),
         # --- reproduce (owned elsewhere): only the cheap refusals
         OK(["reproduce", "--list"]),

@@ -59,11 +59,18 @@ def test_check_flow_geometry():
 def test_balanced_sample_size_rounds_up_to_whole_permutations():
     task = it.Task(L=8, S=4, H=2, N=10**5)
     assert (
-        it.experiments.sample_size(task, it.FlowConfig(M=16384)) == 25000
+        it.experiments.sample_size(task, it.FlowConfig(dynamics="full", M=16384))
+        == 25000
     )  # two permutations of N/L = 12500
-    assert it.experiments.sample_size(task, it.FlowConfig(M=12500)) == 12500
     assert (
-        it.experiments.sample_size(task, it.FlowConfig(M=16384, sample="iid")) == 16384
+        it.experiments.sample_size(task, it.FlowConfig(dynamics="full", M=12500))
+        == 12500
+    )
+    assert (
+        it.experiments.sample_size(
+            task, it.FlowConfig(dynamics="full", M=16384, sample="iid")
+        )
+        == 16384
     )
 
 

@@ -611,3 +611,71 @@ def test_an_unwritable_cache_directory_is_refused_before_any_figure(tmp_path):
             out, quick=True, only=["toy_stability"], cache_dir=file, progress=False
         )
     assert not list(out.glob("*.png"))  # nothing was computed
+
+
+# --- sweeps held to the single-point standard --------------------------------------------------
+
+TINY_TASK = it.Task(L=4, S=3, H=1, N=64)
+TINY_CONFIG = dict(t_max=1e4, n_save=4)
+
+
+def test_sweep_validates_every_grid_point_naming_it():
+    with pytest.raises(
+        ValueError, match=r"grid point t_save_min=20000.0: t_save_min must"
+    ):
+        it.sweep(
+            "flow",
+            TINY_TASK,
+            {"t_save_min": [1e-2, 2e4]},
+            config=it.FlowConfig(t_max=1e4),
+        )
+    with pytest.raises(ValueError, match=r"grid point N=100: balanced samples need"):
+        it.sweep(
+            "flow",
+            it.Task(L=4, S=3, H=1, N=96),
+            {"N": [96, 100]},
+            config=it.FlowConfig(dynamics="full", M=24, **TINY_CONFIG),
+        )
+
+
+def test_sweep_refuses_inputs_that_change_nothing():
+    gates = it.hard_selection(3, [0])
+    with pytest.raises(ValueError, match="'beta' repeats 1.0"):
+        it.sweep("loss", TINY_TASK, {"beta": [1, 1.0, 2]}, gates=gates)
+    with pytest.raises(ValueError, match="'tau' changes nothing"):
+        it.sweep("flow", TINY_TASK, {"tau": [0.5, 2.0]}, config=it.FlowConfig())
+    with pytest.raises(ValueError, match="tau applies to objective='worst-phase' only"):
+        it.FlowConfig(tau=2.0)
+    assert float(it.FlowConfig(objective="worst-phase", tau=2.0).tau) == 2.0
+    with pytest.warns(UserWarning, match="M, init apply to dynamics='full' only"):
+        it.FlowConfig(M=5, init="projected")
+
+
+def test_sweep_says_each_assumption_once_naming_the_grid_values():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        it.sweep(
+            "loss",
+            TINY_TASK,
+            {"gamma": [0.5, 2.0, 3.0]},
+            gates=it.hard_selection(3, [0]),
+        )
+    said = [str(w.message) for w in caught if w.category is it.TheoryAssumptionWarning]
+    assert len(said) == 1 and "gamma=2.0; gamma=3.0" in said[0], said
+
+
+def test_sweep_warns_of_failed_seeds_and_nonfinite_results():
+    from inductheory.experiments import SweepFailureWarning, sweep_problems
+
+    config = it.FlowConfig(max_steps=2, **TINY_CONFIG)
+    with pytest.warns(
+        SweepFailureWarning, match=r"2 of 2 seeds failed \(max_steps: 2\)"
+    ):
+        ds = it.sweep("flow", TINY_TASK, {"rho": [0.1]}, config=config, seeds=2)
+    assert sweep_problems(ds).failed == {"max_steps": 2}
+    ds = it.sweep(
+        "loss", TINY_TASK, {"beta": [1.0, 2.0]}, gates=it.hard_selection(3, [0])
+    )
+    assert sweep_problems(ds).ok
+    ds["loss"][1] = np.nan
+    assert sweep_problems(ds).nonfinite == ("loss at beta=2.0",)

@@ -281,3 +281,10 @@ def test_sweep_baseline_matches_run_flow_for_windows_and_tied_gates(W, tied, exp
     baseline = run.summary.distinct_baseline_independent_uniform
     assert baseline == pytest.approx(expected, rel=1e-15)
     assert ds.attrs["distinct_baseline_independent_uniform"] == baseline
+
+
+def test_sweep_cli_says_each_assumption_once_naming_the_grid_values(capsys):
+    args = ["sweep", "loss", "--L", "4", "--S", "3", "--H", "1", "--N", "64", "--quiet"]
+    assert main([*args, "--select", "0", "--grid", "gamma=0.5,2,3", "--json"]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "gamma" in line]
+    assert len(lines) == 1 and "gamma=2.0; gamma=3.0" in lines[0], lines

@@ -365,8 +365,8 @@ def add_objective_arguments(group) -> None:
     group.add_argument(
         "--tau",
         type=float_type("tau", 0, low_open=True),
-        default=1.0,
-        help="temperature of the worst-phase soft maximum, > 0 (default 1)",
+        default=None,
+        help="with --objective worst-phase: temperature of its soft maximum, > 0 (default 1)",
     )
     group.add_argument(
         "--coordination",
@@ -375,6 +375,21 @@ def add_objective_arguments(group) -> None:
         help="weight LAMBDA >= 0 of the overlap penalty LAMBDA sum_{h != h'} <pK_h, "
         "pK_h'> (default none)",
     )
+
+
+def objective_from_args(args) -> dict:
+    """`objective`, `tau` and `coordination` of parsed `add_objective_arguments` options; `--tau`
+    without `--objective worst-phase` is an error (the mean objective has no temperature)."""
+    if args.tau is not None and args.objective != "worst-phase":
+        raise CLIError(
+            "--tau applies to --objective worst-phase only (the temperature of its soft "
+            "maximum; the mean objective has none)"
+        )
+    return {
+        "objective": args.objective,
+        "tau": 1.0 if args.tau is None else args.tau,
+        "coordination": args.coordination,
+    }
 
 
 def require_token_ids(task: Task, what: str) -> None:

@@ -34,6 +34,7 @@ from ._common import (
     float_type,
     format_table,
     int_type,
+    objective_from_args,
     output_dir_type,
     print_json,
     require_finite,
@@ -243,11 +244,18 @@ def flow_config_from_args(args) -> FlowConfig:
         n_save=args.n_save,
         t_save_min=args.t_save_min,
         tied=args.tied,
-        objective=args.objective,
-        tau=args.tau,
-        coordination=args.coordination,
+        **objective_options(args),
         root_finder=args.root_finder,
     )
+
+
+def objective_options(args) -> dict:
+    """The objective's keywords of `FlowConfig` (no `tau` unless the worst phase: the config
+    refuses a temperature the mean objective does not have)."""
+    options = objective_from_args(args)
+    if options["objective"] != "worst-phase":
+        del options["tau"]
+    return options
 
 
 def _none_if_negative(a):

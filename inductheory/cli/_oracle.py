@@ -29,6 +29,7 @@ from ._common import (
     format_table,
     int_type,
     list_type,
+    objective_from_args,
     print_json,
     require_finite,
     require_token_ids,
@@ -174,9 +175,7 @@ def _config(args) -> OracleMinimizer:
         rounds=args.rounds,
         delta=args.delta,
         tied=args.tied,
-        objective=args.objective,
-        tau=args.tau,
-        coordination=args.coordination,
+        **objective_from_args(args),
     )
 
 

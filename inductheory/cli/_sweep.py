@@ -4,6 +4,9 @@ parameters."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
+import warnings
 from collections.abc import Callable
 
 from ..experiments._sweep import (
@@ -16,18 +19,30 @@ from ..experiments._sweep import (
     summary_table,
     sweep,
 )
+from ..experiments._sweep_checks import (
+    PointChecks,
+    SweepFailureWarning,
+    sweep_problems,
+)
 from ..internal._io import write_json_atomic
+from ..model._task import task_with
 from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CLIError,
+    NonFiniteResult,
     add_cpu_devices_argument,
     add_json_argument,
     add_task_arguments,
     claim_out,
+    eprint,
     int_type,
     output_dir_type,
     print_json,
+    require_token_ids,
     task_from_args,
 )
-from ._flow import add_flow_arguments, flow_config_from_args
+from ._flow import add_flow_arguments, check_radius_resolution, flow_config_from_args
 from ._oracle import _config as minimizer_from_args, add_minimizer_arguments
 
 
@@ -59,11 +74,20 @@ def _add_loss_options(k) -> None:
         action="store_true",
         help="one gate per head for key and value (--select: 0..W-1)",
     )
+    k.set_defaults(seed=None)  # an explicit --seed changes nothing in the closed form
+
+
+def _refuse_loss_seed(args) -> None:
+    if args.seed is not None:
+        raise CLIError(
+            "--seed changes nothing in a loss sweep (the exact closed form draws nothing)"
+        )
 
 
 def _loss_inputs(args, task) -> dict:
     from ._loss import gates_from_args
 
+    _refuse_loss_seed(args)
     return {"gates": gates_from_args(args, task)[0]}
 
 
@@ -75,10 +99,62 @@ def _add_flow_options(k) -> None:
         default=64,
         help="flow seeds per grid point (default 64)",
     )
+    k.add_argument(
+        "--allow-failures",
+        action="store_true",
+        help="exit 0 even when seeds fail (max_steps, nonfinite, solver_error)",
+    )
 
 
 def _flow_inputs(args, task) -> dict:
-    return {"config": flow_config_from_args(args), "seeds": args.seeds}
+    config = flow_config_from_args(args)
+    _check_flow_grid(args, task, config)
+    return {"config": config, "seeds": args.seeds}
+
+
+def _check_flow_grid(args, task, config) -> None:
+    """The refusals of `inductheory flow` that the library leaves to the command line, at every
+    (N, kappa, rho) of the grid: the initial radius against float64 resolution, token ids."""
+    grid = dict(_grid_item(item) for item in args.grid)
+    if not all(math.isfinite(n) and n == int(n) for n in grid.get("N", [])):
+        return  # refused by the library's checks of the grid, with their message
+    values = {
+        name: grid.get(name, [default])
+        for name, default in (
+            ("N", int(task.N)),
+            ("kappa", float(task.kappa)),
+            ("rho", float(config.rho)),
+        )
+    }
+    checks = PointChecks(errors=(ValueError, CLIError))
+    if config.dynamics == "full":
+        for n in values["N"]:
+            checks.attempt(
+                {"N": int(n)} if "N" in grid else {},
+                lambda n=n: require_token_ids(
+                    task_with(task, N=int(n)), "the full flow (sampled contexts)"
+                ),
+            )
+    for n, kappa in itertools.product(values["N"], values["kappa"]):
+        try:
+            point_task = task_with(task, N=int(n), kappa=kappa)
+        except ValueError:
+            continue  # an invalid task is refused by the library's checks, naming the point
+        for rho in values["rho"]:
+            if not (math.isfinite(rho) and rho > 0):
+                continue  # refused by the library's checks, naming the point
+            point = {
+                k: v
+                for k, v in (("N", int(n)), ("kappa", kappa), ("rho", rho))
+                if k in grid
+            }
+            checks.attempt(
+                point,
+                lambda t=point_task, rho=rho: check_radius_resolution(
+                    t, rho, config.dynamics
+                ),
+            )
+    checks.warn()
 
 
 def _oracle_inputs(args, task) -> dict:
@@ -176,11 +252,14 @@ def run(args) -> int:
         out=args.out,
         scheduler=args.scheduler,
         progress=not args.quiet,
-        seed=args.seed,
+        seed=0 if args.seed is None else args.seed,
     )
     # its parameters are compared by the sweep's manifest, with the differences named
     claim_out(args, f"sweep {args.kind}", parameters=False)
-    ds = sweep(args.kind, task, grid, **args.sweep_inputs(args, task), **kwargs)
+    inputs = args.sweep_inputs(args, task)
+    with warnings.catch_warnings():  # said below, in one line with the exit status
+        warnings.simplefilter("ignore", SweepFailureWarning)
+        ds = sweep(args.kind, task, grid, **inputs, **kwargs)
     report = {
         "kind": args.kind,
         "task": task.to_dict(),
@@ -192,11 +271,31 @@ def run(args) -> int:
         write_json_atomic(args.out / "points.json", report)
     if args.json:
         print_json(report)
-        return 0
-    print(summary_table(ds))
-    if args.out is not None:
-        print(
-            f"wrote {args.out / 'sweep.nc'}, {args.out / 'summary.txt'} and "
-            f"{args.out / 'points.json'}"
+    else:
+        print(summary_table(ds))
+        if args.out is not None:
+            print(
+                f"wrote {args.out / 'sweep.nc'}, {args.out / 'summary.txt'} and "
+                f"{args.out / 'points.json'}"
+            )
+    return _exit_status(args, sweep_problems(ds))
+
+
+def _exit_status(args, problems) -> int:
+    """As `inductheory flow`: failed seeds exit 1 unless --allow-failures (then a warning);
+    results that are not finite always exit 1. One line on stderr either way."""
+    prefix = "inductheory sweep"
+    allowed = getattr(args, "allow_failures", False)
+    if problems.nonfinite:
+        raise NonFiniteResult(
+            "; ".join(
+                t for t in (problems.nonfinite_text(), problems.failure_text()) if t
+            )
         )
-    return 0
+    if problems.failed:
+        eprint(
+            f"{prefix}: {'warning' if allowed else 'error'}: {problems.failure_text()}"
+            + ("" if allowed else "; pass --allow-failures to accept (exit 0)")
+        )
+        return EXIT_OK if allowed else EXIT_FAILED
+    return EXIT_OK

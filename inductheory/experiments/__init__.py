@@ -60,3 +60,9 @@ from ._sweep import (
     summary_table as summary_table,
     sweep as sweep,
 )
+from ._sweep_checks import (
+    SweepFailureWarning as SweepFailureWarning,
+    SweepProblems as SweepProblems,
+    check_grid_points as check_grid_points,
+    sweep_problems as sweep_problems,
+)

@@ -64,9 +64,18 @@ from ..internal._memory import (
 )
 from ..internal._progress import Progress
 from ..internal._table import format_table
+from ..internal._warnings import warn_at_caller
 from ..model._gates import SharedGates, value_follows_key
 from ..model._loss import check_gate_shape, phase_accuracy, phase_gap, phase_losses
-from ..model._task import N_MAX, SEED_MAX, SEED_MIN, SEEDS_MAX, Task, _require_int
+from ..model._task import (
+    N_MAX,
+    SEED_MAX,
+    SEED_MIN,
+    SEEDS_MAX,
+    Task,
+    TheoryAssumptionWarning,
+    _require_int,
+)
 from ..oracle._minimize import OracleMinimizer
 from ..oracle._point import (
     POINT_SCALARS,
@@ -83,6 +92,7 @@ from ._flows import (
     seed_keys,
     selected_distinct_fraction,
 )
+from ._sweep_checks import SweepFailureWarning, check_grid_points, sweep_problems
 
 TASK_FIELDS = ("N", "gamma", "beta", "kappa")
 # Points per block (a fixed shape: every block is padded to it). Flows: lanes = points x seeds.
@@ -165,7 +175,18 @@ def _check_grid(kind: str, task: Task, grid: dict) -> dict[str, list]:
         clean[name] = (
             [int(v) for v in values] if name == "N" else [float(v) for v in values]
         )
+        _refuse_duplicates(name, clean[name])
     return clean
+
+
+def _refuse_duplicates(name: str, values: list) -> None:
+    # a repeated value would be two rows with one label: selections and JSON would mix them
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(
+            f"grid parameter {name!r} repeats {', '.join(repr(v) for v in repeated)}: "
+            "give each value once"
+        )
 
 
 def grid_points(grid: dict[str, list]) -> list[dict]:
@@ -536,7 +557,9 @@ class FlowSweep(AbstractSweepKind):
         n, seeds = len(points), spec.seeds
         padded = _padded(points, spec.block)
         tasks = _tasks(spec, padded)
-        configs = [FlowConfig(**{**spec.settings, **_split(p)[1]}) for p in padded]
+        with warnings.catch_warnings():  # said once for the grid by `check_grid_points`
+            warnings.simplefilter("ignore", TheoryAssumptionWarning)
+            configs = [FlowConfig(**{**spec.settings, **_split(p)[1]}) for p in padded]
         out = self._lanes(spec, tasks, configs)
         shape = lambda a: a.reshape((len(padded), seeds) + a.shape[1:])[:n]
         selected = shape(out["selected"])
@@ -1006,6 +1029,9 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
     if out is not None:
         _atomic_write(out / "sweep.nc", ds.to_netcdf)
         write_text_atomic(out / "summary.txt", summary_table(ds) + "\n")
+    problems = sweep_problems(ds)
+    if not problems.ok:  # as the single-point paths: failures are never silent
+        warn_at_caller(problems.message(), SweepFailureWarning)
     return ds
 
 
@@ -1141,6 +1167,12 @@ def sweep(
     is not a `Task`, gates that are not `SharedGates`, ...) and `ValueError` for bad values, each
     naming the argument; numpy integers are accepted wherever an integer is.
 
+    Every grid point is validated before anything runs, as the single-point path validates it
+    (`ValueError` naming the point; repeated grid values and a grid of `tau` without the
+    worst-phase objective are refused); warnings outside the theorems' assumptions are said once
+    per distinct warning, naming the grid values. Failed flow seeds or results that are not finite
+    warn with `SweepFailureWarning` (see `sweep_problems`).
+
     ```python
     ds = sweep("flow", Task(L=8, S=4, H=2, N=4096, beta=4.0), {"beta": [2, 4, 8], "N": [256, 4096]},
                config=FlowConfig(rho=0.1), seeds=256)
@@ -1159,6 +1191,12 @@ def sweep(
         contexts=contexts,
         vertex_starts=vertex_starts,
     )
+    if (
+        kind == "flow"
+    ):  # every grid point validated (and warned about) before anything runs
+        check_grid_points(kind, task, grid, FlowConfig() if config is None else config)
+    else:
+        check_grid_points(kind, task, grid)
     if block is None:
         block = sweeper.default_block(grid, seeds)
     if isinstance(block, bool) or not isinstance(block, numbers.Integral) or block < 1:

@@ -82,7 +82,8 @@ class FlowConfig(eqx.Module):
     - `objective`: what the flow descends: `"mean"` (the population loss of the theorems) or
       `"worst-phase"` (the soft maximum of the per-phase losses at temperature `tau`, see
       `Objective`).
-    - `tau`: temperature of the worst-phase objective, > 0.
+    - `tau`: temperature of the worst-phase objective, > 0 (default 1); refused with the mean
+      objective, which has no temperature.
     - `coordination`: weight lambda >= 0 of the overlap penalty
       $\\lambda \\sum_{h \\ne h'} \\langle p^K_h, p^K_{h'} \\rangle$ added to the objective,
       or None (none).
@@ -92,7 +93,9 @@ class FlowConfig(eqx.Module):
       bisection does not.
 
     Raises `ValueError` naming the parameter and its constraint; warns with
-    `TheoryAssumptionWarning` when rho >= 1 (Theorem 2 needs a small init).
+    `TheoryAssumptionWarning` when rho >= 1 (Theorem 2 needs a small init), and with `UserWarning`
+    when an option of the full dynamics (`M`, `sample`, `init`, `batch_size`) is set with the
+    reduced dynamics, which ignore it.
 
     ```python
     config = FlowConfig(dynamics="reduced", rho=0.1, delta=1e-3, t_max=1e6)
@@ -137,7 +140,7 @@ class FlowConfig(eqx.Module):
         t_save_min: float = 1e-2,
         tied: bool = False,
         objective: str = "mean",
-        tau: float = 1.0,
+        tau: float | None = None,
         coordination: float | None = None,
         root_finder: str = "newton",
     ):
@@ -185,7 +188,33 @@ class FlowConfig(eqx.Module):
                 f"root_finder must be one of {tuple(ROOT_FINDERS)}, got {root_finder!r}"
             )
         self.root_finder = root_finder
-        goal = Objective(objective, tau, coordination)  # validates
+        goal = Objective(
+            objective, 1.0 if tau is None else tau, coordination
+        )  # validates
+        if tau is not None and goal.kind != "worst-phase":
+            # the mean objective has no temperature: a tau would change nothing
+            raise ValueError(
+                f"tau applies to objective='worst-phase' only (the temperature of its soft "
+                f"maximum), got tau={tau!r} with objective={goal.kind!r}"
+            )
+        ignored = [
+            name
+            for name, value, default in (
+                ("M", M, 1024),
+                ("sample", sample, "balanced"),
+                ("init", init, "ball"),
+                ("batch_size", batch_size, None),
+            )
+            if value != default
+        ]
+        if dynamics == "reduced" and ignored:
+            # the reduced flow is exact: it has no sample and no choice of init
+            warn_at_caller(
+                f"{', '.join(ignored)} appl{'ies' if len(ignored) == 1 else 'y'} to "
+                "dynamics='full' only; the reduced dynamics ignore "
+                f"{'it' if len(ignored) == 1 else 'them'}",
+                UserWarning,
+            )
         self.objective, self.tau, self.coordination = (
             goal.kind,
             goal.tau,

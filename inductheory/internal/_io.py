@@ -349,7 +349,9 @@ def _refuse(directory: Path, stored: dict, wanted: dict, where: str) -> None:
 def _compatible(stored: dict, wanted: dict) -> bool:
     # a sweep whose manifest cannot be read: any sweep kind may claim it (the blocks record
     # their own sweep, and the manifest is rewritten)
-    unknown_sweep = stored["command"] == "sweep" and wanted["command"].startswith("sweep ")
+    unknown_sweep = stored["command"] == "sweep" and wanted["command"].startswith(
+        "sweep "
+    )
     if stored["command"] != wanted["command"] and not unknown_sweep:
         return False
     was, now = stored.get("parameters"), wanted.get("parameters")
