@@ -95,7 +95,6 @@ def _full_figures(path):
         f.write("# Theorem figures\n\nMode: full. Command: `inductheory reproduce`.\n")
 
 
-TINY_TASK = ["--L", "4", "--S", "3", "--H", "1", "--N", "64", "--quiet"]
 SWEEP_FLOW = ["sweep", "flow", *TINY_FLOW, "--seeds", "2"]
 # keys whose value may be null in a correct result
 NULLABLE = {
