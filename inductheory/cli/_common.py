@@ -13,11 +13,10 @@ import math
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 from ..internal._devices import MAX_CPU_DEVICES
-from ..internal._io import to_json
+from ..internal._io import probe_writable, to_json
 from ..internal._table import format_table  # noqa: F401 (re-exported for the subcommands)
 from ..model._objective import OBJECTIVES
 from ..model._task import QUERY_SETS, Task
@@ -235,12 +234,7 @@ def check_output_dir(text) -> Path:
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{path} exists and is not a directory")
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(
-            dir=path, prefix=".inductheory-probe.", suffix=".tmp"
-        )
-        os.close(fd)
-        os.unlink(probe)
+        probe_writable(path)
     except OSError as err:
         raise argparse.ArgumentTypeError(
             f"cannot write into {path}: {err.strerror or err}"

@@ -54,19 +54,9 @@ MC_BATCH = 32
 MC_DEFAULT_CONTEXTS = 256
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "loss",
-        help="population loss of block-shared gates (exact closed form, or Monte Carlo "
-        "for eps > 0)",
-        description="Population loss, per-phase loss and top-1 accuracy of "
-        "block-shared gates. Exact "
-        "geometry: the closed form of docs/theory.md §4. Approximate geometry (--eps "
-        "or --d) or --contexts: "
-        "Monte Carlo over M sampled contexts on the realized geometry (--seed draws "
-        "geometry and contexts).",
-    )
-    add_task_arguments(p)
+def add_gate_arguments(p) -> None:
+    """The gates a loss is computed for: `--select` offsets or `--uniform`, and `--tied`
+    (shared by `loss` and `sweep loss`)."""
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument(
         "--select",
@@ -82,6 +72,22 @@ def register(sub) -> None:
         help="one gate per head for key and value: --select names the offset (0..W-1) "
         "both branches hold",
     )
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "loss",
+        help="population loss of block-shared gates (exact closed form, or Monte Carlo "
+        "for eps > 0)",
+        description="Population loss, per-phase loss and top-1 accuracy of "
+        "block-shared gates. Exact "
+        "geometry: the closed form of docs/theory.md §4. Approximate geometry (--eps "
+        "or --d) or --contexts: "
+        "Monte Carlo over M sampled contexts on the realized geometry (--seed draws "
+        "geometry and contexts).",
+    )
+    add_task_arguments(p)
+    add_gate_arguments(p)
     p.add_argument(
         "--contexts",
         type=int_type("contexts", 1),

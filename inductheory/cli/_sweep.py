@@ -43,6 +43,7 @@ from ._common import (
     task_from_args,
 )
 from ._flow import add_flow_arguments, check_radius_resolution, flow_config_from_args
+from ._loss import add_gate_arguments
 from ._oracle import _config as minimizer_from_args, add_minimizer_arguments
 
 
@@ -60,20 +61,7 @@ def _grid_item(text: str) -> tuple[str, list[float]]:
 
 
 def _add_loss_options(k) -> None:
-    which = k.add_mutually_exclusive_group(required=True)
-    which.add_argument(
-        "--select",
-        type=str,
-        help="comma-separated offset selected by each head, e.g. 0,2",
-    )
-    which.add_argument(
-        "--uniform", action="store_true", help="every head averages all offsets"
-    )
-    k.add_argument(
-        "--tied",
-        action="store_true",
-        help="one gate per head for key and value (--select: 0..W-1)",
-    )
+    add_gate_arguments(k)
     k.set_defaults(seed=None)  # an explicit --seed changes nothing in the closed form
 
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import queue as queue_module
 import re
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from ..internal._io import (
     _atomic_write,
     claimed_output_dir,
     default_cache_dir,
+    probe_writable,
     write_json_atomic,
     write_text_atomic,
 )
@@ -420,12 +419,7 @@ def require_cache_dir(path: Path) -> None:
     ```
     """
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(
-            dir=path, prefix=".inductheory-probe.", suffix=".tmp"
-        )
-        os.close(fd)
-        os.unlink(probe)
+        probe_writable(path)
     except OSError as err:
         raise ValueError(
             f"the cache directory {path} cannot be written ({err.strerror or err}); choose "

@@ -359,6 +359,18 @@ def _compatible(stored: dict, wanted: dict) -> bool:
     return was is None or now is None or was == now
 
 
+def probe_writable(path: str | os.PathLike) -> None:
+    """Create `path` and write and remove a probe file in it; `OSError` if it cannot be written.
+
+    Permission bits say nothing for root or on read-only file systems: only a write tells.
+    """
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    fd, probe = tempfile.mkstemp(dir=path, prefix=".inductheory-probe.", suffix=".tmp")
+    os.close(fd)
+    os.unlink(probe)
+
+
 def claim_output_dir(
     directory: str | os.PathLike, command: str, parameters: dict | None = None
 ) -> Path:
