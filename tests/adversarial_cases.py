@@ -1,4 +1,4 @@
-"""Adversarial command lines for `inductheory` (issue 13): each must end in a correct result
+"""Adversarial command lines for `inductheory`: each must end in a correct result
 (exit 0)
 or a one-line error (exit != 0), never a traceback, a silent wrong answer or a hang.
 

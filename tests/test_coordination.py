@@ -1,4 +1,4 @@
-"""Coordination across heads (issue: mitigations): the overlap penalty and the worst-phase
+"""Coordination across heads: the overlap penalty and the worst-phase
 objective."""
 
 from __future__ import annotations

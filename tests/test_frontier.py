@@ -1,5 +1,5 @@
-"""The price of phase-uniformity: the frontier of mean vs worst-phase loss over shared gates
-(issue 11).
+"""The price of phase-uniformity: the frontier of mean vs worst-phase loss over shared
+gates.
 
 Losses are checked against an independent numpy evaluation of the closed form of docs/theory.md §4.
 """

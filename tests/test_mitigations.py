@@ -1,4 +1,4 @@
-"""Mitigation and coordination tables (issue 11): exact measures against a literal computation."""
+"""Mitigation and coordination tables: exact measures against a literal computation."""
 
 from __future__ import annotations
 

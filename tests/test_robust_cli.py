@@ -1,4 +1,4 @@
-"""Issue 13 at the command line: every adversarial case ends in a correct result or a
+"""At the command line, every adversarial case ends in a correct result or a
 one-line error.
 
 By default one case per class of `adversarial_cases.cases()` runs (fast); `-m slow` runs them all.
