@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import functools
 import itertools
 import json
 import math
@@ -73,8 +72,8 @@ from ..model._task import (
     SEED_MIN,
     SEEDS_MAX,
     Task,
-    TheoryAssumptionWarning,
     _require_int,
+    assumptions_silenced,
 )
 from ..oracle._minimize import OracleMinimizer
 from ..oracle._point import (
@@ -92,9 +91,13 @@ from ._flows import (
     seed_keys,
     selected_distinct_fraction,
 )
-from ._sweep_checks import SweepFailureWarning, check_grid_points, sweep_problems
+from ._sweep_checks import (
+    TASK_FIELDS,
+    SweepFailureWarning,
+    check_grid_points,
+    sweep_problems,
+)
 
-TASK_FIELDS = ("N", "gamma", "beta", "kappa")
 # Points per block (a fixed shape: every block is padded to it). Flows: lanes = points x seeds.
 # Oracle: one point per device (more points per call only lengthen the vectorized local searches).
 LOSS_BLOCK = 256
@@ -238,38 +241,19 @@ def blocks_of(spec: SweepSpec) -> list[list[int]]:
 
 
 def _tasks(spec: SweepSpec, points: list[dict]) -> list[Task]:
-    import warnings
-
-    from ..model._task import TheoryAssumptionWarning
-
-    with (
-        warnings.catch_warnings()
-    ):  # the template was checked; grid points leave the regime on purpose
-        warnings.simplefilter("ignore", TheoryAssumptionWarning)
+    # validated and warned about once for the whole grid by `check_grid_points`
+    with assumptions_silenced():
         return [Task(**{**spec.task, **_split(p)[0]}) for p in points]
-
-
-@functools.lru_cache(maxsize=65536)
-def _check_task_value(template_json: str, name: str, value) -> None:
-    """`Task` of the template with `name = value` (raises where that value is refused), once per
-    value and template in a process: a sweep's blocks share their grid values."""
-    _tasks(
-        SweepSpec("", json.loads(template_json), {}, {}, 0, 0, 1, {}), [{name: value}]
-    )
 
 
 def _stacked_tasks(spec: SweepSpec, points: list[dict]) -> Task:
     """`stack_lanes(_tasks(spec, points))` without a `Task` per point.
 
-    Each distinct value of a swept task field is checked once, alone in the template (`Task`
-    checks N, gamma, beta and kappa each on its own, so this refuses exactly what a task per
-    point would); then the template's leaves are replaced by the points' values.
+    `sweep` has checked every grid value of every task field (`check_grid_points`: `Task`
+    checks N, gamma, beta and kappa each on its own, so that refuses exactly what a task per
+    point would); here the template's leaves are only replaced by the points' values.
     """
     names = [n for n in spec.grid if n in TASK_FIELDS]
-    template_json = to_json(spec.task, sort_keys=True)
-    for n in names:
-        for v in dict.fromkeys(p[n] for p in points):
-            _check_task_value(template_json, n, v)
     template = _tasks(spec, points[:1])[0]
     stacked = jax.tree.map(
         lambda x: np.repeat(np.asarray(x)[None], len(points), axis=0), template
@@ -338,6 +322,11 @@ class AbstractSweepKind(eqx.Module):
         **Returns:** `(settings, extra, seeds)` of the `SweepSpec`: the kind's settings as plain
         data, its other inputs (`extra`) and its seeds per point (0 where it has none).
         """
+
+    @abc.abstractmethod
+    def check_points(self, task: Task, grid: dict[str, list], config: Any) -> None:
+        """Validate every grid point as the single-point path would, warning once per
+        assumption (`check_grid_points`); `config` as given to `sweep`."""
 
     @abc.abstractmethod
     def default_block(self, grid: dict[str, list], seeds: int) -> int:
@@ -422,6 +411,9 @@ class LossSweep(AbstractSweepKind):
             "gates_value": np.asarray(gates.value).tolist(),
         }
         return {}, extra, 0
+
+    def check_points(self, task, grid, config):
+        check_grid_points(task, grid)
 
     def default_block(self, grid, seeds):
         return LOSS_BLOCK
@@ -539,6 +531,9 @@ class FlowSweep(AbstractSweepKind):
             raise ValueError(f"seeds must be <= {SEEDS_MAX}, got {seeds}")
         return config.to_dict(), {}, int(seeds)
 
+    def check_points(self, task, grid, config):
+        check_grid_points(task, grid, FlowConfig() if config is None else config)
+
     def default_block(self, grid, seeds):
         # up to FLOW_LANES lanes per call, but no more points than the grid holds (rounded up
         # to a power of two, so nearby grid sizes share a program): small sweeps pay no padding
@@ -557,8 +552,7 @@ class FlowSweep(AbstractSweepKind):
         n, seeds = len(points), spec.seeds
         padded = _padded(points, spec.block)
         tasks = _tasks(spec, padded)
-        with warnings.catch_warnings():  # said once for the grid by `check_grid_points`
-            warnings.simplefilter("ignore", TheoryAssumptionWarning)
+        with assumptions_silenced():  # said once for the grid by `check_grid_points`
             configs = [FlowConfig(**{**spec.settings, **_split(p)[1]}) for p in padded]
         out = self._lanes(spec, tasks, configs)
         shape = lambda a: a.reshape((len(padded), seeds) + a.shape[1:])[:n]
@@ -685,6 +679,9 @@ class OracleSweep(AbstractSweepKind):
             "vertex_starts": _require_int("vertex_starts", vertex_starts, 0),
         }
         return settings, extra, 0
+
+    def check_points(self, task, grid, config):
+        check_grid_points(task, grid)
 
     def default_block(self, grid, seeds):
         # one point per device: more only lengthen the vectorized searches
@@ -1191,12 +1188,7 @@ def sweep(
         contexts=contexts,
         vertex_starts=vertex_starts,
     )
-    if (
-        kind == "flow"
-    ):  # every grid point validated (and warned about) before anything runs
-        check_grid_points(kind, task, grid, FlowConfig() if config is None else config)
-    else:
-        check_grid_points(kind, task, grid)
+    sweeper.check_points(task, grid, config)  # every point, before anything runs
     if block is None:
         block = sweeper.default_block(grid, seeds)
     if isinstance(block, bool) or not isinstance(block, numbers.Integral) or block < 1:

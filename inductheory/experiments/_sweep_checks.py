@@ -110,7 +110,7 @@ def _values(grid: dict, name: str, default) -> list:
 
 
 def check_grid_points(
-    kind: str, task: Task, grid: dict[str, list], config=None
+    task: Task, grid: dict[str, list], config: FlowConfig | None = None
 ) -> None:
     """Validate every grid point as the single-point path would, before anything runs.
 
@@ -120,20 +120,20 @@ def check_grid_points(
     of `tau` is refused unless the objective is the worst phase (tau changes nothing else).
 
     **Arguments:**
-    - `kind`: the sweep kind (`"loss"`, `"flow"` or `"oracle"`).
     - `task`: the template task.
     - `grid`: the checked grid, `{name: values}`.
-    - `config`: the kind's validated configuration (a `FlowConfig` for flows).
+    - `config`: the flow configuration of a flow sweep (its points are checked too), or
+      None for the other kinds.
 
     **Returns:** nothing. Raises `ValueError` naming the first invalid grid point; warns once per
     distinct warning (`TheoryAssumptionWarning` for assumptions), naming the grid values.
 
     ```python
-    check_grid_points("loss", Task(L=4, S=4, H=2, N=1024), {"gamma": [0.5, 2.0]})  # warns once
+    check_grid_points(Task(L=4, S=4, H=2, N=1024), {"gamma": [0.5, 2.0]})  # warns once
     ```
     """
     template = task.to_dict()
-    flow = kind == "flow"
+    flow = config is not None
     settings = config.to_dict() if flow else {}
 
     def template_build():
