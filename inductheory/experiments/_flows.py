@@ -7,6 +7,7 @@ approximate geometry `fold_in(key(s), 3)`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -44,7 +45,8 @@ from ._results import FlowRun, FlowSample, FlowSummary, SeedResults
 # Statuses that are failures (not merely unfinished by t_max).
 FAILURES = (Status.MAX_STEPS, Status.NONFINITE, Status.SOLVER_ERROR)
 # The full flow's sample fields (`run_flow(...)["sample"]`; empty for the reduced flow).
-SAMPLE_FIELDS = ("M", "M_requested", "sample", "geometry", "dim", "eps_realized")
+# the fields of a full flow's sample (null in a reduced flow's report)
+SAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(FlowSample))
 
 
 class NoSelectionWarning(UserWarning):
