@@ -278,3 +278,19 @@ def test_an_eta_needs_a_finished_figure_and_a_tenth_of_the_work(capsys):
         "done toy_stability (1.0 s); 1/3, about " in err
     )  # 20 of 200 expected seconds
     assert "done coverage (1.0 s); 2/3, about " in err
+
+
+def test_measured_tables_render_as_markdown_and_reject_ragged_rows():
+    from inductheory.figures import MeasuredTable
+
+    table = MeasuredTable("caption (n = 2)", ["a", "b|c"], [["1", "2"], ["3", "4"]])
+    assert table.markdown() == [
+        "caption (n = 2)",
+        "",
+        "| a | b\\|c |",
+        "|---|---|",
+        "| 1 | 2 |",
+        "| 3 | 4 |",
+    ]
+    with pytest.raises(ValueError, match="row 1 has 1 cells, expected 2"):
+        MeasuredTable("c", ["a", "b"], [["1", "2"], ["3"]])

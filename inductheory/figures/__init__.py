@@ -11,8 +11,16 @@ reproduce("figures/quick", quick=True, only=["toy_stability"])
 ```
 """
 
-from ._figure import Figure
+from ._figure import Figure, MeasuredTable
 from ._registry import FIGURES, figure_names
 from ._reproduce import readme, redraw, reproduce
 
-__all__ = ["FIGURES", "Figure", "figure_names", "readme", "redraw", "reproduce"]
+__all__ = [
+    "FIGURES",
+    "Figure",
+    "MeasuredTable",
+    "figure_names",
+    "readme",
+    "redraw",
+    "reproduce",
+]

@@ -20,6 +20,9 @@ class Figure:
     - `draw(data) -> matplotlib.figure.Figure`: the drawing, from the data alone (no
       computation), so
       a figure can be redrawn from its stored JSON.
+    - `tables(data) -> list[MeasuredTable]` (optional): the measured numbers as tables, printed
+      in figures/README.md in place of the one-line `findings` (which the data keep), so that a
+      reader can scan them; computed from the data alone, like `draw`.
     - `cost`: about how many seconds the full computation takes on one core, from a fresh
       cache; only
       the order in which `reproduce --jobs` starts figures when no previous run's times are known
@@ -32,3 +35,44 @@ class Figure:
     compute: Callable[[bool, Path | None], dict]
     draw: Callable[[dict], object]
     cost: float = 0.0
+    tables: Callable[[dict], list[MeasuredTable]] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasuredTable:
+    """One table of measured numbers in figures/README.md.
+
+    - `caption`: one line above the table (what is measured, over how many seeds or contexts).
+    - `columns`: the header cells.
+    - `rows`: the body, already formatted as strings, one list of `len(columns)` cells a row.
+
+    ```python
+    MeasuredTable("per-phase accuracy, 256 seeds", ["phase", "accuracy"], [["0", "1.00"]])
+    ```
+    """
+
+    caption: str
+    columns: list[str]
+    rows: list[list[str]]
+
+    def __post_init__(self):
+        for i, row in enumerate(self.rows):
+            if len(row) != len(self.columns):
+                raise ValueError(
+                    f"MeasuredTable row {i} has {len(row)} cells, expected "
+                    f"{len(self.columns)} (the columns)"
+                )
+
+    def markdown(self) -> list[str]:
+        """The table as Markdown lines: the caption, a blank line, header, rule and rows."""
+
+        def line(cells):
+            return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+        return [
+            self.caption,
+            "",
+            line(self.columns),
+            "|" + "|".join("---" for _ in self.columns) + "|",
+            *(line(r) for r in self.rows),
+        ]

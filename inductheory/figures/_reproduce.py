@@ -93,7 +93,11 @@ def readme(
                 + "; ".join(f"{k} = {v}" for k, v in _parameter_order(d["parameters"])),
                 "",
             ]
-        if d.get("findings"):
+        if f.tables is not None:
+            lines += ["**Measured.**", ""]
+            for table in f.tables(d):
+                lines += [*table.markdown(), ""]
+        elif d.get("findings"):
             lines += ["**Measured.** " + d["findings"], ""]
     return "\n".join(lines).rstrip() + "\n"
 
