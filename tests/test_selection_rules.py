@@ -1,0 +1,72 @@
+"""The selection and accuracy rules at their thresholds, against numpy written out here.
+
+Each rule is checked just inside and just outside its threshold, where a changed comparison
+(`>` for `>=`) or a changed tolerance (`1 - 10 delta` for `1 - delta`) gives another answer.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import inductheory as it
+from inductheory.experiments import NoSelectionWarning
+from inductheory.flow import STATUSES
+from inductheory.model._logits import TIE_TOLERANCE
+
+
+def test_top1_at_exactly_the_tie_tolerance_is_a_tie():
+    # target logit 0, rival at -TIE_TOLERANCE: the margin equals the tolerance, which is a tie
+    # (wrong); twice the tolerance away is correct
+    tol = TIE_TOLERANCE
+    logits = jnp.array([[0.0, -tol, -5.0], [0.0, -2 * tol, -5.0], [0.0, 0.0, -5.0]])
+    correct = np.asarray(
+        it.model.top1_correct(logits, jnp.zeros(3), jnp.array([0, 0, 0]))
+    )
+    assert correct.tolist() == [False, True, False]
+
+
+def _numpy_pairs(key, value, delta):
+    """Per head: the first r with key[r] >= 1 - delta and value[r + 1] >= 1 - delta, else -1."""
+    out = []
+    for k, v in zip(np.asarray(key), np.asarray(value)):
+        hits = [
+            r for r in range(len(k) - 1) if k[r] >= 1 - delta and v[r + 1] >= 1 - delta
+        ]
+        out.append(hits[0] if hits else -1)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("scale", [0.5, 0.99, 1.01, 2.0, 5.0])
+def test_selected_offsets_threshold_is_one_minus_delta(scale):
+    # key mass 1 - scale*delta on offset 1, value mass 1 on offset 2: selected iff scale <= 1
+    delta, S = 1e-3, 4
+    key = np.full((1, S), scale * delta / (S - 1))
+    key[0, 1] = 1 - scale * delta
+    value = np.eye(S)[[2]]
+    got = np.asarray(it.selected_offsets(jnp.asarray(key), jnp.asarray(value), delta))
+    assert got.tolist() == ([1] if scale <= 1 else [-1])
+    assert got.tolist() == _numpy_pairs(key, value, delta).tolist()
+    tied = np.asarray(it.model.concentrated_offsets(jnp.asarray(key), delta))
+    assert tied.tolist() == ([1] if scale <= 1 else [-1])
+
+
+def test_a_flow_stopped_before_selection_reports_no_selection():
+    # At t_max = 1200 these seeds' heads hold key/value masses between 1 - 10 delta and
+    # 1 - delta: the end-of-run reading must use 1 - delta (up to its 1e-6 relative slack)
+    task = it.Task(L=8, S=4, H=2, N=10**5, beta=4.0)
+    config = it.FlowConfig(rho=0.1, t_max=1200.0)
+    with pytest.warns(NoSelectionWarning, match="no seed selected"):
+        ps = it.run_flow(task, config, 2).per_seed
+    assert np.all(ps.status == STATUSES.index("t_max"))
+    delta = config.delta * (1 + 1e-6)
+    discriminating = 0
+    for i in range(2):
+        p = np.asarray(jnp.exp(ps.state[i] - jnp.max(ps.state[i], -1, keepdims=True)))
+        p = p / p.sum(-1, keepdims=True)
+        expected = _numpy_pairs(p[:, 0], p[:, 1], delta)
+        assert ps.selected[i].tolist() == expected.tolist()
+        loose = _numpy_pairs(p[:, 0], p[:, 1], 10 * config.delta)
+        discriminating += int(np.any(loose != expected))
+        keys = [int(np.argmax(k)) if k.max() >= 1 - delta else -1 for k in p[:, 0]]
+        assert ps.key_offsets[i].tolist() == keys
+    assert discriminating > 0  # the setting separates 1 - delta from 1 - 10 delta
