@@ -36,18 +36,28 @@ def _numpy_pairs(key, value, delta):
     return np.array(out)
 
 
-@pytest.mark.parametrize("scale", [0.5, 0.99, 1.01, 2.0, 5.0])
-def test_selected_offsets_threshold_is_one_minus_delta(scale):
-    # key mass 1 - scale*delta on offset 1, value mass 1 on offset 2: selected iff scale <= 1
+@pytest.mark.parametrize("branch", ["key", "value"])
+@pytest.mark.parametrize("scale", [0.5, 0.99, 1.0, 1.01, 2.0, 5.0])
+def test_selected_offsets_threshold_is_one_minus_delta(scale, branch):
+    # one branch holds mass 1 - scale*delta on its offset (key 1, value 2), the other 1:
+    # selected iff scale <= 1 (at scale 1 the mass is exactly 1 - delta, which selects)
     delta, S = 1e-3, 4
-    key = np.full((1, S), scale * delta / (S - 1))
-    key[0, 1] = 1 - scale * delta
-    value = np.eye(S)[[2]]
+    r = 1 if branch == "key" else 2
+    near = np.full((1, S), scale * delta / (S - 1))
+    near[0, r] = 1 - scale * delta
+    key, value = (near, np.eye(S)[[2]]) if branch == "key" else (np.eye(S)[[1]], near)
     got = np.asarray(it.selected_offsets(jnp.asarray(key), jnp.asarray(value), delta))
     assert got.tolist() == ([1] if scale <= 1 else [-1])
     assert got.tolist() == _numpy_pairs(key, value, delta).tolist()
-    tied = np.asarray(it.model.concentrated_offsets(jnp.asarray(key), delta))
-    assert tied.tolist() == ([1] if scale <= 1 else [-1])
+    tied = np.asarray(it.model.concentrated_offsets(jnp.asarray(near), delta))
+    assert tied.tolist() == ([r] if scale <= 1 else [-1])
+
+
+@pytest.mark.parametrize("delta", [0.0, 0.5, -1e-3, 0.7])
+def test_selection_tolerance_outside_zero_to_half_is_refused(delta):
+    gates = jnp.eye(4)[1:2]
+    with pytest.raises(ValueError, match=r"delta must lie in \(0, 1/2\)"):
+        it.selected_offsets(gates, gates, delta)
 
 
 def test_a_flow_stopped_before_selection_reports_no_selection():
