@@ -16,9 +16,9 @@ from ..model._task import welch_bound
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
 from ._figure import Figure
+from ._stats import wilson_interval
 
 SHAPE = dict(L=4, S=3, H=2, N=240, gamma=1.0, beta=4.0, kappa=1.0)
-Z95 = 1.959963984540054  # two-sided 95% normal quantile
 CLAIM = (
     "With eps > 0 (docs/theory.md §3): embeddings x_i = sqrt(kappa) u + v_i with "
     "random unit v_i in dimension "
@@ -67,14 +67,6 @@ def coherence(embeddings, kappa: float) -> tuple[float, float]:
     gram = np.abs(E @ E.T - kappa)
     off = ~np.eye(E.shape[0], dtype=bool)
     return float(gram[off].max()), float(gram[off].mean())
-
-
-def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a binomial share k/n (95% for the default z)."""
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _share(flags) -> dict:

@@ -18,6 +18,7 @@ from ..model._task import assumptions_silenced
 from ..toy._toy import ToyConfig, split_advantage
 from . import _runs, _style
 from ._figure import Figure
+from ._stats import wilson_interval
 
 L, S, H = 8, 4, 2
 
@@ -46,15 +47,6 @@ CLAIM = (
     "over all 48 points: 0.86, "
     "carried by the trends within each line)."
 )
-
-
-def _wilson(k, n, z=1.96):
-    k, n = np.asarray(k, float), np.asarray(n, float)
-    p = np.where(n > 0, k / np.maximum(n, 1), np.nan)
-    den = 1 + z**2 / n
-    centre = (p + z**2 / (2 * n)) / den
-    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / den
-    return centre - half, centre + half
 
 
 def _toy_D(beta, K):
@@ -121,7 +113,16 @@ def compute(quick: bool, cache_dir) -> dict:
     res = cached(cache_dir, params, run)
     distinct = np.asarray(res["distinct_fraction"], float)  # (N, beta, rho)
     n_sel = np.rint(np.asarray(res["selected_fraction"], float) * seeds)
-    lo, hi = _wilson(np.rint(distinct * n_sel), n_sel)
+    k_distinct = np.rint(distinct * n_sel)
+    lo, hi = (
+        np.reshape(v, distinct.shape)
+        for v in zip(
+            *(
+                wilson_interval(int(k), int(n))
+                for k, n in zip(k_distinct.flat, n_sel.flat)
+            )
+        )
+    )
     base = independent_distinct_baseline(H, S)
     Ns, betas, rhos = g["N"], g["beta"], g["rho"]
     D_free = np.array([[_toy_D(b, N - L * S) for b in betas] for N in Ns])  # K = N - LS
