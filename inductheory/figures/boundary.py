@@ -282,8 +282,8 @@ def tables(data: dict) -> list[MeasuredTable]:
         MeasuredTable(
             f"Learned (converged reduced flows) and oracle optimum (L={o['L']}, H={o['H']}) per "
             f"window W, S={S}; phase {S - 1} is the boundary phase. Shares of seeds with their "
-            "Wilson 95% intervals; the oracle accuracy is the share of its L boundary-block "
-            "queries answered.",
+            "Wilson 95% intervals; the oracle accuracy of a phase is the share of its L queries "
+            "of that phase answered.",
             [
                 "W",
                 "delta-selected",
