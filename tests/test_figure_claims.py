@@ -14,6 +14,8 @@ from inductheory.figures import FIGURES, MeasuredTable
 from inductheory.figures._stats import (
     interval_text,
     median_interval,
+    order_statistic_coverage,
+    quartile_median_coverage,
     share_text,
     wilson_interval,
 )
@@ -154,3 +156,24 @@ def test_median_interval_rejects_bad_input():
         median_interval([1.0, float("nan")])
     with pytest.raises(ValueError, match="level"):
         median_interval([1.0, 2.0], level=1.0)
+
+
+def test_quartiles_bound_the_median_at_least_as_surely_as_stated():
+    # the bound against scipy's binomial, and against simulation (numpy's quartiles of normal
+    # samples around the true median 0)
+    for n in (16, 17, 64, 256):
+        j = math.ceil((n - 1) / 4) + 1
+        assert quartile_median_coverage(n) == pytest.approx(
+            1 - 2 * stats.binom.cdf(j - 1, n, 0.5), abs=1e-12
+        )
+    rng = np.random.default_rng(1)
+    for n in (5, 16):
+        q = np.quantile(rng.normal(size=(20000, n)), [0.25, 0.75], axis=1)
+        hits = np.mean((q[0] <= 0) & (0 <= q[1]))
+        bound = quartile_median_coverage(n)
+        assert hits >= bound - 4 * math.sqrt(bound * (1 - bound) / 20000)
+    assert order_statistic_coverage(6, 1) == pytest.approx(1 - 2 / 64)
+    with pytest.raises(ValueError, match="1 <= j"):
+        order_statistic_coverage(6, 4)
+    with pytest.raises(ValueError, match="n must be >= 2"):
+        quartile_median_coverage(1)

@@ -1,5 +1,6 @@
 """Intervals for the numbers the figures report: Wilson score intervals for shares, order-statistic
-intervals for medians, and their text in figures/README.md.
+intervals for medians (and how surely quartiles bound a median), and their text in
+figures/README.md.
 
 ```python
 from inductheory.figures._stats import share_text, wilson_interval
@@ -121,12 +122,58 @@ def median_interval(values, level: float = 0.95) -> MedianInterval:
     if not 0 < level < 1:
         raise ValueError(f"median_interval: level must lie in (0, 1), got {level}")
 
-    def below(j):  # P(Bin(n, 1/2) < j)
-        return sum(math.comb(n, i) for i in range(j)) / 2**n
-
     j = 1
-    while j + 1 <= (n + 1) // 2 and 1 - 2 * below(j + 1) >= level:
+    while j + 1 <= (n + 1) // 2 and order_statistic_coverage(n, j + 1) >= level:
         j += 1
     return MedianInterval(
-        float(np.median(x)), float(x[j - 1]), float(x[n - j]), 1 - 2 * below(j)
+        float(np.median(x)),
+        float(x[j - 1]),
+        float(x[n - j]),
+        order_statistic_coverage(n, j),
     )
+
+
+def order_statistic_coverage(n: int, j: int) -> float:
+    """The probability that [x_(j), x_(n+1-j)] (1-based order statistics of n values from a
+    continuous distribution) contains its median: 1 - 2 P(Bin(n, 1/2) < j).
+
+    **Arguments:**
+
+    - `n`: the sample size, `n >= 1`.
+    - `j`: the rank of the lower end, `1 <= j <= (n + 1) / 2`.
+
+    **Returns:**
+
+    The coverage, exact (integer binomial sums).
+
+    ```python
+    order_statistic_coverage(6, 1)  # 0.96875: the range of 6 values
+    ```
+    """
+    if n < 1 or not 1 <= j <= (n + 1) / 2:
+        raise ValueError(
+            f"order_statistic_coverage: need n >= 1 and 1 <= j <= (n + 1)/2, got n={n}, j={j}"
+        )
+    return 1 - 2 * sum(math.comb(n, i) for i in range(j)) / 2**n
+
+
+def quartile_median_coverage(n: int) -> float:
+    """How surely the quartiles of n values (numpy's linear interpolation) bound the median:
+    [q25, q75] contains [x_(j), x_(n+1-j)] with j = ceil((n - 1) / 4) + 1, so its coverage is
+    at least `order_statistic_coverage(n, j)`.
+
+    **Arguments:**
+
+    - `n`: the sample size, `n >= 2`.
+
+    **Returns:**
+
+    The lower bound on the coverage.
+
+    ```python
+    quartile_median_coverage(16)  # 0.92...
+    ```
+    """
+    if n < 2:
+        raise ValueError(f"quartile_median_coverage: n must be >= 2, got {n}")
+    return order_statistic_coverage(n, math.ceil((n - 1) / 4) + 1)
