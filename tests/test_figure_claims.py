@@ -103,10 +103,8 @@ def test_every_measured_part_is_tables_or_a_short_line(name, folder):
         )
 
 
-def test_wilson_interval_against_scipy():
-    for k, n in [(0, 4), (3, 3), (67, 256), (256, 256), (1, 2), (127, 128)]:
-        ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-        assert wilson_interval(k, n) == pytest.approx((ci.low, ci.high), abs=1e-12)
+def test_wilson_interval_rejects_bad_counts():
+    # its values are checked against scipy in test_approximate_geometry_figure.py
     with pytest.raises(ValueError, match="n must be >= 1"):
         wilson_interval(0, 0)
     with pytest.raises(ValueError, match="k must lie in"):
