@@ -54,6 +54,27 @@ CLAIM = (
 )
 
 
+def distinct_intervals(distinct, n_selected) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson 95% intervals of the distinct shares over the selected seeds, at every point.
+
+    **Arguments:**
+
+    - `distinct`: the distinct fractions, any shape.
+    - `n_selected`: the selected seeds behind each fraction, the same shape.
+
+    **Returns:**
+
+    `(low, high)`, arrays of that shape.
+    """
+    distinct, n_selected = np.asarray(distinct, float), np.asarray(n_selected, float)
+    k = np.rint(distinct * n_selected)
+    ends = [
+        wilson_interval(int(a), int(b)) if b > 0 else (np.nan, np.nan)  # none selected
+        for a, b in zip(k.flat, n_selected.flat)
+    ]
+    return tuple(np.reshape([e[i] for e in ends], distinct.shape) for i in (0, 1))
+
+
 def _toy_D(beta, K):
     with assumptions_silenced():
         return (
@@ -118,16 +139,7 @@ def compute(quick: bool, cache_dir) -> dict:
     res = cached(cache_dir, params, run)
     distinct = np.asarray(res["distinct_fraction"], float)  # (N, beta, rho)
     n_sel = np.rint(np.asarray(res["selected_fraction"], float) * seeds)
-    k_distinct = np.rint(distinct * n_sel)
-    lo, hi = (
-        np.reshape(v, distinct.shape)
-        for v in zip(
-            *(
-                wilson_interval(int(k), int(n))
-                for k, n in zip(k_distinct.flat, n_sel.flat)
-            )
-        )
-    )
+    lo, hi = distinct_intervals(distinct, n_sel)
     base = independent_distinct_baseline(H, S)
     Ns, betas, rhos = g["N"], g["beta"], g["rho"]
     D_free = np.array([[_toy_D(b, N - L * S) for b in betas] for N in Ns])  # K = N - LS
@@ -270,8 +282,12 @@ def tables(data: dict) -> list[MeasuredTable]:
     shares = [
         [str(N)]
         + [
-            f"{k[i, j, r_i]}/{n_sel[i, j, r_i]} "
-            + interval_text(*wilson_interval(k[i, j, r_i], n_sel[i, j, r_i]))
+            (
+                f"{k[i, j, r_i]}/{n_sel[i, j, r_i]} "
+                + interval_text(*wilson_interval(k[i, j, r_i], n_sel[i, j, r_i]))
+                if n_sel[i, j, r_i] > 0
+                else "none selected"
+            )
             for j, _, r_i, _ in lines
         ]
         for i, N in enumerate(Ns)
