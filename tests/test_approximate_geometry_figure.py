@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from inductheory import Task
-from inductheory.figures.approximate_geometry import coherence, wilson_interval
+from inductheory.figures._stats import wilson_interval
+from inductheory.figures.approximate_geometry import coherence
 from inductheory.model import approximate_geometry, measure_eps
 
 

@@ -15,10 +15,10 @@ from ..model._geometry import make_geometry
 from ..model._task import welch_bound
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
-from ._figure import Figure
+from ._figure import Figure, MeasuredTable
+from ._stats import share_text, wilson_interval
 
 SHAPE = dict(L=4, S=3, H=2, N=240, gamma=1.0, beta=4.0, kappa=1.0)
-Z95 = 1.959963984540054  # two-sided 95% normal quantile
 CLAIM = (
     "With eps > 0 (docs/theory.md §3): embeddings x_i = sqrt(kappa) u + v_i with "
     "random unit v_i in dimension "
@@ -43,14 +43,14 @@ CLAIM = (
     "geometries of the same d). Measured: at max coherence <= 0.70 (d >= 32) every "
     "oracle context is hard "
     "(24/24, interval [0.86, 1]); at 0.91-0.95 (d = 12, 16) 20/24 are ([0.64, 0.93]), "
-    "at 0.70 (d = 24) 21/24: "
+    "at 0.70 (d = 24) 21/24 ([0.69, 0.96]): "
     "the share falls at large eps, but the intervals overlap and d = 24 and 32 have "
     "the same max coherence "
     "0.70 with different shares (mean coherence 0.169 vs 0.143), so neither coherence "
     "orders the shares "
-    "exactly. Distinct heads (Theorem 1 at eps = 0) hold in 24/24 contexts only at d = "
-    "1024 (eps 0.13) and in "
-    "14/24 to 21/24 elsewhere, lowest (14/24, [0.39, 0.76]) at d = 64, eps 0.43: not "
+    "exactly. Distinct heads (Theorem 1 at eps = 0) hold in 24/24 contexts ([0.86, 1]) only "
+    "at d = 1024 (eps 0.13) and in "
+    "14/24 ([0.39, 0.76]) to 21/24 ([0.69, 0.96]) elsewhere, lowest at d = 64, eps 0.43: not "
     "monotone in either "
     "coherence. Full flows end hard in 20/20 seeds ([0.84, 1]) at d = 12, 16, 64, 1024 "
     "and 19/20 ([0.76, 0.99]) "
@@ -67,14 +67,6 @@ def coherence(embeddings, kappa: float) -> tuple[float, float]:
     gram = np.abs(E @ E.T - kappa)
     off = ~np.eye(E.shape[0], dtype=bool)
     return float(gram[off].max()), float(gram[off].mean())
-
-
-def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a binomial share k/n (95% for the default z)."""
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _share(flags) -> dict:
@@ -268,6 +260,41 @@ def draw(data: dict):
     return fig
 
 
+def tables(data: dict) -> list[MeasuredTable]:
+    """Per d: both geometries' coherences and the shares of hard (and distinct) oracle contexts
+    and hard-ending flows, with their Wilson 95% intervals."""
+
+    def share(s):
+        return share_text(s["k"], s["n"])
+
+    rows = [
+        [
+            str(r["d"]),
+            f"{r['oracle_eps_max']:.2f}, {r['oracle_eps_mean']:.3f}",
+            share(r["oracle_hard"]),
+            share(r["oracle_hard_distinct"]),
+            f"{r['flow_eps_max']:.2f}, {r['flow_eps_mean']:.3f}",
+            share(r["flow_hard"]),
+        ]
+        for r in data["rows"]
+    ]
+    return [
+        MeasuredTable(
+            "Oracle contexts and flow seeds of one geometry per d: coherences (realized eps = "
+            "max, and mean, over token pairs) and shares with Wilson 95% intervals.",
+            [
+                "d",
+                "oracle eps (max, mean)",
+                "oracle hard",
+                "oracle hard + distinct",
+                "flow eps (max, mean)",
+                "flow ends hard",
+            ],
+            rows,
+        )
+    ]
+
+
 FIGURE = Figure(
     "approximate_geometry",
     "Approximate geometry: hard selection as eps grows",
@@ -275,4 +302,5 @@ FIGURE = Figure(
     compute,
     draw,
     cost=540,
+    tables=tables,
 )

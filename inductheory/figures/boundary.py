@@ -13,7 +13,8 @@ from ..model._logits import cross_entropy, exact_logits, top1_correct
 from ..model._loss import phase_accuracy, phase_losses
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
-from ._figure import Figure
+from ._figure import Figure, MeasuredTable
+from ._stats import share_text
 
 CLAIM = (
     "The boundary phase S-1 with windows (docs/theory.md §10), all S query phases. "
@@ -21,16 +22,20 @@ CLAIM = (
     "flows (exact geometry, L=8, S=4, H=2, N=4096, beta=4, gamma=1, kappa=1, rho=0.1, "
     "delta=1e-3, 256 seeds per "
     "window; quick mode 16 seeds), shared gates softmax(b) at the end; all 256 seeds "
-    "delta-select at every W (256/256 each, Wilson 95% lower bound 0.985), "
-    "always with value = key + 1. W=S=4: keys in 0..2, the boundary phase is answered "
-    "by no seed, and by no gate "
+    "delta-select at every W (256/256 each, Wilson 95% interval [0.985, 1]; quick mode "
+    "16/16 [0.81, 1]), "
+    "always with value = key + 1. Shares of seeds below are of 256 (Wilson 95% intervals). "
+    "W=S=4: keys in 0..2, the boundary phase is answered "
+    "by no seed (0/256 [0, 0.015]), and by no gate "
     "rotation delta=0..3 of seed 0 (the §10 tie). W=S+1=5: keys in {1, 2} only (key "
-    "pairs 1,2: 136 seeds; 1,1: "
-    "63; 2,2: 57), so no seed answers the boundary phase although a head at key 3, "
+    "pairs 1,2: 136/256 [0.47, 0.59]; 1,1: "
+    "63/256 [0.20, 0.30]; 2,2: 57/256 [0.18, 0.28]), so no seed answers the boundary phase "
+    "(0/256 [0, 0.015]) although a head at key 3, "
     "value 4 would; rotating seed "
     "0's gates (keys 1, 1) by delta=2 puts them there and answers it. W=2S=8: both "
-    "heads of every seed (256/256) select "
-    "key 3, value 4 (across the stride): every seed (256/256) answers the boundary phase "
+    "heads of every seed (256/256 [0.985, 1]) select "
+    "key 3, value 4 (across the stride): every seed (256/256 [0.985, 1]) answers the boundary "
+    "phase "
     "and no "
     "other phase; rotating seed 0 by delta=1..3 moves that to "
     "phases 0..2, delta=4 (key 7, value 0) answers nothing. Oracle optimum "
@@ -240,6 +245,68 @@ def draw(data: dict):
     return fig
 
 
+def _phases(accuracy) -> str:
+    """The query phases answered (top-1 accuracy 1), e.g. '0, 2', or 'none'."""
+    answered = [str(q) for q, a in enumerate(accuracy) if a == 1.0]
+    return ", ".join(answered) if answered else "none"
+
+
+def tables(data: dict) -> list[MeasuredTable]:
+    """Per window: the learned seeds' selections and per-phase accuracy (Wilson 95% intervals of
+    the shares of seeds), the oracle optimum's accuracy, and the rotation of seed 0."""
+    S, learned, oracle = data["S"], data["learned"], data["oracle"]
+    summary, pairs, rotation = [], [], []
+    for m, o in zip(learned, oracle):
+        n_seeds, n = sum(m["status_counts"].values()), m["converged"]
+        # per-seed accuracy is 0 or 1, so the mean times the seeds counts those answering
+        answering = [int(round(a * n)) for a in m["accuracy_mean"]]
+        summary.append(
+            [
+                str(m["W"]),
+                share_text(m["status_counts"].get("selected", 0), n_seeds),
+                share_text(int(round(m["value_is_key_plus_one"] * n)), n),
+                share_text(answering[-1], n),
+                ", ".join(f"{k}/{n}" for k in answering),
+                ", ".join(f"{a:.2f}" for a in o["accuracy"]),
+            ]
+        )
+        pairs += [
+            [str(m["W"]), pair, share_text(k, n)]
+            for pair, k in sorted(m["pairs"].items(), key=lambda kv: -kv[1])
+        ]
+        rotation += [
+            [str(m["W"]), str(d), _phases(acc)] for d, acc in enumerate(m["rotation"])
+        ]
+    o = oracle[0]
+    return [
+        MeasuredTable(
+            f"Learned (converged reduced flows) and oracle optimum (L={o['L']}, H={o['H']}) per "
+            f"window W, S={S}; phase {S - 1} is the boundary phase. Shares of seeds with their "
+            "Wilson 95% intervals; the oracle accuracy of a phase is the share of its L queries "
+            "of that phase answered.",
+            [
+                "W",
+                "delta-selected",
+                "value = key + 1",
+                "boundary phase answered",
+                "seeds answering phase 0..S-1",
+                "oracle accuracy, phase 0..S-1",
+            ],
+            summary,
+        ),
+        MeasuredTable(
+            "Selections (key->value offset of each head) of the converged seeds.",
+            ["W", "selection", "seeds"],
+            pairs,
+        ),
+        MeasuredTable(
+            "Gate rotation of seed 0 by delta: the phases answered.",
+            ["W", "delta", "phases answered"],
+            rotation,
+        ),
+    ]
+
+
 FIGURE = Figure(
     "boundary",
     "The boundary phase with windows: learned vs optimal, and gate rotation",
@@ -247,4 +314,5 @@ FIGURE = Figure(
     compute,
     draw,
     cost=100,
+    tables=tables,
 )

@@ -17,7 +17,8 @@ from ..internal._io import cached
 from ..model._task import assumptions_silenced
 from ..toy._toy import ToyConfig, split_advantage
 from . import _runs, _style
-from ._figure import Figure
+from ._figure import Figure, MeasuredTable
+from ._stats import interval_text, wilson_interval
 
 L, S, H = 8, 4, 2
 
@@ -25,15 +26,20 @@ CLAIM = (
     "Reduced flows (exact geometry, L=8, S=4, H=2, gamma=1, kappa=1, delta=1e-3; full "
     "mode N = 32..4096 in powers "
     "of 2, beta in {2, 4, 8}, rho in {0.01, 0.1}, 128 seeds per point, the same seeds "
-    "at every point, at least 127/128 selected per point; quick mode 3 x 2 x 1 "
-    "points, 16 seeds). Share of seeds whose two heads chose distinct offsets (bars: "
+    "at every point, at least 127/128 [0.957, 0.999] selected per point; quick mode 3 x 2 x 1 "
+    "points, 16 seeds, 16/16 [0.81, 1] selected). Share of the selected seeds whose two heads "
+    "chose distinct offsets (bars and Measured: "
     "95% Wilson intervals, about "
-    "+-0.08 at 0.7): it falls from 0.98-1.00 at N=32 to 0.69-0.72 at N=4096 on every "
+    "+-0.08 at 0.7): it falls from 0.98-1.00 at N=32 (125/128 [0.933, 0.992] to 128/128 "
+    "[0.971, 1]) to 0.69-0.72 at N=4096 (88/128 [0.603, 0.761] to 92/128 [0.635, 0.789]; "
+    "quick mode 16/16 [0.81, 1] to 11/16 [0.44, 0.86]) on every "
     "(beta, rho) line, "
     "non-increasing in N on all 6 lines, towards the independent-choice baseline 2/3; "
     "the fall comes at larger N "
-    "for larger beta (share 0.70-0.72 at N=512, beta=2, vs 0.89-0.94 at beta=8) and at "
-    "smaller rho. Prediction from "
+    "for larger beta (at N=512, beta=2: 90/128 [0.619, 0.775] and 92/128 [0.635, 0.789], vs "
+    "beta=8: 114/128 [0.825, 0.934] and 121/128 [0.891, 0.973]) and at "
+    "smaller rho (with the same seeds, the share at rho=0.01 is at least the one at rho=0.1 "
+    "at all 24 (N, beta) pairs, by at most 0.055, within the intervals). Prediction from "
     "the two-head toy (docs/theory.md §8), mapping K = N - 1 (every competing token at "
     "logit about 0) or "
     "K = N - L*S (outside tokens only; 0 at N=32): its split advantage D(beta, K) "
@@ -48,13 +54,25 @@ CLAIM = (
 )
 
 
-def _wilson(k, n, z=1.96):
-    k, n = np.asarray(k, float), np.asarray(n, float)
-    p = np.where(n > 0, k / np.maximum(n, 1), np.nan)
-    den = 1 + z**2 / n
-    centre = (p + z**2 / (2 * n)) / den
-    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / den
-    return centre - half, centre + half
+def distinct_intervals(distinct, n_selected) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson 95% intervals of the distinct shares over the selected seeds, at every point.
+
+    **Arguments:**
+
+    - `distinct`: the distinct fractions, any shape.
+    - `n_selected`: the selected seeds behind each fraction, the same shape.
+
+    **Returns:**
+
+    `(low, high)`, arrays of that shape.
+    """
+    distinct, n_selected = np.asarray(distinct, float), np.asarray(n_selected, float)
+    k = np.rint(distinct * n_selected)
+    ends = [
+        wilson_interval(int(a), int(b)) if b > 0 else (np.nan, np.nan)  # none selected
+        for a, b in zip(k.flat, n_selected.flat)
+    ]
+    return tuple(np.reshape([e[i] for e in ends], distinct.shape) for i in (0, 1))
 
 
 def _toy_D(beta, K):
@@ -121,7 +139,7 @@ def compute(quick: bool, cache_dir) -> dict:
     res = cached(cache_dir, params, run)
     distinct = np.asarray(res["distinct_fraction"], float)  # (N, beta, rho)
     n_sel = np.rint(np.asarray(res["selected_fraction"], float) * seeds)
-    lo, hi = _wilson(np.rint(distinct * n_sel), n_sel)
+    lo, hi = distinct_intervals(distinct, n_sel)
     base = independent_distinct_baseline(H, S)
     Ns, betas, rhos = g["N"], g["beta"], g["rho"]
     D_free = np.array([[_toy_D(b, N - L * S) for b in betas] for N in Ns])  # K = N - LS
@@ -252,6 +270,59 @@ def draw(data: dict):
     return fig
 
 
+def tables(data: dict) -> list[MeasuredTable]:
+    """The distinct share at every grid point (Wilson 95% intervals) and the toy's split
+    advantage at the same N and beta."""
+    Ns, betas, rhos = data["N"], data["beta"], data["rho"]
+    n_sel = np.rint(
+        np.asarray(data["selected_fraction"], float) * data["seeds"]
+    ).astype(int)
+    k = np.rint(np.asarray(data["distinct_fraction"], float) * n_sel).astype(int)
+    lines = [(j, b, r_i, r) for j, b in enumerate(betas) for r_i, r in enumerate(rhos)]
+    shares = [
+        [str(N)]
+        + [
+            (
+                f"{k[i, j, r_i]}/{n_sel[i, j, r_i]} "
+                + interval_text(*wilson_interval(k[i, j, r_i], n_sel[i, j, r_i]))
+                if n_sel[i, j, r_i] > 0
+                else "none selected"
+            )
+            for j, _, r_i, _ in lines
+        ]
+        for i, N in enumerate(Ns)
+    ]
+    Da, Df = (np.asarray(data[f], float) for f in ("toy_D_K_all", "toy_D_K_outside"))
+    toy = [
+        [str(N)]
+        + [f"{Da[i, j]:.3g}" for j in range(len(betas))]
+        + [
+            f"{Df[i, j]:.3g}" if np.isfinite(Df[i, j]) else "-"
+            for j in range(len(betas))
+        ]
+        for i, N in enumerate(Ns)
+    ]
+    return [
+        MeasuredTable(
+            f"Selected seeds (of {data['seeds']}) whose two heads chose distinct offsets, "
+            f"with 95% Wilson intervals; independent choices give {data['baseline']:.3f}; "
+            f"non-increasing in N on {sum(data['monotone_in_N'])}/{len(data['monotone_in_N'])} "
+            "lines.",
+            ["N", *(f"beta={b:g}, rho={r:g}" for _, b, _, r in lines)],
+            shares,
+        ),
+        MeasuredTable(
+            "The two-head toy's split advantage D(beta, K) with K = N - 1 and K = N - L*S "
+            "(Spearman rank correlation of (distinct - baseline)/(1 - baseline) with D, "
+            f"K = N - 1, over all points: {data['spearman_excess_vs_D']:.2f}).",
+            ["N"]
+            + [f"D, beta={b:g}, K=N-1" for b in betas]
+            + [f"D, beta={b:g}, K=N-LS" for b in betas],
+            toy,
+        ),
+    ]
+
+
 FIGURE = Figure(
     "coverage_map",
     "Coverage vs N, beta and rho, with the two-head toy's prediction",
@@ -259,4 +330,5 @@ FIGURE = Figure(
     compute,
     draw,
     cost=60,
+    tables=tables,
 )

@@ -17,7 +17,7 @@ from ..toy._toy import (
     toy_loss,
 )
 from . import _style
-from ._figure import Figure
+from ._figure import Figure, MeasuredTable
 
 GAMMA = 1.0
 LS = (4, 8, 64)  # panels of the stability diagram
@@ -64,9 +64,10 @@ CLAIM = (
     "beta_0 only for "
     "K > K*(beta), which grows like e^{2 beta a} (L=8: K* = 4.6 at beta 4, 3.1e3 at "
     "beta 16). Below the curve "
-    "p = 1/2 is a saddle, never a local minimum on this range. Flows (10 starts, L=8, "
+    "p = 1/2 is a saddle, never a local minimum on this range. Flows (10 fixed starts, "
+    "a chosen set rather than a random sample, each listed under Measured; L=8, "
     "K=100): at beta 4 (panel a, "
-    "both directions unstable) 6 of 10 end with both heads on the same offset, since "
+    "both directions unstable) 6 of the 10 end with both heads on the same offset, since "
     "the split corners beat "
     "the same corner by only 0.009, an O(1/K) effect against an O(1) sharpening gain; "
     "at beta 16 (panel b, "
@@ -343,6 +344,70 @@ def draw(data: dict):
     return fig
 
 
+def _corner(p) -> str:
+    """The corner a toy flow ended at, e.g. '(1, 0)'."""
+    return "(" + ", ".join(str(round(x)) for x in p) + ")"
+
+
+def tables(data: dict) -> list[MeasuredTable]:
+    """The stability diagrams (agreement of the curve with the rate signs, beta_0), K*(beta),
+    the rates at the marked points, and where every toy flow ended."""
+    diagrams = [
+        [
+            str(d["L"]),
+            f"{d['boundary_agrees_with_signs']} of {d['grid_points']}",
+            f"{d['beta_0']:.3g}",
+        ]
+        for d in data["diagrams"]
+    ]
+    cuts = [[f"{c['beta']:g}", f"{c['K_star']:.4g}"] for c in data["cuts"]]
+    marked = [
+        [
+            m["label"],
+            f"{m['beta']:g}",
+            f"{m['K']:g}",
+            f"{m['symmetric']:.4g}",
+            f"{m['antisymmetric']:.4g}",
+        ]
+        for m in data["marked"]
+    ]
+    lands = data["landscapes"]
+    flows = []
+    for i in range(len(lands[0]["trajectories"])):
+        start = lands[0]["trajectories"][i][0]
+        ends = [_corner(land["trajectories"][i][-1]) for land in lands]
+        flows.append([f"({start[0]:.2f}, {start[1]:.2f})", *ends])
+    labels = [f"beta={land['config']['beta']:g}" for land in lands]
+    split = ", ".join(
+        f"{lab}: {land['ends_split']} of {len(flows)}"
+        for lab, land in zip(labels, lands)
+    )
+    return [
+        MeasuredTable(
+            "Stability diagrams: grid points where the curve K*(beta) agrees with the direct "
+            "signs of the escape rates (every point of the grid), and beta_0.",
+            ["L", "agreeing grid points", "beta_0"],
+            diagrams,
+        ),
+        MeasuredTable(f"K*(beta) at L={MAIN_L}.", ["beta", "K*"], cuts),
+        MeasuredTable(
+            f"Escape rates at the marked points (L={MAIN_L}); > 0 is unstable.",
+            ["point", "beta", "K", "symmetric (1,1)", "antisymmetric (1,-1)"],
+            marked,
+        ),
+        MeasuredTable(
+            f"Toy flows at K={lands[0]['config']['K']:g}, L={MAIN_L}: start p and the corner "
+            "reached ((1, 0) and (0, 1): heads split; (0, 0) and (1, 1): same offset); "
+            f"ending split: {split}. "
+            f"Corner losses at beta={lands[0]['config']['beta']:g}: same "
+            f"{data['corner_same']:.5f}, opposite {data['corner_opposite']:.5f} (split "
+            f"advantage {data['split_advantage']:.3g}).",
+            ["start p", *(f"end, {lab}" for lab in labels)],
+            flows,
+        ),
+    ]
+
+
 FIGURE = Figure(
     "toy_stability",
     "The two-head toy: where p = 1/2 is unstable, and splitting is slow",
@@ -350,4 +415,5 @@ FIGURE = Figure(
     compute,
     draw,
     cost=10,
+    tables=tables,
 )

@@ -13,7 +13,8 @@ from ..model._interventions import (
 )
 from ..model._loss import phase_accuracy, phase_gap, phase_losses
 from . import _runs, _style
-from ._figure import Figure
+from ._figure import Figure, MeasuredTable
+from ._stats import share_text
 
 CLAIM = (
     "Periodic weak spots (docs/theory.md §9), measured on converged reduced flows "
@@ -25,7 +26,8 @@ CLAIM = (
     "whole vocabulary) exactly "
     "the query phases their heads selected and no other. Over all seeds: with H < S-1 "
     "the phase gap is 1 in "
-    "every seed (1280/1280 over the five such (H, S), Wilson 95% interval [0.997, 1]; some "
+    "every seed (1280/1280 over the five such (H, S), Wilson 95% interval [0.997, 1]; quick "
+    "mode 32/32 [0.89, 1]; some "
     "phase is always wrong); at H = S-1 (H=3, S=4) it is 0 in 67/256 = 26% of "
     "the seeds (Wilson 95% [0.21, 0.32]), the share "
     "whose heads selected distinct "
@@ -35,7 +37,9 @@ CLAIM = (
     "that phase's successor "
     "lies in the next block), and mean-ablating one head makes exactly the phase that "
     "head selected wrong "
-    "(full mode: loss +1.12 there, changes of about 1e-3 at the other phases)."
+    "(full mode: loss +1.12 there, changes of about 1e-3 at the other phases; in quick mode "
+    "both heads of that model select offset 0, so ablating either leaves phase 0 answered "
+    "at loss +1.11)."
 )
 
 
@@ -180,6 +184,71 @@ def draw(data: dict):
     return fig
 
 
+def _phases(accuracy) -> str:
+    """The query phases a model answers (top-1 accuracy 1), e.g. '0, 2', or 'none'."""
+    answered = [str(q) for q, a in enumerate(accuracy) if a == 1.0]
+    return ", ".join(answered) if answered else "none"
+
+
+def tables(data: dict) -> list[MeasuredTable]:
+    """The phase gap over seeds per (H, S) (Wilson 95% intervals), the drawn models, and the
+    rotation and knockout of one converged model."""
+    gaps, drawn = [], []
+    for m in data["models"]:
+        gap = np.asarray(m["gap"], float)
+        gaps.append(
+            [
+                f"H={m['H']}, S={m['S']}",
+                str(gap.size),
+                share_text(int(np.sum(gap == 1.0)), gap.size),
+                share_text(int(np.sum(gap == 0.0)), gap.size),
+                f"{gap.mean():.2f}",
+            ]
+        )
+        drawn += [
+            [f"H={m['H']}, S={m['S']}", str(i), ", ".join(map(str, sel)), _phases(acc)]
+            for i, (sel, acc) in enumerate(zip(m["selected"], m["accuracy"]))
+        ]
+    selected = ", ".join(map(str, data["rotation_selected"]))
+    rotation = [[d, _phases(acc)] for d, acc in data["rotation"].items()]
+    k = data["knockout"]
+    base = np.asarray(k["base_loss"], float)
+    knockout = [
+        ["none", _phases(k["base_accuracy"]), ", ".join(f"{x:.4f}" for x in base)]
+    ] + [
+        [
+            str(h),
+            _phases(acc),
+            ", ".join(f"{x - b:+.4f}" for x, b in zip(loss, base)),
+        ]
+        for h, (acc, loss) in enumerate(zip(k["accuracy"], k["loss"]))
+    ]
+    return [
+        MeasuredTable(
+            "Phase gap (max minus min per-phase top-1 accuracy) of every converged seed "
+            "(Wilson 95% intervals).",
+            ["heads, stride", "seeds", "gap 1", "gap 0", "mean gap"],
+            gaps,
+        ),
+        MeasuredTable(
+            "The drawn models: selected key offset per head and the query phases answered.",
+            ["heads, stride", "seed", "key offsets", "phases answered"],
+            drawn,
+        ),
+        MeasuredTable(
+            f"Gate rotation of seed 0 (key offsets {selected}) by delta: the phases answered.",
+            ["delta", "phases answered"],
+            rotation,
+        ),
+        MeasuredTable(
+            "Mean-ablating one head of the same model: the phases answered and the change "
+            "of the per-phase loss (first row: the loss without ablation).",
+            ["ablated head", "phases answered", "per-phase loss (change)"],
+            knockout,
+        ),
+    ]
+
+
 FIGURE = Figure(
     "weak_spots",
     "Periodic weak spots: per-phase accuracy of converged models",
@@ -187,4 +256,5 @@ FIGURE = Figure(
     compute,
     draw,
     cost=105,
+    tables=tables,
 )

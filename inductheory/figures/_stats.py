@@ -1,0 +1,179 @@
+"""Intervals for the numbers the figures report: Wilson score intervals for shares, order-statistic
+intervals for medians (and how surely quartiles bound a median), and their text in
+figures/README.md.
+
+```python
+from inductheory.figures._stats import share_text, wilson_interval
+wilson_interval(256, 256)  # (0.985..., 1.0)
+share_text(67, 256)  # '67/256 = 0.262 [0.212, 0.319]'
+```
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+
+import numpy as np
+
+Z95 = 1.959963984540054  # two-sided 95% normal quantile
+
+
+def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial share k/n (95% for the default z).
+
+    **Arguments:**
+
+    - `k`: the count of successes, `0 <= k <= n`.
+    - `n`: the number of trials, `n >= 1`.
+    - `z`: the normal quantile of the two-sided confidence level.
+
+    **Returns:**
+
+    `(low, high)`, clipped to [0, 1].
+
+    ```python
+    wilson_interval(20, 20)  # (0.839, 1.0)
+    ```
+    """
+    if n < 1:
+        raise ValueError(f"wilson_interval: n must be >= 1, got {n}")
+    if not 0 <= k <= n:
+        raise ValueError(f"wilson_interval: k must lie in [0, n={n}], got {k}")
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def interval_text(low: float, high: float, digits: int = 2) -> str:
+    """`[low, high]` with `digits` decimals; an end at exactly 0 or 1 is written `0` or `1`."""
+
+    def end(x):
+        # the ends at k = 0 or k = n are 0 or 1 up to rounding of the closed form
+        return str(round(x)) if min(abs(x), abs(x - 1)) < 1e-12 else f"{x:.{digits}f}"
+
+    return f"[{end(low)}, {end(high)}]"
+
+
+def share_text(k: int, n: int, digits: int | None = None) -> str:
+    """A share as `k/n = p [low, high]` with its Wilson 95% interval (`k/n [low, 1]` when k = n,
+    `k/n [0, high]` when k = 0: the share itself is then plain).
+
+    **Arguments:**
+
+    - `k`, `n`: the count and the number of trials (as for `wilson_interval`).
+    - `digits`: decimals of the share and of the interval ends; by default 2, and 3 from
+      n = 100 on (where the interval is narrower than 0.01 near 0 and 1).
+
+    **Returns:**
+
+    The text, e.g. `'6/10 = 0.60 [0.31, 0.83]'` or `'256/256 [0.985, 1]'`.
+    """
+    k, n = int(k), int(n)
+    if digits is None:
+        digits = 3 if n >= 100 else 2
+    lo, hi = wilson_interval(k, n)
+    ci = interval_text(lo, hi, digits)
+    if k in (0, n):
+        return f"{k}/{n} {ci}"
+    return f"{k}/{n} = {k / n:.{digits}f} {ci}"
+
+
+class MedianInterval(typing.NamedTuple):
+    """A median with a distribution-free interval from two order statistics.
+
+    - `median`: the sample median (numpy's).
+    - `low`, `high`: the order statistics x_(j) and x_(n+1-j) (1-based) bracketing it.
+    - `coverage`: the exact coverage of [low, high] for the population median of a continuous
+      distribution, 1 - 2 P(Bin(n, 1/2) < j); at least the level asked for, except for samples
+      too small to reach it (then j = 1, the range).
+    """
+
+    median: float
+    low: float
+    high: float
+    coverage: float
+
+
+def median_interval(values, level: float = 0.95) -> MedianInterval:
+    """The order-statistic interval of the median: the narrowest [x_(j), x_(n+1-j)] whose
+    coverage 1 - 2 P(Bin(n, 1/2) < j) is at least `level`.
+
+    **Arguments:**
+
+    - `values`: a non-empty 1-d sample (NaN not allowed).
+    - `level`: the coverage asked for, in (0, 1).
+
+    **Returns:**
+
+    A `MedianInterval`.
+
+    ```python
+    median_interval(range(256))  # low, high about the 44% and 56% quantiles
+    ```
+    """
+    x = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    n = x.size
+    if n < 1 or not np.all(np.isfinite(x)):
+        raise ValueError(
+            "median_interval: values must be a non-empty sample of finite numbers"
+        )
+    if not 0 < level < 1:
+        raise ValueError(f"median_interval: level must lie in (0, 1), got {level}")
+
+    j = 1
+    while j + 1 <= (n + 1) // 2 and order_statistic_coverage(n, j + 1) >= level:
+        j += 1
+    return MedianInterval(
+        float(np.median(x)),
+        float(x[j - 1]),
+        float(x[n - j]),
+        order_statistic_coverage(n, j),
+    )
+
+
+def order_statistic_coverage(n: int, j: int) -> float:
+    """The probability that [x_(j), x_(n+1-j)] (1-based order statistics of n values from a
+    continuous distribution) contains its median: 1 - 2 P(Bin(n, 1/2) < j).
+
+    **Arguments:**
+
+    - `n`: the sample size, `n >= 1`.
+    - `j`: the rank of the lower end, `1 <= j <= (n + 1) / 2`.
+
+    **Returns:**
+
+    The coverage, exact (integer binomial sums).
+
+    ```python
+    order_statistic_coverage(6, 1)  # 0.96875: the range of 6 values
+    ```
+    """
+    if n < 1 or not 1 <= j <= (n + 1) / 2:
+        raise ValueError(
+            f"order_statistic_coverage: need n >= 1 and 1 <= j <= (n + 1)/2, got n={n}, j={j}"
+        )
+    return 1 - 2 * sum(math.comb(n, i) for i in range(j)) / 2**n
+
+
+def quartile_median_coverage(n: int) -> float:
+    """How surely the quartiles of n values (numpy's linear interpolation) bound the median:
+    [q25, q75] contains [x_(j), x_(n+1-j)] with j = ceil((n - 1) / 4) + 1, so its coverage is
+    at least `order_statistic_coverage(n, j)`.
+
+    **Arguments:**
+
+    - `n`: the sample size, `n >= 2`.
+
+    **Returns:**
+
+    The lower bound on the coverage.
+
+    ```python
+    quartile_median_coverage(16)  # 0.92...
+    ```
+    """
+    if n < 2:
+        raise ValueError(f"quartile_median_coverage: n must be >= 2, got {n}")
+    return order_statistic_coverage(n, math.ceil((n - 1) / 4) + 1)
