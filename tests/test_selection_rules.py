@@ -80,3 +80,44 @@ def test_a_flow_stopped_before_selection_reports_no_selection():
         keys = [int(np.argmax(k)) if k.max() >= 1 - delta else -1 for k in p[:, 0]]
         assert ps.key_offsets[i].tolist() == keys
     assert discriminating > 0  # the setting separates 1 - delta from 1 - 10 delta
+
+
+@pytest.mark.parametrize(
+    "keys, values, expected",
+    [
+        ([0, 2], [1, 3], True),
+        ([0, 2], [1, 2], False),  # the second head's value sits on its key offset
+        ([0, 2], [0, 3], False),  # the first head's value sits on its key offset
+        ([1], [3], False),  # two offsets after the key
+        ([-1, 0], [0, 1], False),  # no key selected, even with value = key + 1
+        ([-1], [-1], False),
+        ([3, 3], [4, 4], True),  # shared offsets still follow
+    ],
+)
+def test_value_follows_key_is_value_at_key_plus_one_for_every_head(
+    keys, values, expected
+):
+    assert bool(it.model.value_follows_key(keys, values)) is expected
+    batch = it.model.value_follows_key([keys, keys], [values, [-1] * len(keys)])
+    assert batch.tolist() == [expected, False]
+
+
+@pytest.mark.parametrize(
+    "offsets, expected",
+    [
+        ([[0], [1], [2]], True),
+        ([[0], [1], [0]], False),  # heads 0 and 2 share
+        ([[0, 1], [1, 0]], True),  # distinct in every block
+        ([[0, 1], [1, 1]], False),  # shared in the second block
+        ([[0], [-1]], False),  # a head that selected nothing
+        ([[2]], True),
+    ],
+)
+def test_distinct_within_blocks_against_sets(offsets, expected):
+    got = bool(it.model.distinct_within_blocks(jnp.asarray(offsets)))
+    o = np.asarray(offsets)
+    by_sets = bool(
+        np.all(o >= 0)
+        and all(len(set(o[:, b])) == o.shape[0] for b in range(o.shape[1]))
+    )
+    assert got is expected is by_sets
