@@ -4,47 +4,52 @@ then a 1/t tail."""
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import binom
 
 from ..flow import _rates
 from ..flow._config import FlowConfig
 from . import _runs, _style
-from ._figure import Figure
+from ._figure import Figure, MeasuredTable
+from .approximate_geometry import wilson_interval
 
 SHAPE = dict(L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0)
-# The tail runs stop here (with Newton's root find, much smaller deltas end in solver errors).
 TAIL_DELTA = 1e-6
 FIT_WINDOW = (2e-6, 1e-4)  # 1 - p(t) fitted in (lo, hi]
+# At delta <= 1e-6 the selection margin's slope is at its rounding noise when the event fires:
+# Newton's root find can stall there (a solver error), bisection cannot. Before the event the
+# two give the same steps, hence the same saved trajectories.
+ROOT_FINDER = "bisection"
+LEVEL = 0.95  # of every interval
+BOOTSTRAP = dict(resamples=2000, seed=0)
 
 CLAIM = (
-    "Convergence of the reduced flow (docs/theory.md §6). Reduced flows (exact "
-    "geometry, L=8, S=4, H=2, N=4096, beta=4, gamma=1, kappa=1). Tail: 16 seeds for "
-    "each "
-    "rho in {1e-4, 1e-3, 1e-2, 0.1, 0.5} (quick mode 3 seeds, rho in {1e-3, 0.1}), run "
-    "to delta = 1e-6 with 160 "
-    "log-spaced saves in [1, 1e9] (quick mode 80); seeds whose solver failed at the "
-    "selection event (10 of 80 in "
-    "full mode) are left out. The unselected mass 1 - p(t) (largest mass off the final "
-    "selection over heads and branches) is fitted on log-log axes over 1 - p in (2e-6, "
-    "1e-4]; the exponent "
-    "(mean and range over seeds under Measured) is close to -1, and t (1 - p) at the "
-    "end is compared with the "
-    "coefficient C = max_{h,B} sum_{r'} 1/((kappa + 1/N) S Delta g_{r'}) predicted "
-    "from the loss gradient gaps "
-    "Delta g at the selected vertex (inductheory.tail_coefficients). Hence the time to "
-    "delta-selection is about "
-    "C/delta plus the escape time: delta in {1e-2, ..., 1e-6} (64 seeds per delta, rho "
-    "= 0.1; quick mode 3 values, "
-    "8 seeds), median time x delta / C under Measured. Escape: b = 0 is not a fixed "
-    "point (key mass drifts off "
-    "offset S-1, value mass off offset 0, equally for all phases), but on the "
-    "symmetry-breaking directions the "
-    "Jacobian has the closed-form rate lambda (proofs/escape_rate.py); the time at "
-    "which the symmetry-breaking "
-    "norm of the logits reaches 1 is compared with log(1/rho_eff)/lambda, rho_eff its "
-    "initial value (ratio "
-    "under Measured). log(1/rho) enters only through this escape time, which is why "
-    "the time to selection "
-    "hardly depends on rho."
+    "Convergence of the reduced flow (docs/theory.md §6). Reduced flows (exact geometry, "
+    "L=8, S=4, H=2, N=4096, beta=4, gamma=1, kappa=1), the selection time located by "
+    "bisection (with Newton's root find, 10 of the 80 full-mode tail seeds end in solver "
+    "errors at delta = 1e-6). Tail: 16 seeds for each rho in {1e-4, 1e-3, 1e-2, 0.1, 0.5}"
+    " (80 in all; quick mode 3 seeds, rho in {1e-3, 0.1}), run to delta = 1e-6 with 160 "
+    "log-spaced saves in [1, 1e9] (quick mode 80); every seed selects (n/n with its "
+    "Wilson 95% interval under Measured: 80/80 [0.95, 1] in full mode). The unselected "
+    "mass 1 - p(t) (largest mass off the final selection over heads and branches) is "
+    "fitted on log-log axes over 1 - p in (2e-6, 1e-4]: the exponent is close to -1, a "
+    "little below it, and nearer -1 the larger rho (mean over seeds with a 95% bootstrap "
+    "interval over seeds, and its range, per rho and for all 80 under Measured), and t (1"
+    " - p) at the end is compared with the coefficient C = max_{h,B} sum_{r'} 1/((kappa +"
+    " 1/N) S Delta g_{r'}) predicted from the loss gradient gaps Delta g at the selected "
+    "vertex (inductheory.tail_coefficients; median ratio with its 95% order-statistic "
+    "interval). Hence the time to delta-selection is about C/delta plus the escape time: "
+    "delta in {1e-2, ..., 1e-6} (64 seeds per delta, rho = 0.1; quick mode 3 values, 8 "
+    "seeds; every seed selects at every delta, 64/64 [0.94, 1] each in full mode, where "
+    "Newton's root find left 7 of 64 out at delta = 1e-6), the median time and median "
+    "time x delta / C with 95% order-statistic intervals, and the log-log slope of the "
+    "median time against delta with a 95% bootstrap interval over seeds, under Measured. "
+    "Escape: b = 0 is not a fixed point (key mass drifts off offset S-1, value mass off "
+    "offset 0, equally for all phases), but on the symmetry-breaking directions the "
+    "Jacobian has the closed-form rate lambda (proofs/escape_rate.py); the time at which "
+    "the symmetry-breaking norm of the logits reaches 1 is compared with "
+    "log(1/rho_eff)/lambda, rho_eff its initial value (median ratio with its 95% "
+    "order-statistic interval under Measured). log(1/rho) enters only through this escape"
+    " time, which is why the time to selection hardly depends on rho."
 )
 
 
@@ -57,6 +62,19 @@ def _tail_config(quick: bool, rho: float) -> FlowConfig:
         n_save=80 if quick else 160,
         t_save_min=1.0,
         max_steps=200_000,
+        root_finder=ROOT_FINDER,
+    )
+
+
+def _delta_config(delta: float) -> FlowConfig:
+    return FlowConfig(
+        dynamics="reduced",
+        rho=0.1,
+        delta=delta,
+        t_max=1e9,
+        n_save=8,
+        max_steps=200_000,
+        root_finder=ROOT_FINDER,
     )
 
 
@@ -73,6 +91,68 @@ def _first_crossing(t, y, level):
         return float(t[0])
     w = (level - y[i - 1]) / (y[i] - y[i - 1])
     return float(np.exp(np.log(t[i - 1]) + w * (np.log(t[i]) - np.log(t[i - 1]))))
+
+
+def _median_interval(values) -> dict:
+    """The median and the narrowest order-statistic interval [x_(j), x_(n+1-j)] whose coverage
+    1 - 2 P(Bin(n, 1/2) < j) of the population median is at least `LEVEL`; when n is too small
+    to reach it, the range, with its (lower) coverage."""
+    x = np.sort(np.asarray(values, float))
+    n = x.size
+    j = 1
+    while j + 1 <= (n + 1) // 2 and 1 - 2 * binom.cdf(j, n, 0.5) >= LEVEL:
+        j += 1
+    return {
+        "median": float(np.median(x)),
+        "ci": [float(x[j - 1]), float(x[n - j])],
+        "coverage": float(1 - 2 * binom.cdf(j - 1, n, 0.5)),
+        "n": int(n),
+    }
+
+
+def _bootstrap_interval(groups, statistic) -> list[float]:
+    """Percentile interval (`LEVEL`) of `statistic(*groups)` over bootstrap resamples of each
+    group's seeds (with replacement, within each group), from a fixed seed."""
+    rng = np.random.default_rng(BOOTSTRAP["seed"])
+    groups = [np.asarray(g, float) for g in groups]
+    stats = [
+        statistic(*(g[rng.integers(0, g.size, g.size)] for g in groups))
+        for _ in range(BOOTSTRAP["resamples"])
+    ]
+    tail = (1 - LEVEL) / 2 * 100
+    return [float(np.percentile(stats, tail)), float(np.percentile(stats, 100 - tail))]
+
+
+def _tail_summary(rows: list[dict]) -> dict:
+    """Exponent (mean, bootstrap interval, range), t(1-p)/C and escape ratio (medians with
+    order-statistic intervals) over the selected seeds of `rows`; shares with Wilson intervals."""
+    good = [r for r in rows if r["status"] == "selected"]
+    ex = np.array([r["exponent"] for r in good])
+    ratio_c = np.array([r["t_times_unselected_last"] / r["C_predicted"] for r in good])
+    ratio_e = np.array([r["escape_measured"] / r["escape_predicted"] for r in good])
+    return {
+        "selected": len(good),
+        "seeds": len(rows),
+        "selected_ci95": list(wilson_interval(len(good), len(rows))),
+        "exponent_mean": float(ex.mean()),
+        "exponent_mean_ci95": _bootstrap_interval([ex], np.mean),
+        "exponent_min": float(ex.min()),
+        "exponent_max": float(ex.max()),
+        "exponent_std": float(ex.std()),
+        "tail_over_C": _median_interval(ratio_c),
+        "tail_over_C_min": float(ratio_c.min()),
+        "tail_over_C_max": float(ratio_c.max()),
+        "escape_ratio": _median_interval(ratio_e),
+        "escape_ratio_min": float(ratio_e.min()),
+        "escape_ratio_max": float(ratio_e.max()),
+    }
+
+
+def _log_slope(deltas, *times) -> float:
+    """Least-squares slope of log(median time) against log(delta)."""
+    return float(
+        np.polyfit(np.log(deltas), np.log([np.median(t) for t in times]), 1)[0]
+    )
 
 
 def compute(quick: bool, cache_dir) -> dict:
@@ -119,17 +199,9 @@ def compute(quick: bool, cache_dir) -> dict:
             )
     deltas = [1e-2, 1e-3, 1e-4] if quick else [1e-2, 1e-3, 1e-4, 1e-5, 1e-6]
     d_seeds = 8 if quick else 64
-    by_delta = []
+    by_delta, times = [], []
     for delta in deltas:
-        cfg = FlowConfig(
-            dynamics="reduced",
-            rho=0.1,
-            delta=delta,
-            t_max=1e9,
-            n_save=8,
-            max_steps=200_000,
-        )
-        run = _runs.flow_runs(task, cfg, d_seeds, cache_dir)
+        run = _runs.flow_runs(task, _delta_config(delta), d_seeds, cache_dir)
         ok = np.asarray(run["status"]) == "selected"
         tf = np.asarray(run["t_final"], float)[ok]
         C = np.array(
@@ -138,67 +210,164 @@ def compute(quick: bool, cache_dir) -> dict:
                 for k in np.asarray(run["key_offsets"])[ok]
             ]
         )
+        times.append(tf)
         by_delta.append(
             {
                 "delta": delta,
                 "selected": int(ok.sum()),
                 "seeds": d_seeds,
+                "selected_ci95": list(wilson_interval(int(ok.sum()), d_seeds)),
                 "median": float(np.median(tf)),
+                "median_interval": _median_interval(tf),
                 "q25": float(np.quantile(tf, 0.25)),
                 "q75": float(np.quantile(tf, 0.75)),
                 "median_C": float(np.median(C)),
                 "median_t_delta_over_C": float(np.median(tf * delta / C)),
+                "t_delta_over_C": _median_interval(tf * delta / C),
+                "t_final": tf.tolist(),
             }
         )
-    good = [r for r in tails if r["status"] == "selected"]
-    ex = np.array([r["exponent"] for r in good])
-    ratio_c = np.array([r["t_times_unselected_last"] / r["C_predicted"] for r in good])
-    ratio_e = np.array([r["escape_measured"] / r["escape_predicted"] for r in good])
-    slope_dt = np.polyfit(
-        np.log([r["delta"] for r in by_delta]),
-        np.log([r["median"] for r in by_delta]),
-        1,
-    )[0]
+    summary = _tail_summary(tails)
+    per_rho = [
+        {"rho": rho, **_tail_summary([r for r in tails if r["rho"] == rho])}
+        for rho in rhos
+    ]
+    slope_dt = _log_slope(deltas, *times)
+    summary.update(
+        escape_ratio_median=summary["escape_ratio"]["median"],
+        time_vs_delta_slope=slope_dt,
+        time_vs_delta_slope_ci95=_bootstrap_interval(
+            times, lambda *t: _log_slope(deltas, *t)
+        ),
+        selected_tails=summary["selected"],
+        tails=summary["seeds"],
+    )
+    s = summary
     return {
         "rates": rates,
         "tails": tails,
+        "per_rho": per_rho,
         "by_delta": by_delta,
-        "summary": {
-            "exponent_mean": float(ex.mean()),
-            "exponent_min": float(ex.min()),
-            "exponent_max": float(ex.max()),
-            "exponent_std": float(ex.std()),
-            "tail_over_C_min": float(ratio_c.min()),
-            "tail_over_C_max": float(ratio_c.max()),
-            "escape_ratio_median": float(np.median(ratio_e)),
-            "escape_ratio_min": float(ratio_e.min()),
-            "escape_ratio_max": float(ratio_e.max()),
-            "time_vs_delta_slope": float(slope_dt),
-            "selected_tails": len(good),
-            "tails": len(tails),
-        },
+        "summary": summary,
         "parameters": {
             "task": "L=8 S=4 H=2 N=4096 beta=4 gamma=1 kappa=1, reduced flow",
             "tail": f"rho in {rhos}, {seeds} seeds each, delta={TAIL_DELTA}, saves in [1, 1e9], "
             f"exponent fitted over 1-p in {FIT_WINDOW}",
             "delta": f"delta in {deltas}, rho=0.1, {d_seeds} seeds each",
+            "root_finder": ROOT_FINDER,
+            "intervals": f"{LEVEL:.0%}: Wilson for shares, order statistics for medians, "
+            f"percentile bootstrap over seeds ({BOOTSTRAP['resamples']} resamples, seed "
+            f"{BOOTSTRAP['seed']}) for the mean exponent and the slope",
         },
         "findings": (
             f"escape rates lambda sym {rates['sym']:.4f}, anti {rates['anti']:.4f}; "
-            "exponent of 1-p(t) "
-            f"{ex.mean():.4f} (range {ex.min():.4f}..{ex.max():.4f}, "
-            f"{len(good)}/{len(tails)} seeds selected); "
-            "t(1-p) at the end / predicted C in "
-            f"{ratio_c.min():.4f}..{ratio_c.max():.4f}; measured / "
-            f"predicted escape time median {np.median(ratio_e):.2f} (range {ratio_e.min():.2f}.."
-            f"{ratio_e.max():.2f}); median time to selection vs delta: slope {slope_dt:.3f}, "
+            f"exponent of 1-p(t) {s['exponent_mean']:.4f} "
+            f"[{s['exponent_mean_ci95'][0]:.4f}, {s['exponent_mean_ci95'][1]:.4f}] "
+            f"(range {s['exponent_min']:.4f}..{s['exponent_max']:.4f}, "
+            f"{s['selected']}/{s['seeds']} seeds selected); "
+            f"t(1-p) at the end / predicted C median {s['tail_over_C']['median']:.4f} "
+            f"(range {s['tail_over_C_min']:.4f}..{s['tail_over_C_max']:.4f}); measured / "
+            f"predicted escape time median {s['escape_ratio']['median']:.2f} (range "
+            f"{s['escape_ratio_min']:.2f}..{s['escape_ratio_max']:.2f}); median time to "
+            f"selection vs delta: slope {slope_dt:.3f}, "
             + ", ".join(
                 f"delta={r['delta']:g}: {r['median']:.4g} (t delta / C = "
-                f"{r['median_t_delta_over_C']:.3f})"
+                f"{r['median_t_delta_over_C']:.3f}, {r['selected']}/{r['seeds']})"
                 for r in by_delta
             )
         ),
     }
+
+
+def _interval(ci, digits: int, fmt: str = "f") -> str:
+    return f"[{ci[0]:.{digits}{fmt}}, {ci[1]:.{digits}{fmt}}]"
+
+
+def _median_text(m: dict, digits: int, fmt: str = "f") -> str:
+    """A `_median_interval` as `median [low, high]`, marked * when its coverage is below `LEVEL`
+    (too few seeds: the interval is then the range)."""
+    mark = "" if m["coverage"] >= LEVEL else "*"
+    return f"{m['median']:.{digits}{fmt}} {_interval(m['ci'], digits, fmt)}{mark}"
+
+
+def _share_text(k: int, n: int, ci) -> str:
+    return f"{k}/{n} {_interval(ci, 2)}"
+
+
+def _with_note(caption: str, rows: list[list[str]]) -> str:
+    """The caption, with the meaning of * when a cell has it."""
+    if any(cell.endswith("*") for row in rows for cell in row):
+        caption += (
+            f"; * too few seeds for a {LEVEL:.0%} order-statistic interval: the range"
+        )
+    return caption
+
+
+def tables(data: dict) -> list[MeasuredTable]:
+    """The tail fit per rho and over all seeds, the time to selection per delta, the rates."""
+    s, rates = data["summary"], data["rates"]
+    pct = f"{LEVEL:.0%}"
+    rows = [
+        [
+            label,
+            _share_text(r["selected"], r["seeds"], r["selected_ci95"]),
+            f"{r['exponent_mean']:.4f} {_interval(r['exponent_mean_ci95'], 4)}",
+            f"{r['exponent_min']:.4f}..{r['exponent_max']:.4f}",
+            _median_text(r["tail_over_C"], 4),
+            _median_text(r["escape_ratio"], 3),
+        ]
+        for label, r in [(f"{r['rho']:g}", r) for r in data["per_rho"]] + [("all", s)]
+    ]
+    per_rho = data["per_rho"][0]["seeds"]
+    tail = MeasuredTable(
+        _with_note(
+            f"Tail to delta = {TAIL_DELTA:g}, {per_rho} seeds per rho, {s['seeds']} in all "
+            f"({pct} intervals: Wilson for the share selected, bootstrap over seeds for the "
+            "mean exponent, order statistics for medians)",
+            rows,
+        ),
+        [
+            "rho",
+            "selected",
+            "exponent of 1 - p: mean",
+            "exponent range",
+            "t (1 - p) / C at the end: median",
+            "escape time measured / predicted: median",
+        ],
+        rows,
+    )
+    rows = [
+        [
+            f"{r['delta']:g}",
+            _share_text(r["selected"], r["seeds"], r["selected_ci95"]),
+            _median_text(r["median_interval"], 4, "g"),
+            f"{r['q25']:.4g}..{r['q75']:.4g}",
+            _median_text(r["t_delta_over_C"], 3),
+        ]
+        for r in data["by_delta"]
+    ]
+    lo, hi = s["time_vs_delta_slope_ci95"]
+    delta = MeasuredTable(
+        _with_note(
+            f"Time to delta-selection, rho = 0.1, {data['by_delta'][0]['seeds']} seeds per "
+            f"delta: log-log slope of the median time against delta "
+            f"{s['time_vs_delta_slope']:.3f} [{lo:.3f}, {hi:.3f}] (bootstrap over seeds); "
+            f"{pct} intervals, Wilson for shares, order statistics for medians",
+            rows,
+        ),
+        ["delta", "selected", "median time", "quartiles", "median t delta / C"],
+        rows,
+    )
+    escape = MeasuredTable(
+        "Escape rates at the uniform point (closed form, proofs/escape_rate.py)",
+        ["mode", "lambda"],
+        [
+            ["head-symmetric", f"{rates['sym']:.6f}"],
+            ["head-antisymmetric", f"{rates['anti']:.6f}"],
+            ["escape (the larger)", f"{rates['rate']:.6f}"],
+        ],
+    )
+    return [tail, delta, escape]
 
 
 def draw(data: dict):
@@ -227,7 +396,7 @@ def draw(data: dict):
     s = data["summary"]
     ax.set_title(
         f"1 - p(t): fitted exponent {s['exponent_mean']:.3f} "
-        f"({s['exponent_min']:.3f}..{s['exponent_max']:.3f})"
+        f"({s['exponent_min']:.3f}..{s['exponent_max']:.3f}, {s['selected']} seeds)"
     )
     ax.set_xlabel("flow time t")
     ax.set_ylabel("1 - p(t), mass off the final selection")
@@ -265,7 +434,9 @@ def draw(data: dict):
     ax.set_xlabel("selection tolerance delta")
     ax.set_ylabel("time to delta-selection")
     ax.set_title(
-        f"time to selection ~ C/delta (log-log slope {s['time_vs_delta_slope']:.3f}), rho=0.1"
+        "time to selection ~ C/delta (log-log slope "
+        f"{s['time_vs_delta_slope']:.3f} {_interval(s['time_vs_delta_slope_ci95'], 3)}), "
+        "rho=0.1"
     )
     ax.legend(loc="upper right", fontsize=7)
     return fig
@@ -278,4 +449,5 @@ FIGURE = Figure(
     compute,
     draw,
     cost=35,
+    tables=tables,
 )
