@@ -4,13 +4,12 @@ then a 1/t tail."""
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import binom
 
 from ..flow import _rates
 from ..flow._config import FlowConfig
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from .approximate_geometry import wilson_interval
+from ._stats import median_interval, wilson_interval
 
 SHAPE = dict(L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0)
 TAIL_DELTA = 1e-6
@@ -94,20 +93,10 @@ def _first_crossing(t, y, level):
 
 
 def _median_interval(values) -> dict:
-    """The median and the narrowest order-statistic interval [x_(j), x_(n+1-j)] whose coverage
-    1 - 2 P(Bin(n, 1/2) < j) of the population median is at least `LEVEL`; when n is too small
-    to reach it, the range, with its (lower) coverage."""
-    x = np.sort(np.asarray(values, float))
-    n = x.size
-    j = 1
-    while j + 1 <= (n + 1) // 2 and 1 - 2 * binom.cdf(j, n, 0.5) >= LEVEL:
-        j += 1
-    return {
-        "median": float(np.median(x)),
-        "ci": [float(x[j - 1]), float(x[n - j])],
-        "coverage": float(1 - 2 * binom.cdf(j - 1, n, 0.5)),
-        "n": int(n),
-    }
+    """`median_interval` at `LEVEL` as the data store it: median, ci, coverage, n."""
+    m = median_interval(values, LEVEL)
+    n = int(np.asarray(values).size)
+    return {"median": m.median, "ci": [m.low, m.high], "coverage": m.coverage, "n": n}
 
 
 def _bootstrap_interval(groups, statistic) -> list[float]:
