@@ -121,3 +121,26 @@ def test_distinct_within_blocks_against_sets(offsets, expected):
         and all(len(set(o[:, b])) == o.shape[0] for b in range(o.shape[1]))
     )
     assert got is expected is by_sets
+
+
+@pytest.mark.parametrize("scale", [0.5, 1.0, 2.0])
+def test_selection_margins_are_the_weakest_mass_minus_one_minus_delta(scale):
+    # head 0 holds 1 - scale*delta on key offset 1 and value offset 2, head 1 is hard on (0, 1):
+    # both margins equal -(scale - 1) delta, >= 0 exactly when the heads select
+    delta, S = 1e-3, 4
+    soft = np.full(S, scale * delta / (S - 1))
+    soft[1] = 1 - scale * delta
+    worst = np.zeros((2, 2, S))
+    worst[0, 0], worst[0, 1] = soft, np.roll(soft, 1)
+    worst[1, 0], worst[1, 1] = np.eye(S)[0], np.eye(S)[1]
+    worst = jnp.asarray(worst)
+    expected = (1 - scale * delta) - (1 - delta)
+    pair = float(it.flow.selection_margin(worst, delta))
+    tied = float(it.flow.concentration_margin(worst, delta))
+    assert pair == pytest.approx(expected, abs=1e-15)
+    assert tied == pytest.approx(expected, abs=1e-15)
+    selects = it.flow.head_selection(worst, delta)
+    assert selects.tolist() == ([1, 0] if scale <= 1 else [-1, 0])
+    assert it.flow.head_selection(worst, delta, tied=True).tolist() == (
+        [1, 0] if scale <= 1 else [-1, 0]
+    )
