@@ -492,7 +492,13 @@ def _lambda_position(lam: float, positions: dict) -> float | None:
         for lab, x in positions.items()
         if lab.startswith("lambda=")
     )
-    if len(known) < 2 or not known[0][0] <= lam <= known[-1][0]:
+    if not known:
+        return None
+    if len(known) == 1:  # one drawn lambda: one unit of the axis per decade around it
+        ((lam0, x0),) = known
+        x = x0 + np.log10(lam / lam0)
+        return float(x) if abs(x - x0) <= 0.5 else None
+    if not known[0][0] <= lam <= known[-1][0]:
         return None
     lams, xs = zip(*known)
     return float(np.interp(np.log(lam), np.log(lams), xs))
@@ -509,9 +515,12 @@ def _threshold_marks(ax, rows, threshold, groups, positions):
             ax.axvline(x_star, color="0.4", ls=":", lw=1, zorder=0)
             ax.text(
                 x_star,
-                0.02 + 0.07 * (len(drawn) - 1),
-                f" lambda*={r['lambda_star']:.3f} ({r['queries']})",
+                0.3,
+                f"lambda*={r['lambda_star']:.3f} ({r['queries']}) ",
                 transform=ax.get_xaxis_transform(),
+                rotation=90,
+                ha="right",
+                va="bottom",
                 fontsize=6.5,
                 color="0.3",
             )
