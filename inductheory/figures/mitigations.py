@@ -52,23 +52,31 @@ CLAIM = (
     "setting, and the gap of the "
     "seed-mean accuracy curve orders the strides the other way (W=8: S=8 29%, S=6 59%, "
     "S=4 and S=2 100%). "
-    "Coordination (W=S=4, H in {2, 3}, queries within and all, 64 seeds; quick mode "
-    "H=2, all, lambda in {0, 0.1}, "
-    "4 seeds): the "
-    "overlap penalty with lambda >= 0.1 puts the heads on distinct offsets in every "
-    "seed (64/64 in each of the 12 groups, Wilson 95% lower bound 0.943 per group, 0.995 "
-    "for 768/768 pooled; lambda=0.03: 83-100%; "
-    "mean objective 59-62% at H=2, 17-20% at H=3) at a mean population loss no higher "
-    "than the mean flow's; at "
-    "H = S-1 = 3 with within queries the worst-phase accuracy (mean over seeds) rises "
-    "from 0.20 to 1, with all "
-    "queries it stays 0 (the boundary phase). The worst-phase objective at tau=1 does "
-    "the same as lambda; at tau in "
-    "{0.3, 0.1} (budget t_max=1e6, 20,000 steps) the flows ended unselected except at "
-    "H=3, within; at H=2, within, "
-    "tau=0.3 the unselected gates answered all three within phases (worst accuracy 1) "
-    "at a higher loss (7.903 "
-    "against 7.792)."
+    "Coordination (W=S=4, H in {2, 3}, queries within and all; 256 seeds per variant, 64 for "
+    "the worst-phase objective at tau < 1; quick mode H=2, all, lambda in {0, 0.1} and "
+    "0.8, 1.2 lambda*, 4 seeds). The threshold lambda*, above which no hard selection with "
+    "two heads on one offset is a local minimum of the penalized loss (closed-form edge "
+    "derivatives, checked against sympy and autodiff in proofs/coordination_threshold.py), is "
+    "0.106 with within queries and 0.079 with all (H = 2 and 3; a triple of heads 0.053 and "
+    "0.040). Above it (1.2 lambda*, 0.3 and 1; with all queries also 0.1) every seed ended on "
+    "distinct offsets: 256/256 per run, Wilson 95% lower bound 0.985, 3584/3584 pooled over "
+    "the 14 runs, lower bound 0.9989. Below it the overlapped selections with a pair of heads "
+    "are strict local minima (at 0.8 lambda*: 3/3 at H=2, 6/9 at H=3, the triples not) and "
+    "some H=3 seeds end there: 5/256 [0.008, 0.045] (within) and 4/256 [0.006, 0.039] (all) "
+    "at 0.8 lambda*, 1/256 within at lambda=0.1 (255/256 distinct, [0.978, 0.999]); "
+    "lambda=0.03: H=3 218/256 [0.80, 0.89] within and 226/256 [0.84, 0.92] all distinct. At "
+    "H=2 no seed ended overlapped at any lambda >= 0.03 (256/256 per run, 0/512 at 0.8 "
+    "lambda*), although the pair is then a strict local minimum. The mean objective: 173/256 "
+    "[0.62, 0.73] (within) and 171/256 [0.61, 0.72] (all) distinct at H=2, 66/256 [0.21, "
+    "0.31] and 64/256 [0.20, 0.31] at H=3. The penalty costs no population loss (mean over "
+    "seeds no higher than the mean flow's in every group); at H = S-1 = 3 with within queries "
+    "the worst-phase accuracy (mean over seeds) rises from 0.26 to 1 at lambda >= 0.3, with "
+    "all queries it stays 0 (the boundary phase). The worst-phase objective at tau=1 ends "
+    "distinct in every selected seed (256/256 in three groups; H=3, all: 254/256 selected, "
+    "254/254 distinct); at tau in {0.3, 0.1} (budget t_max=1e6, 20,000 steps, 64 seeds) the "
+    "flows ended unselected except at H=3, within (64/64 selected and distinct, [0.943, 1]); "
+    "at H=2, within, tau=0.3 the unselected gates answered all three within phases (worst "
+    "accuracy 1) at a higher loss (7.903 against 7.793 for the mean flow)."
 )
 
 KINDS = ("learned", "hard optimum", "uniform")
@@ -507,6 +515,22 @@ def _lambda_position(lam: float, positions: dict) -> float | None:
 def _threshold_marks(ax, rows, threshold, groups, positions):
     """lambda* of each query set as a dotted line on the penalty stretch, and the shares of seeds
     with distinct offsets at 0.8 and 1.2 lambda* as open markers."""
+    by_group: dict[tuple, list[str]] = {}
+    for r in threshold:
+        by_group.setdefault((r["H"], r["queries"]), []).append(
+            f"{r['overlapped_seeds']}/{r['selected_seeds']}"
+        )
+    ax.text(
+        0.63,
+        0.9,
+        "seeds overlapped at "
+        + " | ".join(f"{f:g}" for f in THRESHOLD_FACTORS)
+        + " lambda*:\n"
+        + "\n".join(f"H={H}, {q}: " + " | ".join(v) for (H, q), v in by_group.items()),
+        transform=ax.transAxes,
+        fontsize=6.5,
+        va="top",
+    )
     drawn = set()
     for r in threshold:
         x_star = _lambda_position(r["lambda_star"], positions)
