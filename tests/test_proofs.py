@@ -35,8 +35,14 @@ SCRIPTS = sorted(
 # still checks their closed forms numerically and against the scripts' sympy models: escape_rate in
 # tests/test_rates.py (autodiff), regime_boundary in tests/test_regime_boundary.py (the
 # literal sympy
-# edge, autodiff), boundary in tests/test_windows.py (the sympy Gram-matrix model's logits).
-SLOW_SCRIPTS = {"escape_rate.py", "regime_boundary.py", "boundary.py"}
+# edge, autodiff), boundary in tests/test_windows.py (the sympy Gram-matrix model's logits),
+# coordination_threshold in tests/test_coordination_threshold.py (autodiff).
+SLOW_SCRIPTS = {
+    "escape_rate.py",
+    "regime_boundary.py",
+    "boundary.py",
+    "coordination_threshold.py",
+}
 
 
 def _run(args, **kwargs):

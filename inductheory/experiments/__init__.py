@@ -29,11 +29,16 @@ from ._frontier import (
     uniformity_frontier as uniformity_frontier,
 )
 from ._mitigations import (
+    CoordinationThreshold as CoordinationThreshold,
+    SelectionEdges as SelectionEdges,
     best_hard_selection as best_hard_selection,
     coordination_table as coordination_table,
+    coordination_threshold as coordination_threshold,
     gate_measures as gate_measures,
     mitigation_table as mitigation_table,
     mitigation_task as mitigation_task,
+    overlapped_selections as overlapped_selections,
+    selection_edges as selection_edges,
 )
 from ._regime import (
     BoundaryBracket as BoundaryBracket,

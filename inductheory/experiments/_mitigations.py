@@ -9,7 +9,9 @@ does the same for flows that descend the overlap-penalized or worst-phase object
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 import warnings
 
 import jax
@@ -20,7 +22,7 @@ from ..flow._config import FlowConfig
 from ..flow._solution import Status
 from ..model._gates import SharedGates, shared_gates_from_logits, uniform_gates
 from ..model._loss import phase_accuracy, phase_losses
-from ..model._task import Task, assumptions_silenced, quiet_task
+from ..model._task import Task, _require_real, assumptions_silenced, quiet_task
 from ._flows import NoSelectionWarning, run_flow, selected_distinct_fraction
 
 # The paper's measurements on trained models (per-phase accuracy over query phases, in %).
@@ -377,13 +379,246 @@ def coordination_table(
     return rows
 
 
+@dataclasses.dataclass(frozen=True)
+class SelectionEdges:
+    """Edge derivatives of the overlap-penalized mean loss at a shared hard selection
+    (`selection_edges`).
+
+    Each (H, W) array holds, for head h and entry o, the derivative of
+    $J = \\bar L + \\lambda\\,\\mathrm{overlap}(p^K)$ along the edge that moves mass t from the
+    head's vertex entry to o, at t = 0 (NaN at the vertex entry itself).
+
+    - `key_loss`: the loss side of the key edges; the same for every o.
+    - `key_slope`: the penalty side of the key edges per unit of lambda, $2 (n_o - n_{r_h} + 1)$.
+    - `value`: the value edges (the penalty does not see value gates).
+    - `coordination`: the lambda of `key`; `key` = `key_loss` + lambda `key_slope`.
+    - `threshold`: $\\lambda^*$, the least $\\texttt{key\\_loss}/(-\\texttt{key\\_slope})$ over
+      the key edges with a negative slope (inf when no two heads share an offset).
+    """
+
+    offsets: tuple[int, ...]
+    coordination: float
+    key_loss: np.ndarray
+    key_slope: np.ndarray
+    value: np.ndarray
+    threshold: float
+
+    @property
+    def key(self) -> np.ndarray:
+        return self.key_loss + self.coordination * self.key_slope
+
+    @property
+    def minimum(self) -> float:
+        """The smallest edge derivative: > 0 a strict local minimum, < 0 not a local minimum."""
+        return float(min(np.nanmin(self.key), np.nanmin(self.value)))
+
+
+def _logsumexp(s, log_mult) -> float:
+    x = np.asarray(s, float) + np.log(np.asarray(log_mult, float))
+    m = x.max()
+    return float(m + np.log(np.exp(x - m).sum()))
+
+
+def selection_edges(task: Task, offsets, coordination: float = 0.0) -> SelectionEdges:
+    """Edge derivatives of the overlap-penalized mean loss at a shared hard selection, in closed
+    form.
+
+    The selection: head h has $p^K_h = e_{r_h}$, $p^V_h = e_{r_h+1}$ ($r_h \\le S-2$; heads may
+    share an offset), W = S, exact geometry; $n_r$ heads have key offset r and $m_o = n_{o-1}$
+    heads value offset o ($m_0 = 0$). The objective is
+    $J = \\frac1P \\sum_{p} \\ell_p + \\lambda \\sum_{h \\ne h'} \\langle p^K_h, p^K_{h'}
+    \\rangle$ over the P query phases (`Objective("mean", coordination=lambda)`). With
+    $A_1 = e^\\gamma/(e^\\gamma + L - 1)$, $\\bar A_1 = (1 - A_1)/(L-1)$, the heads with key at the
+    query's phase p attend $A_1$ to its block and $\\bar A_1$ to each other one, every other head
+    $1/L$ to all, so a query at phase p sees the logits
+    $\\beta n_p A_1$ (its block, offset p+1), $\\beta n_p \\bar A_1$ (the L-1 other blocks, offset
+    p+1), $\\beta m_o / L$ (every block, offset $o \\ne p+1$) and 0 (the $K = N - LS$ tokens
+    outside), with partition function $Z_p$ and softmax probabilities $\\pi$ (the boundary phase
+    S-1 of `queries="all"` has $n_{S-1} = 0$ and its target, offset 0 of the next block, at logit
+    0).
+
+    Key edges of head h at r (n = n_r), to any o != r: the loss depends on $p^K_h$ only through
+    $p^K_h(p)$ at each phase p, and at o != r every block's logits stay tied, so
+
+    $\\partial_{o} - \\partial_{r} = \\frac{\\gamma\\beta}{P} A_1 (1 - A_1) \\big[1 - (e^{\\beta n
+    A_1} - e^{\\beta n \\bar A_1})/Z_r\\big] + 2\\lambda (n_o - n_r + 1)$.
+
+    The loss side is > 0; the penalty side is negative exactly toward an offset holding fewer
+    other heads than r. Value edges of head h at r, to o != r+1, with $C_p(o)$ the total
+    probability of offset o's column (all blocks) at phase p and $t_p$ the target offset:
+
+    $\\frac{\\beta}{P} \\big[\\pi_r(o) - A_1 \\pi_{r,\\mathrm{own}}(r+1) - (L-1) \\bar A_1
+    \\pi_{r,\\mathrm{oth}}(r+1) + A_1 + \\frac1L \\sum_{p \\ne r} (C_p(o) - 1\\{o = t_p\\} -
+    C_p(r+1))\\big]$.
+
+    At a vertex of a product of simplices every feasible direction is a nonnegative combination
+    of edges and the first-order change is the same combination of edge derivatives, so the
+    selection is a strict local minimum of J when every edge derivative is > 0 and none when one
+    is < 0. Only the key edges depend on lambda, linearly, so for a selection whose value edges
+    are > 0 the set of lambda where it is a strict local minimum is $[0, \\lambda^*)$ with
+
+    $\\lambda^* = \\min_{r: n_r \\ge 2} \\frac{k(n_r)}{2 (n_r - 1 - \\min_o n_o)}$,
+
+    k the loss side above (derivation and symbolic check: proofs/coordination_threshold.py). For
+    N large the bracket tends to 1: $\\lambda^* \\to \\gamma\\beta A_1(1 - A_1) / (2P(n-1))$.
+
+    **Arguments:**
+    - `task`: exact geometry, W = S (`queries` "within" or "all").
+    - `offsets`: one key offset per head, in 0..S-2.
+    - `coordination`: lambda >= 0.
+
+    **Returns:** a `SelectionEdges`.
+
+    ```python
+    task = mitigation_task(4, 4, H=3, queries="within")
+    selection_edges(task, [0, 0, 1]).threshold  # ~ 0.106
+    ```
+    """
+    task.require_exact("the closed-form edge derivatives")
+    if task.W != task.S:
+        raise ValueError(f"selection_edges needs W = S, got W={task.W}, S={task.S}")
+    L, S, H, W = task.L, task.S, task.H, task.W
+    r_h = np.asarray(offsets).reshape(-1)
+    if r_h.size != H or np.any(np.mod(r_h, 1) != 0):
+        raise ValueError(
+            f"offsets must be {H} integers (one per head), got {r_h.tolist()}"
+        )
+    r_h = r_h.astype(int)
+    if np.any((r_h < 0) | (r_h > S - 2)):
+        raise ValueError(f"offsets must lie in 0..S-2 = 0..{S - 2}, got {r_h.tolist()}")
+    coordination = _require_real("coordination", coordination)
+    if coordination < 0:
+        raise ValueError(f"coordination must be >= 0, got {coordination}")
+    beta, gamma = float(task.beta), float(task.gamma)
+    K = float(task.n_outside)
+    e = math.exp(gamma)
+    A1 = e / (e + L - 1)
+    Ab1 = (1 - A1) / (L - 1)
+    n = np.bincount(r_h, minlength=W)  # heads per key offset
+    m = np.concatenate([[0], n[:-1]])  # heads per value offset
+    phases = range(S - 1) if task.queries == "within" else range(S)
+    P = len(phases)
+    col, own, oth, target = {}, {}, {}, {}
+    for p in phases:
+        covered = p <= S - 2  # the boundary phase S-1: no head keys on it
+        s_shared = beta * m / L
+        if covered:
+            s = np.concatenate([s_shared, [beta * n[p] * A1, beta * n[p] * Ab1, 0.0]])
+            mult = np.concatenate([np.full(W, L), [1, L - 1, K]])
+            mult[p + 1] = 0  # offset p+1 splits into the query's block and the others
+        else:
+            s = np.concatenate([s_shared, [0.0]])
+            mult = np.concatenate([np.full(W, L), [K]])
+        with np.errstate(divide="ignore"):
+            logZ = _logsumexp(s, mult)
+        prob = np.exp(s - logZ)
+        col[p] = prob[:W] * L
+        target[p] = p + 1 if covered else 0
+        if covered:
+            own[p], oth[p] = prob[W], prob[W + 1]
+            col[p][p + 1] = own[p] + (L - 1) * oth[p]
+    key_loss = np.full((H, W), np.nan)
+    key_slope = np.full((H, W), np.nan)
+    value = np.full((H, W), np.nan)
+    for h, r in enumerate(r_h):
+        k = gamma * beta / P * A1 * (1 - A1) * (1 - (own[r] - oth[r]))
+        for o in range(W):
+            if o != r:
+                key_loss[h, o] = k
+                key_slope[h, o] = 2.0 * (n[o] - n[r] + 1)
+            if o != r + 1:
+                rest = sum(
+                    col[p][o] - (o == target[p]) - col[p][r + 1]
+                    for p in phases
+                    if p != r
+                )
+                value[h, o] = (
+                    beta
+                    / P
+                    * (
+                        col[r][o] / L
+                        - A1 * own[r]
+                        - (L - 1) * Ab1 * oth[r]
+                        + A1
+                        + rest / L
+                    )
+                )
+    down = key_slope < 0
+    threshold = (
+        float(np.min(key_loss[down] / -key_slope[down])) if down.any() else math.inf
+    )
+    return SelectionEdges(
+        tuple(int(r) for r in r_h), coordination, key_loss, key_slope, value, threshold
+    )
+
+
+def overlapped_selections(task: Task) -> list[tuple[int, ...]]:
+    """Every shared hard selection (key offsets in 0..S-2, sorted, up to the order of heads)
+    in which two heads share an offset."""
+    return [
+        c
+        for c in itertools.combinations_with_replacement(range(task.S - 1), task.H)
+        if len(set(c)) < task.H
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class CoordinationThreshold:
+    """Where overlapped hard selections stop being local minima (`coordination_threshold`).
+
+    - `threshold`: $\\lambda^*$ of the task, the largest threshold among the overlapped
+      selections that are strict local minima at small lambda (value edges > 0).
+    - `lowest`: the smallest of those thresholds.
+    - `selection`: the selection with the largest threshold.
+    - `thresholds`: {selection: its lambda*} over every overlapped selection; None where a value
+      edge is <= 0 (no local minimum at any lambda).
+    """
+
+    threshold: float
+    lowest: float
+    selection: tuple[int, ...]
+    thresholds: dict
+
+
+def coordination_threshold(task: Task) -> CoordinationThreshold:
+    """$\\lambda^*$: above it no shared hard selection with two heads on one offset is a local
+    minimum of the overlap-penalized mean loss; below it every such selection whose value edges
+    are > 0 is a strict local minimum for lambda under its own threshold (`selection_edges`).
+
+    **Arguments:**
+    - `task`: exact geometry, W = S, H >= 2.
+
+    **Returns:** a `CoordinationThreshold`.
+
+    ```python
+    coordination_threshold(mitigation_task(4, 4, H=3, queries="within")).threshold  # ~ 0.106
+    ```
+    """
+    if task.H < 2:
+        raise ValueError(f"coordination_threshold needs H >= 2 heads, got H={task.H}")
+    thresholds = {}
+    for c in overlapped_selections(task):
+        edges = selection_edges(task, c)
+        thresholds[c] = edges.threshold if np.nanmin(edges.value) > 0 else None
+    live = {c: v for c, v in thresholds.items() if v is not None}
+    if not live:
+        return CoordinationThreshold(0.0, 0.0, (), thresholds)
+    best = max(live, key=live.get)
+    return CoordinationThreshold(live[best], min(live.values()), best, thresholds)
+
+
 __all__ = [
     "PAPER",
     "SETTINGS",
+    "CoordinationThreshold",
+    "SelectionEdges",
     "best_hard_selection",
     "coordination_table",
+    "coordination_threshold",
     "gate_measures",
     "hard_gate_choices",
     "mitigation_table",
     "mitigation_task",
+    "overlapped_selections",
+    "selection_edges",
 ]

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..experiments._mitigations import (
     PAPER,
     SETTINGS,
     coordination_table,
+    coordination_threshold,
     mitigation_table,
+    mitigation_task,
+    selection_edges,
 )
 from . import _runs, _style
-from ._figure import Figure
+from ._figure import Figure, MeasuredTable
+from .approximate_geometry import wilson_interval
 
 CLAIM = (
     "Exact per-phase measures (docs/theory.md §9, §10) on exact-geometry tasks with T "
@@ -46,29 +52,42 @@ CLAIM = (
     "setting, and the gap of the "
     "seed-mean accuracy curve orders the strides the other way (W=8: S=8 29%, S=6 59%, "
     "S=4 and S=2 100%). "
-    "Coordination (W=S=4, H in {2, 3}, queries within and all, 64 seeds; quick mode "
-    "H=2, all, lambda in {0, 0.1}, "
-    "4 seeds): the "
-    "overlap penalty with lambda >= 0.1 puts the heads on distinct offsets in every "
-    "seed (64/64 in each of the 12 groups, Wilson 95% lower bound 0.943 per group, 0.995 "
-    "for 768/768 pooled; lambda=0.03: 83-100%; "
-    "mean objective 59-62% at H=2, 17-20% at H=3) at a mean population loss no higher "
-    "than the mean flow's; at "
-    "H = S-1 = 3 with within queries the worst-phase accuracy (mean over seeds) rises "
-    "from 0.20 to 1, with all "
-    "queries it stays 0 (the boundary phase). The worst-phase objective at tau=1 does "
-    "the same as lambda; at tau in "
-    "{0.3, 0.1} (budget t_max=1e6, 20,000 steps) the flows ended unselected except at "
-    "H=3, within; at H=2, within, "
-    "tau=0.3 the unselected gates answered all three within phases (worst accuracy 1) "
-    "at a higher loss (7.903 "
-    "against 7.792)."
+    "Coordination (W=S=4, H in {2, 3}, queries within and all; 256 seeds per variant, 64 for "
+    "the worst-phase objective at tau < 1; quick mode H=2, all, lambda in {0, 0.1} and "
+    "0.8, 1.2 lambda*, 4 seeds). The threshold lambda*, above which no hard selection with "
+    "two heads on one offset is a local minimum of the penalized loss (closed-form edge "
+    "derivatives, checked against sympy and autodiff in proofs/coordination_threshold.py), is "
+    "0.106 with within queries and 0.079 with all (H = 2 and 3; a triple of heads 0.053 and "
+    "0.040). Above it (1.2 lambda*, 0.3 and 1; with all queries also 0.1) every seed ended on "
+    "distinct offsets: 256/256 per run, Wilson 95% lower bound 0.985, 3584/3584 pooled over "
+    "the 14 runs, lower bound 0.9989. Below it the overlapped selections with a pair of heads "
+    "are strict local minima (at 0.8 lambda*: 3/3 at H=2, 6/9 at H=3, the triples not) and "
+    "some H=3 seeds end there: 5/256 [0.008, 0.045] (within) and 4/256 [0.006, 0.039] (all) "
+    "at 0.8 lambda*, 1/256 within at lambda=0.1 (255/256 distinct, [0.978, 0.999]); "
+    "lambda=0.03: H=3 218/256 [0.80, 0.89] within and 226/256 [0.84, 0.92] all distinct. At "
+    "H=2 no seed ended overlapped at any lambda >= 0.03 (256/256 per run, 0/512 at 0.8 "
+    "lambda*), although the pair is then a strict local minimum. The mean objective: 173/256 "
+    "[0.62, 0.73] (within) and 171/256 [0.61, 0.72] (all) distinct at H=2, 66/256 [0.21, "
+    "0.31] and 64/256 [0.20, 0.31] at H=3. The penalty costs no population loss (mean over "
+    "seeds no higher than the mean flow's in every group); at H = S-1 = 3 with within queries "
+    "the worst-phase accuracy (mean over seeds) rises from 0.26 to 1 at lambda >= 0.3, with "
+    "all queries it stays 0 (the boundary phase). The worst-phase objective at tau=1 ends "
+    "distinct in every selected seed (256/256 in three groups; H=3, all: 254/256 selected, "
+    "254/254 distinct); at tau in {0.3, 0.1} (budget t_max=1e6, 20,000 steps, 64 seeds) the "
+    "flows ended unselected except at H=3, within (64/64 selected and distinct, [0.943, 1]); "
+    "at H=2, within, tau=0.3 the unselected gates answered all three within phases (worst "
+    "accuracy 1) at a higher loss (7.903 against 7.793 for the mean flow)."
 )
 
 KINDS = ("learned", "hard optimum", "uniform")
 # worst-phase flows often end unselected (stiff at small tau): a smaller budget
 WORST_BUDGET = {"t_max": 1e6, "max_steps": 20_000}
 TASK = dict(H=2, T=48, N=4096, beta=4.0, gamma=1.0, kappa=1.0, queries="all")
+# Seeds per coordination variant: 256 where a claim counts every seed; the worst-phase flows at
+# tau < 1, which run to their step budget, keep 64.
+COORDINATION_SEEDS, BUDGET_SEEDS = 256, 64
+# The overlap penalty's weight just below and just above lambda* of each group.
+THRESHOLD_FACTORS = (0.8, 1.2)
 
 
 def _variants(quick: bool) -> list[dict]:
@@ -82,6 +101,84 @@ def _variants(quick: bool) -> list[dict]:
             for tau in (1.0, 0.3, 0.1)
         ]
     )
+
+
+def _seeds_of(variant: dict, quick: bool) -> int:
+    if quick:
+        return 4
+    return BUDGET_SEEDS if variant.get("tau", 1.0) < 1 else COORDINATION_SEEDS
+
+
+def _coordination(quick: bool, shapes, queries, config, runner, task) -> list[dict]:
+    """`coordination_table` rows of every variant, each with its seed count (`_seeds_of`), in the
+    order group by group, variant by variant."""
+    variants = _variants(quick)
+    by_seeds: dict[int, list[dict]] = {}
+    for v in variants:
+        by_seeds.setdefault(_seeds_of(v, quick), []).append(v)
+    rows = []
+    for n, vs in by_seeds.items():
+        rows += coordination_table(
+            vs,
+            shapes=shapes,
+            queries=queries,
+            seeds=n,
+            base=config,
+            runner=runner,
+            **task,
+        )
+    groups = [(H, S, q) for (H, S) in shapes for q in queries]
+    return sorted(
+        rows,
+        key=lambda r: (
+            groups.index((r["H"], r["S"], r["queries"])),
+            variants.index(r["variant"]),
+        ),
+    )
+
+
+def _threshold_rows(shapes, queries, seeds, config, runner, task) -> list[dict]:
+    """Per group: lambda* (`coordination_threshold`) and flows at `THRESHOLD_FACTORS` lambda*."""
+    rows = []
+    for (H, S), q in itertools.product(shapes, queries):
+        ct = coordination_threshold(mitigation_task(S, S, H=H, queries=q, **task))
+        variants = [{"coordination": f * ct.threshold} for f in THRESHOLD_FACTORS]
+        table = coordination_table(
+            variants,
+            shapes=((H, S),),
+            queries=(q,),
+            seeds=seeds,
+            base=config,
+            runner=runner,
+            **task,
+        )
+        for f, row in zip(THRESHOLD_FACTORS, table):
+            lam = f * ct.threshold
+            task_q = mitigation_task(S, S, H=H, queries=q, **task)
+            strict = [
+                c
+                for c, t in ct.thresholds.items()
+                if t is not None and selection_edges(task_q, c, lam).minimum > 0
+            ]
+            distinct = row["distinct_fraction"]
+            overlapped = (
+                row["selected_seeds"]
+                if distinct is None
+                else int(round((1 - distinct) * row["selected_seeds"]))
+            )
+            rows.append(
+                {
+                    **row,
+                    "lambda_star": ct.threshold,
+                    "lambda_star_lowest": ct.lowest,
+                    "factor": f,
+                    "coordination": lam,
+                    "overlapped_seeds": overlapped,
+                    "strict_minima": [list(c) for c in strict],
+                    "overlapped_selections": len(ct.thresholds),
+                }
+            )
+    return rows
 
 
 def _label(variant: dict) -> str:
@@ -109,17 +206,12 @@ def compute(quick: bool, cache_dir) -> dict:
         (((2, 4),), ("all",)) if quick else (((2, 4), (3, 4)), ("within", "all"))
     )
     task = {k: v for k, v in TASK.items() if k not in ("H", "queries")}
-    coordination = coordination_table(
-        _variants(quick),
-        shapes=shapes,
-        queries=queries,
-        seeds=4 if quick else 64,
-        base=config,
-        runner=runner,
-        **task,
-    )
+    coordination = _coordination(quick, shapes, queries, config, runner, task)
     for row in coordination:
         row["label"] = _label(row["variant"])
+    threshold = _threshold_rows(
+        shapes, queries, 4 if quick else COORDINATION_SEEDS, config, runner, task
+    )
     paper = []
     for name, p in PAPER.items():
         ours = next(
@@ -148,15 +240,21 @@ def compute(quick: bool, cache_dir) -> dict:
     return {
         "table": table,
         "coordination": coordination,
+        "threshold": threshold,
         "paper": paper,
         "parameters": {
             "task": "T=L*S=48 positions, H=2, N=4096, beta=4, gamma=1, kappa=1, exact "
             "geometry, queries=all",
             "flow": f"reduced, rho={config.rho}, delta={config.delta}, "
             f"t_max={config.t_max:g}, {seeds} seeds per row",
-            "coordination": "W=S=4, H in {2, 3} (quick: 2), queries within and all (quick: all)",
+            "coordination": "W=S=4, H in {2, 3} (quick: 2), queries within and all (quick: all), "
+            f"{4 if quick else COORDINATION_SEEDS} seeds per variant "
+            f"({4 if quick else BUDGET_SEEDS} for the worst-phase objective at tau < 1)",
+            "threshold": "lambda* = coordination_threshold (closed form); flows at "
+            f"{' and '.join(f'{f:g}' for f in THRESHOLD_FACTORS)} lambda*, "
+            f"{4 if quick else COORDINATION_SEEDS} seeds each",
         },
-        "findings": _findings(table, coordination, paper),
+        "findings": _findings(table, coordination, paper, threshold),
     }
 
 
@@ -164,7 +262,19 @@ def _num(x) -> str:
     return "n/a" if x is None or x != x else f"{x:.2f}"  # None/NaN: no seed selected
 
 
-def _findings(table, coordination, paper) -> str:
+def _share(k: int, n: int) -> str:
+    """k/n with its Wilson 95% interval."""
+    lo, hi = wilson_interval(k, n)
+    return f"{k}/{n} [{lo:.3f}, {hi:.3f}]"
+
+
+def _distinct_seeds(row) -> int:
+    """Seeds whose heads selected pairwise distinct offsets."""
+    d = row["distinct_fraction"]
+    return 0 if d is None else int(round(d * row["selected_seeds"]))
+
+
+def _findings(table, coordination, paper, threshold) -> str:
     rows = "; ".join(
         f"S={r['S']} W={r['W']} {r['gates']}: gap {r['gap']['mean']:.2f}+-{r['gap']['sd']:.2f}, "
         f"mean acc {r['mean_accuracy']['mean']:.3f}, loss {r['mean_loss']['mean']:.4f}, "
@@ -190,11 +300,143 @@ def _findings(table, coordination, paper) -> str:
         f"loss {r['mean_loss']['mean']:.4f}"
         for r in coordination
     )
+    th = "; ".join(
+        f"H={r['H']} {r['queries']} lambda*={r['lambda_star']:.4f}, "
+        f"lambda={r['coordination']:.4f} ({r['factor']:g} lambda*): overlapped "
+        f"{r['overlapped_seeds']}/{r['selected_seeds']} selected "
+        f"({r['selected_seeds']}/{r['seeds']} selected), strict local minima among the "
+        f"{r['overlapped_selections']} overlapped selections: {len(r['strict_minima'])}"
+        for r in threshold
+    )
     return (
         f"{rows}. "
         + (f"Against the paper: {vs}. " if vs else "")
-        + f"Coordination: {co}"
+        + f"Coordination: {co}. Threshold: {th}"
     )
+
+
+def tables(data: dict) -> list[MeasuredTable]:
+    """The README's measured numbers: the mitigation table, the paper's gaps, coordination and
+    its threshold lambda*."""
+    table, coord, paper = data["table"], data["coordination"], data["paper"]
+    out = [
+        MeasuredTable(
+            "Mitigation table (exact per-phase measures; learned: mean +- sd over seeds).",
+            [
+                "S",
+                "W",
+                "gates",
+                "seeds",
+                "phase gap",
+                "mean accuracy",
+                "mean loss",
+                "mean target probability",
+            ],
+            [
+                [
+                    str(r["S"]),
+                    str(r["W"]),
+                    r["gates"],
+                    str(r["seeds"]),
+                    f"{r['gap']['mean']:.2f} +- {r['gap']['sd']:.2f}",
+                    f"{r['mean_accuracy']['mean']:.3f}",
+                    f"{r['mean_loss']['mean']:.4f}",
+                    f"{r['mean_target_probability']['mean']:.2e}",
+                ]
+                for r in table
+            ],
+        )
+    ]
+    if paper:
+        out.append(
+            MeasuredTable(
+                "Against the paper's gaps on trained models (%).",
+                [
+                    "setting",
+                    "per-seed gap",
+                    "gap of the seed-mean curve",
+                    "mean accuracy",
+                    "paper gap",
+                    "paper mean accuracy",
+                ],
+                [
+                    [
+                        p["setting"],
+                        f"{p['gap']:.1f}",
+                        f"{p['gap_of_mean_curve']:.1f}",
+                        f"{p['mean_accuracy']:.1f}",
+                        f"{p['paper_gap']}",
+                        ""
+                        if p["paper_mean_accuracy"] is None
+                        else f"{p['paper_mean_accuracy']}",
+                    ]
+                    for p in paper
+                ],
+            )
+        )
+    out.append(
+        MeasuredTable(
+            "Coordination (W=S=4): seeds whose heads selected distinct offsets, among the "
+            "selected (Wilson 95%); worst-phase accuracy and population loss, means over seeds.",
+            [
+                "H",
+                "queries",
+                "variant",
+                "selected",
+                "distinct",
+                "argmax keys distinct",
+                "worst accuracy",
+                "loss",
+            ],
+            [
+                [
+                    str(r["H"]),
+                    r["queries"],
+                    r["label"],
+                    f"{r['selected_seeds']}/{r['seeds']}",
+                    _share(_distinct_seeds(r), r["selected_seeds"])
+                    if r["selected_seeds"]
+                    else "n/a",
+                    f"{r['distinct_key_fraction']:.3f}",
+                    f"{r['worst_accuracy']['mean']:.2f}",
+                    f"{r['mean_loss']['mean']:.4f}",
+                ]
+                for r in coord
+            ],
+        )
+    )
+    out.append(
+        MeasuredTable(
+            "Overlap penalty at 0.8 and 1.2 lambda* (lambda*: closed form of the edge "
+            "derivatives at hard selections with two heads on one offset): seeds that ended "
+            "on an overlapped selection (Wilson 95%), and how many overlapped selections are "
+            "strict local minima at that lambda.",
+            [
+                "H",
+                "queries",
+                "lambda*",
+                "lambda",
+                "selected",
+                "overlapped",
+                "strict local minima",
+            ],
+            [
+                [
+                    str(r["H"]),
+                    r["queries"],
+                    f"{r['lambda_star']:.4f}",
+                    f"{r['coordination']:.4f}",
+                    f"{r['selected_seeds']}/{r['seeds']}",
+                    _share(r["overlapped_seeds"], r["selected_seeds"])
+                    if r["selected_seeds"]
+                    else "n/a",
+                    f"{len(r['strict_minima'])}/{r['overlapped_selections']}",
+                ]
+                for r in data["threshold"]
+            ],
+        )
+    )
+    return out
 
 
 def _setting_bars(ax, table, key, ylabel, title, scale=1.0):
@@ -250,10 +492,82 @@ def _coordination_positions(labels):
     return positions, families
 
 
-def _coordination_panel(ax, rows, key, ylabel, title):
+def _lambda_position(lam: float, positions: dict) -> float | None:
+    """Where lambda falls on the overlap-penalty stretch of the axis (log-linear between the
+    drawn lambdas), or None outside it."""
+    known = sorted(
+        (float(lab.split("=")[1]), x)
+        for lab, x in positions.items()
+        if lab.startswith("lambda=")
+    )
+    if not known:
+        return None
+    if len(known) == 1:  # one drawn lambda: one unit of the axis per decade around it
+        ((lam0, x0),) = known
+        x = x0 + np.log10(lam / lam0)
+        return float(x) if abs(x - x0) <= 0.5 else None
+    if not known[0][0] <= lam <= known[-1][0]:
+        return None
+    lams, xs = zip(*known)
+    return float(np.interp(np.log(lam), np.log(lams), xs))
+
+
+def _threshold_marks(ax, rows, threshold, groups, positions):
+    """lambda* of each query set as a dotted line on the penalty stretch, and the shares of seeds
+    with distinct offsets at 0.8 and 1.2 lambda* as open markers."""
+    by_group: dict[tuple, list[str]] = {}
+    for r in threshold:
+        by_group.setdefault((r["H"], r["queries"]), []).append(
+            f"{r['overlapped_seeds']}/{r['selected_seeds']}"
+        )
+    ax.text(
+        0.63,
+        0.9,
+        "seeds overlapped at "
+        + " | ".join(f"{f:g}" for f in THRESHOLD_FACTORS)
+        + " lambda*:\n"
+        + "\n".join(f"H={H}, {q}: " + " | ".join(v) for (H, q), v in by_group.items()),
+        transform=ax.transAxes,
+        fontsize=6.5,
+        va="top",
+    )
+    drawn = set()
+    for r in threshold:
+        x_star = _lambda_position(r["lambda_star"], positions)
+        if x_star is not None and r["queries"] not in drawn:
+            drawn.add(r["queries"])
+            ax.axvline(x_star, color="0.4", ls=":", lw=1, zorder=0)
+            ax.text(
+                x_star,
+                0.3,
+                f"lambda*={r['lambda_star']:.3f} ({r['queries']}) ",
+                transform=ax.get_xaxis_transform(),
+                rotation=90,
+                ha="right",
+                va="bottom",
+                fontsize=6.5,
+                color="0.3",
+            )
+        x = _lambda_position(r["coordination"], positions)
+        if x is None or (r["H"], r["queries"]) not in groups:
+            continue
+        g = groups.index((r["H"], r["queries"]))
+        ax.plot(
+            x + 0.08 * (g - (len(groups) - 1) / 2),
+            r["distinct_key_fraction"],
+            _style.MARKERS[g],
+            mfc="w",
+            color=_style.color(g + 3),
+            label="0.8 and 1.2 lambda* (open)" if r is threshold[0] else None,
+        )
+
+
+def _coordination_panel(ax, rows, key, ylabel, title, threshold=None):
     groups = list(dict.fromkeys((r["H"], r["queries"]) for r in rows))
     labels = list(dict.fromkeys(r["label"] for r in rows))
     positions, families = _coordination_positions(labels)
+    if threshold:
+        _threshold_marks(ax, rows, threshold, groups, positions)
     for g, (H, q) in enumerate(groups):
         sel = {r["label"]: r for r in rows if (r["H"], r["queries"]) == (H, q)}
         for f, (_, _, _, members) in enumerate(families):
@@ -390,6 +704,7 @@ def draw(data: dict):
         "distinct_key_fraction",
         "share of seeds, heads' key argmax distinct",
         "coordination: heads on distinct offsets (all seeds)",
+        threshold=data.get("threshold"),
     )
     _coordination_panel(
         axes[1, 1],
@@ -432,4 +747,5 @@ FIGURE = Figure(
     compute,
     draw,
     cost=490,
+    tables=tables,
 )
