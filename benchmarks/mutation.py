@@ -71,7 +71,7 @@ TARGETS = {
     "selection": (
         "inductheory/flow/_dynamics.py",
         ["concentration_margin", "head_selection", "selection_margin"],
-        ["tests/test_selection_rules.py", "tests/test_flow_reduced.py"],
+        ["tests/test_selection_rules.py"],
     ),
     "flow_end": (
         "inductheory/flow/_integrate.py",
