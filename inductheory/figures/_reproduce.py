@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..internal._clock import Clock
 from ..internal._io import (
     _atomic_write,
     claimed_output_dir,
@@ -128,11 +129,16 @@ _EVENTS = None
 def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
     """Compute, store and draw one figure; returns its data with the wall time."""
     f = FIGURES[name]
-    start = time.perf_counter()
+    clock = Clock()
     data = f.compute(quick, mode_cache)
     write_json_atomic(out / "data" / f"{f.name}.json", data)  # numbers only: no timings
-    data["wall_s"] = round(time.perf_counter() - start, 3)
     _draw_and_save(f, data, out)
+    spent = clock.spent()
+    data.update(
+        wall_s=round(spent.wall_s, 3),
+        cpu_s=round(spent.cpu_s, 3),
+        compile_s=round(spent.compile_s, 3),
+    )
     return data
 
 
