@@ -429,7 +429,8 @@ def _make_in_workers(
             assign(worker)
         elif kind == "failed":
             _, worker, name, err, trace = event
-            sys.stderr.write(f"figure {name} failed in its worker:\n{trace}")
+            if not isinstance(err, KeyboardInterrupt):
+                sys.stderr.write(f"figure {name} failed in its worker:\n{trace}")
             raise err
 
     failed = True
@@ -441,23 +442,25 @@ def _make_in_workers(
         while len(results) < len(figures):
             try:
                 handle(events.get(timeout=0.5))
-                continue
             except queue_module.Empty:
                 pass
             status.quiet_for()
             for worker, name in list(busy.items()):
                 process = workers[worker][0]
-                if not process.is_alive():
-                    # its last messages may still be in the queue
-                    time.sleep(0.5)
-                    while worker in busy:
-                        try:
-                            handle(events.get(timeout=0.5))
-                        except queue_module.Empty:
-                            raise RuntimeError(
-                                f"the worker process computing figure {name} died (exit "
-                                f"code {process.exitcode}); rerun to resume from the cache"
-                            ) from None
+                if process.is_alive():
+                    continue
+                # its last messages may still be on their way
+                deadline = time.perf_counter() + 5.0
+                while worker in busy and time.perf_counter() < deadline:
+                    try:
+                        handle(events.get(timeout=0.5))
+                    except queue_module.Empty:
+                        pass
+                if worker in busy:
+                    raise RuntimeError(
+                        f"the worker process computing figure {name} died (exit code "
+                        f"{process.exitcode}); rerun to resume from the cache"
+                    )
         failed = False
     finally:
         for process, _ in workers.values():

@@ -15,6 +15,7 @@ from ..experiments._flows import run_flow
 from ..flow._config import FlowConfig
 from ..flow._solution import STATUSES
 from ..internal._io import cached
+from ..internal._progress import announce
 from ..model._gates import shared_gates_from_logits
 from ..model._task import Task, assumptions_silenced, quiet_task
 
@@ -48,6 +49,10 @@ def flow_runs(
     }
 
     def compute():
+        announce(
+            f"computing a {config.dynamics} flow, L={task.L} S={task.S} H={task.H} "
+            f"N={task.N}, {seeds} seeds"
+        )
         with assumptions_silenced():
             run = run_flow(task, config, seeds, seed=seed)
         ps, out = run.per_seed, run.to_dict()
@@ -90,15 +95,17 @@ def oracle_point(
     from ..oracle._point import OraclePoint, oracle_point as compute_point
 
     params = point_params(task, config, seed=seed, contexts=contexts, seeds=seeds)
-    return OraclePoint.from_dict(
-        cached(
-            cache_dir,
-            params,
-            lambda: compute_point(
-                task, jax.random.key(seed), config, contexts=contexts, seeds=seeds
-            ).to_dict(),
+
+    def compute():
+        announce(
+            f"computing an oracle point, L={task.L} S={task.S} H={task.H} N={task.N}, "
+            f"{contexts} context(s)"
         )
-    )
+        return compute_point(
+            task, jax.random.key(seed), config, contexts=contexts, seeds=seeds
+        ).to_dict()
+
+    return OraclePoint.from_dict(cached(cache_dir, params, compute))
 
 
 def theorem2_setups(quick: bool):
