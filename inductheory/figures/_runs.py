@@ -29,6 +29,12 @@ task_of = (
 BASE = dict(L=8, N=4096, gamma=1.0, beta=4.0, kappa=1.0)
 
 
+def _shape(task: Task) -> str:
+    """The task's sizes for a progress line (the window only where it differs from S)."""
+    window = f" W={task.W}" if task.W != task.S else ""
+    return f"L={task.L} S={task.S} H={task.H}{window} N={task.N}"
+
+
 def flow_runs(
     task: Task,
     config: FlowConfig,
@@ -49,10 +55,7 @@ def flow_runs(
     }
 
     def compute():
-        announce(
-            f"computing a {config.dynamics} flow, L={task.L} S={task.S} H={task.H} "
-            f"N={task.N}, {seeds} seeds"
-        )
+        announce(f"computing a {config.dynamics} flow, {_shape(task)}, {seeds} seeds")
         with assumptions_silenced():
             run = run_flow(task, config, seeds, seed=seed)
         ps, out = run.per_seed, run.to_dict()
@@ -97,10 +100,7 @@ def oracle_point(
     params = point_params(task, config, seed=seed, contexts=contexts, seeds=seeds)
 
     def compute():
-        announce(
-            f"computing an oracle point, L={task.L} S={task.S} H={task.H} N={task.N}, "
-            f"{contexts} context(s)"
-        )
+        announce(f"computing an oracle point, {_shape(task)}, {contexts} context(s)")
         return compute_point(
             task, jax.random.key(seed), config, contexts=contexts, seeds=seeds
         ).to_dict()
