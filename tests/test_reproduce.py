@@ -318,6 +318,9 @@ def test_an_eta_counts_parallel_jobs_and_running_figures(capsys):
     status.finished("d", 20.0)
     # e alone is left: never less than the longest figure left
     assert status.eta() == pytest.approx(100 * (50 + 50 + 20 + 20) / 400)
+    status.started("e")
+    clock.now = 70.0 + 36.0
+    assert status.eta() is None  # past its expectation: no estimate, not "0 s left"
 
 
 def test_a_silent_stretch_is_broken_by_a_still_running_line(capsys):

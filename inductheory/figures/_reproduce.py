@@ -229,7 +229,7 @@ class _Status:
 
     def eta(self) -> float | None:
         """Seconds left, or None while the finished figures hold less than `eta_after` of the
-        expected work (or nothing is left)."""
+        expected work (or nothing is left but figures already past their expectation)."""
         total = sum(self.expected.values())
         finished = sum(self.expected[n] for n in self.done)
         if finished < self.eta_after * total or len(self.done) == len(self.expected):
@@ -244,6 +244,8 @@ class _Status:
             for n in self.expected
             if n not in self.done
         ]
+        if max(left) <= 0:  # only figures already past their expectation: no estimate
+            return None
         # `jobs` figures at a time, and never less than the longest one left
         return max(sum(left) / self.jobs, max(left))
 
