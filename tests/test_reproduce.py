@@ -265,19 +265,83 @@ def test_progress_of_a_figure_reaches_the_user_prefixed_and_throttled(capsys):
     assert err[5].startswith("total ") and len(err) == 6
 
 
-def test_an_eta_needs_a_finished_figure_and_a_tenth_of_the_work(capsys):
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def fake_figures(**costs):
+    from types import SimpleNamespace
+
+    return [SimpleNamespace(name=n, cost=c) for n, c in costs.items()]
+
+
+def test_an_eta_waits_for_a_quarter_of_the_expected_work_and_scales_it(capsys):
     from inductheory.figures._reproduce import _Status
 
-    names = ["toy_stability", "coverage", "weak_spots"]
-    status = _Status([FIGURES[n] for n in names], dict(zip(names, (20, 80, 100))), True)
-    for name in names[:2]:
+    clock = FakeClock()
+    status = _Status(fake_figures(a=20, b=80, c=100), {}, True, clock=clock)
+    status.started("a")
+    clock.now = 10.0
+    status.finished("a", 10.0)  # 20 of 200 expected seconds: no ETA yet
+    status.started("b")
+    clock.now = 50.0
+    status.finished("b", 40.0)  # half of the work, done in half the expected time
+    err = capsys.readouterr().err.splitlines()
+    assert err[1] == "done a (10.0 s); 1/3"
+    # c expected 100 s, scaled by (10 + 40) / (20 + 80)
+    assert err[3] == "done b (40.0 s); 2/3, about 50.0 s left"
+
+
+def test_an_eta_counts_parallel_jobs_and_running_figures(capsys):
+    from inductheory.figures._reproduce import _Status
+
+    clock = FakeClock()
+    status = _Status(
+        fake_figures(a=100, b=100, c=100, d=100, e=100), {}, True, jobs=2, clock=clock
+    )
+    for name in "ab":
         status.started(name)
-        status.finished(name, 1.0)
-    err = capsys.readouterr().err
-    assert (
-        "done toy_stability (1.0 s); 1/3, about " in err
-    )  # 20 of 200 expected seconds
-    assert "done coverage (1.0 s); 2/3, about " in err
+    clock.now = 50.0
+    status.finished("a", 50.0)
+    status.started("c")
+    assert status.eta() is None  # 100 of 500 expected seconds
+    status.finished("b", 50.0)
+    status.started("d")
+    clock.now = 70.0
+    # scale 0.5: c and d have 50 - 20 s left each, e (not started) 50 s; two at a time
+    assert status.eta() == pytest.approx((30 + 30 + 50) / 2)
+    status.finished("c", 20.0)
+    status.finished("d", 20.0)
+    # e alone is left: never less than the longest figure left
+    assert status.eta() == pytest.approx(100 * (50 + 50 + 20 + 20) / 400)
+    status.started("e")
+    clock.now = 70.0 + 36.0
+    assert status.eta() is None  # past its expectation: no estimate, not "0 s left"
+
+
+def test_a_silent_stretch_is_broken_by_a_still_running_line(capsys):
+    from inductheory.figures._reproduce import _Status
+
+    clock = FakeClock()
+    status = _Status(fake_figures(a=10, b=10), {}, True, clock=clock)
+    status.started("a")
+    status.line("a", "flow (reduced) 1/4")
+    clock.now = 29.0
+    status.quiet_for()
+    clock.now = 30.5
+    status.quiet_for()
+    clock.now = 45.0
+    status.quiet_for()  # 14.5 s after the last line
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "running: a",
+        "  a: flow (reduced) 1/4",
+        "still running: a (30.5 s; last: flow (reduced) 1/4)",
+    ]
 
 
 def test_measured_tables_render_as_markdown_and_reject_ragged_rows():

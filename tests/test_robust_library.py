@@ -114,6 +114,35 @@ def test_damaged_cache_entry_is_reported_and_recomputed(tmp_path, damage):
         assert len(calls) == 2
 
 
+def test_a_cache_entry_being_computed_is_waited_for_not_computed_again(tmp_path):
+    # two figures computed at once ask for the same run: the second waits for the first
+    import threading
+    import time
+
+    calls, computing = [], threading.Event()
+
+    def slow(tag):
+        def compute():
+            calls.append(tag)
+            computing.set()
+            time.sleep(0.5)
+            return {"x": tag}
+
+        return compute
+
+    results = {}
+    first = threading.Thread(
+        target=lambda: results.update(a=_io.cached(tmp_path, {"a": 1}, slow("a")))
+    )
+    first.start()
+    assert computing.wait(30)
+    second = _io.cached(tmp_path, {"a": 1}, slow("b"))
+    first.join()
+    assert calls == ["a"] and second == results["a"] == {"x": "a"}
+    # another entry is not held up by it
+    assert _io.cached(tmp_path, {"a": 2}, slow("c")) == {"x": "c"}
+
+
 def test_cache_keys_include_the_library_version(tmp_path, monkeypatch):
     calls, compute = _compute_counter()
     v0 = _io.library_version()

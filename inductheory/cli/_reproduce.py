@@ -115,7 +115,10 @@ def run(args) -> int:
         jobs=jobs,
     )
     summary = {
-        name: {"findings": d.get("findings"), "wall_s": d.get("wall_s")}
+        name: {
+            "findings": d.get("findings"),
+            **{k: d.get(k) for k in ("wall_s", "cpu_s", "compile_s")},
+        }
         for name, d in results.items()
     }
     if args.json:

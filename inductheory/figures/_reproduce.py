@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import queue as queue_module
 import re
 import shlex
@@ -10,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..internal._clock import Clock
 from ..internal._io import (
     _atomic_write,
     claimed_output_dir,
@@ -121,51 +123,69 @@ def _select(only: list[str] | None) -> list[Figure]:
     return [f for name, f in FIGURES.items() if name in only]
 
 
-# The queue of a worker process to the parent (`_start_worker`), None in the parent itself.
-_EVENTS = None
-
-
 def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
-    """Compute, store and draw one figure; returns its data with the wall time."""
+    """Compute, store and draw one figure; returns its data with the time it took (`wall_s`,
+    `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds)."""
     f = FIGURES[name]
-    start = time.perf_counter()
+    clock = Clock()
     data = f.compute(quick, mode_cache)
     write_json_atomic(out / "data" / f"{f.name}.json", data)  # numbers only: no timings
-    data["wall_s"] = round(time.perf_counter() - start, 3)
     _draw_and_save(f, data, out)
+    spent = clock.spent()
+    data.update(
+        wall_s=round(spent.wall_s, 3),
+        cpu_s=round(spent.cpu_s, 3),
+        compile_s=round(spent.compile_s, 3),
+    )
     return data
-
-
-def _make_reported(name: str, quick: bool, mode_cache, out: Path) -> dict:
-    """`_make` in a worker: its start and its progress lines go to the parent's queue."""
-    if _EVENTS is None:
-        return _make(name, quick, mode_cache, out)
-    _EVENTS.put(("start", name))
-    with report_to(lambda line, finished: _EVENTS.put(("line", name, line, finished))):
-        return _make(name, quick, mode_cache, out)
 
 
 class _Status:
     """What `reproduce` tells the user on stderr: which figures run, each one's progress (prefixed
-    with its name, at most every `every` seconds), when each is done, an ETA once it means
-    something, and the total time."""
+    with its name, at most every `every` seconds), a line at least every `quiet` seconds while
+    figures run, when each is done, an ETA once it means something, and the total time.
 
-    def __init__(self, figures, previous: dict, enabled: bool, every: float = 5.0):
-        # the work expected of each figure: its previous wall time, else its nominal cost
+    The ETA rests on the work expected of each figure (its nominal `cost`, or its wall time in a
+    previous run), scaled by how long the figures done so far took against their expectation; it
+    is printed only once the finished figures hold `eta_after` of the expected work: before that
+    the scale is a guess (nominal costs are off by factors of two, and a previous run's times say
+    nothing of what its cache now saves). `clock` gives the seconds (tests pass a fake one)."""
+
+    def __init__(
+        self,
+        figures,
+        previous: dict,
+        enabled: bool,
+        every: float = 5.0,
+        *,
+        jobs: int = 1,
+        quiet: float = 30.0,
+        eta_after: float = 0.25,
+        clock=time.perf_counter,
+    ):
         self.expected = {
             f.name: float(previous.get(f.name, f.cost)) or 1.0 for f in figures
         }
         self.enabled, self.every, self.stream = enabled, every, sys.stderr
-        self.start = time.perf_counter()
+        self.jobs, self.quiet, self.eta_after, self.clock = (
+            jobs,
+            quiet,
+            eta_after,
+            clock,
+        )
+        self.start = clock()
         self.running: list[str] = []
         self.done: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self.compile: dict[str, float] = {}
         self.last_line: dict[str, float] = {}
+        self.last_text: dict[str, str] = {}
         self.loops: dict[str, int] = {}
         self.started_at: dict[str, float] = {}
         self.last_write = self.start
 
     def _write(self, text: str) -> None:
-        self.last_write = time.perf_counter()
+        self.last_write = self.clock()
         if self.enabled:
             self.stream.write(text + "\n")
             self.stream.flush()
@@ -173,58 +193,99 @@ class _Status:
     def started(self, name: str) -> None:
         if name not in self.running and name not in self.done:
             self.running.append(name)
-            self.started_at[name] = time.perf_counter()
+            self.started_at[name] = self.clock()
             self._write("running: " + ", ".join(self.running))
 
-    def quiet_for(self, seconds: float = 60.0) -> None:
-        """After `seconds` without a line, say what is still running and for how long."""
-        now = time.perf_counter()
+    def quiet_for(self, seconds: float | None = None) -> None:
+        """After `seconds` (default `quiet`) without a line, say what is still running, for how
+        long, and the last progress each running figure reported."""
+        now = self.clock()
+        seconds = self.quiet if seconds is None else seconds
         if self.running and now - self.last_write >= seconds:
+            parts = []
+            for n in self.running:
+                last = self.last_text.get(n)
+                parts.append(
+                    f"{n} ({duration(now - self.started_at[n])}"
+                    + (f"; last: {last}" if last else "")
+                    + ")"
+                )
+            eta = self.eta()
             self._write(
                 "still running: "
-                + ", ".join(
-                    f"{n} ({duration(now - self.started_at[n])})" for n in self.running
-                )
+                + ", ".join(parts)
+                + ("" if eta is None else f"; about {duration(eta)} left")
             )
 
     def line(self, name: str, text: str, finished: bool = False) -> None:
         # `finished`: the line of a loop's last unit (a flow batch, an oracle map), counted
         self.loops[name] = self.loops.get(name, 0) + bool(finished)
-        now = time.perf_counter()
+        self.last_text[name] = text
+        now = self.clock()
         if now - self.last_line.get(name, -self.every) >= self.every:
             self.last_line[name] = now
             count = f" ({self.loops[name]} done)" if self.loops[name] else ""
             self._write(f"  {name}{count}: {text}")
 
-    def finished(self, name: str, wall_s: float) -> None:
+    def eta(self) -> float | None:
+        """Seconds left, or None while the finished figures hold less than `eta_after` of the
+        expected work (or nothing is left but figures already past their expectation)."""
+        total = sum(self.expected.values())
+        finished = sum(self.expected[n] for n in self.done)
+        if finished < self.eta_after * total or len(self.done) == len(self.expected):
+            return None
+        # how long the finished figures took against their expectation
+        scale = sum(self.done.values()) / finished
+        now = self.clock()
+        left = [
+            max(scale * self.expected[n] - (now - self.started_at[n]), 0.0)
+            if n in self.running
+            else scale * self.expected[n]
+            for n in self.expected
+            if n not in self.done
+        ]
+        if max(left) <= 0:  # only figures already past their expectation: no estimate
+            return None
+        # `jobs` figures at a time, and never less than the longest one left
+        return max(sum(left) / self.jobs, max(left))
+
+    def finished(
+        self, name: str, wall_s: float, cpu_s: float = 0.0, compile_s: float = 0.0
+    ) -> None:
         if name in self.running:
             self.running.remove(name)
         self.done[name] = wall_s
-        total = sum(self.expected.values())
-        finished = sum(self.expected[n] for n in self.done)
+        self.cpu[name], self.compile[name] = cpu_s, compile_s
         text = (
             f"done {name} ({duration(wall_s)}); {len(self.done)}/{len(self.expected)}"
         )
-        elapsed = time.perf_counter() - self.start
-        # an ETA only from a finished figure and a tenth of the expected work: earlier it is noise
-        if finished >= 0.1 * total and len(self.done) < len(self.expected):
-            text += f", about {duration(elapsed * (total - finished) / finished)} left"
+        eta = self.eta()
+        if eta is not None:
+            text += f", about {duration(eta)} left"
         self._write(text)
 
-    def total(self) -> None:
-        self._write(f"total {duration(time.perf_counter() - self.start)}")
+    def total(self, cpu_s: float | None = None) -> None:
+        """The total wall time; with `cpu_s` (every process of the run) also the CPU time, the
+        cores it kept busy on average and the share of the figures' CPU spent compiling."""
+        wall = self.clock() - self.start
+        text = f"total {duration(wall)}"
+        if cpu_s is not None and wall > 0:
+            figures = sum(self.cpu.values())
+            text += f"; CPU {duration(cpu_s)} ({cpu_s / wall:.1f} cores busy on average"
+            if figures > 0:
+                text += (
+                    f", {100 * sum(self.compile.values()) / figures:.0f}% of the "
+                    "figures' CPU tracing and compiling"
+                )
+            text += ")"
+        self._write(text)
 
 
-def _start_worker(
-    compilation_cache: str | None, program_store: str | None, events=None
-) -> None:
-    """A worker process takes the parent's persistent caches (the command line turns them on) and
-    the queue on which it reports its figure's progress (None: silent)."""
-    global _EVENTS
+def _start_worker(compilation_cache: str | None, program_store: str | None) -> None:
+    """A worker process takes the parent's persistent caches (the command line turns them on)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    _EVENTS = events
     if compilation_cache:
         from ..internal._paths import enable_compilation_cache
 
@@ -233,6 +294,66 @@ def _start_worker(
         from ..internal._programs import enable_program_store
 
         enable_program_store(program_store)
+
+
+def _worn_out() -> bool:
+    """Whether this worker should hand over to a fresh process: its memory mappings near the
+    kernel's limit (each compiled program maps its generated code; past the limit LLVM fails
+    with "Cannot allocate memory") or its resident memory above a share of the machine's."""
+    try:
+        maps = Path("/proc/self/maps").read_text().count("\n")
+        limit = int(Path("/proc/sys/vm/max_map_count").read_text())
+    except (OSError, ValueError):
+        return False  # not Linux: nothing to watch
+    if maps > limit // 3:
+        return True
+    try:
+        import resource
+
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return rss > _MEMORY_SHARE * total
+
+
+# A worker whose peak resident memory passes this share of the machine's hands over to a new one.
+_MEMORY_SHARE = 0.25
+
+
+def _serve(worker: int, caches, tasks, events, progress: bool) -> None:
+    """A worker process: computes the figures it is sent (`(name, quick, mode_cache, out)`, None
+    to stop) one at a time, keeping jax's compiled programs between them, and reports on
+    `events`: `("line", name, text, finished)` progress, `("done", worker, name, data,
+    retiring)` (`retiring`: worn out, it stops) and `("failed", worker, name, error, trace)`."""
+    _start_worker(*caches)
+    while (task := tasks.get()) is not None:
+        name = task[0]
+
+        def sink(line, finished, name=name):
+            events.put(("line", name, line, finished))
+
+        try:
+            if progress:
+                with report_to(sink):
+                    data = _make(*task)
+            else:
+                data = _make(*task)
+        except BaseException as err:
+            import pickle
+            import traceback
+
+            trace = traceback.format_exc()
+            try:
+                pickle.dumps(err)
+            except Exception:
+                err = RuntimeError(f"{type(err).__name__}: {err}")
+            events.put(("failed", worker, name, err, trace))
+            return
+        retiring = _worn_out()
+        events.put(("done", worker, name, data, retiring))
+        if retiring:
+            return
 
 
 def _make_in_workers(
@@ -244,13 +365,13 @@ def _make_in_workers(
     previous: dict,
     status: _Status,
 ) -> dict[str, dict]:
-    """Figures computed by `jobs` worker processes, the longest (by the previous run) first, each
-    in a fresh process: one process that compiles every figure's programs runs out of memory
-    mappings for generated code (LLVM "Cannot allocate memory"
-    during a full run). The
-    workers report their starts and progress lines on a queue; this process prints them."""
+    """Figures computed by `jobs` long-lived worker processes, the longest expected first, each
+    worker taking the next figure when it finishes one. A worker keeps jax's compiled programs
+    (and its imports) from one figure to the next, so figures of the same shapes compile them
+    once; a worker near the limit of memory mappings for generated code, or holding much memory,
+    hands over to a fresh process (`_worn_out`). The workers report progress lines on a queue;
+    this process prints them."""
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     import jax
 
@@ -259,50 +380,96 @@ def _make_in_workers(
     store = program_store_directory()
     # spawn, not fork: the parent has started jax's threads
     context = multiprocessing.get_context("spawn")
-    events = context.Queue() if status.enabled else None
+    events = context.Queue()
     caches = (
         jax.config.jax_compilation_cache_dir or None,
         None if store is None else str(store),
-        events,
     )
-    order = sorted(figures, key=lambda f: -float(previous.get(f.name, f.cost)))
+    order = [
+        f.name
+        for f in sorted(figures, key=lambda f: -float(previous.get(f.name, f.cost)))
+    ]
     results: dict[str, dict] = {}
+    workers: dict[int, tuple] = {}  # id -> (process, task queue)
+    busy: dict[int, str] = {}  # id -> the figure it computes
+    count = iter(range(10**9))
 
-    def drain() -> None:
-        while events is not None:
+    def spawn() -> int:
+        worker, tasks = next(count), context.Queue()
+        process = context.Process(
+            target=_serve,
+            args=(worker, caches, tasks, events, status.enabled),
+            daemon=True,
+        )
+        process.start()
+        workers[worker] = (process, tasks)
+        return worker
+
+    def assign(worker: int) -> None:
+        _, tasks = workers[worker]
+        if order:
+            busy[worker] = order.pop(0)
+            status.started(busy[worker])
+            tasks.put((busy[worker], quick, mode_cache, out))
+        else:
+            tasks.put(None)
+
+    def handle(event) -> None:
+        kind = event[0]
+        if kind == "line":
+            status.line(*event[1:])
+        elif kind == "done":
+            _, worker, name, data, retiring = event
+            busy.pop(worker, None)
+            results[name] = data
+            status.finished(name, data["wall_s"], data["cpu_s"], data["compile_s"])
+            if retiring:  # a fresh process takes over the figures left
+                workers.pop(worker)[0].join()
+                if not order:
+                    return
+                worker = spawn()
+            assign(worker)
+        elif kind == "failed":
+            _, worker, name, err, trace = event
+            if not isinstance(err, KeyboardInterrupt):
+                sys.stderr.write(f"figure {name} failed in its worker:\n{trace}")
+            raise err
+
+    failed = True
+    try:
+        for _ in range(min(jobs, len(order))):
+            spawn()
+        for worker in list(workers):
+            assign(worker)
+        while len(results) < len(figures):
             try:
-                event = events.get_nowait()
+                handle(events.get(timeout=0.5))
             except queue_module.Empty:
-                return
-            if event[0] == "start":
-                status.started(event[1])
-            else:
-                status.line(*event[1:])
-
-    with ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=context,
-        initializer=_start_worker,
-        initargs=caches,
-        max_tasks_per_child=1,
-    ) as pool:
-        pending = {
-            pool.submit(_make_reported, f.name, quick, mode_cache, out): f.name
-            for f in order
-        }
-        try:
-            while pending:
-                done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                drain()  # before the results: a figure's start is printed before its end
-                status.quiet_for(60.0)
-                for future in done:
-                    name = pending.pop(future)
-                    results[name] = future.result()
-                    status.started(name)
-                    status.finished(name, results[name]["wall_s"])
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+                pass
+            status.quiet_for()
+            for worker, name in list(busy.items()):
+                process = workers[worker][0]
+                if process.is_alive():
+                    continue
+                # its last messages may still be on their way
+                deadline = time.perf_counter() + 5.0
+                while worker in busy and time.perf_counter() < deadline:
+                    try:
+                        handle(events.get(timeout=0.5))
+                    except queue_module.Empty:
+                        pass
+                if worker in busy:
+                    raise RuntimeError(
+                        f"the worker process computing figure {name} died (exit code "
+                        f"{process.exitcode}); rerun to resume from the cache"
+                    )
+        failed = False
+    finally:
+        for process, _ in workers.values():
+            process.join(timeout=0 if failed else 10)  # told to stop: they exit at once
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=5)
     return results
 
 
@@ -326,9 +493,10 @@ def reproduce(
       `default_cache_dir() / "reproduce"`, in the user's XDG cache directory; `None`: no cache).
     - `progress`: show progress on stderr.
     - `command`: the command line recorded in the README.
-    - `jobs`: worker processes computing figures at once, each figure in a fresh process (the
-      command line's default: the CPU cores, at most 4); `None`: one after the other in this
-      process. Most figure computations keep one core busy (small solver loops, compiling), so on
+    - `jobs`: worker processes computing figures at once, each taking the next figure when
+      done and keeping its compiled programs for it (the command line's default: the CPU
+      cores, at most 4); `None`: one after the other in this process. Most figure
+      computations keep one core busy (small solver loops, compiling), so on
       k cores k jobs take about 1/k of the time; the numbers do not depend on it.
 
     **Returns:** the data of each figure made, by name. The README is written only when every
@@ -365,7 +533,8 @@ def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
     except (OSError, ValueError):
         previous = {}
     results: dict[str, dict] = {}
-    status = _Status(figures, previous, progress)
+    status = _Status(figures, previous, progress, jobs=jobs or 1)
+    cpu_start = _cpu_seconds()
     if jobs is not None:
         results = _make_in_workers(
             figures, jobs, quick, mode_cache, out, previous, status
@@ -382,8 +551,9 @@ def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
                     results[f.name] = _make(f.name, quick, mode_cache, out)
             else:
                 results[f.name] = _make(f.name, quick, mode_cache, out)
-            status.finished(f.name, results[f.name]["wall_s"])
-    status.total()
+            d = results[f.name]
+            status.finished(f.name, d["wall_s"], d["cpu_s"], d["compile_s"])
+    status.total(_cpu_seconds() - cpu_start)
     results = {f.name: results[f.name] for f in figures}  # registry order
     if timings_path is not None:
         write_json_atomic(
@@ -408,6 +578,19 @@ def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
     ):  # unchanged figures leave the file untouched
         write_text_atomic(path, text)
     return results
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished (joined) child processes."""
+    import resource
+
+    return sum(
+        u.ru_utime + u.ru_stime
+        for u in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    )
 
 
 def require_cache_dir(path: Path) -> None:

@@ -15,6 +15,7 @@ from ..experiments._flows import run_flow
 from ..flow._config import FlowConfig
 from ..flow._solution import STATUSES
 from ..internal._io import cached
+from ..internal._progress import announce
 from ..model._gates import shared_gates_from_logits
 from ..model._task import Task, assumptions_silenced, quiet_task
 
@@ -26,6 +27,12 @@ task_of = (
 
 # The task shared by the weak-spot and coverage runs (S and H vary).
 BASE = dict(L=8, N=4096, gamma=1.0, beta=4.0, kappa=1.0)
+
+
+def _shape(task: Task) -> str:
+    """The task's sizes for a progress line (the window only where it differs from S)."""
+    window = f" W={task.W}" if task.W != task.S else ""
+    return f"L={task.L} S={task.S} H={task.H}{window} N={task.N}"
 
 
 def flow_runs(
@@ -48,6 +55,7 @@ def flow_runs(
     }
 
     def compute():
+        announce(f"computing a {config.dynamics} flow, {_shape(task)}, {seeds} seeds")
         with assumptions_silenced():
             run = run_flow(task, config, seeds, seed=seed)
         ps, out = run.per_seed, run.to_dict()
@@ -90,15 +98,14 @@ def oracle_point(
     from ..oracle._point import OraclePoint, oracle_point as compute_point
 
     params = point_params(task, config, seed=seed, contexts=contexts, seeds=seeds)
-    return OraclePoint.from_dict(
-        cached(
-            cache_dir,
-            params,
-            lambda: compute_point(
-                task, jax.random.key(seed), config, contexts=contexts, seeds=seeds
-            ).to_dict(),
-        )
-    )
+
+    def compute():
+        announce(f"computing an oracle point, {_shape(task)}, {contexts} context(s)")
+        return compute_point(
+            task, jax.random.key(seed), config, contexts=contexts, seeds=seeds
+        ).to_dict()
+
+    return OraclePoint.from_dict(cached(cache_dir, params, compute))
 
 
 def theorem2_setups(quick: bool):

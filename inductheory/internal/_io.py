@@ -229,7 +229,46 @@ def cached(directory, params: dict, compute: Callable[[], dict]) -> dict:
     stored = load_cached(directory, params)
     if stored is not None:
         return stored
-    return store_cached(directory, params, compute())
+    path = _entry_path(directory, params, library_version())
+    before = _modified(path)
+    with _computing(path):
+        # another process computing the same entry held the lock: take its result
+        if _modified(path) != before:
+            stored = load_cached(directory, params)
+            if stored is not None:
+                return stored
+        return store_cached(directory, params, compute())
+
+
+def _modified(path: Path):
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def _computing(path: Path):
+    """Hold the lock of entry `path` while computing it, so that a process asking for the same
+    entry meanwhile waits for it instead of computing it twice (figures computed at once share
+    runs). Without flock, or where the lock cannot be made, nothing is held."""
+    try:
+        import fcntl
+
+        folder = path.parent / ".computing"
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / path.stem, os.O_CREAT | os.O_RDWR, 0o644)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 # --- output directories: one command's outputs each, never mixed ------------------------------

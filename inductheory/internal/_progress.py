@@ -38,6 +38,18 @@ def report_to(sink: Callable[[str, bool], None]) -> Iterator[None]:
         _SINKS.remove(sink)
 
 
+def announce(line: str) -> None:
+    """Send `line` to whoever `report_to` routes this process's progress to (nothing otherwise):
+    what a long job starts on, between the counted loops of `Progress`.
+
+    ```python
+    announce("flow (reduced) S=4 H=2, 256 seeds: computing")
+    ```
+    """
+    if _SINKS:
+        _SINKS[-1](line, False)
+
+
 class Progress:
     """Counts finished units of work and shows `desc done/total elapsed eta` on stderr.
 

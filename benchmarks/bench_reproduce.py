@@ -1,0 +1,124 @@
+"""Time `inductheory reproduce` from an empty cache, as a new user's first run.
+
+Runs the command line in a child process with a private, empty cache directory and XDG cache
+(no compiled or stored program, no finished computation), and prints per figure its wall seconds,
+CPU seconds (its worker process, all threads) and compile seconds (tracing, lowering and XLA
+compile, from jax's monitoring spans), then the run's wall time, CPU seconds of every process
+(the command and its workers) and CPU use in percent of one core.
+
+    python benchmarks/bench_reproduce.py --quick
+    python benchmarks/bench_reproduce.py --only weak_spots,coverage --jobs 2
+
+Progress goes to stderr as usual; the table to stdout (`--json FILE` also writes it as JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="reproduce --quick")
+    parser.add_argument("--only", default=None, help="comma-separated figure names")
+    parser.add_argument("--jobs", type=int, default=None, help="reproduce --jobs")
+    parser.add_argument(
+        "--work", type=Path, default=None, help="folder for caches and outputs (kept)"
+    )
+    parser.add_argument(
+        "--json", type=Path, default=None, help="also write the table here"
+    )
+    args = parser.parse_args(argv)
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench-reproduce-"))
+    if work.exists() and any(work.iterdir()):
+        parser.error(
+            f"--work {work} is not empty; the run must start from empty caches"
+        )
+    work.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(work / "xdg"),
+        "PYTHONPATH": str(ROOT),
+        "INDUCTHEORY_CACHE_DIR": str(work / "cache"),
+    }
+    command = [
+        sys.executable,
+        str(ROOT / "_inductheory_entry.py"),
+        "reproduce",
+        "--json",
+        "--out",
+        str(work / "out"),
+        "--cache",
+        str(work / "cache"),
+    ]
+    command += ["--quick"] * args.quick
+    command += ["--only", args.only] if args.only else []
+    command += ["--jobs", str(args.jobs)] if args.jobs else []
+    cpu0, start = children_cpu(), time.perf_counter()
+    done = subprocess.run(
+        command, env=env, stdout=subprocess.PIPE, text=True, check=False
+    )
+    wall, cpu = time.perf_counter() - start, children_cpu() - cpu0
+    if done.returncode != 0:
+        print(done.stdout)
+        print(f"reproduce failed (exit {done.returncode})", file=sys.stderr)
+        return done.returncode
+    figures = json.loads(done.stdout)
+    rows = [
+        (name, d["wall_s"], d["cpu_s"], d["compile_s"])
+        for name, d in sorted(figures.items(), key=lambda kv: -kv[1]["cpu_s"])
+    ]
+    print(
+        f"{'figure':24s} {'wall s':>8s} {'CPU s':>8s} {'compile s':>10s} {'compile %':>9s}"
+    )
+    for name, w, c, k in rows:
+        print(f"{name:24s} {w:8.1f} {c:8.1f} {k:10.1f} {100 * k / max(c, 1e-9):8.0f}%")
+    fig_cpu = sum(r[2] for r in rows)
+    fig_compile = sum(r[3] for r in rows)
+    print(
+        f"{'figures':24s} {sum(r[1] for r in rows):8.1f} {fig_cpu:8.1f} {fig_compile:10.1f} "
+        f"{100 * fig_compile / max(fig_cpu, 1e-9):8.0f}%"
+    )
+    print(
+        f"run ({'quick' if args.quick else 'full'}"
+        f"{', only ' + args.only if args.only else ''}): wall {wall:.1f} s, CPU {cpu:.1f} s "
+        f"({cpu / 60:.1f} CPU-min) = {100 * cpu / wall:.0f}% of one core; compile "
+        f"{100 * fig_compile / max(cpu, 1e-9):.0f}% of the CPU; work folder {work}"
+    )
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "quick": args.quick,
+                    "only": args.only,
+                    "wall_s": wall,
+                    "cpu_s": cpu,
+                    "figures": {
+                        r[0]: dict(zip(("wall_s", "cpu_s", "compile_s"), r[1:]))
+                        for r in rows
+                    },
+                },
+                indent=1,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Where a process's time goes: CPU seconds, and CPU seconds spent tracing, lowering and
+compiling jax programs.
+
+jax announces the start of each trace (`jaxpr_trace_duration`), lowering to StableHLO
+(`jaxpr_to_mlir_module_duration`) and XLA compile (`backend_compile_duration`) to its scalar
+listeners and reports its end to its time-span listeners. The spans nest (tracing an outer
+program traces the inner ones), so the process CPU time is counted over the outermost spans only.
+CPU, not wall, time: on a busy machine a compile waits for a core as long as it runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import NamedTuple
+
+COMPILE_EVENTS = frozenset(
+    {
+        "/jax/core/compile/jaxpr_trace_duration",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration",
+        "/jax/core/compile/backend_compile_duration",
+    }
+)
+
+_lock = threading.Lock()
+_state = {"listening": False, "depth": 0, "entered": 0.0, "total": 0.0}
+
+
+def _entered(event: str, value, **_) -> None:
+    if event in COMPILE_EVENTS:
+        with _lock:
+            if _state["depth"] == 0:
+                _state["entered"] = time.process_time()
+            _state["depth"] += 1
+
+
+def _left(event: str, start: float, end: float, **_) -> None:
+    if event in COMPILE_EVENTS:
+        with _lock:
+            _state["depth"] = max(_state["depth"] - 1, 0)
+            if _state["depth"] == 0:
+                _state["total"] += time.process_time() - _state["entered"]
+
+
+def _start_listening() -> None:
+    with _lock:
+        if _state["listening"]:
+            return
+        _state["listening"] = True
+    import jax.monitoring
+
+    jax.monitoring.register_scalar_listener(_entered)
+    jax.monitoring.register_event_time_span_listener(_left)
+
+
+def compile_seconds() -> float:
+    """CPU seconds this process spent tracing, lowering or compiling jax programs since the
+    first `Clock` it started (finished spans only).
+
+    ```python
+    compile_seconds()  # 0.0 before any Clock
+    ```
+    """
+    with _lock:
+        return _state["total"]
+
+
+class Spent(NamedTuple):
+    """Time spent on one piece of work.
+
+    - `wall_s`: elapsed seconds.
+    - `cpu_s`: CPU seconds of this process, all its threads (jax's and XLA's too).
+    - `compile_s`: the part of `cpu_s` spent tracing, lowering or compiling jax programs.
+    """
+
+    wall_s: float
+    cpu_s: float
+    compile_s: float
+
+
+class Clock:
+    """Measures the wall, CPU and compile seconds of this process from its start to `spent()`.
+
+    ```python
+    clock = Clock()
+    sum(range(10**6))
+    clock.spent().cpu_s
+    ```
+    """
+
+    def __init__(self):
+        _start_listening()
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.compile = compile_seconds()
+
+    def spent(self) -> Spent:
+        return Spent(
+            wall_s=time.perf_counter() - self.wall,
+            cpu_s=time.process_time() - self.cpu,
+            compile_s=compile_seconds() - self.compile,
+        )
