@@ -32,7 +32,6 @@ from jaxtyping import Array, Float
 
 from ..model._gates import SharedGates, shared_gates_from_logits
 from ..model._loss import phase_losses
-from ..model._objective import soft_maximum
 from ..model._task import Task
 
 
@@ -71,22 +70,48 @@ def _phr(ell, c, lam, mu):
     return jnp.sum(shifted**2 - lam**2) / (2 * mu)
 
 
-def _objective(b, args):
-    """$w_m \\bar\\ell + w_s \\mathrm{softmax}_\\tau(\\ell)$ + the augmented Lagrangian term
-    of $\\ell_p \\le c$:
-    one program for the three kinds of solve (c = +inf-like switches the constraint off)."""
-    task, w_mean, w_soft, tau, c, lam, mu = args
-    ell = _losses(task, b)
-    return (
-        w_mean * jnp.mean(ell) + w_soft * soft_maximum(ell, tau) + _phr(ell, c, lam, mu)
-    )
-
-
-def _epigraph_objective(y, args):
-    """The augmented Lagrangian of the epigraph form $\\min t$ s.t. $\\ell_p(b) \\le t$."""
-    task, lam, mu = args
+def _objective(y, args):
+    """$w_m \\bar\\ell + w_t t$ + the augmented Lagrangian term of $\\ell_p \\le t$ (epigraph)
+    or $\\ell_p \\le c$: one program for the three kinds of solve (the best mean: c = +inf-like;
+    the frontier at c; the least worst phase: $w_m = 0$, $w_t = 1$, epigraph)."""
     b, t = y
-    return t + _phr(_losses(task, b), t, lam, mu)
+    task, w_mean, w_t, c, epigraph, lam, mu = args
+    ell = _losses(task, b)
+    bound = jnp.where(epigraph > 0, t, c)
+    return w_mean * jnp.mean(ell) + w_t * t + _phr(ell, bound, lam, mu)
+
+
+_CHUNK = (
+    32  # lanes per call of the compiled AL program: every solve reuses one compilation
+)
+
+
+@eqx.filter_jit
+def _al_program(task, y, args, max_steps):
+    return jax.vmap(lambda y, a: _solve(_objective, y, (task, *a), max_steps))(y, args)
+
+
+_ell_of = eqx.filter_jit(lambda task, b: jax.vmap(lambda x: _losses(task, x))(b))
+
+
+def _al_solve(task, b, t, *, w_mean, w_t, c, epigraph, lam, mu, max_steps):
+    """The AL stage for every start (b, t), in chunks of `_CHUNK` lanes (the last padded);
+    scalars are broadcast to every lane. Returns (b, t)."""
+    n, P = b.shape[0], jnp.shape(lam)[-1]
+    full = lambda v, *tail: jnp.broadcast_to(jnp.asarray(v, jnp.float64), (n, *tail))
+    y = (b, full(t))
+    args = (full(w_mean), full(w_t), full(c), full(epigraph), full(lam, P), full(mu))
+    pad = -n % _CHUNK
+    padded = lambda v: jnp.concatenate([v, jnp.repeat(v[-1:], pad, axis=0)])
+    y, args = jax.tree.map(padded, (y, args))
+    outs = [
+        _al_program(
+            task, *jax.tree.map(lambda v, i=i: v[i : i + _CHUNK], (y, args)), max_steps
+        )
+        for i in range(0, n + pad, _CHUNK)
+    ]
+    b, t = (jnp.concatenate(parts)[:n] for parts in zip(*outs))
+    return b, t
 
 
 def _unsaturate(b, floor=-10.0):
@@ -292,7 +317,7 @@ def kkt_check(
 
     ```python
     task = Task(L=8, S=4, H=2, N=4096, beta=4.0)
-    kkt_check(task, minimax_end(task).gates).residual  # ~1e-13
+    kkt_check(task, minimax_end(task).gates).residual  # near 0
     kkt_check(task, uniform_gates(2, 4)).residual  # large: not a minimizer
     ```
     """
@@ -394,22 +419,24 @@ def _polish(task, x, kkt, steps=12):
 def _al_minimax(task, key, starts, scale, mus, max_steps):
     """The library's augmented Lagrangian on the epigraph, in logits (softmax gates), BFGS inner
     solves vmapped over random starts; returns the gates (starts, H, 2, W)."""
-    shape = (task.H, 2, task.W)
-    ell_of = jax.vmap(lambda b: _losses(task, b))
-    solve = jax.jit(
-        jax.vmap(
-            lambda b, t, lam, mu: _solve(
-                _epigraph_objective, (b, t), (task, lam, mu), max_steps
-            )
-        )
-    )
-    b = _starts(key, starts, shape, scale)
-    ell = ell_of(b)
+    b = _starts(key, starts, (task.H, 2, task.W), scale)
+    ell = _ell_of(task, b)
     t = jnp.max(ell, axis=-1)
     lam = jnp.full(ell.shape, 1.0 / ell.shape[-1])
     for mu in mus:
-        b, t = solve(b, t, lam, jnp.full(starts, mu))
-        lam = jnp.maximum(0.0, lam + mu * (ell_of(b) - t[:, None]))
+        b, t = _al_solve(
+            task,
+            b,
+            t,
+            w_mean=0.0,
+            w_t=1.0,
+            c=0.0,
+            epigraph=1.0,
+            lam=lam,
+            mu=mu,
+            max_steps=max_steps,
+        )
+        lam = jnp.maximum(0.0, lam + mu * (_ell_of(task, b) - t[:, None]))
     return np.asarray(jax.nn.softmax(b, axis=-1), float)
 
 
@@ -470,7 +497,7 @@ def minimax_end(
     seed: int = 0,
     scale: float = 4.0,
     mus=(1e2, 1e3, 1e4),
-    max_steps: int = 500,
+    max_steps: int = 2000,
     maxiter: int = 500,
     tol: float = 1e-6,
 ) -> FrontierEnd:
@@ -608,30 +635,24 @@ def uniformity_frontier(
         end = minimax_end(task, seed=seed)
 
     P = len(end.losses)
-    solve = jax.jit(
-        jax.vmap(
-            lambda b, w_mean, w_soft, tau, c, lam, mu: _solve(
-                _objective, b, (task, w_mean, w_soft, tau, c, lam, mu), max_steps
-            )
-        )
-    )
-    ell_of = jax.jit(jax.vmap(lambda b: _losses(task, b)))
-
     off = 1e6  # a bound no loss reaches: no constraint
     b_min = jnp.log(jnp.maximum(jnp.stack([end.key, end.value], axis=1), 1e-300))
+    stage = lambda b, c, lam, mu: _al_solve(
+        task,
+        b,
+        0.0,
+        w_mean=1.0,
+        w_t=0.0,
+        c=c,
+        epigraph=0.0,
+        lam=lam,
+        mu=mu,
+        max_steps=max_steps,
+    )[0]
 
     # best unconstrained mean
-    n = starts
-    b = solve(
-        _starts(key_free, n, shape, scale),
-        jnp.ones(n),
-        jnp.zeros(n),
-        jnp.ones(n),
-        jnp.full(n, off),
-        jnp.zeros((n, P)),
-        jnp.ones(n),
-    )
-    ell = np.asarray(ell_of(b), float)
+    b = stage(_starts(key_free, starts, shape, scale), off, jnp.zeros(P), 1.0)
+    ell = np.asarray(_ell_of(task, b), float)
     j = int(np.nanargmin(ell.mean(-1)))
     free_mean, free_worst = float(ell[j].mean()), float(ell[j].max())
     b_free = b[j]
@@ -655,18 +676,9 @@ def uniformity_frontier(
     )
     lam = jnp.zeros((B * starts, P))
     for mu in mus:
-        b = _unsaturate(b)
-        b = solve(
-            b,
-            jnp.ones(B * starts),
-            jnp.zeros(B * starts),
-            jnp.ones(B * starts),
-            c,
-            lam,
-            jnp.full(B * starts, mu),
-        )
-        lam = jnp.maximum(0.0, lam + mu * (ell_of(b) - c[:, None]))
-    ell = np.asarray(ell_of(b), float).reshape(B, starts, -1)
+        b = stage(_unsaturate(b), c, lam, mu)
+        lam = jnp.maximum(0.0, lam + mu * (_ell_of(task, b) - c[:, None]))
+    ell = np.asarray(_ell_of(task, b), float).reshape(B, starts, -1)
     all_mean, all_worst = ell.mean(-1), ell.max(-1)
     feasible = all_worst <= bounds[:, None] + feasibility_tol
     masked = np.where(feasible, all_mean, np.inf)
@@ -702,7 +714,7 @@ def simplex_frontier(
     bounds,
     *,
     warm=(),
-    starts: int = 4,
+    starts: int = 2,
     seed: int = 0,
     maxiter: int = 500,
     feasibility_tol: float = 1e-9,
