@@ -9,7 +9,11 @@ F(c) = \\min_b \\Big\\{ \\frac1P \\sum_p \\ell_p(b) \\;:\\; \\max_p \\ell_p(b) \
 $$
 
 non-increasing in c. It is computed by an augmented Lagrangian (one multiplier per phase) with BFGS
-inner solves from many random starts, all vectorized.
+inner solves from many random starts, all vectorized, one compiled program for every kind of solve.
+Its left end $\\min_b \\max_p \\ell_p(b)$ (`minimax_end`) is solved twice, by SLSQP on the
+simplices (where gate entries can be exactly zero) and by the augmented Lagrangian of the epigraph,
+polished by Newton on its KKT equations and checked by them (`kkt_check`); `simplex_frontier`
+checks $F$ by SLSQP.
 """
 
 from __future__ import annotations
