@@ -24,8 +24,13 @@ from ._flows import (
     sharded_seed_map as sharded_seed_map,
 )
 from ._frontier import (
+    FrontierEnd as FrontierEnd,
+    KKTCheck as KKTCheck,
     frontier_mean_at as frontier_mean_at,
+    kkt_check as kkt_check,
     mean_and_worst as mean_and_worst,
+    minimax_end as minimax_end,
+    simplex_frontier as simplex_frontier,
     uniformity_frontier as uniformity_frontier,
 )
 from ._mitigations import (
