@@ -18,12 +18,8 @@ checks $F$ by SLSQP.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import dataclasses
-import functools
 import itertools
-from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -32,6 +28,7 @@ import numpy as np
 import optimistix as optx
 import scipy
 import scipy.optimize
+import threadpoolctl
 from jaxtyping import Array, Float
 
 from ..model._gates import SharedGates, shared_gates_from_logits
@@ -156,43 +153,10 @@ def _project(x, W):
     return (p / p.sum(-1, keepdims=True)).ravel()
 
 
-@functools.cache
-def _openblas_thread_setters():
-    """(get, set) thread-count functions of the OpenBLAS libraries bundled with scipy and
-    numpy, where found."""
-    out = []
-    for module in (scipy, np):
-        root = Path(module.__file__).parent
-        for path in [
-            *root.parent.glob(f"{root.name}.libs/*openblas*"),
-            *root.glob(".dylibs/*openblas*"),
-        ]:
-            try:
-                lib = ctypes.CDLL(str(path))
-            except OSError:
-                continue
-            for suffix in ("", "64_"):
-                get = getattr(lib, f"scipy_openblas_get_num_threads{suffix}", None)
-                set_ = getattr(lib, f"scipy_openblas_set_num_threads{suffix}", None)
-                if get is not None and set_ is not None:
-                    out.append((get, set_))
-                    break
-    return tuple(out)
-
-
-@contextlib.contextmanager
 def _one_blas_thread():
-    """Run SLSQP's small LAPACK calls on one OpenBLAS thread: waking the thread pool for
-    17x17 systems costs far more than the work (best effort; a no-op where the
-    bundled OpenBLAS is not found)."""
-    libs = [(set_, get()) for get, set_ in _openblas_thread_setters()]
-    for set_, _ in libs:
-        set_(1)
-    try:
-        yield
-    finally:
-        for set_, n in libs:
-            set_(n)
+    """Run SLSQP's small LAPACK calls on one BLAS thread: waking the thread pool for 17x17
+    systems costs far more than the work."""
+    return threadpoolctl.threadpool_limits(limits=1, user_api="blas")
 
 
 def _slsqp(task, x0, c, maxiter):

@@ -19,7 +19,7 @@ from ..internal._io import cached
 from ..model._gates import hard_selection, selectable_offsets, uniform_gates
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from .approximate_geometry import wilson_interval
+from ._stats import wilson_interval
 
 S = 4
 HEADS = (2, 3)  # H < S - 1 and H = S - 1
@@ -60,9 +60,11 @@ CLAIM = (
     "stops within delta of the vertex), 82/256 ([0.27, 0.38]) with both heads on one offset "
     "(2e-3 above). The overlap penalty lambda=0.1 (32/32 seeds, [0.89, 1]) ends there too "
     "(6e-4 above): with two heads it cannot cover three phases. The worst-phase objective "
-    "tau=0.1 (32/32 seeds) moves along F to (7.821, 7.778), 0.005 above it: 0.50 off the "
+    "tau=0.1 (32/32 seeds, [0.89, 1]) moves along F to (7.821, 7.778), 0.005 above it: "
+    "0.50 off the "
     "worst phase for 0.20 of mean loss. H=3 = S-1: the end is the distinct hard selection "
-    "(7.2028, 7.2028), reached from 24/24 starts by both solvers, KKT residual 4e-16, and F "
+    "(7.2028, 7.2028), reached from 24/24 starts ([0.86, 1]) by both solvers, KKT "
+    "residual 4e-16, and F "
     "is that single point, so uniformity is free; uniform gates lie 0.65 above it; plain "
     "flows reach it (within 1.3e-3) in 67/256 seeds ([0.21, 0.32]) and otherwise leave a "
     "phase uncovered (worst 8.32, mean only 0.001-0.006 above F); both coordinations reach "
