@@ -79,13 +79,16 @@ def test_flow_cli_json_and_files(tmp_path, capsys):
 
 
 def test_flow_cli_per_seed_detail(capsys):
-    assert main([*SMALL, "--seeds", "1", "--json", "--per-seed"]) == 0
-    (seed,) = json.loads(capsys.readouterr().out)["seeds"]
-    assert (
-        seed["status"] == "selected"
-        and "diffrax_result" not in seed
-        and isinstance(seed["num_steps"], int)
-    )
+    # three seeds, as above: the same compiled program (the seed count is part of its shape)
+    assert main([*SMALL, "--seeds", "3", "--json", "--per-seed"]) == 0
+    seeds = json.loads(capsys.readouterr().out)["seeds"]
+    assert len(seeds) == 3
+    for seed in seeds:
+        assert (
+            seed["status"] == "selected"
+            and "diffrax_result" not in seed
+            and isinstance(seed["num_steps"], int)
+        )
 
 
 def test_failed_seeds_exit_non_zero_unless_allowed(capsys):

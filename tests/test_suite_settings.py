@@ -1,0 +1,30 @@
+"""The test run's own settings (tests/conftest.py): the default run compiles with XLA's cheap code
+generation, a run that includes the slow target does not."""
+
+import os
+
+import pytest
+from conftest import FAST_COMPILE_FLAGS, _deselects_slow
+
+
+@pytest.mark.parametrize(
+    "markexpr, fast",
+    [
+        ("not slow and not docs", True),  # pyproject.toml's addopts
+        ("not slow", True),
+        ("not  slow", True),
+        ("slow", False),
+        ("slow or docs", False),
+        ("docs", False),
+        ("", False),
+    ],
+)
+def test_only_runs_without_the_slow_target_take_the_fast_flags(markexpr, fast):
+    assert _deselects_slow(markexpr) is fast
+
+
+def test_the_default_run_compiles_with_the_fast_flags(request):
+    if not _deselects_slow(request.config.option.markexpr or ""):
+        pytest.skip("this run includes the slow target: XLA's default code generation")
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    assert all(f in flags for f in FAST_COMPILE_FLAGS.split()), flags
