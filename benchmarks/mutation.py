@@ -13,6 +13,7 @@ resumes from it.
     python benchmarks/mutation.py                 # every target, every mutant
     python benchmarks/mutation.py --limit 5       # the first 5 mutants of each target
     python benchmarks/mutation.py --target gates  # one target
+    python benchmarks/mutation.py --sample 40     # 40 mutants drawn at random (seed 0)
 
 A survived mutant is either a gap in the tests or an equivalent mutant (a change no input can
 see, e.g. `>=` for `>` where equality cannot occur); the report lists each survivor's line.
@@ -23,8 +24,10 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import fnmatch
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -265,12 +268,28 @@ def main(argv=None) -> int:
     parser.add_argument("--target", action="append", choices=sorted(TARGETS))
     parser.add_argument("--limit", type=int, default=None, help="mutants per target")
     parser.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help="a uniform random sample of this many mutants over all chosen targets",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        help="also run the mutants whose id (target:function:node:change) matches this "
+        "glob, sampled or not",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds per mutant"
     )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "mutation.json"))
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be >= 1, got {args.limit}")
+    if args.sample is not None and args.sample < 1:
+        parser.error(f"--sample must be >= 1, got {args.sample}")
     out = Path(args.out)
     results = json.loads(out.read_text())["mutants"] if out.exists() else {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -280,36 +299,51 @@ def main(argv=None) -> int:
         pkg_copy = pkg_copy / "checkout"
         shutil.copytree(ROOT, pkg_copy, ignore=_IGNORED)
         _check_copy_is_imported(pkg_copy)
+        plan = []
         for name in args.target or list(TARGETS):
-            module, functions, tests = TARGETS[name]
+            source = (ROOT / TARGETS[name][0]).read_text()
+            sites = _sites(ast.parse(source), TARGETS[name][1])[: args.limit]
+            plan += [(name, site) for site in sites]
+        total = len(plan)
+        if args.sample is not None and args.sample < total:
+            keep = set(random.Random(args.seed).sample(range(total), args.sample))
+            keep |= {
+                i
+                for i, (name, (fn, index, what)) in enumerate(plan)
+                if any(
+                    fnmatch.fnmatch(f"{name}:{fn}:{index}:{what}", g) for g in args.also
+                )
+            }
+            plan = [plan[i] for i in sorted(keep)]
+        print(f"{len(plan)} of {total} mutants", flush=True)
+        for k, (name, (fn, index, what)) in enumerate(plan):
+            module, _, tests = TARGETS[name]
             source = (ROOT / module).read_text()
-            sites = _sites(ast.parse(source), functions)[: args.limit]
-            for k, (fn, index, what) in enumerate(sites):
-                mutated, line = mutant_source(source, fn, index, what)
-                mid = f"{name}:{fn}:{index}:{what}"
-                if mid in results:
-                    continue
-                start = time.perf_counter()
-                verdict = run_mutant(pkg_copy, module, mutated, tests, args.timeout)
-                original = source.splitlines()[line - 1].strip()
-                results[mid] = {
-                    "target": name,
-                    "module": module,
-                    "function": fn,
-                    "line": line,
-                    "code": original,
-                    "change": what,
-                    "verdict": verdict,
-                    "seconds": round(time.perf_counter() - start, 1),
-                }
-                print(
-                    f"[{name} {k + 1}/{len(sites)}] {verdict:18s} {module}:{line} {what}: "
-                    f"{original[:70]}",
-                    flush=True,
-                )
-                _write_atomic(
-                    out, {"parameters": {"targets": TARGETS}, "mutants": results}
-                )
+            mutated, line = mutant_source(source, fn, index, what)
+            mid = f"{name}:{fn}:{index}:{what}"
+            if mid in results:
+                continue
+            start = time.perf_counter()
+            verdict = run_mutant(pkg_copy, module, mutated, tests, args.timeout)
+            original = source.splitlines()[line - 1].strip()
+            results[mid] = {
+                "target": name,
+                "module": module,
+                "function": fn,
+                "line": line,
+                "code": original,
+                "change": what,
+                "verdict": verdict,
+                "seconds": round(time.perf_counter() - start, 1),
+            }
+            print(
+                f"[{k + 1}/{len(plan)} {name}] {verdict:18s} {module}:{line} {what}: "
+                f"{original[:70]}",
+                flush=True,
+            )
+            parameters = {"targets": TARGETS, "limit": args.limit}
+            parameters.update(sample=args.sample, seed=args.seed, total=total)
+            _write_atomic(out, {"parameters": parameters, "mutants": results})
     summary = {}
     for r in results.values():
         s = summary.setdefault(r["target"], {"killed": 0, "survived": 0, "error": 0})
@@ -320,6 +354,14 @@ def main(argv=None) -> int:
         print(
             f"{name:12s}  {s['killed']:6d}  {s['survived']:8d}  {s['error']:5d}  "
             f"{s['killed'] / n if n else float('nan'):.2f}"
+        )
+    killed = sum(s["killed"] for s in summary.values())
+    n = killed + sum(s["survived"] for s in summary.values())
+    if n:
+        from inductheory.figures._stats import share_text
+
+        print(
+            f"{'all':12s}  {killed:6d}  {n - killed:8d}  {'':5s}  {share_text(killed, n)}"
         )
     for r in results.values():
         if r["verdict"] == "survived":
