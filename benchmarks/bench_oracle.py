@@ -1,7 +1,7 @@
 """Benchmark of the oracle regime map (not a test): `python benchmarks/bench_oracle.py`.
 
-The 64-point (8 beta x 8 N) regime map at L4 S4 H2, default `OracleMinimizer` (32 random + 8
-vertex starts), each path in a fresh process (compilation included), side by side in one run:
+The 64-point (8 beta x 8 N) regime map at L4 S4 H2 (8 vertex starts per point), each path in a
+fresh process (compilation included), side by side in one run:
 - point by point: `oracle_point` called per grid point in a Python loop at `--baseline-ref` (a
   checkout of the code before traced scalars, run in a subprocess: every point compiled its own
   programs there); `--baseline-points` < 64 runs the first points only and extrapolates.
@@ -39,7 +39,8 @@ SWEEP = textwrap.dedent("""
     it.internal.use_cpu_devices(int(sys.argv[2]))
     betas, ns = eval(sys.argv[3]), eval(sys.argv[4])
     task = it.Task(L=4, S=4, H=2, N=1024, beta=4.0)
-    config = it.OracleMinimizer(method=sys.argv[1])
+    method, restarts = sys.argv[1].split(":")
+    config = it.OracleMinimizer(method=method, restarts=int(restarts))
     ds = it.sweep("oracle", task, {"beta": betas, "N": ns}, config=config)
     cell = lambda b, n: ds.sel(beta=b, N=n)
     print(repr([(b, n, bool(cell(b, n).distinct_heads), float(cell(b, n).best_loss))
@@ -104,22 +105,24 @@ def main() -> None:
     p.add_argument("--baseline-ref", default="c953f28")
     p.add_argument("--baseline-points", type=int, default=64)
     p.add_argument("--devices", type=int, default=1, help="CPU devices of the sweeps")
-    p.add_argument("--methods", default="bfgs,newton")
+    p.add_argument(
+        "--methods",
+        default="bfgs:32,newton:4",
+        help="minimizers of the sweeps, as method:random starts (8 vertex starts each)",
+    )
     args = p.parse_args()
     n = len(BETAS) * len(NS)
     print(
         f"jax {jax.__version__}, {os.cpu_count()} CPUs, load average "
         f"{os.getloadavg()[0]:.1f}; oracle regime map L4 S4 H2, {len(BETAS)} betas x "
-        f"{len(NS)} N = {n} points, 32 random + 8 vertex starts, fresh processes"
+        f"{len(NS)} N = {n} points, 8 vertex starts + the random ones named, fresh processes"
     )
     runs = {}
     for method in args.methods.split(","):
-        runs[method] = _run(
-            SWEEP, [method, str(args.devices), repr(BETAS), repr(NS)]
-        )
+        runs[method] = _run(SWEEP, [method, str(args.devices), repr(BETAS), repr(NS)])
         wall, cpu, _ = runs[method]
         print(
-            f"{method:>6} sweep on {args.devices} device(s): wall {wall:7.1f} s, "
+            f"{method:>9} sweep on {args.devices} device(s): wall {wall:7.1f} s, "
             f"CPU {cpu:7.1f} s"
         )
     pts = [(b, N) for b in BETAS for N in NS][: args.baseline_points]
@@ -128,20 +131,25 @@ def main() -> None:
     print(
         f"point by point at {args.baseline_ref} ({len(pts)} points): wall {wall:7.1f} s, "
         f"CPU {cpu:7.1f} s"
-        + (f"; x{scale:.0f} extrapolated: {wall * scale:.1f} s, {cpu * scale:.1f} s" if scale != 1 else "")
+        + (
+            f"; x{scale:.0f} extrapolated: {wall * scale:.1f} s, {cpu * scale:.1f} s"
+            if scale != 1
+            else ""
+        )
     )
     for method, (m_wall, m_cpu, points) in runs.items():
         same, k, rel = _agreement(points, old)
         print(
-            f"{method:>6} vs point by point: {cpu * scale / m_cpu:5.1f}x CPU "
+            f"{method:>9} vs point by point: {cpu * scale / m_cpu:5.1f}x CPU "
             f"({wall * scale / m_wall:.1f}x wall); same verdicts {same}/{k}, "
             f"max relative loss difference {rel:.1e}"
         )
-    if "bfgs" in runs and "newton" in runs:
-        same, k, rel = _agreement(runs["newton"][2], runs["bfgs"][2])
+    names = list(runs)
+    for a, b in zip(names, names[1:]):
+        same, k, rel = _agreement(runs[b][2], runs[a][2])
         print(
-            f"newton vs bfgs: {runs['bfgs'][1] / runs['newton'][1]:.1f}x CPU "
-            f"({runs['bfgs'][0] / runs['newton'][0]:.1f}x wall); same verdicts "
+            f"{b} vs {a}: {runs[a][1] / runs[b][1]:.1f}x CPU "
+            f"({runs[a][0] / runs[b][0]:.1f}x wall); same verdicts "
             f"{same}/{k}, max relative loss difference {rel:.1e}"
         )
 
