@@ -226,18 +226,15 @@ def _loss_of(task, geometry, tokens, objective: Objective | None = None):
 def project_simplex(v: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
     """Euclidean projection of each row onto the probability simplex.
 
-    $\\Pi(v) = \\max(v - \\tau, 0)$ with $\\tau$ chosen so that the result sums to 1. For every
-    subset T of the entries, $\\tau_T = (\\sum_{i \\in T} v_i - 1)/|T| \\le \\tau$ (the result's
-    entries on T sum to at most 1), with equality for the support of the result, which is the set
-    of the largest entries: so $\\tau = \\max_i \\tau_{T_i}$ with $T_i = \\{k : v_k \\ge v_i\\}$, by
-    pairwise comparisons (no sort: cheap for the short rows of gates).
+    $\\Pi(v) = \\max(v - \\tau, 0)$ with $\\tau$ chosen so that the result sums to 1: with u the
+    entries sorted decreasingly, $\\rho = \\max\\{j : u_j - (\\sum_{i \\le j} u_i - 1)/j > 0\\}$ and
+    $\\tau = (\\sum_{i \\le \\rho} u_i - 1)/\\rho$.
     """
-    above = (v[..., None, :] >= v[..., :, None]).astype(v.dtype)  # [i, k]: v_k >= v_i
-    tau = jnp.max(
-        (jnp.sum(above * v[..., None, :], axis=-1) - 1.0) / jnp.sum(above, axis=-1),
-        axis=-1,
-        keepdims=True,
-    )
+    u = -jnp.sort(-v, axis=-1)
+    css = jnp.cumsum(u, axis=-1) - 1.0
+    j = jnp.arange(1, v.shape[-1] + 1)
+    rho = jnp.sum(u - css / j > 0, axis=-1, keepdims=True)
+    tau = jnp.take_along_axis(css, rho - 1, axis=-1) / rho
     return jnp.maximum(v - tau, 0.0)
 
 
