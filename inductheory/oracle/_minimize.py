@@ -283,8 +283,10 @@ _NEWTON_STEPS = 2.0 ** -jnp.arange(10)
 _GRADIENT_STEPS = _MAX_STEP * 8.0 ** -jnp.arange(12)
 # Shifts mu (relative to the Hessian's Gershgorin bound s) of the Newton systems (K + mu s) d = -g:
 # the smallest one whose Cholesky factorization succeeds is used; the last is always positive
-# definite.
-_SHIFTS = jnp.array([0.0, 1e-6, 1e-2, 2.0])
+# definite. The first one's success is the certificate's margin of positive definiteness.
+_SHIFTS = jnp.array([-1e-10, 0.0, 1e-6, 1e-2, 2.0])
+# First-order tolerance of `local_certificate`.
+_CERTIFICATE_TOL = 1e-9
 
 
 def _face_system(hess, p):
@@ -305,16 +307,20 @@ def _face_system(hess, p):
     return P, K + s * (jnp.eye(n_s * W) - P), s
 
 
-def _newton_descent(f, p0, steps: int, tol: float):
+def _newton_descent(f, p0, steps: int, tol: float, snap: float):
     """Active-set Newton on the product of simplices from p0, until a KKT point or `steps`.
 
     Each iteration evaluates the exact Hessian (a few dozen parameters) and tries, at once, the
     Newton step on the face of the current support (shifted by the smallest of `_SHIFTS` that
     makes the system positive definite, so that the step descends) at step sizes 1, 1/2, ...,
-    and projected-gradient steps over a wide range of sizes (they reach faces exactly and reopen
-    masses that the gradient asks for); the lowest loss among the projected candidates is kept.
-    A start stops once its Frank-Wolfe gap is <= `tol`, or when no candidate lowers the loss
-    (stationary to rounding); under `vmap` every start stops on its own.
+    projected-gradient steps over a wide range of sizes (they reach faces exactly and reopen
+    masses that the gradient asks for) and the point with masses below `snap` set to 0; the
+    lowest loss among the candidates is kept. A start stops once its Frank-Wolfe gap is <= `tol`,
+    or when no candidate lowers the loss (stationary to rounding); under `vmap` every start stops
+    on its own.
+
+    **Returns:** `(p, loss, certified)`, the last the `local_certificate` of p (from the Hessian
+    the last iteration evaluated there; False if `steps` ran out while still moving).
     """
     shape = p0.shape
     value_and_grad = jax.value_and_grad(f)
@@ -323,20 +329,22 @@ def _newton_descent(f, p0, steps: int, tol: float):
     eye = jnp.eye(p0.size)
 
     def cond(carry):
-        _, _, it, done = carry
-        return (it < steps) & ~done
+        return (carry[2] < steps) & ~carry[3]
 
     def body(carry):
-        p, fp, it, _ = carry
+        p, fp, it, _, _ = carry
         _, g = value_and_grad(p)
         P, M, s = _face_system(hessian(p.reshape(-1)), p)
         factors = jax.vmap(jnp.linalg.cholesky)(M + (s * _SHIFTS)[:, None, None] * eye)
-        first = jnp.argmax(jnp.all(jnp.isfinite(factors), axis=(-2, -1)))
-        d = -jax.scipy.linalg.cho_solve((factors[first], True), P @ g.reshape(-1))
+        ok = jnp.all(jnp.isfinite(factors), axis=(-2, -1))
+        d = -jax.scipy.linalg.cho_solve(
+            (factors[jnp.argmax(ok)], True), P @ g.reshape(-1)
+        )
         moves = jnp.concatenate(
             [
                 _NEWTON_STEPS[:, None] * d[None],
                 -_GRADIENT_STEPS[:, None] * g.reshape(1, -1),
+                (_snapped(p, snap) - p).reshape(1, -1),
             ]
         ).reshape((-1,) + shape)
         values = candidates(p[None] + moves)
@@ -349,12 +357,29 @@ def _newton_descent(f, p0, steps: int, tol: float):
             jnp.where(move, values[best], fp),
             it + 1,
             ~move,
+            _certified(g, p, ok[0]) & ~move,
         )
 
-    p, fp, _, _ = jax.lax.while_loop(
-        cond, body, (p0, f(p0), jnp.asarray(0), jnp.asarray(False))
+    p, fp, _, _, certified = jax.lax.while_loop(
+        cond,
+        body,
+        (p0, f(p0), jnp.asarray(0), jnp.asarray(False), jnp.asarray(False)),
     )
-    return p, fp
+    return p, fp, certified
+
+
+def _snapped(p, snap: float):
+    """p with every mass below `snap` set to 0, renormalized."""
+    p = jnp.where(p < snap, 0.0, p)
+    return p / jnp.sum(p, axis=-1, keepdims=True)
+
+
+def _certified(g, p, curved):
+    """KKT with strict complementarity at p (gradient g), and `curved`: the face Hessian is
+    positive definite (`local_certificate`)."""
+    multiplier = jnp.sum(g * p, axis=-1, keepdims=True)
+    complementary = jnp.all((p > 0) | (g - multiplier > _CERTIFICATE_TOL))
+    return (_fw_gap(g, p) <= _CERTIFICATE_TOL) & complementary & curved
 
 
 def _fw_gap(g, p):
@@ -362,18 +387,18 @@ def _fw_gap(g, p):
     return jnp.sum(jnp.sum(g * p, axis=-1) - jnp.min(g, axis=-1))
 
 
-def local_certificate(f, p, tol: float = 1e-9):
+def local_certificate(f, p):
     """Whether p is certified a strict local minimum of f on the product of simplices.
 
-    Second-order sufficient conditions: KKT (Frank-Wolfe gap <= `tol`), strict complementarity
+    Second-order sufficient conditions: KKT (Frank-Wolfe gap <= 1e-9), strict complementarity
     (every zero mass has a gradient above its simplex's multiplier $\\langle g, p \\rangle$ by
-    more than `tol`) and a positive-definite Hessian on the tangent space of p's face. At a vertex
-    the face is a point and the conditions reduce to a strictly positive gradient gap.
+    more than 1e-9) and a positive-definite Hessian on the tangent space of p's face (with a
+    relative margin of 1e-10). At a vertex the face is a point and the conditions reduce to a
+    strictly positive gradient gap.
 
     **Arguments:**
     - `f`: the loss of stacked gates (B, H, L, W).
     - `p`: the point.
-    - `tol`: the tolerance of the first-order conditions.
 
     **Returns:** a boolean scalar (jit-friendly).
 
@@ -381,15 +406,11 @@ def local_certificate(f, p, tol: float = 1e-9):
     local_certificate(f, p)  # True at a strict local minimum
     ```
     """
-    g = jax.grad(f)(p)
-    multiplier = jnp.sum(g * p, axis=-1, keepdims=True)
-    complementary = jnp.all((p > 0) | (g - multiplier > tol))
     _, M, s = _face_system(
         jax.hessian(lambda x: f(x.reshape(p.shape)))(p.reshape(-1)), p
     )
-    factor = jnp.linalg.cholesky(M - 1e-10 * s * jnp.eye(p.size))
-    curved = jnp.all(jnp.isfinite(factor))
-    return (_fw_gap(g, p) <= tol) & complementary & curved
+    factor = jnp.linalg.cholesky(M + _SHIFTS[0] * s * jnp.eye(p.size))
+    return _certified(jax.grad(f)(p), p, jnp.all(jnp.isfinite(factor)))
 
 
 def descend(
@@ -412,12 +433,13 @@ def descend(
 
     def one(z):
         if config.method == "newton":
-            p0 = jax.nn.softmax(z, axis=-1)
-            p, value = _newton_descent(f, p0, config.steps, config.tol)
-        else:
-            p, value = _bfgs_rounds(task, f, z, config)
-        snapped = jnp.where(p < config.snap, 0.0, p)
-        snapped = snapped / jnp.sum(snapped, axis=-1, keepdims=True)
+            # the snap is one of Newton's candidates, and its certificate reuses its Hessian
+            p, value, certified = _newton_descent(
+                f, jax.nn.softmax(z, axis=-1), config.steps, config.tol, config.snap
+            )
+            return p, value, _fw_gap(jax.grad(f)(p), p), certified
+        p, value = _bfgs_rounds(task, f, z, config)
+        snapped = _snapped(p, config.snap)
         snapped_value = f(snapped)
         keep = snapped_value <= value
         p = jnp.where(keep, snapped, p)
