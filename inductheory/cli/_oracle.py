@@ -116,6 +116,13 @@ def add_minimizer_arguments(p) -> None:
     oracle`)."""
     m = p.add_argument_group("minimizer")
     m.add_argument(
+        "--method",
+        choices=("bfgs", "newton"),
+        default="bfgs",
+        help="local method: BFGS on logits + polish (default), or active-set Newton (few random "
+        "starts suffice next to the vertex seeds, e.g. --restarts 4)",
+    )
+    m.add_argument(
         "--restarts",
         type=int_type("restarts", 1),
         default=32,
@@ -169,6 +176,7 @@ def add_minimizer_arguments(p) -> None:
 
 def _config(args) -> OracleMinimizer:
     return OracleMinimizer(
+        method=args.method,
         restarts=args.restarts,
         steps=args.steps,
         polish_steps=args.polish_steps,

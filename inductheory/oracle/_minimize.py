@@ -29,6 +29,9 @@ from ..model._objective import Objective
 from ..model._task import Task, _require_int, _require_real
 from ._vertices import vertex_gates
 
+# The local methods of `OracleMinimizer`: BFGS on logits + polish (default), active-set Newton in p.
+METHODS = ("bfgs", "newton")
+
 
 class OracleMinimizer(eqx.Module):
     """Settings of the multi-start minimizer over the oracle class (immutable, validated).
@@ -49,6 +52,18 @@ class OracleMinimizer(eqx.Module):
     Frank-Wolfe gap $\\sum_{h,l,B} (\\langle g, p \\rangle - \\min_r g_r)$, which is 0 exactly at
     KKT points of the product of simplices (at a vertex $e_r$: $g_r \\le g_i$ for every i).
 
+    **Newton** (`method="newton"`). The problem has a few dozen parameters, so each start can run
+    an active-set Newton method in p directly: every iteration takes the exact Hessian, solves the
+    Newton system on the tangent space of the current face (the support's simplices, shifted to
+    positive definite where it is not) and tries, at once, that step at sizes 1, 1/2, ... and
+    projected-gradient steps over a wide range of sizes (which reach faces exactly and reopen
+    masses), keeping the lowest loss. Each start stops on its own at a KKT point (Frank-Wolfe gap
+    <= `tol`) or when no candidate lowers the loss; `steps` bounds its iterations, and `rounds`,
+    `polish_steps` and `reopen` are not used. Quadratic convergence near a nondegenerate minimum
+    and the exact snap of strict vertex minima make a few random starts next to the vertex seeds
+    enough where BFGS needs many full budgets. Either method's end points carry a
+    `local_certificate`.
+
     **Starts.** `restarts` random starts with logits $z \\sim \\mathcal N(0,
     \\text{init\\_scale}^2)$,
     plus optional seeds (vertex configurations, e.g. the best enumerated ones) started at
@@ -56,8 +71,9 @@ class OracleMinimizer(eqx.Module):
     that a local search from a good vertex may also leave it if a better non-vertex point is near.
 
     **Arguments:**
+    - `method`: `"bfgs"` (BFGS on logits + projected-gradient polish) or `"newton"`.
     - `restarts`: number of random starts, >= 1.
-    - `steps`: BFGS steps per start and round, >= 1.
+    - `steps`: BFGS steps per start and round (Newton: iterations per start), >= 1.
     - `polish_steps`: projected-gradient steps per round, >= 0.
     - `rounds`: BFGS + polish rounds, >= 1.
     - `reopen`: mass mixed in from the uniform distribution between rounds, in (0, 1).
@@ -66,7 +82,7 @@ class OracleMinimizer(eqx.Module):
     - `snap`: masses below this are set to 0 by the polish, in [0, 1/2).
     - `delta`: hard-selection tolerance: key mass >= 1 - delta at r, value mass >= 1 - delta at r+1,
       in (0, 1/2).
-    - `tol`: BFGS rtol = atol, > 0.
+    - `tol`: BFGS rtol = atol (Newton: the Frank-Wolfe gap at which a start stops), > 0.
     - `tied`: one gate for both branches ($p^V_{h,l} = p^K_{h,l}$, kernels that share K and V);
       a tied gate "selects" the offset where its mass is >= 1 - delta.
     - `objective`, `tau`, `coordination`: minimize an `Objective` of the context's per-phase
@@ -76,9 +92,11 @@ class OracleMinimizer(eqx.Module):
 
     ```python
     config = OracleMinimizer(restarts=16, steps=300)
+    fast = OracleMinimizer(method="newton", restarts=4)  # with vertex seeds
     ```
     """
 
+    method: str = eqx.field(static=True, default="bfgs")
     restarts: int = eqx.field(static=True, default=32)
     steps: int = eqx.field(static=True, default=300)
     polish_steps: int = eqx.field(static=True, default=300)
@@ -95,6 +113,10 @@ class OracleMinimizer(eqx.Module):
     coordination: float | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(
+                f"method must be one of {', '.join(map(repr, METHODS))}, got {self.method!r}"
+            )
         for name, low in (
             ("restarts", 1),
             ("steps", 1),
@@ -161,6 +183,7 @@ class OracleResult(eqx.Module):
     - `hard`: every head and block delta-selects some r.
     - `distinct`: hard, and the heads' offsets differ within every block.
     - `fw_gap`: Frank-Wolfe stationarity gap at the best gates (0 at KKT points).
+    - `certified`: the best gates pass `local_certificate` (a strict local minimum).
     - `start_losses`, `start_hard`: loss and hardness of every start's end point (random starts
       first, then seeded ones).
     - `n_random`: how many of the starts were random.
@@ -172,6 +195,7 @@ class OracleResult(eqx.Module):
     hard: bool
     distinct: bool
     fw_gap: float
+    certified: bool
     start_losses: np.ndarray
     start_hard: np.ndarray
     n_random: int = eqx.field(static=True)
@@ -252,6 +276,143 @@ def _descend(
     return descend(task, geometry, tokens, z0, config)
 
 
+# Step sizes tried at once in every Newton iteration: Newton steps t d (t = 1, 1/2, ...) and
+# projected-gradient steps s g over a wide geometric range (s up to `_MAX_STEP`, which snaps a
+# strict vertex minimum's face in one step), all projected back onto the simplices.
+_NEWTON_STEPS = 2.0 ** -jnp.arange(10)
+_GRADIENT_STEPS = _MAX_STEP * 8.0 ** -jnp.arange(12)
+# Shifts mu (relative to the Hessian's Gershgorin bound s) of the Newton systems (K + mu s) d = -g:
+# the smallest one whose Cholesky factorization succeeds is used; the last is always positive
+# definite. The first one's success is the certificate's margin of positive definiteness.
+_SHIFTS = jnp.array([-1e-10, 0.0, 1e-6, 1e-2, 2.0])
+# First-order tolerance of `local_certificate`.
+_CERTIFICATE_TOL = 1e-9
+
+
+def _face_system(hess, p):
+    """The Hessian on the tangent space of p's face (support p > 0) as one positive-scaled
+    system: `(P, M, s)` with P the projector on the face's tangent space (per simplex,
+    directions on the free offsets summing to 0), $M = P H P + s (I - P)$ and s >= 1 the
+    Gershgorin bound of $P H P$ (M is positive definite exactly when $P H P$ is on range(P))."""
+    free = (p > 0).astype(p.dtype).reshape(-1, p.shape[-1])
+    k = jnp.maximum(jnp.sum(free, axis=-1, keepdims=True), 1.0)
+    block = (
+        jax.vmap(jnp.diag)(free) - free[:, :, None] * free[:, None, :] / k[..., None]
+    )
+    n_s, W = free.shape
+    eye_s = jnp.eye(n_s, dtype=block.dtype)
+    P = (eye_s[:, None, :, None] * block[:, :, None, :]).reshape(n_s * W, n_s * W)
+    K = P @ hess @ P
+    s = jnp.maximum(1.0, jnp.max(jnp.sum(jnp.abs(K), axis=-1)))
+    return P, K + s * (jnp.eye(n_s * W) - P), s
+
+
+def _newton_descent(f, p0, steps: int, tol: float, snap: float):
+    """Active-set Newton on the product of simplices from p0, until a KKT point or `steps`.
+
+    Each iteration evaluates the exact Hessian (a few dozen parameters) and tries, at once, the
+    Newton step on the face of the current support (shifted by the smallest of `_SHIFTS` that
+    makes the system positive definite, so that the step descends) at step sizes 1, 1/2, ...,
+    projected-gradient steps over a wide range of sizes (they reach faces exactly and reopen
+    masses that the gradient asks for) and the point with masses below `snap` set to 0; the
+    lowest loss among the candidates is kept. A start stops once its Frank-Wolfe gap is <= `tol`,
+    or when no candidate lowers the loss (stationary to rounding); under `vmap` every start stops
+    on its own.
+
+    **Returns:** `(p, loss, certified)`, the last the `local_certificate` of p (from the Hessian
+    the last iteration evaluated there; False if `steps` ran out while still moving).
+    """
+    shape = p0.shape
+    value_and_grad = jax.value_and_grad(f)
+    hessian = jax.hessian(lambda x: f(x.reshape(shape)))
+    candidates = jax.vmap(lambda q: f(project_simplex(q)))
+    eye = jnp.eye(p0.size)
+
+    def cond(carry):
+        return (carry[2] < steps) & ~carry[3]
+
+    def body(carry):
+        p, fp, it, _, _ = carry
+        _, g = value_and_grad(p)
+        P, M, s = _face_system(hessian(p.reshape(-1)), p)
+        factors = jax.vmap(jnp.linalg.cholesky)(M + (s * _SHIFTS)[:, None, None] * eye)
+        ok = jnp.all(jnp.isfinite(factors), axis=(-2, -1))
+        d = -jax.scipy.linalg.cho_solve(
+            (factors[jnp.argmax(ok)], True), P @ g.reshape(-1)
+        )
+        moves = jnp.concatenate(
+            [
+                _NEWTON_STEPS[:, None] * d[None],
+                -_GRADIENT_STEPS[:, None] * g.reshape(1, -1),
+                (_snapped(p, snap) - p).reshape(1, -1),
+            ]
+        ).reshape((-1,) + shape)
+        values = candidates(p[None] + moves)
+        values = jnp.where(jnp.isfinite(values), values, jnp.inf)
+        best = jnp.argmin(values)
+        move = (values[best] < fp) & (_fw_gap(g, p) > tol)
+        q = project_simplex(p + moves[best])
+        return (
+            jnp.where(move, q, p),
+            jnp.where(move, values[best], fp),
+            it + 1,
+            ~move,
+            _certified(g, p, ok[0]) & ~move,
+        )
+
+    p, fp, _, _, certified = jax.lax.while_loop(
+        cond,
+        body,
+        (p0, f(p0), jnp.asarray(0), jnp.asarray(False), jnp.asarray(False)),
+    )
+    return p, fp, certified
+
+
+def _snapped(p, snap: float):
+    """p with every mass below `snap` set to 0, renormalized."""
+    p = jnp.where(p < snap, 0.0, p)
+    return p / jnp.sum(p, axis=-1, keepdims=True)
+
+
+def _certified(g, p, curved):
+    """KKT with strict complementarity at p (gradient g), and `curved`: the face Hessian is
+    positive definite (`local_certificate`)."""
+    multiplier = jnp.sum(g * p, axis=-1, keepdims=True)
+    complementary = jnp.all((p > 0) | (g - multiplier > _CERTIFICATE_TOL))
+    return (_fw_gap(g, p) <= _CERTIFICATE_TOL) & complementary & curved
+
+
+def _fw_gap(g, p):
+    """Frank-Wolfe gap $\\sum (\\langle g, p \\rangle - \\min_r g_r)$ over the simplices."""
+    return jnp.sum(jnp.sum(g * p, axis=-1) - jnp.min(g, axis=-1))
+
+
+def local_certificate(f, p):
+    """Whether p is certified a strict local minimum of f on the product of simplices.
+
+    Second-order sufficient conditions: KKT (Frank-Wolfe gap <= 1e-9), strict complementarity
+    (every zero mass has a gradient above its simplex's multiplier $\\langle g, p \\rangle$ by
+    more than 1e-9) and a positive-definite Hessian on the tangent space of p's face (with a
+    relative margin of 1e-10). At a vertex the face is a point and the conditions reduce to a
+    strictly positive gradient gap.
+
+    **Arguments:**
+    - `f`: the loss of stacked gates (B, H, L, W).
+    - `p`: the point.
+
+    **Returns:** a boolean scalar (jit-friendly).
+
+    ```python
+    local_certificate(f, p)  # True at a strict local minimum
+    ```
+    """
+    _, M, s = _face_system(
+        jax.hessian(lambda x: f(x.reshape(p.shape)))(p.reshape(-1)), p
+    )
+    factor = jnp.linalg.cholesky(M + _SHIFTS[0] * s * jnp.eye(p.size))
+    return _certified(jax.grad(f)(p), p, jnp.all(jnp.isfinite(factor)))
+
+
 def descend(
     task: Task,
     geometry: AbstractGeometry,
@@ -261,13 +422,35 @@ def descend(
 ):
     """The local searches of `minimize_oracle` from every start (pure: jit and vmap it).
 
-    **Returns:** `(p, values, fw)`: the end points (starts, B, H, L, W) with B = `config.branches`
-    (key then value; tied gates have the key only), their losses and Frank-Wolfe gaps.
+    **Returns:** `(p, values, fw, certified)`: the end points (starts, B, H, L, W) with B =
+    `config.branches` (key then value; tied gates have the key only), their losses, Frank-Wolfe
+    gaps and `local_certificate`s.
     """
     loss = _loss_of(task, geometry, tokens, config.objective_function())
     f = lambda p: loss(
         p[0], p[-1]
     )  # p[-1] is the value gate, or the key gate again when tied
+
+    def one(z):
+        if config.method == "newton":
+            # the snap is one of Newton's candidates, and its certificate reuses its Hessian
+            p, value, certified = _newton_descent(
+                f, jax.nn.softmax(z, axis=-1), config.steps, config.tol, config.snap
+            )
+            return p, value, _fw_gap(jax.grad(f)(p), p), certified
+        p, value = _bfgs_rounds(task, f, z, config)
+        snapped = _snapped(p, config.snap)
+        snapped_value = f(snapped)
+        keep = snapped_value <= value
+        p = jnp.where(keep, snapped, p)
+        value = jnp.where(keep, snapped_value, value)
+        return p, value, _fw_gap(jax.grad(f)(p), p), local_certificate(f, p)
+
+    return jax.vmap(one)(z0)
+
+
+def _bfgs_rounds(task: Task, f, z, config: OracleMinimizer):
+    """`config.rounds` rounds of BFGS on logits, each followed by the projected-gradient polish."""
     solver = optx.BFGS(rtol=config.tol, atol=config.tol)
     objective = lambda z, _: f(jax.nn.softmax(z, axis=-1))
 
@@ -280,20 +463,9 @@ def descend(
         # a next round restarts BFGS from the polished point, every mass slightly reopened
         return jnp.log((1 - config.reopen) * p + config.reopen / task.W), p, value
 
-    def one(z):
-        init = (z, jax.nn.softmax(z, axis=-1), f(jax.nn.softmax(z, axis=-1)))
-        _, p, value = jax.lax.fori_loop(0, config.rounds, round_, init)
-        snapped = jnp.where(p < config.snap, 0.0, p)
-        snapped = snapped / jnp.sum(snapped, axis=-1, keepdims=True)
-        snapped_value = f(snapped)
-        keep = snapped_value <= value
-        p = jnp.where(keep, snapped, p)
-        value = jnp.where(keep, snapped_value, value)
-        g = jax.grad(f)(p)
-        fw = jnp.sum(jnp.sum(g * p, axis=-1) - jnp.min(g, axis=-1))
-        return p, value, fw
-
-    return jax.vmap(one)(z0)
+    init = (z, jax.nn.softmax(z, axis=-1), f(jax.nn.softmax(z, axis=-1)))
+    _, p, value = jax.lax.fori_loop(0, config.rounds, round_, init)
+    return p, value
 
 
 def starts(
@@ -366,7 +538,7 @@ def minimize_oracle(
     return oracle_result(*_descend(task, geometry, tokens, z0, config), config)
 
 
-def oracle_result(p, values, fw, config: OracleMinimizer) -> OracleResult:
+def oracle_result(p, values, fw, certified, config: OracleMinimizer) -> OracleResult:
     """The `OracleResult` of the local searches' end points (`descend`'s outputs for one
     context)."""
     values = np.asarray(values)
@@ -391,6 +563,7 @@ def oracle_result(p, values, fw, config: OracleMinimizer) -> OracleResult:
         hard=hard,
         distinct=distinct,
         fw_gap=float(fw[best]),
+        certified=bool(certified[best]),
         start_losses=values,
         start_hard=start_hard,
         n_random=config.restarts,

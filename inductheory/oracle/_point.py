@@ -321,7 +321,7 @@ def exact_oracle_points(
     # placeholder keeps N, which is static in `ExactGeometry`, out of the compiled program's key.
     geometry = ExactGeometry(template.L * template.S, 1.0)
     configs, method = vertex_configs(template, geometry, tied=config.tied)
-    top_losses, order, p, values, fw = jax.device_get(
+    top_losses, order, p, values, fw, certified = jax.device_get(
         _exact_points(
             tasks, jnp.asarray(keys), config, geometry, jnp.asarray(configs), seeds
         )
@@ -338,7 +338,7 @@ def exact_oracle_points(
             n_evaluated=len(configs),
             method=method,
         )
-        res = oracle_result(p[i], values[i], fw[i], config)
+        res = oracle_result(p[i], values[i], fw[i], certified[i], config)
         points.append(
             point_summary(
                 task,
