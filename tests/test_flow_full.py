@@ -146,3 +146,75 @@ def test_theorem2_full_every_seed_selects(S, H, k, beta, logrho, seed):
 @given(**_full_args)
 def test_theorem2_full_every_seed_selects_more_examples(S, H, k, beta, logrho, seed):
     _theorem2_full(S, H, k, beta, logrho, seed)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        dict(L=4, S=3, H=2, N=60, d=40),
+        dict(L=3, S=3, H=2, N=45, d=30, W=5, queries="all"),
+    ],
+)
+def test_dense_context_bases_give_the_plain_dense_field(shape):
+    """Per-context bases (the dense flow's default) against the plain dense path on the same
+    geometry: loss, vector field and worst-phase objective agree to rounding."""
+    task = it.Task(beta=3.0, kappa=0.7, **shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        geo = it.make_geometry(task, jax.random.key(2))
+    contexts = it.sample_contexts(jax.random.key(0), task, 7)
+    c = 2.0 * jax.random.normal(jax.random.key(1), (task.H, 2, task.W, geo.dim))
+    for objective in (None, it.model.Objective("worst-phase", 0.5, 0.2)):
+        fast = it.flow.FullDynamics(task, geo, contexts, objective=objective)
+        plain = it.flow.FullDynamics(
+            task, geo, contexts, objective=objective, context_bases=False
+        )
+        assert fast.bases.embeddings.shape == (7, task.N, task.L * task.S)
+        assert plain.bases is None
+        np.testing.assert_allclose(fast.loss(c), plain.loss(c), rtol=1e-13)
+        np.testing.assert_allclose(
+            fast.training_loss(c), plain.training_loss(c), rtol=1e-13
+        )
+        scale = float(jnp.max(jnp.abs(plain.vector_field(c))))
+        np.testing.assert_allclose(
+            fast.vector_field(c), plain.vector_field(c), rtol=0, atol=1e-12 * scale
+        )
+
+
+def test_dense_context_bases_only_where_they_save_work():
+    """No bases under exact geometry, when the context spans R^d, or with a batch_size."""
+    task = it.Task(L=4, S=3, H=1, N=40, d=12, beta=3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        geo = it.make_geometry(task, jax.random.key(0))
+        wide = it.make_geometry(task.replace(d=20), jax.random.key(0))
+    contexts = it.sample_contexts(jax.random.key(1), task, 3)
+    exact = it.ExactGeometry(N=task.N, kappa=task.kappa)
+    assert it.flow.FullDynamics(task, exact, contexts).bases is None
+    assert it.flow.FullDynamics(task, geo, contexts).bases is None
+    assert it.flow.FullDynamics(task, wide, contexts).bases is not None
+    assert it.flow.FullDynamics(task, wide, contexts, batch_size=2).bases is None
+
+
+def test_dense_flow_with_context_bases_ends_as_the_plain_dense_flow():
+    """A whole approximate-geometry flow on both paths: the same status and offsets, selection
+    time and final loss within the solver tolerance."""
+    task = it.Task(L=4, S=3, H=2, N=48, d=64, beta=4.0)
+    cfg = it.FlowConfig(dynamics="full", M=1, t_max=1e6, n_save=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        geo, contexts = it.experiments.flow_sample(task, cfg, seed=1)
+    c0 = it.flow.initial_gate_vectors(jax.random.key(5), task, geo, 0.1)
+
+    def solve(context_bases):
+        dyn = it.flow.FullDynamics(task, geo, contexts, context_bases=context_bases)
+        return jax.jit(it.flow.integrate)(dyn, c0, cfg).to_dict(state=False)
+
+    fast, plain = solve(True), solve(False)
+    assert STATUSES[int(fast["status"])] == "selected"
+    for name in ("status", "key_offsets", "value_offsets", "selected"):
+        np.testing.assert_array_equal(fast[name], plain[name])
+    np.testing.assert_allclose(fast["t_final"], plain["t_final"], rtol=1e-6)
+    np.testing.assert_allclose(
+        fast["final"]["loss"], plain["final"]["loss"], rtol=1e-9
+    )

@@ -229,8 +229,12 @@ class FullDynamics(AbstractDynamics):
     """$\\dot c = -\\nabla_c \\hat L(c)$ for the linear class on a fixed sample of contexts.
 
     Under `ExactGeometry` the scores are gathers and the gradient a scatter-add: O(M L S H) work
-    plus O(H S N) memory, never an N x (N+1) matrix. Selection is required uniformly over the
-    sample: `worst_masses` are minima over every context and block.
+    plus O(H S N) memory, never an N x (N+1) matrix. Under a `DenseGeometry` the logits of each
+    context come from its basis (`context_bases`, computed once for the fixed sample): the
+    same logits at O(N L S) per query instead of O(N d), with (M, N, L S) numbers held, about what
+    the loss's own logits take; with a `batch_size` (a memory bound) the plain dense path is kept.
+    Selection is required uniformly over the sample: `worst_masses` are minima over every context
+    and block.
 
     **Arguments:**
     - `task`, `geometry`: configuration and realized geometry.
@@ -238,15 +242,43 @@ class FullDynamics(AbstractDynamics):
     - `batch_size`: contexts per batch in the loss (`None`: all at once).
     - `tied`: one gate per head for both branches (keyword).
     - `objective`: an `Objective` to descend instead of the loss (keyword; None: the loss).
+    - `context_bases`: use the per-context bases where the geometry has them (keyword; False: the
+      plain dense path, the reference they are tested against).
+
+    ```python
+    dyn = FullDynamics(task, geometry, contexts)
+    dyn.vector_field(c0)  # (H, 2, W, d)
+    ```
     """
 
-    # declared first (keyword-only) so that the pytree keeps the order (tied, objective, ...)
-    tied: bool = eqx.field(static=True, default=False, kw_only=True)
-    objective: Objective | None = eqx.field(default=None, kw_only=True)
+    # declared first so that the pytree keeps the order (tied, objective, ...)
+    tied: bool = eqx.field(static=True)
+    objective: Objective | None
     task: Task
     geometry: AbstractGeometry
     contexts: Int[Array, "contexts blocks offsets"]
-    batch_size: int | None = eqx.field(static=True, default=None)
+    batch_size: int | None = eqx.field(static=True)
+    bases: AbstractGeometry | None
+
+    def __init__(
+        self,
+        task: Task,
+        geometry: AbstractGeometry,
+        contexts: Int[Array, "contexts blocks offsets"],
+        batch_size: int | None = None,
+        *,
+        tied: bool = False,
+        objective: Objective | None = None,
+        context_bases: bool = True,
+    ):
+        self.tied, self.objective = tied, objective
+        self.task, self.geometry, self.contexts = task, geometry, contexts
+        self.batch_size = batch_size
+        self.bases = (
+            geometry.context_bases(contexts)
+            if context_bases and batch_size is None
+            else None
+        )
 
     def loss(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, ""]:
         """$\\hat L(c)$ = `monte_carlo_loss` of `LinearGates(c)` on the fixed sample."""
@@ -256,6 +288,7 @@ class FullDynamics(AbstractDynamics):
             LinearGates(self.parameters(c)),
             self.contexts,
             batch_size=self.batch_size,
+            bases=self.bases,
         )
 
     def training_loss(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, ""]:
@@ -270,6 +303,7 @@ class FullDynamics(AbstractDynamics):
             LinearGates(self.parameters(c)),
             self.contexts,
             batch_size=self.batch_size,
+            bases=self.bases,
         )
         key = jnp.moveaxis(self.gates(c)[:, :, 0], 2, 1)  # (M, L, H, W): windows first
         return self.objective(losses, key)
