@@ -215,6 +215,34 @@ def test_dense_flow_with_context_bases_ends_as_the_plain_dense_flow():
     for name in ("status", "key_offsets", "value_offsets", "selected"):
         np.testing.assert_array_equal(fast[name], plain[name])
     np.testing.assert_allclose(fast["t_final"], plain["t_final"], rtol=1e-6)
-    np.testing.assert_allclose(
-        fast["final"]["loss"], plain["final"]["loss"], rtol=1e-9
-    )
+    np.testing.assert_allclose(fast["final"]["loss"], plain["final"]["loss"], rtol=1e-9)
+
+
+def test_padded_flows_of_several_d_equal_one_run_flow_each():
+    """`run_flows` (one program, geometries padded with zero columns to the largest d) against
+    `run_flow` of each task alone: the same statuses, offsets and step counts; times and losses
+    to rounding."""
+    tasks = [it.Task(L=4, S=3, H=2, N=48, d=d, beta=4.0) for d in (10, 24)]
+    cfg = it.FlowConfig(dynamics="full", M=1, t_max=1e6, n_save=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        padded = it.experiments.run_flows(tasks, cfg, 2, seed=3)
+        alone = [it.run_flow(t, cfg, 2, seed=3) for t in tasks]
+    for a, b in zip(alone, padded):
+        a, b = a.per_seed, b.per_seed
+        for name in ("status", "selected", "key_offsets", "value_offsets", "num_steps"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        np.testing.assert_allclose(b.t_final, a.t_final, rtol=1e-9)
+        np.testing.assert_allclose(b.final["loss"], a.final["loss"], rtol=1e-12)
+    assert [r.sample.dim for r in padded] == [10, 24]
+
+
+def test_padded_flows_refuse_tasks_that_differ_beyond_d():
+    cfg = it.FlowConfig(dynamics="full", M=1)
+    tasks = [it.Task(L=4, S=3, H=2, N=48, d=10), it.Task(L=4, S=3, H=2, N=60, d=10)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        with pytest.raises(ValueError, match="differ only in d"):
+            it.experiments.run_flows(tasks, cfg, 2)
+        with pytest.raises(ValueError, match="approximate geometry given by d"):
+            it.experiments.run_flows([it.Task(L=4, S=3, H=2, N=48)], cfg, 2)

@@ -25,6 +25,7 @@ from typing import final
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optimistix as optx
 from jaxtyping import Array, Float, Int, PyTree
 
 from ..model._gates import (
@@ -131,6 +132,10 @@ class AbstractDynamics(eqx.Module):
     def worst_masses(self, y: PyTree) -> Float[Array, "heads 2 offsets"]:
         """Minimum gate masses over windows."""
 
+    @abc.abstractmethod
+    def error_norm(self, error: PyTree) -> Float[Array, ""]:
+        """The norm of the solver's scaled error estimate (the step-size controller's)."""
+
     def margin(self, y: PyTree, delta) -> Float[Array, ""]:
         """`selection_margin` of the state: >= 0 exactly when every head delta-selects (tied: when
         every head's gate concentrates, `concentration_margin`)."""
@@ -216,6 +221,10 @@ class ReducedDynamics(AbstractDynamics):
     ) -> Float[Array, "heads 2 offsets"]:
         return jax.nn.softmax(self.parameters(b), axis=-1)
 
+    def error_norm(self, error: Float[Array, "heads 2 offsets"]) -> Float[Array, ""]:
+        """The RMS norm (diffrax's default)."""
+        return optx.rms_norm(error)
+
 
 def _windows(
     p: Float[Array, "contexts heads 2 blocks offsets"],
@@ -244,6 +253,10 @@ class FullDynamics(AbstractDynamics):
     - `objective`: an `Objective` to descend instead of the loss (keyword; None: the loss).
     - `context_bases`: use the per-context bases where the geometry has them (keyword; False: the
       plain dense path, the reference they are tested against).
+    - `active_dim`: the first `active_dim` coordinates of R^d hold the embeddings, the others are
+      zero padding (keyword, may be traced; None: all d). The flow never moves c along a zero
+      coordinate, and the error norm leaves those out (`error_norm`), so a geometry padded with
+      zero columns (and c(0) with zeros) gives the flow of the unpadded one up to rounding.
 
     ```python
     dyn = FullDynamics(task, geometry, contexts)
@@ -259,6 +272,7 @@ class FullDynamics(AbstractDynamics):
     contexts: Int[Array, "contexts blocks offsets"]
     batch_size: int | None = eqx.field(static=True)
     bases: AbstractGeometry | None
+    active_dim: Int[Array, ""] | None
 
     def __init__(
         self,
@@ -270,6 +284,7 @@ class FullDynamics(AbstractDynamics):
         tied: bool = False,
         objective: Objective | None = None,
         context_bases: bool = True,
+        active_dim=None,
     ):
         self.tied, self.objective = tied, objective
         self.task, self.geometry, self.contexts = task, geometry, contexts
@@ -279,6 +294,7 @@ class FullDynamics(AbstractDynamics):
             if context_bases and batch_size is None
             else None
         )
+        self.active_dim = active_dim
 
     def loss(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, ""]:
         """$\\hat L(c)$ = `monte_carlo_loss` of `LinearGates(c)` on the fixed sample."""
@@ -350,6 +366,16 @@ class FullDynamics(AbstractDynamics):
         self, c: Float[Array, "heads 2 offsets dim"]
     ) -> Float[Array, "heads 2 offsets"]:
         return jnp.min(_windows(self.gates(c)), axis=0)
+
+    def error_norm(
+        self, error: Float[Array, "heads 2 offsets dim"]
+    ) -> Float[Array, ""]:
+        """The RMS norm over the `active_dim` coordinates that hold embeddings: on the padding
+        the error estimate is zero, so the RMS over all d is rescaled by sqrt(d / active_dim)
+        (by exactly 1 without padding)."""
+        if self.active_dim is None:
+            return optx.rms_norm(error)
+        return optx.rms_norm(error) * jnp.sqrt(error.shape[-1] / self.active_dim)
 
 
 __all__ = [

@@ -211,7 +211,9 @@ def context_loss(
     return jnp.mean(cross_entropy(*query_logits(task, geometry, gates, tokens)))
 
 
-def _per_context(task, geometry, gates: Gates, contexts, outcome, batch_size, bases=None):
+def _per_context(
+    task, geometry, gates: Gates, contexts, outcome, batch_size, bases=None
+):
     # the gates score tokens in the geometry itself; the logits may come from per-context bases
     def one(g, tokens, basis):
         logits = query_logits(
