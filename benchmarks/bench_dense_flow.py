@@ -48,25 +48,30 @@ def setup(d: int, seeds: int):
     return task, cfg, geo, contexts, c0
 
 
-def bench_rhs(d: int, repeat: int = 20):
+def bench_rhs(d: int, repeat: int = 30):
     task, _, geo, contexts, c0 = setup(d, 1)
-    print(f"\n== rhs: one vector field, d = {d}, M = {contexts.shape[0]} contexts")
+    print(
+        f"\n== rhs: one vector field, d = {d}, M = {contexts.shape[0]} contexts "
+        f"(calls of the two paths interleaved; min and median of {repeat})"
+    )
     field = jax.jit(lambda dyn, c: dyn.vector_field(c))
-    out = {}
-    for name, bases in (("plain dense", False), ("context bases", True)):
-        dyn = it.flow.FullDynamics(task, geo, contexts, context_bases=bases)
-        out[name] = field(dyn, c0[0])  # compile
-        t0 = time.process_time()
-        for _ in range(repeat):
+    paths = {
+        name: it.flow.FullDynamics(task, geo, contexts, context_bases=bases)
+        for name, bases in (("plain dense", False), ("context bases", True))
+    }
+    out = {name: field(dyn, c0[0]) for name, dyn in paths.items()}  # compile
+    times = {name: [] for name in paths}
+    for _ in range(repeat):
+        for name, dyn in paths.items():
+            t0 = time.process_time()
             jax.block_until_ready(field(dyn, c0[0]))
-        out[name + " ms"] = 1e3 * (time.process_time() - t0) / repeat
+            times[name].append(1e3 * (time.process_time() - t0))
+    for name, t in times.items():
+        print(f"{name:>14}: min {min(t):.2f} ms, median {np.median(t):.2f} ms CPU")
     diff = float(np.max(np.abs(out["plain dense"] - out["context bases"])))
     scale = float(np.max(np.abs(out["plain dense"])))
-    print(
-        f"plain {out['plain dense ms']:.2f} ms, bases {out['context bases ms']:.2f} ms, "
-        f"ratio {out['plain dense ms'] / out['context bases ms']:.1f}x, "
-        f"max |diff| / max |field| = {diff / scale:.1e}"
-    )
+    ratio = np.median(times["plain dense"]) / np.median(times["context bases"])
+    print(f"median ratio {ratio:.1f}x, max |diff| / max |field| = {diff / scale:.1e}")
 
 
 def bench_flow(d: int, seeds: int):

@@ -182,16 +182,19 @@ def test_dense_context_bases_give_the_plain_dense_field(shape):
 
 
 def test_dense_context_bases_only_where_they_save_work():
-    """No bases under exact geometry, when the context spans R^d, or with a batch_size."""
+    """No bases under exact geometry, when a context's L*S embeddings span more than half of
+    R^d, or with a batch_size."""
     task = it.Task(L=4, S=3, H=1, N=40, d=12, beta=3.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
         geo = it.make_geometry(task, jax.random.key(0))
-        wide = it.make_geometry(task.replace(d=20), jax.random.key(0))
+        narrow = it.make_geometry(task.replace(d=23), jax.random.key(0))
+        wide = it.make_geometry(task.replace(d=24), jax.random.key(0))
     contexts = it.sample_contexts(jax.random.key(1), task, 3)
     exact = it.ExactGeometry(N=task.N, kappa=task.kappa)
     assert it.flow.FullDynamics(task, exact, contexts).bases is None
     assert it.flow.FullDynamics(task, geo, contexts).bases is None
+    assert it.flow.FullDynamics(task, narrow, contexts).bases is None
     assert it.flow.FullDynamics(task, wide, contexts).bases is not None
     assert it.flow.FullDynamics(task, wide, contexts, batch_size=2).bases is None
 

@@ -280,7 +280,8 @@ class DenseGeometry(AbstractGeometry):
         self, contexts: Int[Array, "contexts blocks offsets"]
     ) -> "DenseGeometry | None":
         """`context_basis` of every context of a sample, stacked: embeddings (M, N, r) with
-        r = min(d, L*S); None when r = d (the projection would only rotate the embeddings).
+        r = L*S; None when r > d/2 (batched per-context products then cost more than the
+        projection saves).
 
         Computed once for a fixed sample, the bases make every dense logit cost O(r) instead of
         O(d) (the gates still need the embeddings themselves: their scores take c in R^d).
@@ -289,7 +290,7 @@ class DenseGeometry(AbstractGeometry):
         bases = geo.context_bases(contexts)  # then monte_carlo_loss(..., bases=bases)
         ```
         """
-        if contexts[0].size >= self.dim:
+        if 2 * contexts[0].size > self.dim:
             return None
         return jax.vmap(self.context_basis)(contexts)
 
