@@ -480,7 +480,13 @@ def pad_columns(a, width: int):
 
 
 def run_flows(
-    tasks, config: FlowConfig, seeds: int, *, seed: int = 0, devices=None
+    tasks,
+    config: FlowConfig,
+    seeds: int,
+    *,
+    seed: int = 0,
+    chunk: int | None = None,
+    devices=None,
 ) -> list[FlowRun]:
     """`run_flow(task, config, seeds, seed=seed)` of each of several approximate-geometry tasks
     that differ only in d, all in one compiled program.
@@ -494,7 +500,8 @@ def run_flows(
 
     **Arguments:**
     - `tasks`: approximate-geometry `Task`s equal but for `d`.
-    - `config`, `seeds`, `seed`, `devices`: as in `run_flow` (full dynamics).
+    - `config`, `seeds`, `seed`, `chunk`, `devices`: as in `run_flow` (full dynamics; `chunk`
+      lanes, over all tasks, per call of the shared program).
 
     **Returns:** one `FlowRun` per task, in order (its timings are those of the shared call).
 
@@ -552,27 +559,17 @@ def run_flows(
     start = time.perf_counter()
     mapped, n_dev = sharded_seed_map(padded_lane, devices, lane_args=len(lanes))
 
-    def call(lanes):
-        k = lanes[-1].shape[0]
-        out = jax.device_get(
-            mapped(*(pad_lanes(x, padded_size(k, devices)) for x in lanes), None)
-        )
-        return jax.tree.map(lambda a: np.array(a[:k]), out)
-
-    # Two passes, as in `run_lanes`: a vmapped loop steps every lane as long as its slowest one, so
-    # all lanes first get `FIRST_PASS_STEPS`, and the few that ran out of them (a seed wandering
-    # to t_max) run again from their start with the full budget in a batch of their own.
-    if config.max_steps <= FIRST_PASS_STEPS or n <= 2 * n_dev:
-        out = call(lanes)
-    else:
-        out = call([lanes[0], _with_max_steps(lanes[1], FIRST_PASS_STEPS)] + lanes[2:])
-        todo = np.flatnonzero(out["status"] == Status.MAX_STEPS)
-        if todo.size:
-            again = call(
-                [jax.tree.map(lambda x: np.asarray(x)[todo], x) for x in lanes]
-            )
-            for leaf, rerun in zip(jax.tree.leaves(out), jax.tree.leaves(again)):
-                leaf[todo] = rerun
+    # Lanes run `chunk` at a time through the one program: a vmapped solver loop steps every lane
+    # as long as its slowest one, and a seed that wanders to t_max would hold a large batch.
+    chunk = seed_chunk("full", n, chunk, devices)
+    parts = []
+    for lo in range(0, n, chunk):
+        rows = slice(lo, min(lo + chunk, n))
+        part = [jax.tree.map(lambda x, r=rows: np.asarray(x)[r], x) for x in lanes]
+        out = jax.device_get(mapped(*(pad_lanes(x, chunk) for x in part), None))
+        k = rows.stop - rows.start
+        parts.append(jax.tree.map(lambda a, k=k: np.array(a[:k]), out))
+    out = jax.tree.map(lambda *a: np.concatenate(a), *parts)
     wall = time.perf_counter() - start
     runs = []
     for i, (task, (_, sample)) in enumerate(zip(tasks, samples)):
