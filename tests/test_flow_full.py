@@ -146,3 +146,106 @@ def test_theorem2_full_every_seed_selects(S, H, k, beta, logrho, seed):
 @given(**_full_args)
 def test_theorem2_full_every_seed_selects_more_examples(S, H, k, beta, logrho, seed):
     _theorem2_full(S, H, k, beta, logrho, seed)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        dict(L=4, S=3, H=2, N=60, d=40),
+        dict(L=3, S=3, H=2, N=45, d=30, W=5, queries="all"),
+    ],
+)
+def test_dense_context_bases_give_the_plain_dense_field(shape):
+    """Per-context bases (the dense flow's default) against the plain dense path on the same
+    geometry: loss, vector field and worst-phase objective agree to rounding."""
+    task = it.Task(beta=3.0, kappa=0.7, **shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        geo = it.make_geometry(task, jax.random.key(2))
+    contexts = it.sample_contexts(jax.random.key(0), task, 7)
+    c = 2.0 * jax.random.normal(jax.random.key(1), (task.H, 2, task.W, geo.dim))
+    for objective in (None, it.model.Objective("worst-phase", 0.5, 0.2)):
+        fast = it.flow.FullDynamics(task, geo, contexts, objective=objective)
+        plain = it.flow.FullDynamics(
+            task, geo, contexts, objective=objective, context_bases=False
+        )
+        assert fast.bases.embeddings.shape == (7, task.N, task.L * task.S)
+        assert plain.bases is None
+        np.testing.assert_allclose(fast.loss(c), plain.loss(c), rtol=1e-13)
+        np.testing.assert_allclose(
+            fast.training_loss(c), plain.training_loss(c), rtol=1e-13
+        )
+        scale = float(jnp.max(jnp.abs(plain.vector_field(c))))
+        np.testing.assert_allclose(
+            fast.vector_field(c), plain.vector_field(c), rtol=0, atol=1e-12 * scale
+        )
+
+
+def test_dense_context_bases_only_where_they_save_work():
+    """No bases under exact geometry, when a context's L*S embeddings span more than half of
+    R^d, or with a batch_size."""
+    task = it.Task(L=4, S=3, H=1, N=40, d=12, beta=3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        geo = it.make_geometry(task, jax.random.key(0))
+        narrow = it.make_geometry(task.replace(d=23), jax.random.key(0))
+        wide = it.make_geometry(task.replace(d=24), jax.random.key(0))
+    contexts = it.sample_contexts(jax.random.key(1), task, 3)
+    exact = it.ExactGeometry(N=task.N, kappa=task.kappa)
+    assert it.flow.FullDynamics(task, exact, contexts).bases is None
+    assert it.flow.FullDynamics(task, geo, contexts).bases is None
+    assert it.flow.FullDynamics(task, narrow, contexts).bases is None
+    assert it.flow.FullDynamics(task, wide, contexts).bases is not None
+    assert it.flow.FullDynamics(task, wide, contexts, batch_size=2).bases is None
+
+
+def test_dense_flow_with_context_bases_ends_as_the_plain_dense_flow():
+    """A whole approximate-geometry flow on both paths: the same status and offsets, selection
+    time and final loss within the solver tolerance."""
+    task = it.Task(L=4, S=3, H=2, N=48, d=64, beta=4.0)
+    cfg = it.FlowConfig(dynamics="full", M=1, t_max=1e6, n_save=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        geo, contexts = it.experiments.flow_sample(task, cfg, seed=1)
+    c0 = it.flow.initial_gate_vectors(jax.random.key(5), task, geo, 0.1)
+
+    def solve(context_bases):
+        dyn = it.flow.FullDynamics(task, geo, contexts, context_bases=context_bases)
+        return jax.jit(it.flow.integrate)(dyn, c0, cfg).to_dict(state=False)
+
+    fast, plain = solve(True), solve(False)
+    assert STATUSES[int(fast["status"])] == "selected"
+    for name in ("status", "key_offsets", "value_offsets", "selected"):
+        np.testing.assert_array_equal(fast[name], plain[name])
+    np.testing.assert_allclose(fast["t_final"], plain["t_final"], rtol=1e-6)
+    np.testing.assert_allclose(fast["final"]["loss"], plain["final"]["loss"], rtol=1e-9)
+
+
+def test_padded_flows_of_several_d_equal_one_run_flow_each():
+    """`run_flows` (one program, geometries padded with zero columns to the largest d) against
+    `run_flow` of each task alone: the same statuses, offsets and step counts; times and losses
+    to rounding."""
+    tasks = [it.Task(L=4, S=3, H=2, N=48, d=d, beta=4.0) for d in (10, 24)]
+    cfg = it.FlowConfig(dynamics="full", M=1, t_max=1e6, n_save=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        padded = it.experiments.run_flows(tasks, cfg, 2, seed=3)
+        alone = [it.run_flow(t, cfg, 2, seed=3) for t in tasks]
+    for a, b in zip(alone, padded):
+        a, b = a.per_seed, b.per_seed
+        for name in ("status", "selected", "key_offsets", "value_offsets", "num_steps"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        np.testing.assert_allclose(b.t_final, a.t_final, rtol=1e-9)
+        np.testing.assert_allclose(b.final["loss"], a.final["loss"], rtol=1e-12)
+    assert [r.sample.dim for r in padded] == [10, 24]
+
+
+def test_padded_flows_refuse_tasks_that_differ_beyond_d():
+    cfg = it.FlowConfig(dynamics="full", M=1)
+    tasks = [it.Task(L=4, S=3, H=2, N=48, d=10), it.Task(L=4, S=3, H=2, N=60, d=10)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        with pytest.raises(ValueError, match="differ only in d"):
+            it.experiments.run_flows(tasks, cfg, 2)
+        with pytest.raises(ValueError, match="approximate geometry given by d"):
+            it.experiments.run_flows([it.Task(L=4, S=3, H=2, N=48)], cfg, 2)

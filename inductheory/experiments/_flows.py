@@ -38,7 +38,7 @@ from ..model._gates import (
     selectable_offsets,
     value_follows_key,
 )
-from ..model._geometry import make_geometry
+from ..model._geometry import DenseGeometry, make_geometry
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, Task, _require_int
 from ._results import FlowRun, FlowSample, FlowSummary, SeedResults
 
@@ -370,16 +370,7 @@ def run_flow(
     seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
     shared, sample = (None, None), None
     if config.dynamics == "full":
-        geometry, contexts = flow_sample(task, config, seed)
-        shared = (geometry, contexts)
-        sample = FlowSample(
-            M=int(contexts.shape[0]),
-            M_requested=config.M,
-            sample=config.sample,
-            geometry=type(geometry).__name__,
-            dim=geometry.dim,
-            eps_realized=geometry.eps,
-        )
+        shared, sample = _full_sample(task, config, seed)
     n_dev = len(jax.devices() if devices is None else devices)
     chunk = seed_chunk(config.dynamics, seeds, chunk, devices)
     parts, compile_s, start = [], None, time.perf_counter()
@@ -400,13 +391,43 @@ def run_flow(
             parts.append(jax.tree.map(lambda a, n=n: a[:n], out))
             bar.update(n)
     per_seed = SeedResults.from_dict(jax.tree.map(lambda *a: np.concatenate(a), *parts))
+    return _flow_run(
+        task,
+        config,
+        seed,
+        sample,
+        per_seed,
+        n_dev,
+        time.perf_counter() - start,
+        compile_s,
+    )
+
+
+def _full_sample(task: Task, config: FlowConfig, seed: int):
+    """`(shared, sample)` of the full dynamics: the `flow_sample` and its `FlowSample`."""
+    geometry, contexts = flow_sample(task, config, seed)
+    sample = FlowSample(
+        M=int(contexts.shape[0]),
+        M_requested=config.M,
+        sample=config.sample,
+        geometry=type(geometry).__name__,
+        dim=geometry.dim,
+        eps_realized=geometry.eps,
+    )
+    return (geometry, contexts), sample
+
+
+def _flow_run(
+    task, config, seed, sample, per_seed: SeedResults, n_dev, wall_s, compile_s
+) -> FlowRun:
+    """The `FlowRun` of per-seed results: summary over the seeds that selected, warning if none."""
     selected = per_seed.selected
     status = per_seed.status
     # Distinct fraction and histogram over the seeds that selected (status "selected"), never over
     # failed or unfinished ones; NaN when none selected. `selected_seeds` says how many they cover.
     ok = status == Status.SELECTED
     summary = FlowSummary(
-        seeds=seeds,
+        seeds=int(status.shape[0]),
         devices=n_dev,
         selected_seeds=int(np.sum(ok)),
         failed_seeds=int(np.sum(np.isin(status, list(FAILURES)))),
@@ -422,7 +443,7 @@ def run_flow(
             selected[ok], selectable_offsets(task.W, config.tied)
         ),
         status_counts={s.label: int(np.sum(status == s)) for s in Status},
-        wall_s=time.perf_counter() - start,
+        wall_s=wall_s,
         first_chunk_s_including_compile=compile_s,
         same_selection_as_reduced_fraction=(
             None
@@ -443,6 +464,131 @@ def run_flow(
     return run
 
 
+def padded_lane(task: Task, config: FlowConfig, c0, geometry, contexts, active_dim, _):
+    """One full flow from a given `c0` on a zero-padded `geometry` (`FullDynamics(active_dim=)`).
+
+    **Returns:** `FlowSolution.to_dict()` without the state, as `one_lane`.
+    """
+    return solve_full(task, config, geometry, contexts, c0, active_dim).to_dict(
+        state=False
+    )
+
+
+def pad_columns(a, width: int):
+    """`a` with zero columns appended on its last axis up to `width`."""
+    return jnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, width - a.shape[-1])])
+
+
+def run_flows(
+    tasks,
+    config: FlowConfig,
+    seeds: int,
+    *,
+    seed: int = 0,
+    chunk: int | None = None,
+    devices=None,
+) -> list[FlowRun]:
+    """`run_flow(task, config, seeds, seed=seed)` of each of several approximate-geometry tasks
+    that differ only in d, all in one compiled program.
+
+    Each task's geometry is padded with zero columns to the largest d, and each seed's c(0) drawn
+    at the task's own d (as `one_lane` draws it) and padded with zeros. A zero column adds nothing
+    to any score, so the flow never moves c there, and the solver's error norm leaves it out
+    (`FullDynamics(active_dim=)`): every run equals `run_flow`'s up to rounding (tested), while
+    the tasks share one program instead of compiling one per d. The scores cost O(largest d)
+    per token in every lane: group tasks of similar d.
+
+    **Arguments:**
+    - `tasks`: approximate-geometry `Task`s equal but for `d`.
+    - `config`, `seeds`, `seed`, `chunk`, `devices`: as in `run_flow` (full dynamics; `chunk`
+      lanes, over all tasks, per call of the shared program).
+
+    **Returns:** one `FlowRun` per task, in order (its timings are those of the shared call).
+
+    ```python
+    runs = run_flows([task.replace(d=d) for d in (16, 32)], FlowConfig(dynamics="full"), 8)
+    ```
+    """
+    tasks = list(tasks)
+    if not tasks:
+        raise ValueError("tasks must hold at least one task, got none")
+    for task in tasks:
+        check_flow(task, config)
+        if task.exact or task.d is None:
+            raise ValueError(
+                f"tasks must have an approximate geometry given by d, got {task.to_dict()}"
+            )
+        if {**task.to_dict(), "d": None} != {**tasks[0].to_dict(), "d": None}:
+            raise ValueError(
+                f"tasks must differ only in d, got {tasks[0].to_dict()} and {task.to_dict()}"
+            )
+    if config.dynamics != "full":
+        raise ValueError(f"run_flows needs dynamics='full', got {config.dynamics!r}")
+    seeds = _require_int("seeds", seeds, 1, SEEDS_MAX)
+    seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
+    devices = tuple(jax.devices() if devices is None else devices)
+    samples = [_full_sample(task, config, seed) for task in tasks]
+    width = max(shared[0].dim for shared, _ in samples)
+    keys = seed_keys(seed, np.arange(seeds))
+    c0s, geometries, contexts, active = [], [], [], []
+    for task, ((geometry, ctx), _) in zip(tasks, samples):
+
+        def draw(k, g=geometry, t=task):
+            c0 = initial_gate_vectors(
+                jax.random.wrap_key_data(k), t, g, config.rho, config.tied
+            )
+            return project_to_mean(c0, g) if config.init == "projected" else c0
+
+        c0s.append(pad_columns(jax.vmap(draw)(keys), width))
+        padded = DenseGeometry(
+            pad_columns(geometry.embeddings, width), geometry.kappa, geometry.eps
+        )
+        geometries += [padded] * seeds
+        contexts += [ctx] * seeds
+        active += [geometry.dim] * seeds
+    n = len(tasks) * seeds
+    stack = lambda items: jax.tree.map(lambda *a: np.stack(a), *items)
+    lanes = [
+        broadcast_lanes(tasks[0], n),  # the flow reads d from the geometry
+        broadcast_lanes(config, n),
+        np.concatenate(c0s),
+        stack(geometries),
+        np.stack(contexts),
+        np.asarray(active),
+    ]
+    start = time.perf_counter()
+    mapped, n_dev = sharded_seed_map(padded_lane, devices, lane_args=len(lanes))
+
+    # Lanes run `chunk` at a time through the one program: a vmapped solver loop steps every lane
+    # as long as its slowest one, and a seed that wanders to t_max would hold a large batch.
+    chunk = seed_chunk("full", n, chunk, devices)
+    parts = []
+    for lo in range(0, n, chunk):
+        rows = slice(lo, min(lo + chunk, n))
+        part = [jax.tree.map(lambda x, r=rows: np.asarray(x)[r], x) for x in lanes]
+        out = jax.device_get(mapped(*(pad_lanes(x, chunk) for x in part), None))
+        k = rows.stop - rows.start
+        parts.append(jax.tree.map(lambda a, k=k: np.array(a[:k]), out))
+    out = jax.tree.map(lambda *a: np.concatenate(a), *parts)
+    wall = time.perf_counter() - start
+    runs = []
+    for i, (task, (_, sample)) in enumerate(zip(tasks, samples)):
+        part = jax.tree.map(lambda a, i=i: a[i * seeds : (i + 1) * seeds], out)
+        runs.append(
+            _flow_run(
+                task,
+                config,
+                seed,
+                sample,
+                SeedResults.from_dict(part),
+                n_dev,
+                wall,
+                wall,
+            )
+        )
+    return runs
+
+
 __all__ = [
     "FlowRun",
     "FlowSample",
@@ -458,6 +604,7 @@ __all__ = [
     "one_lane",
     "run_lanes",
     "run_flow",
+    "run_flows",
     "sample_size",
     "seed_chunk",
     "seed_keys",

@@ -11,10 +11,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..experiments._flows import run_flow
+from ..experiments._flows import run_flow, run_flows
 from ..flow._config import FlowConfig
 from ..flow._solution import STATUSES
-from ..internal._io import cached
+from ..internal._io import cached, load_cached, store_cached
 from ..internal._progress import announce
 from ..model._gates import shared_gates_from_logits
 from ..model._task import Task, assumptions_silenced, quiet_task
@@ -35,6 +35,44 @@ def _shape(task: Task) -> str:
     return f"L={task.L} S={task.S} H={task.H}{window} N={task.N}"
 
 
+def _flow_params(
+    task: Task, config: FlowConfig, seeds: int, seed: int, trajectories: bool
+):
+    return {
+        "kind": "flow",
+        "task": task.to_dict(),
+        "config": config.to_dict(),
+        "seeds": seeds,
+        "seed": seed,
+        "trajectories": trajectories,
+    }
+
+
+def _flow_result(run, trajectories: bool) -> dict:
+    """What `flow_runs` keeps of a `FlowRun`."""
+    ps, out = run.per_seed, run.to_dict()
+    res = {
+        "selected": ps.selected,
+        "key_offsets": ps.key_offsets,
+        "value_offsets": ps.value_offsets,
+        "t_final": ps.t_final,
+        "status": [STATUSES[s] for s in np.asarray(ps.status)],
+        "final_biases": ps.final["biases"],
+        "final_loss": ps.final["loss"],
+        "summary": {k: v for k, v in out["summary"].items() if k not in _TIMING_KEYS},
+        "sample": out["sample"],
+    }
+    if trajectories:
+        res.update(
+            t=ps.t,
+            mass=ps.mass,
+            static_offsets=ps.static_offsets,
+            avg_offsets=ps.avg_offsets,
+            loss=ps.loss,
+        )
+    return res
+
+
 def flow_runs(
     task: Task,
     config: FlowConfig,
@@ -45,44 +83,38 @@ def flow_runs(
     trajectories: bool = False,
 ) -> dict:
     """Per-seed outcomes of `run_flow` (and trajectories if asked), cached by every parameter."""
-    params = {
-        "kind": "flow",
-        "task": task.to_dict(),
-        "config": config.to_dict(),
-        "seeds": seeds,
-        "seed": seed,
-        "trajectories": trajectories,
-    }
 
     def compute():
         announce(f"computing a {config.dynamics} flow, {_shape(task)}, {seeds} seeds")
         with assumptions_silenced():
             run = run_flow(task, config, seeds, seed=seed)
-        ps, out = run.per_seed, run.to_dict()
-        res = {
-            "selected": ps.selected,
-            "key_offsets": ps.key_offsets,
-            "value_offsets": ps.value_offsets,
-            "t_final": ps.t_final,
-            "status": [STATUSES[s] for s in np.asarray(ps.status)],
-            "final_biases": ps.final["biases"],
-            "final_loss": ps.final["loss"],
-            "summary": {
-                k: v for k, v in out["summary"].items() if k not in _TIMING_KEYS
-            },
-            "sample": out["sample"],
-        }
-        if trajectories:
-            res.update(
-                t=ps.t,
-                mass=ps.mass,
-                static_offsets=ps.static_offsets,
-                avg_offsets=ps.avg_offsets,
-                loss=ps.loss,
-            )
-        return res
+        return _flow_result(run, trajectories)
 
-    return cached(cache_dir, params, compute)
+    return cached(
+        cache_dir, _flow_params(task, config, seeds, seed, trajectories), compute
+    )
+
+
+def padded_flow_runs(
+    tasks, config: FlowConfig, seeds: int, cache_dir, *, seed: int = 0
+) -> list[dict]:
+    """`flow_runs` of approximate-geometry tasks equal but for d: the ones not cached yet run
+    together in one compiled program (`run_flows`, the same runs up to rounding), each cached
+    under its own `flow_runs` key."""
+    params = [_flow_params(t, config, seeds, seed, False) for t in tasks]
+    found = [load_cached(cache_dir, p) for p in params]
+    todo = [i for i, f in enumerate(found) if f is None]
+    if todo:
+        dims = ", ".join(str(tasks[i].d) for i in todo)
+        announce(
+            f"computing {config.dynamics} flows, {_shape(tasks[0])}, d in ({dims}), "
+            f"{seeds} seeds each, in one program"
+        )
+        with assumptions_silenced():
+            runs = run_flows([tasks[i] for i in todo], config, seeds, seed=seed)
+        for i, run in zip(todo, runs):
+            found[i] = store_cached(cache_dir, params[i], _flow_result(run, False))
+    return found
 
 
 def oracle_point(

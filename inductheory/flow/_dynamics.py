@@ -25,6 +25,7 @@ from typing import final
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optimistix as optx
 from jaxtyping import Array, Float, Int, PyTree
 
 from ..model._gates import (
@@ -131,6 +132,10 @@ class AbstractDynamics(eqx.Module):
     def worst_masses(self, y: PyTree) -> Float[Array, "heads 2 offsets"]:
         """Minimum gate masses over windows."""
 
+    @abc.abstractmethod
+    def error_norm(self, error: PyTree) -> Float[Array, ""]:
+        """The norm of the solver's scaled error estimate (the step-size controller's)."""
+
     def margin(self, y: PyTree, delta) -> Float[Array, ""]:
         """`selection_margin` of the state: >= 0 exactly when every head delta-selects (tied: when
         every head's gate concentrates, `concentration_margin`)."""
@@ -216,6 +221,10 @@ class ReducedDynamics(AbstractDynamics):
     ) -> Float[Array, "heads 2 offsets"]:
         return jax.nn.softmax(self.parameters(b), axis=-1)
 
+    def error_norm(self, error: Float[Array, "heads 2 offsets"]) -> Float[Array, ""]:
+        """The RMS norm (diffrax's default)."""
+        return optx.rms_norm(error)
+
 
 def _windows(
     p: Float[Array, "contexts heads 2 blocks offsets"],
@@ -229,8 +238,12 @@ class FullDynamics(AbstractDynamics):
     """$\\dot c = -\\nabla_c \\hat L(c)$ for the linear class on a fixed sample of contexts.
 
     Under `ExactGeometry` the scores are gathers and the gradient a scatter-add: O(M L S H) work
-    plus O(H S N) memory, never an N x (N+1) matrix. Selection is required uniformly over the
-    sample: `worst_masses` are minima over every context and block.
+    plus O(H S N) memory, never an N x (N+1) matrix. Under a `DenseGeometry` the logits of each
+    context come from its basis (`context_bases`, computed once for the fixed sample): the
+    same logits at O(N L S) per query instead of O(N d), with (M, N, L S) numbers held, about what
+    the loss's own logits take; with a `batch_size` (a memory bound) the plain dense path is kept.
+    Selection is required uniformly over the sample: `worst_masses` are minima over every context
+    and block.
 
     **Arguments:**
     - `task`, `geometry`: configuration and realized geometry.
@@ -238,15 +251,50 @@ class FullDynamics(AbstractDynamics):
     - `batch_size`: contexts per batch in the loss (`None`: all at once).
     - `tied`: one gate per head for both branches (keyword).
     - `objective`: an `Objective` to descend instead of the loss (keyword; None: the loss).
+    - `context_bases`: use the per-context bases where the geometry has them (keyword; False: the
+      plain dense path, the reference they are tested against).
+    - `active_dim`: the first `active_dim` coordinates of R^d hold the embeddings, the others are
+      zero padding (keyword, may be traced; None: all d). The flow never moves c along a zero
+      coordinate, and the error norm leaves those out (`error_norm`), so a geometry padded with
+      zero columns (and c(0) with zeros) gives the flow of the unpadded one up to rounding.
+
+    ```python
+    dyn = FullDynamics(task, geometry, contexts)
+    dyn.vector_field(c0)  # (H, 2, W, d)
+    ```
     """
 
-    # declared first (keyword-only) so that the pytree keeps the order (tied, objective, ...)
-    tied: bool = eqx.field(static=True, default=False, kw_only=True)
-    objective: Objective | None = eqx.field(default=None, kw_only=True)
+    # declared first so that the pytree keeps the order (tied, objective, ...)
+    tied: bool = eqx.field(static=True)
+    objective: Objective | None
     task: Task
     geometry: AbstractGeometry
     contexts: Int[Array, "contexts blocks offsets"]
-    batch_size: int | None = eqx.field(static=True, default=None)
+    batch_size: int | None = eqx.field(static=True)
+    bases: AbstractGeometry | None
+    active_dim: Int[Array, ""] | None
+
+    def __init__(
+        self,
+        task: Task,
+        geometry: AbstractGeometry,
+        contexts: Int[Array, "contexts blocks offsets"],
+        batch_size: int | None = None,
+        *,
+        tied: bool = False,
+        objective: Objective | None = None,
+        context_bases: bool = True,
+        active_dim=None,
+    ):
+        self.tied, self.objective = tied, objective
+        self.task, self.geometry, self.contexts = task, geometry, contexts
+        self.batch_size = batch_size
+        self.bases = (
+            geometry.context_bases(contexts)
+            if context_bases and batch_size is None
+            else None
+        )
+        self.active_dim = active_dim
 
     def loss(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, ""]:
         """$\\hat L(c)$ = `monte_carlo_loss` of `LinearGates(c)` on the fixed sample."""
@@ -256,6 +304,7 @@ class FullDynamics(AbstractDynamics):
             LinearGates(self.parameters(c)),
             self.contexts,
             batch_size=self.batch_size,
+            bases=self.bases,
         )
 
     def training_loss(self, c: Float[Array, "heads 2 offsets dim"]) -> Float[Array, ""]:
@@ -270,6 +319,7 @@ class FullDynamics(AbstractDynamics):
             LinearGates(self.parameters(c)),
             self.contexts,
             batch_size=self.batch_size,
+            bases=self.bases,
         )
         key = jnp.moveaxis(self.gates(c)[:, :, 0], 2, 1)  # (M, L, H, W): windows first
         return self.objective(losses, key)
@@ -316,6 +366,16 @@ class FullDynamics(AbstractDynamics):
         self, c: Float[Array, "heads 2 offsets dim"]
     ) -> Float[Array, "heads 2 offsets"]:
         return jnp.min(_windows(self.gates(c)), axis=0)
+
+    def error_norm(
+        self, error: Float[Array, "heads 2 offsets dim"]
+    ) -> Float[Array, ""]:
+        """The RMS norm over the `active_dim` coordinates that hold embeddings: on the padding
+        the error estimate is zero, so the RMS over all d is rescaled by sqrt(d / active_dim)
+        (by exactly 1 without padding)."""
+        if self.active_dim is None:
+            return optx.rms_norm(error)
+        return optx.rms_norm(error) * jnp.sqrt(error.shape[-1] / self.active_dim)
 
 
 __all__ = [

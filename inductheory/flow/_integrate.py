@@ -74,7 +74,9 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
         None,
         y0,
         saveat=saveat,
-        stepsize_controller=diffrax.PIDController(rtol=config.rtol, atol=config.atol),
+        stepsize_controller=diffrax.PIDController(
+            rtol=config.rtol, atol=config.atol, norm=lambda e: dynamics.error_norm(e)
+        ),
         event=event,
         max_steps=config.max_steps,
         throw=False,
@@ -144,9 +146,11 @@ def solve_full(
     geometry: AbstractGeometry,
     contexts: Int[Array, "contexts blocks offsets"],
     c0: Float[Array, "heads 2 offsets dim"],
+    active_dim=None,
 ) -> FlowSolution:
     """The full flow of one seed from gate vectors `c0` on a fixed sample:
-    `integrate(FullDynamics(task, geometry, contexts, config.batch_size), c0, config)`."""
+    `integrate(FullDynamics(task, geometry, contexts, config.batch_size), c0, config)`
+    (`active_dim`: the unpadded dimension of a zero-padded geometry, see `FullDynamics`)."""
     return integrate(
         FullDynamics(
             task,
@@ -155,6 +159,7 @@ def solve_full(
             config.batch_size,
             tied=config.tied,
             objective=config.objective_function(),
+            active_dim=active_dim,
         ),
         c0,
         config,

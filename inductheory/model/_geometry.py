@@ -44,6 +44,7 @@ class AbstractGeometry(eqx.Module):
     - `offset_scores(c, tokens)`, `mean_embedding()`: the inner products the gate classes need.
     - `query_logits(task, gates, tokens)`: one context's logits on the path this geometry allows.
     - `context_basis(tokens)`: the same per-context model in the smallest basis this geometry has.
+    - `context_bases(contexts)`: `context_basis` of every context of a sample, or None.
     - `for_task(task)`: this geometry with the task's (possibly traced) scalars.
     - `dense()`: the geometry as an explicit embedding matrix.
 
@@ -85,6 +86,13 @@ class AbstractGeometry(eqx.Module):
     @abc.abstractmethod
     def context_basis(self, tokens: Int[Array, "blocks offsets"]) -> "AbstractGeometry":
         """A geometry giving every logit of the context `tokens` exactly, at least as cheap."""
+
+    @abc.abstractmethod
+    def context_bases(
+        self, contexts: Int[Array, "contexts blocks offsets"]
+    ) -> "AbstractGeometry | None":
+        """`context_basis` of every context of a sample (leading context axis), or None when
+        this geometry's own path is already as cheap."""
 
     @abc.abstractmethod
     def for_task(self, task: Task) -> "AbstractGeometry":
@@ -180,6 +188,11 @@ class ExactGeometry(AbstractGeometry):
         del tokens
         return self
 
+    def context_bases(self, contexts: Int[Array, "contexts blocks offsets"]) -> None:
+        """None: the structured path needs no per-context basis."""
+        del contexts
+        return None
+
     def for_task(self, task: Task) -> "ExactGeometry":
         """The exact geometry is (N, kappa): it takes the task's kappa, traced per lane."""
         return eqx.tree_at(lambda g: g.kappa, self, task.kappa)
@@ -262,6 +275,24 @@ class DenseGeometry(AbstractGeometry):
         return DenseGeometry(
             embeddings=self.embeddings @ U, kappa=self.kappa, eps=self.eps
         )
+
+    def context_bases(
+        self, contexts: Int[Array, "contexts blocks offsets"]
+    ) -> "DenseGeometry | None":
+        """`context_basis` of every context of a sample, stacked: embeddings (M, N, r) with
+        r = L*S; None when r > d/2 (batched per-context products then cost more than the
+        projection saves).
+
+        Computed once for a fixed sample, the bases make every dense logit cost O(r) instead of
+        O(d) (the gates still need the embeddings themselves: their scores take c in R^d).
+
+        ```python
+        bases = geo.context_bases(contexts)  # then monte_carlo_loss(..., bases=bases)
+        ```
+        """
+        if 2 * contexts[0].size > self.dim:
+            return None
+        return jax.vmap(self.context_basis)(contexts)
 
     def for_task(self, task: Task) -> "DenseGeometry":
         """A dense geometry is a fixed draw (its rows hold kappa): returned unchanged."""

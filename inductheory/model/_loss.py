@@ -211,11 +211,14 @@ def context_loss(
     return jnp.mean(cross_entropy(*query_logits(task, geometry, gates, tokens)))
 
 
-def _per_context(task, geometry, gates: Gates, contexts, outcome, batch_size):
-    def one(g, tokens):
+def _per_context(
+    task, geometry, gates: Gates, contexts, outcome, batch_size, bases=None
+):
+    # the gates score tokens in the geometry itself; the logits may come from per-context bases
+    def one(g, tokens, basis):
         logits = query_logits(
             task,
-            geometry,
+            geometry if basis is None else basis,
             g.for_context(geometry, window_tokens(tokens, task.W)),
             tokens,
         )
@@ -227,12 +230,16 @@ def _per_context(task, geometry, gates: Gates, contexts, outcome, batch_size):
             f"got oracle gates for {gates.key.shape[0]} contexts but {contexts.shape[0]} contexts"
         )
     if batch_size is None:
-        return jax.vmap(one, in_axes=(0 if batched else None, 0))(gates, contexts)
+        return jax.vmap(one, in_axes=(0 if batched else None, 0, 0))(
+            gates, contexts, bases
+        )
     if batched:
         return jax.lax.map(
-            lambda gt: one(*gt), (gates, contexts), batch_size=batch_size
+            lambda gtb: one(*gtb), (gates, contexts, bases), batch_size=batch_size
         )
-    return jax.lax.map(lambda t: one(gates, t), contexts, batch_size=batch_size)
+    return jax.lax.map(
+        lambda tb: one(gates, *tb), (contexts, bases), batch_size=batch_size
+    )
 
 
 @eqx.filter_jit
@@ -243,6 +250,7 @@ def query_losses(
     contexts: Int[Array, "contexts blocks offsets"],
     *,
     batch_size=None,
+    bases=None,
 ) -> Float[Array, "contexts queries"]:
     """Cross-entropy of every enumerated query of every context (queries as in `query_slots`).
 
@@ -252,8 +260,13 @@ def query_losses(
       context).
     - `contexts`: token ids (M, L, S).
     - `batch_size`: contexts evaluated at once (`None`: all); bounds memory for large M.
+    - `bases`: `geometry.context_bases(contexts)` computed once for a fixed sample, or None.
+      The logits then come from each context's basis (the same logits, at O(L S) instead of
+      O(d) per vocabulary entry); the gates still come from `geometry`.
     """
-    return _per_context(task, geometry, gates, contexts, cross_entropy, batch_size)
+    return _per_context(
+        task, geometry, gates, contexts, cross_entropy, batch_size, bases
+    )
 
 
 @eqx.filter_jit
@@ -264,12 +277,13 @@ def monte_carlo_loss(
     contexts: Int[Array, "contexts blocks offsets"],
     *,
     batch_size=None,
+    bases=None,
 ) -> Float[Array, ""]:
     """Population loss estimated on a fixed sample of M contexts, every query enumerated.
 
     $\\hat L = \\frac{1}{M L (S-1)} \\sum_{m} \\sum_{(l^*, r^*)} \\mathrm{CE}_m(l^*, r^*)$;
     deterministic
-    given the sample, so it can drive an ODE right-hand side.
+    given the sample, so it can drive an ODE right-hand side (`bases`: as in `query_losses`).
 
     ```python
     ctx = sample_contexts(jax.random.key(0), task, 256)
@@ -277,7 +291,9 @@ def monte_carlo_loss(
     ```
     """
     return jnp.mean(
-        query_losses(task, geometry, gates, contexts, batch_size=batch_size)
+        query_losses(
+            task, geometry, gates, contexts, batch_size=batch_size, bases=bases
+        )
     )
 
 
@@ -304,10 +320,15 @@ def monte_carlo_phase_losses(
     contexts: Int[Array, "contexts blocks offsets"],
     *,
     batch_size=None,
+    bases=None,
 ) -> Float[Array, " phases"]:
-    """Per-phase cross-entropy over a sample of contexts (all blocks pooled), shape (n_phases,)."""
+    """Per-phase cross-entropy over a sample of contexts (all blocks pooled), shape (n_phases,)
+    (`bases`: as in `query_losses`)."""
     return per_phase_mean(
-        task, query_losses(task, geometry, gates, contexts, batch_size=batch_size)
+        task,
+        query_losses(
+            task, geometry, gates, contexts, batch_size=batch_size, bases=bases
+        ),
     )
 
 
