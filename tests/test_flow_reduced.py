@@ -144,6 +144,9 @@ class _NaNField(it.flow.AbstractDynamics):
     def worst_masses(self, b):
         return self.reduced.worst_masses(b)
 
+    def error_norm(self, error):
+        return self.reduced.error_norm(error)
+
 
 def _statuses(task, config, b0, dynamics=it.flow.ReducedDynamics):
     return jax.jit(it.flow.integrate)(dynamics(task), b0, config).to_dict()

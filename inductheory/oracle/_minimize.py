@@ -279,12 +279,12 @@ def _descend(
 # Step sizes tried at once in every Newton iteration: Newton steps t d (t = 1, 1/2, ...) and
 # projected-gradient steps s g over a wide geometric range (s up to `_MAX_STEP`, which snaps a
 # strict vertex minimum's face in one step), all projected back onto the simplices.
-_NEWTON_STEPS = 2.0 ** -jnp.arange(10)
-_GRADIENT_STEPS = _MAX_STEP * 8.0 ** -jnp.arange(12)
+_NEWTON_STEPS = 2.0 ** -np.arange(10.0)  # numpy: importing must not start a JAX backend
+_GRADIENT_STEPS = _MAX_STEP * 8.0 ** -np.arange(12.0)
 # Shifts mu (relative to the Hessian's Gershgorin bound s) of the Newton systems (K + mu s) d = -g:
 # the smallest one whose Cholesky factorization succeeds is used; the last is always positive
 # definite. The first one's success is the certificate's margin of positive definiteness.
-_SHIFTS = jnp.array([-1e-10, 0.0, 1e-6, 1e-2, 2.0])
+_SHIFTS = np.array([-1e-10, 0.0, 1e-6, 1e-2, 2.0])
 # First-order tolerance of `local_certificate`.
 _CERTIFICATE_TOL = 1e-9
 
