@@ -23,10 +23,6 @@ from inductheory.figures._stats import (
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("figures", "figures/quick")
 FINDINGS_MAX = 400  # characters of a one-line Measured part a reader can still scan
-# Figures whose claims and Measured parts are converted on other branches (to be removed once
-# merged); every other figure must pass.
-NOT_YET_CONVERTED: set[str] = set()
-
 # A count k/n of seeds, contexts or points: n >= 4, so that constants such as 1/2 or 2/3 are not
 # counts; not part of a formula (1/(kappa + 1/N), 1/K).
 COUNT = re.compile(r"(?<![\w./])(\d+)/(\d+)(?![\w./(])")
@@ -75,8 +71,6 @@ def test_the_count_check_finds_a_share_without_an_interval():
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_every_claim_states_an_interval_for_each_count(name):
     missing = counts_without_interval(FIGURES[name].claim)
-    if missing and name in NOT_YET_CONVERTED:
-        pytest.skip(f"{name}: converted on another branch")
     assert not missing, f"{name}: counts without an interval in the claim: {missing}"
 
 
@@ -85,8 +79,6 @@ def test_every_claim_states_an_interval_for_each_count(name):
 def test_every_measured_part_is_tables_or_a_short_line(name, folder):
     figure, data = FIGURES[name], committed(folder, name)
     if figure.tables is None:
-        if len(data.get("findings", "")) > FINDINGS_MAX and name in NOT_YET_CONVERTED:
-            pytest.skip(f"{name}: converted on another branch")
         assert len(data.get("findings", "")) <= FINDINGS_MAX, (
             f"{name}: a Measured line of {len(data['findings'])} characters; give the "
             "figure tables(data)"
