@@ -284,6 +284,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds per mutant"
     )
+    parser.add_argument(
+        "--tests",
+        action="append",
+        default=None,
+        help="run these test files instead of each target's own (repeatable)",
+    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "mutation.json"))
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
@@ -318,6 +324,7 @@ def main(argv=None) -> int:
         print(f"{len(plan)} of {total} mutants", flush=True)
         for k, (name, (fn, index, what)) in enumerate(plan):
             module, _, tests = TARGETS[name]
+            tests = args.tests or tests
             source = (ROOT / module).read_text()
             mutated, line = mutant_source(source, fn, index, what)
             mid = f"{name}:{fn}:{index}:{what}"

@@ -178,3 +178,15 @@ def test_top1_ties_count_as_wrong():
     assert it.model.top1_correct(
         jnp.array([[1.0, 3.0]]), jnp.array([0.0, -jnp.inf]), jnp.array([0])
     ).tolist() == [True]
+
+
+@pytest.mark.parametrize("u", [0.0, 5.0, 29.0, 31.0, 100.0, 1e6])
+def test_block_attention_both_branches_against_log_sum_exp(u):
+    # a_target = e^u / (e^u + L - 1) and a_other = 1 / (e^u + L - 1), written with numpy's
+    # logaddexp, on both sides of the switch to the shifted form (gamma * w = 30)
+    L = 8
+    log_z = np.logaddexp(u, np.log(L - 1))
+    a_target, a_other = it.model.block_attention(jnp.asarray(1.0), u, L)
+    np.testing.assert_allclose(float(a_target), np.exp(u - log_z), rtol=1e-14)
+    np.testing.assert_allclose(float(a_other), np.exp(-log_z), rtol=1e-14, atol=1e-300)
+    assert float(a_target) + (L - 1) * float(a_other) == pytest.approx(1.0, rel=1e-15)
