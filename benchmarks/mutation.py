@@ -116,12 +116,13 @@ _NAME_SWAPS = {"max": "min", "min": "max", "argmax": "argmin", "argmin": "argmax
 
 def _sites(tree: ast.Module, functions) -> list[tuple[str, int, str]]:
     """Every mutable site inside the chosen functions: (function, node index, description)."""
-    sites = []
+    sites, seen = [], set()
     for fn in ast.walk(tree):
         if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
-        if functions is not None and fn.name not in functions:
+        if (functions is not None and fn.name not in functions) or fn.name in seen:
             continue
+        seen.add(fn.name)  # the first function of a name only, as `_Mutate` changes it
         body = [n for stmt in fn.body for n in ast.walk(stmt)]
         for i, node in enumerate(body):
             # docstrings and other bare constants are not code
@@ -223,6 +224,7 @@ def _write_atomic(path: Path, data: dict) -> None:
 
 def run_mutant(pkg_copy: Path, module: str, source: str, tests, timeout: float) -> str:
     target = pkg_copy / module
+    original = target.read_text()
     try:
         target.write_text(source)
         env = {**os.environ, "PYTHONPATH": str(pkg_copy), "JAX_ENABLE_X64": "1"}
@@ -240,7 +242,7 @@ def run_mutant(pkg_copy: Path, module: str, source: str, tests, timeout: float) 
             return "error (no tests ran)"
         return "killed"
     finally:
-        shutil.copy(ROOT / module, target)
+        target.write_text(original)
 
 
 _IGNORED = shutil.ignore_patterns(
@@ -307,7 +309,7 @@ def main(argv=None) -> int:
         _check_copy_is_imported(pkg_copy)
         plan = []
         for name in args.target or list(TARGETS):
-            source = (ROOT / TARGETS[name][0]).read_text()
+            source = (pkg_copy / TARGETS[name][0]).read_text()
             sites = _sites(ast.parse(source), TARGETS[name][1])[: args.limit]
             plan += [(name, site) for site in sites]
         total = len(plan)
@@ -325,7 +327,8 @@ def main(argv=None) -> int:
         for k, (name, (fn, index, what)) in enumerate(plan):
             module, _, tests = TARGETS[name]
             tests = args.tests or tests
-            source = (ROOT / module).read_text()
+            # the copy, not the live checkout: the plan and each mutant see one snapshot
+            source = (pkg_copy / module).read_text()
             mutated, line = mutant_source(source, fn, index, what)
             mid = f"{name}:{fn}:{index}:{what}"
             if mid in results:

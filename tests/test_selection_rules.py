@@ -144,3 +144,24 @@ def test_selection_margins_are_the_weakest_mass_minus_one_minus_delta(scale):
     assert it.flow.head_selection(worst, delta, tied=True).tolist() == (
         [1, 0] if scale <= 1 else [-1, 0]
     )
+
+
+def test_tied_margin_reads_the_key_branch_only():
+    # tied gates: the value branch is not a gate of its own, so making it uniform changes nothing
+    delta, S = 1e-3, 4
+    worst = np.zeros((2, 2, S))
+    worst[:, 0] = np.eye(S)[[1, 3]]
+    worst[:, 1] = 1.0 / S
+    margin = float(it.flow.concentration_margin(jnp.asarray(worst), delta))
+    assert margin == pytest.approx(delta, abs=1e-15)  # both keys hard: 1 - (1 - delta)
+    assert it.flow.head_selection(jnp.asarray(worst), delta, tied=True).tolist() == [
+        1,
+        3,
+    ]
+
+
+def test_phase_gap_is_max_minus_min():
+    assert float(it.phase_gap(jnp.array([0.2, 0.9, 0.5]))) == pytest.approx(
+        0.7, abs=1e-15
+    )
+    assert float(it.phase_gap(jnp.array([0.25, 0.25]))) == 0.0
