@@ -165,3 +165,13 @@ def test_phase_gap_is_max_minus_min():
         0.7, abs=1e-15
     )
     assert float(it.phase_gap(jnp.array([0.25, 0.25]))) == 0.0
+
+
+def test_offset_histogram_counts_offset_zero_and_leaves_out_no_selection():
+    # seeds x heads; -1: the head selected nothing
+    selected = np.array([[0, 1], [0, -1], [2, 0]])
+    counts = it.experiments.offset_histogram(selected, 3)
+    by_hand = [
+        [sum(1 for s in selected[:, h] if s == r) for r in range(3)] for h in range(2)
+    ]
+    assert counts.tolist() == by_hand == [[2, 0, 1], [1, 1, 0]]
