@@ -30,8 +30,9 @@ CLAIM = (
     "of order 1e-6 for the "
     "full flow, see the next figure). Both show the same course (a plateau near "
     "uniform gates, then a fast selection "
-    "ending in delta-selection at t = 3.7e3-3.8e3 in every seed, per-seed times under "
-    "Measured); different heads may select the same r. Panels show the "
+    "ending in delta-selection at t = 3.7e3-3.8e3 in every seed: 10/10 [0.72, 1] in "
+    "full mode, 5/5 [0.57, 1] in quick mode; per-seed times under Measured); "
+    "different heads may select the same r. Panels show the "
     "first 3 seeds."
 )
 
