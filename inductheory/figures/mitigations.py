@@ -17,7 +17,7 @@ from ..experiments._mitigations import (
 )
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import wilson_interval
+from ._stats import share_text
 
 CLAIM = (
     "Exact per-phase measures (docs/theory.md §9, §10) on exact-geometry tasks with T "
@@ -257,12 +257,6 @@ def _num(x) -> str:
     return "n/a" if x is None or x != x else f"{x:.2f}"  # None/NaN: no seed selected
 
 
-def _share(k: int, n: int) -> str:
-    """k/n with its Wilson 95% interval."""
-    lo, hi = wilson_interval(k, n)
-    return f"{k}/{n} [{lo:.3f}, {hi:.3f}]"
-
-
 def _distinct_seeds(row) -> int:
     """Seeds whose heads selected pairwise distinct offsets."""
     d = row["distinct_fraction"]
@@ -389,7 +383,7 @@ def tables(data: dict) -> list[MeasuredTable]:
                     r["queries"],
                     r["label"],
                     f"{r['selected_seeds']}/{r['seeds']}",
-                    _share(_distinct_seeds(r), r["selected_seeds"])
+                    share_text(_distinct_seeds(r), r["selected_seeds"])
                     if r["selected_seeds"]
                     else "n/a",
                     f"{r['distinct_key_fraction']:.3f}",
@@ -422,7 +416,7 @@ def tables(data: dict) -> list[MeasuredTable]:
                     f"{r['lambda_star']:.4f}",
                     f"{r['coordination']:.4f}",
                     f"{r['selected_seeds']}/{r['seeds']}",
-                    _share(r["overlapped_seeds"], r["selected_seeds"])
+                    share_text(r["overlapped_seeds"], r["selected_seeds"])
                     if r["selected_seeds"]
                     else "n/a",
                     f"{len(r['strict_minima'])}/{r['overlapped_selections']}",

@@ -19,7 +19,7 @@ from ..internal._io import cached
 from ..model._gates import hard_selection, selectable_offsets, uniform_gates
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import wilson_interval
+from ._stats import share_text
 
 S = 4
 HEADS = (2, 3)  # H < S - 1 and H = S - 1
@@ -248,11 +248,6 @@ def _vector(v):
     return "(" + ", ".join(f"{x:.6f}" for x in v) + ")"
 
 
-def _share(k, n):
-    lo, hi = wilson_interval(k, n)
-    return f"{k}/{n} [{lo:.2f}, {hi:.2f}]"
-
-
 def tables(data: dict) -> list[MeasuredTable]:
     """Per panel: the left end's gates, the end by two solvers with its KKT residuals and the
     price, the frontier at every bound by both solvers, and the placed points."""
@@ -286,8 +281,8 @@ def tables(data: dict) -> list[MeasuredTable]:
                     ],
                     ["augmented Lagrangian in logits: best", f"{e['al_worst']:.10f}"],
                     ["AL - SLSQP", f"{e['al_worst'] - e['slsqp_worst']:+.1e}"],
-                    ["SLSQP hits", _share(e["slsqp_hits"], n)],
-                    ["AL hits", _share(e["al_hits"], n)],
+                    ["SLSQP hits", share_text(e["slsqp_hits"], n)],
+                    ["AL hits", share_text(e["al_hits"], n)],
                     [
                         "KKT residual (stationarity, dual, complementarity, primal)",
                         f"{kkt['residual']:.1e} ({kkt['stationarity']:.1e}, "
@@ -337,14 +332,16 @@ def tables(data: dict) -> list[MeasuredTable]:
         rows = [
             ["uniform gates", "-", *_placed_row(p["uniform"])],
             *[
-                ["plain flow", _share(q["seeds"], total), *_placed_row(q)]
+                ["plain flow", share_text(q["seeds"], total), *_placed_row(q)]
                 for q in p["learned"]
             ],
         ]
         for name, label in COORDINATED_LABELS:
             pts = p["coordinated"][name]
             n_seeds = sum(q["seeds"] for q in pts)
-            rows += [[label, _share(q["seeds"], n_seeds), *_placed_row(q)] for q in pts]
+            rows += [
+                [label, share_text(q["seeds"], n_seeds), *_placed_row(q)] for q in pts
+            ]
         rows += [
             [f"hard selection {tuple(v['offsets'])}", "-", *_placed_row(v)]
             for v in p["vertices"]
