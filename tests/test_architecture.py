@@ -1,8 +1,9 @@
 """The package's shape: subpackages by concept, imports that run one way, a small top level.
 
-Layers, lowest first: internal <- model <- (oracle, flow, toy) <- experiments <- (figures,
-cli). A module may import its own subpackage and any lower layer; the theorems (oracle, flow)
-and the toy do not import each other, and the library never imports figures or cli.
+Layers, lowest first: internal <- model <- (oracle, flow, toy) <- trained <- experiments <-
+(figures, cli). A module may import its own subpackage and any lower layer; the theorems
+(oracle, flow) and the toy do not import each other, and the library never imports figures or
+cli.
 """
 
 import ast
@@ -20,9 +21,10 @@ LAYER = {
     "oracle": 2,
     "flow": 2,
     "toy": 2,
-    "experiments": 3,
-    "figures": 4,
-    "cli": 5,
+    "trained": 3,
+    "experiments": 4,
+    "figures": 5,
+    "cli": 6,
 }
 SUBPACKAGES = sorted(LAYER)
 

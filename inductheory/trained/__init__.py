@@ -1,0 +1,14 @@
+"""The trained compressed model of the task (docs/theory.md §11): each idealization of the
+theorems a switch (`ModelConfig`), trained with optax (`TrainConfig`); with every switch at the
+theorem's setting, full-batch gradient descent is the explicit Euler scheme of the full flow.
+
+May import: `inductheory.internal`, `inductheory.model`, `inductheory.flow`. The experiments,
+figures and command line build on it.
+
+```python
+from inductheory.trained import ModelConfig, TrainConfig
+ModelConfig(embeddings="learned", d=32, maps="learned")
+```
+"""
+
+from ._config import ModelConfig as ModelConfig, TrainConfig as TrainConfig

@@ -1,0 +1,172 @@
+"""The switches of the trained compressed model and the settings of its training
+(docs/theory.md §11).
+
+Every idealization of the theorems is one field of `ModelConfig`; `ModelConfig()` (every
+default) is the theorem's setting, whose full-batch gradient descent is the explicit Euler
+scheme of the full flow. `TrainConfig` holds how the model is trained (optimizer, schedule,
+steps, batches, initial radius, what is logged).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+
+from ..model._task import _require_int, _require_real
+
+EMBEDDINGS = ("exact", "approximate", "learned")
+MAPS = ("identity", "learned")
+UNEMBEDDINGS = ("tied", "learned")
+GATE_CLASSES = ("linear", "bias", "uniform")
+LAYERS = (1, 2)
+# Names `TrainConfig.optimizer` accepts besides any optax optimizer: plain gradient descent.
+GRADIENT_DESCENT = "gd"
+SCHEDULES = ("constant", "cosine", "warmup_cosine", "exponential")
+# `TrainConfig.batch` besides a number of fresh contexts per step.
+FULL_BATCHES = ("full", "population")
+
+
+def _require_choice(name: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(
+            f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}"
+        )
+
+
+class ModelConfig(eqx.Module):
+    """Which parts of the compressed model are fixed at the theorem's setting and which learn.
+
+    **Arguments** (keyword; every default is the theorem's setting):
+    - `embeddings`: `"exact"` (the fixed exact geometry of the task, structured path, never an
+      N x (N+1) matrix), `"approximate"` (the task's fixed eps > 0 geometry) or `"learned"`
+      (dimension `d`, from a small random start).
+    - `d`: embedding dimension of learned embeddings (required then; unused otherwise).
+    - `maps`: per-head query/key/value/output maps, `"identity"` or `"learned"` (d x d; needs
+      embeddings of a finite dimension, not the exact geometry's N + 1).
+    - `unembedding`: `"tied"` (the embeddings) or `"learned"` (N x d; not with exact embeddings).
+    - `gates`: `"linear"` (scores <c, x>), `"bias"` (a static score per offset only) or
+      `"uniform"` (p = 1/W, nothing to learn in the gates).
+    - `bias`: add an explicit learned per-offset bias b to linear scores (<c, x> + b).
+    - `tied`: one gate per head for both branches (keys and values stored once).
+    - `local_window`: the last w positions before the query attended exactly, one entry per
+      token, beside the compressed entries (0: none).
+    - `layers`: 1, or 2 with an uncompressed causal attention layer (and a residual stream)
+      first, so that a previous-token head can form.
+
+    ```python
+    ModelConfig()  # the theorem's setting
+    ModelConfig(embeddings="learned", d=64, maps="learned", unembedding="learned")
+    ```
+    """
+
+    embeddings: str = eqx.field(default="exact", static=True, kw_only=True)
+    d: int | None = eqx.field(default=None, static=True, kw_only=True)
+    maps: str = eqx.field(default="identity", static=True, kw_only=True)
+    unembedding: str = eqx.field(default="tied", static=True, kw_only=True)
+    gates: str = eqx.field(default="linear", static=True, kw_only=True)
+    bias: bool = eqx.field(default=False, static=True, kw_only=True)
+    tied: bool = eqx.field(default=False, static=True, kw_only=True)
+    local_window: int = eqx.field(default=0, static=True, kw_only=True)
+    layers: int = eqx.field(default=1, static=True, kw_only=True)
+
+    def __check_init__(self):
+        _require_choice("embeddings", self.embeddings, EMBEDDINGS)
+        _require_choice("maps", self.maps, MAPS)
+        _require_choice("unembedding", self.unembedding, UNEMBEDDINGS)
+        _require_choice("gates", self.gates, GATE_CLASSES)
+        _require_choice("layers", self.layers, LAYERS)
+        _require_int("local_window", self.local_window, 0)
+        if self.embeddings == "learned":
+            if self.d is None:
+                raise ValueError("d is required with embeddings='learned'")
+            _require_int("d", self.d, 1)
+        elif self.d is not None:
+            raise ValueError(
+                f"d sets the dimension of learned embeddings; embeddings={self.embeddings!r}"
+                " takes the task's geometry"
+            )
+        if self.embeddings == "exact":
+            for name in ("maps", "unembedding"):
+                if getattr(self, name) == "learned":
+                    raise ValueError(
+                        f"{name}='learned' needs embeddings of a finite dimension "
+                        "(approximate or learned), not the exact geometry's N + 1"
+                    )
+        if self.bias and self.gates != "linear":
+            raise ValueError(
+                f"bias adds a per-offset bias to linear scores; gates={self.gates!r} "
+                "already has none to add to"
+            )
+
+    @property
+    def theorem_setting(self) -> bool:
+        """Every switch at the theorem's value (then gradient descent is the full flow's
+        Euler scheme)."""
+        return self == ModelConfig(tied=self.tied)
+
+
+class TrainConfig(eqx.Module):
+    """How the compressed model is trained.
+
+    **Arguments** (keyword):
+    - `optimizer`: `"gd"` (plain gradient descent, the Euler scheme of the flow) or the name
+      of any optax optimizer (`"sgd"`, `"adam"`, `"adamw"`, ...).
+    - `lr`: learning rate (the peak of the schedule), > 0.
+    - `schedule`: one of `SCHEDULES`.
+    - `steps`: optimizer steps, >= 1.
+    - `batch`: `"full"` (every step on one fixed balanced sample of `M` contexts, as the full
+      flow), `"population"` (the closed-form population loss, where the model has one) or a
+      number of fresh contexts drawn at every step.
+    - `M`: contexts of the fixed balanced sample (rounded up to a multiple of N/L, as the full
+      flow's `M`).
+    - `rho`: radius of the ball-uniform initial gate vectors (as the flow's `rho`), > 0.
+    - `weight_decay`: decoupled weight decay, >= 0.
+    - `log_points`: number of log-spaced steps at which statistics are saved (plus step 0).
+    - `chunk`: steps per compiled `lax.scan` chunk (progress and checkpoints between chunks).
+    - `eval_contexts`: held-out contexts for the measures, >= 1.
+
+    ```python
+    TrainConfig(optimizer="adam", lr=1e-2, steps=2000, batch=64)
+    ```
+    """
+
+    optimizer: str = eqx.field(default=GRADIENT_DESCENT, static=True, kw_only=True)
+    lr: float = eqx.field(default=0.1, static=True, kw_only=True)
+    schedule: str = eqx.field(default="constant", static=True, kw_only=True)
+    steps: int = eqx.field(default=1000, static=True, kw_only=True)
+    batch: int | str = eqx.field(default="full", static=True, kw_only=True)
+    M: int = eqx.field(default=1024, static=True, kw_only=True)
+    rho: float = eqx.field(default=0.1, static=True, kw_only=True)
+    weight_decay: float = eqx.field(default=0.0, static=True, kw_only=True)
+    log_points: int = eqx.field(default=64, static=True, kw_only=True)
+    chunk: int = eqx.field(default=256, static=True, kw_only=True)
+    eval_contexts: int = eqx.field(default=512, static=True, kw_only=True)
+
+    def __check_init__(self):
+        if not isinstance(self.optimizer, str) or not self.optimizer:
+            raise ValueError(
+                f"optimizer must be 'gd' or an optax optimizer name, got {self.optimizer!r}"
+            )
+        if _require_real("lr", self.lr) <= 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        _require_choice("schedule", self.schedule, SCHEDULES)
+        _require_int("steps", self.steps, 1)
+        if isinstance(self.batch, str):
+            _require_choice("batch", self.batch, FULL_BATCHES)
+        else:
+            _require_int("batch", self.batch, 1)
+        _require_int("M", self.M, 1)
+        if _require_real("rho", self.rho) <= 0:
+            raise ValueError(f"rho must be > 0, got {self.rho}")
+        if _require_real("weight_decay", self.weight_decay) < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        _require_int("log_points", self.log_points, 1)
+        _require_int("chunk", self.chunk, 1)
+        _require_int("eval_contexts", self.eval_contexts, 1)
+
+    @property
+    def full_batch(self) -> bool:
+        """Every step sees the same data (the fixed sample or the population)."""
+        return isinstance(self.batch, str)
+
+
+__all__ = ["ModelConfig", "TrainConfig"]
