@@ -28,7 +28,15 @@ from . import (
     oracle as oracle,
     toy as toy,
 )
-from .experiments import FlowRun, RegimeMap, regime_map, run_flow, sweep
+from .experiments import (
+    FlowRun,
+    GateAnalysis,
+    RegimeMap,
+    analyze_gates,
+    regime_map,
+    run_flow,
+    sweep,
+)
 from .flow import FlowConfig, FlowSolution, Status
 from .internal._version import __version__ as __version__
 from .model import (
@@ -70,6 +78,7 @@ __all__ = [
     "FlowConfig",
     "FlowRun",
     "FlowSolution",
+    "GateAnalysis",
     "LinearGates",
     "Objective",
     "OracleGates",
@@ -81,6 +90,7 @@ __all__ = [
     "Task",
     "TheoryAssumptionWarning",
     "ToyConfig",
+    "analyze_gates",
     "balanced_contexts",
     "best_vertex",
     "effective_offsets",

@@ -1,5 +1,6 @@
 """Experiments of many runs: flows of many seeds, the oracle regime map, sweeps, the
-mitigation tables and the phase-uniformity frontier.
+mitigation tables, the phase-uniformity frontier, and the analysis of gates read from a
+trained model's files.
 
 May import: `inductheory.internal`, `inductheory.model`, `inductheory.oracle`,
 `inductheory.flow`.
@@ -33,6 +34,13 @@ from ._frontier import (
     minimax_end as minimax_end,
     simplex_frontier as simplex_frontier,
     uniformity_frontier as uniformity_frontier,
+)
+from ._gate_files import (
+    GateAnalysis as GateAnalysis,
+    GateHead as GateHead,
+    analyze_gates as analyze_gates,
+    load_gate_tensors as load_gate_tensors,
+    slot_phases as slot_phases,
 )
 from ._mitigations import (
     CoordinationThreshold as CoordinationThreshold,

@@ -1,0 +1,136 @@
+"""`inductheory gates FILE`: per head of gate tensors read from a file (npz, npy or
+safetensors), the argmax slot, the effective number of offsets and the query phase a hard
+selection there answers, and the phases the sharp heads cover (`analyze_gates`)."""
+
+from __future__ import annotations
+
+from ..experiments._gate_files import (
+    BRANCHES,
+    SHARP_BELOW,
+    analyze_gates,
+    load_gate_tensors,
+)
+from ._common import (
+    add_json_argument,
+    float_type,
+    format_table,
+    int_type,
+    print_json,
+)
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "gates",
+        help="analyse gate logits or probabilities read from an npz or safetensors file",
+        description="Read gate logits (or probabilities) over the W window slots, shape "
+        "(..., W) with any leading axes such as layer and head, from an .npz, .npy or "
+        ".safetensors file, and report per head the argmax slot, the effective number of "
+        "offsets exp(H), and the query phase (0..S-1) a hard selection there answers "
+        "(docs/theory.md §9, §10), then the phases covered by at least one sharp head.",
+    )
+    p.add_argument("file", help="an .npz, .npy or .safetensors file")
+    p.add_argument(
+        "--tensor",
+        default=None,
+        metavar="NAME_OR_GLOB",
+        help="the tensor's name, or a glob (*, ?, [...]) selecting several with the same W "
+        "(default: every tensor of the file)",
+    )
+    p.add_argument(
+        "--probabilities",
+        action="store_true",
+        help="the values are probabilities (>= 0, each slot vector summing to 1 within "
+        "1e-6); default: logits, softmax over the last axis",
+    )
+    p.add_argument(
+        "--stride",
+        type=int_type("stride", 2),
+        default=None,
+        metavar="S",
+        help="the stride S, 2 <= S <= W (default W; W > S are overlapping windows)",
+    )
+    p.add_argument(
+        "--branch",
+        choices=BRANCHES,
+        default="key",
+        help="the gate's role: key (default; value one slot later), value (key one slot "
+        "earlier) or tied (one gate for both: answers no phase)",
+    )
+    p.add_argument(
+        "--window-axis",
+        type=int_type("window-axis", -(2**31), 2**31 - 1),
+        default=None,
+        metavar="AXIS",
+        help="a leading axis indexing windows or contexts, reduced to the static and the "
+        "average effective offsets (default none)",
+    )
+    p.add_argument(
+        "--sharp",
+        type=float_type("sharp", 1),
+        default=SHARP_BELOW,
+        metavar="X",
+        help=f"a head is sharp when its effective offsets are <= X, X >= 1 (default "
+        f"{SHARP_BELOW}: the argmax slot then holds >= 2/3 of the mass)",
+    )
+    add_json_argument(p)
+    p.set_defaults(func=run)
+
+
+def _phase(p) -> str:
+    return "-" if p is None else str(p)
+
+
+def run(args) -> int:
+    tensors = load_gate_tensors(args.file, args.tensor)
+    analysis = analyze_gates(
+        tensors,
+        probabilities=args.probabilities,
+        stride=args.stride,
+        branch=args.branch,
+        window_axis=args.window_axis,
+        sharp_below=args.sharp,
+    )
+    if args.json:
+        out = analysis.to_dict()
+        out["file"] = str(args.file)
+        print_json(out)
+        return 0
+    a = analysis
+    print(
+        f"{args.file}: {len(a.heads)} head(s) in {len(a.shapes)} tensor(s), W = {a.window} "
+        f"slots, stride S = {a.stride}, {a.branch} gates"
+    )
+    rows = [
+        (
+            h.tensor,
+            ",".join(map(str, h.index)) or "-",
+            h.argmax_slot,
+            f"{h.peak:.4f}",
+            f"{h.effective_offsets:.4f}",
+            f"{h.average_offsets:.4f}",
+            "yes" if h.sharp else "no",
+            _phase(h.phase),
+        )
+        for h in a.heads
+    ]
+    headers = ["tensor", "index", "argmax slot", "peak", "eff. offsets"]
+    headers += ["avg offsets", "sharp", "phase"]
+    print(format_table(headers, rows))
+    print(
+        f"sharp (effective offsets <= {a.sharp_below:g}) heads per phase 0..{a.stride - 1}: "
+        f"{' '.join(map(str, a.heads_per_phase))}"
+    )
+    covered = " ".join(map(str, a.covered_phases)) or "none"
+    uncovered = " ".join(map(str, a.uncovered_phases)) or "none"
+    print(f"covered phases: {covered}; uncovered: {uncovered}")
+    print(
+        f"boundary phase {a.boundary_phase}: "
+        + (
+            "covered"
+            if a.boundary_phase in a.covered_phases
+            else "not covered"
+            + (" (no gate answers it with W = S)" if a.window == a.stride else "")
+        )
+    )
+    return 0
