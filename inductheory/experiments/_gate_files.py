@@ -179,9 +179,8 @@ def checked_gate_array(a, what: str = "gates") -> np.ndarray:
 
 def _probabilities(a: np.ndarray, probabilities: bool, what: str) -> np.ndarray:
     if not probabilities:
-        return np.exp(
-            log_softmax(a, axis=-1)
-        )  # log-sum-exp: no overflow for large logits
+        # log-sum-exp: no overflow for large logits
+        return np.exp(log_softmax(a, axis=-1))
     if np.any(a < 0):
         idx = tuple(int(i) for i in np.argwhere(a < 0)[0])
         raise ValueError(
