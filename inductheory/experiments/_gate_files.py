@@ -125,8 +125,9 @@ class GateAnalysis:
         return out.reshape(self.shapes[tensor])
 
     def to_dict(self) -> dict:
-        """The JSON report: the settings, `heads` (each head's
-        `to_dict()`), `tensors` (name and leading shape of each) and `coverage` (phases covered, uncovered, heads per phase, boundary)."""
+        """The JSON report: the settings, `heads` (each head's `to_dict()`), `tensors` (name
+        and leading shape of each) and `coverage` (phases covered and uncovered, sharp heads
+        per phase, the boundary phase)."""
         return {
             "window": self.window,
             "stride": self.stride,
