@@ -295,3 +295,14 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, capsys):
         code, out, err = _cli(capsys, *argv)
         assert code == 2 and out == "", argv
         assert err.startswith("inductheory gates: error: ") and err.count("\n") == 1
+
+
+def test_npy_file_is_one_tensor_named_by_its_stem(tmp_path):
+    path = tmp_path / "bias.npy"
+    np.save(path, np.eye(5)[[3]])
+    tensors = load_gate_tensors(path)
+    assert list(tensors) == ["bias"] and tensors["bias"].dtype == np.float64
+    a = it.analyze_gates(tensors, probabilities=True, stride=3)
+    assert a.heads[0].argmax_slot == 3 and a.heads[0].phase == 0  # 3 mod 3, value at 4
+    with pytest.raises(ValueError, match="available: bias"):
+        load_gate_tensors(path, "other")
