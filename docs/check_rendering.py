@@ -45,8 +45,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # page (relative to the site root) -> fewest rendered formulas accepted; the theory page has
-# hundreds, a notebook's markdown cells at least a few, an API page's docstrings dozens
-PAGES = {"theory/": 200, "notebooks/flow_explorer/": 5, "api/flows/": 40}
+# hundreds, the trained-model page over a hundred, a notebook's markdown cells at least a few, an
+# API page's docstrings dozens
+PAGES = {
+    "theory/": 200,
+    "trained/": 100,
+    "notebooks/flow_explorer/": 5,
+    "api/flows/": 40,
+}
 RENDERER = "javascripts/vendor/mathjax/tex-chtml.js"
 
 # Text of these elements is not prose: code keeps its `$` and `\(`, a rendered formula its TeX.

@@ -58,9 +58,24 @@ def test_theory_page_is_built_with_its_sections(site):
     assert theory.is_file()
     html = theory.read_text(encoding="utf-8")
     assert "§4" in html
-    for n in range(1, 11):
+    for n in range(1, 12):
         assert f'id="{n}-' in html, f"theory page lacks the heading of §{n}"
     assert 'class="arithmatex"' in html  # math went through pymdownx.arithmatex
+
+
+@needs_mkdocs
+def test_trained_page_is_built(site):
+    html = (site / "trained" / "index.html").read_text(encoding="utf-8")
+    for anchor in ("the-model", "equivalence-with-the-full-flow"):
+        assert f'id="{anchor}"' in html, f"trained page lacks the section {anchor}"
+    assert 'class="arithmatex"' in html
+
+
+def test_theory_and_home_pages_link_the_trained_page():
+    """In their text, not only through the navigation every page carries."""
+    for page in ("theory.md", "index.md"):
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        assert "](trained.md)" in text, f"docs/{page} does not link docs/trained.md"
 
 
 @needs_mkdocs
