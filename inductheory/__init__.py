@@ -5,7 +5,8 @@ The top level holds what a notebook needs; the rest lives in public subpackages,
 concept: `inductheory.model` (task, geometry, gates, logits, losses, measures),
 `inductheory.oracle` (Theorem 1), `inductheory.flow` (Theorem 2), `inductheory.experiments`
 (many runs: flows of many seeds, regime maps, sweeps, mitigations, frontier),
-`inductheory.toy` (the two-head toy) and `inductheory.internal` (infrastructure).
+`inductheory.toy` (the two-head toy), `inductheory.trained` (the trained compressed model)
+and `inductheory.internal` (infrastructure).
 
 Importing the package enables JAX float64: every check of a theorem runs in double precision.
 
@@ -27,6 +28,7 @@ from . import (
     model as model,
     oracle as oracle,
     toy as toy,
+    trained as trained,
 )
 from .experiments import FlowRun, RegimeMap, regime_map, run_flow, sweep
 from .flow import FlowConfig, FlowSolution, Status
@@ -63,14 +65,17 @@ from .oracle import (
     oracle_point,
 )
 from .toy import ToyConfig
+from .trained import CompressedModel, ModelConfig, TrainConfig, init_model
 
 __all__ = [
+    "CompressedModel",
     "DenseGeometry",
     "ExactGeometry",
     "FlowConfig",
     "FlowRun",
     "FlowSolution",
     "LinearGates",
+    "ModelConfig",
     "Objective",
     "OracleGates",
     "OracleMinimizer",
@@ -81,10 +86,12 @@ __all__ = [
     "Task",
     "TheoryAssumptionWarning",
     "ToyConfig",
+    "TrainConfig",
     "balanced_contexts",
     "best_vertex",
     "effective_offsets",
     "hard_selection",
+    "init_model",
     "make_geometry",
     "minimize_oracle",
     "monte_carlo_loss",
