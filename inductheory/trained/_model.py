@@ -91,7 +91,8 @@ class CompressedModel(eqx.Module):
     when they are learned). The first layer (`layers=2`) has H heads and attends causally over the
     positions 0..t of the context (no wrap around the cycle): $z_t = x_t + \\sum_h O^1_h
     \\sum_{u \\le t} \\mathrm{softmax}_u(\\gamma \\langle Q^1_h x_t, K^1_h x_u \\rangle +
-    \\pi_h[t-u]) V^1_h x_u$, with the task's gamma.
+    \\pi_h[t-u]) V^1_h x_u$, with the task's gamma. `general` (static, a test hook) computes
+    the logits on the general path even where the library's `query_logits` applies.
 
     ```python
     model = init_model(task, ModelConfig(), jax.random.key(0))
@@ -141,8 +142,12 @@ class CompressedModel(eqx.Module):
         **Arguments:**
         - `tokens`: token ids (L, S).
 
-        **Returns:** the gate probabilities over each entry's W window offsets.
+        **Returns:** the gate probabilities over each entry's W window offsets (at the theorem's
+        setting `LinearGates(c).for_context`, the flow's own gates).
         """
+        if self._theorem_gates:
+            gates = self._library_gates(tokens)
+            return jnp.stack([gates.key, gates.value], axis=1)
         space = self._space(tokens)
         return self._gates(space, self._residual(space))
 
@@ -163,11 +168,7 @@ class CompressedModel(eqx.Module):
 
         **Returns:** the scalar loss.
         """
-        if (
-            self._library_path
-            and self.config.gates == "linear"
-            and not self.config.bias
-        ):
+        if self._theorem_gates:
             return monte_carlo_loss(
                 self.task,
                 self.geometry,
@@ -249,8 +250,14 @@ class CompressedModel(eqx.Module):
             and cfg.local_window == 0
         )
 
+    @property
+    def _theorem_gates(self) -> bool:
+        # the library path with the linear class itself: the loss is `monte_carlo_loss`
+        cfg = self.config
+        return self._library_path and cfg.gates == "linear" and not cfg.bias
+
     def _library_gates(self, tokens):
-        if self.config.gates == "linear" and not self.config.bias:
+        if self._theorem_gates:
             return LinearGates(self.flow_gate_vectors()).for_context(
                 self.geometry, window_tokens(tokens, self.task.W)
             )
