@@ -5,7 +5,8 @@ The top level holds what a notebook needs; the rest lives in public subpackages,
 concept: `inductheory.model` (task, geometry, gates, logits, losses, measures),
 `inductheory.oracle` (Theorem 1), `inductheory.flow` (Theorem 2), `inductheory.experiments`
 (many runs: flows of many seeds, regime maps, sweeps, mitigations, frontier),
-`inductheory.toy` (the two-head toy) and `inductheory.internal` (infrastructure).
+`inductheory.toy` (the two-head toy), `inductheory.trained` (the trained compressed model)
+and `inductheory.internal` (infrastructure).
 
 Importing the package enables JAX float64: every check of a theorem runs in double precision.
 
@@ -27,6 +28,7 @@ from . import (
     model as model,
     oracle as oracle,
     toy as toy,
+    trained as trained,
 )
 from .experiments import (
     FlowRun,
@@ -71,8 +73,10 @@ from .oracle import (
     oracle_point,
 )
 from .toy import ToyConfig
+from .trained import CompressedModel, ModelConfig, TrainConfig, init_model
 
 __all__ = [
+    "CompressedModel",
     "DenseGeometry",
     "ExactGeometry",
     "FlowConfig",
@@ -80,6 +84,7 @@ __all__ = [
     "FlowSolution",
     "GateAnalysis",
     "LinearGates",
+    "ModelConfig",
     "Objective",
     "OracleGates",
     "OracleMinimizer",
@@ -90,11 +95,13 @@ __all__ = [
     "Task",
     "TheoryAssumptionWarning",
     "ToyConfig",
+    "TrainConfig",
     "analyze_gates",
     "balanced_contexts",
     "best_vertex",
     "effective_offsets",
     "hard_selection",
+    "init_model",
     "make_geometry",
     "minimize_oracle",
     "monte_carlo_loss",

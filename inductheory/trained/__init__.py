@@ -6,9 +6,12 @@ May import: `inductheory.internal`, `inductheory.model`, `inductheory.flow`. The
 figures and command line build on it.
 
 ```python
-from inductheory.trained import ModelConfig, TrainConfig
-ModelConfig(embeddings="learned", d=32, maps="learned")
+from inductheory.trained import ModelConfig, TrainConfig, init_model, measure
+model = init_model(task, ModelConfig(embeddings="learned", d=32, maps="learned"), key)
+measure(model, held_out_contexts).phase_accuracy
 ```
 """
 
 from ._config import ModelConfig as ModelConfig, TrainConfig as TrainConfig
+from ._measures import ModelMeasures as ModelMeasures, measure as measure
+from ._model import CompressedModel as CompressedModel, init_model as init_model

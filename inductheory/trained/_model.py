@@ -1,0 +1,536 @@
+"""The compressed model of the task with every idealization a switch (docs/theory.md §11).
+
+One context of T = L*S tokens at positions 0..T-1 (a cycle, as in §10). Its residual vectors z_t
+are the embeddings x_t, or with `layers=2` the output of a first, uncompressed causal attention
+layer with a residual stream. The compressed layer summarizes entry l (the W positions lS + o mod T)
+per head h and branch B into $k_{h,l} = K_h \\sum_o p^K_{h,l}(o) z_{lS+o}$ and
+$v_{h,l} = V_h \\sum_o p^V_{h,l}(o) z_{lS+o}$, with $p^B_{h,l} = \\mathrm{softmax}_o s^B_{h,l}(o)$
+and scores $s^B_{h,l}(o) = \\langle c^B_{h,o}, z_{lS+o} \\rangle + b^B_{h,o}$ (the linear class,
+an optional per-offset bias; `gates="bias"`: b only; `"uniform"`: p = 1/W). A query at position t
+attends over the entries (and, with `local_window = w`, over the w positions t-1..t-w exactly) with
+scores $\\gamma \\langle Q_h z_t, k \\rangle$; the logits are
+$\\beta \\langle u_x, \\sum_h O_h \\sum a\\, v \\rangle$, u the embeddings (tied) or a learned
+unembedding.
+
+Where every vector lies in the span of the context's embeddings (exact geometry: identity maps and
+the tied unembedding), the model works in that span: T + 1 coordinates (e_0 and the context's
+tokens' own directions), never the N x (N+1) matrix, with logits of the context's tokens plus one
+column for the N - T tokens outside it. With fixed embeddings, identity maps, the tied unembedding,
+one layer and no local branch the logits are the library's own (`query_logits`), and at the
+theorem's setting the loss is `monte_carlo_loss` of `LinearGates(c)`: gradient descent on it is the
+explicit Euler scheme of the full flow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import final
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
+
+from ..flow._init import ball_uniform, initial_biases, initial_gate_vectors
+from ..model._gates import (
+    LinearGates,
+    OracleGates,
+    shared_gates_from_logits,
+    uniform_gates,
+)
+from ..model._geometry import (
+    AbstractGeometry,
+    DenseGeometry,
+    ExactGeometry,
+    make_geometry,
+)
+from ..model._logits import _with_outside_column, cross_entropy
+from ..model._loss import monte_carlo_loss, population_loss
+from ..model._positions import (
+    entry_positions,
+    query_positions,
+    target_positions,
+    window_tokens,
+)
+from ..model._task import Task, _require_int
+from ._config import ModelConfig
+
+# Streams of `init_model`'s key besides the gate vectors, which take the key itself (so that the
+# theorem's setting starts at the full flow's c(0) for the same key).
+_EMBEDDINGS, _UNEMBEDDING, _MAPS, _FIRST_MAPS, _GEOMETRY = 1, 2, 3, 4, 5
+# The fields that hold learnable parameters (the rest, task and fixed geometry, never learn).
+_LEARNABLE = (
+    "gate_vectors",
+    "gate_biases",
+    "embeddings",
+    "unembedding",
+    "maps",
+    "first_maps",
+    "position_bias",
+)
+
+
+@final
+class CompressedModel(eqx.Module):
+    """The trained compressed model of docs/theory.md §11 (build it with `init_model`).
+
+    Parameters (None where the switch does not use them; B = 1 branch with `tied=True`, whose
+    gates then serve both keys and values, else 2 with the key branch first):
+    - `gate_vectors`: c, shape (H, B, W, D) (`gates="linear"`); D = N + 1 for the exact
+      geometry, else the embedding dimension.
+    - `gate_biases`: b, shape (H, B, W) (`gates="bias"`, or `bias=True`).
+    - `embeddings`: learned embeddings (N, d) (`embeddings="learned"`).
+    - `unembedding`: learned unembedding (N, d) (`unembedding="learned"`).
+    - `maps`: the compressed layer's per-head Q, K, V, O, shape (4, H, d, d) (`maps="learned"`).
+    - `first_maps`: the same for the first layer (`layers=2` with `maps="learned"`).
+    - `position_bias`: the first layer's relative-position bias $\\pi_h[t - u]$, shape (H, T)
+      (`layers=2`).
+
+    Fixed: `task`, `config` (static) and `geometry` (the exact or approximate embeddings; None
+    when they are learned). The first layer (`layers=2`) has H heads and attends causally over the
+    positions 0..t of the context (no wrap around the cycle): $z_t = x_t + \\sum_h O^1_h
+    \\sum_{u \\le t} \\mathrm{softmax}_u(\\gamma \\langle Q^1_h x_t, K^1_h x_u \\rangle +
+    \\pi_h[t-u]) V^1_h x_u$, with the task's gamma. `general` (static, a test hook) computes
+    the logits on the general path even where the library's `query_logits` applies.
+
+    ```python
+    model = init_model(task, ModelConfig(), jax.random.key(0))
+    model.loss(contexts)  # == monte_carlo_loss(task, geometry, LinearGates(c), contexts)
+    ```
+    """
+
+    task: Task
+    config: ModelConfig = eqx.field(static=True)
+    geometry: AbstractGeometry | None
+    gate_vectors: Float[Array, "heads branches offsets dim"] | None
+    gate_biases: Float[Array, "heads branches offsets"] | None
+    embeddings: Float[Array, "vocab dim"] | None
+    unembedding: Float[Array, "vocab dim"] | None
+    maps: Float[Array, "4 heads dim dim"] | None
+    first_maps: Float[Array, "4 heads dim dim"] | None
+    position_bias: Float[Array, "heads positions"] | None
+    # test hook: compute the logits with the general path even where the library's applies
+    general: bool = eqx.field(static=True, default=False)
+
+    # -- what the interface promises -----------------------------------------------------------
+
+    def logits(self, tokens: Int[Array, "blocks stride"]):
+        """Logits of every query of one context, in the library's convention.
+
+        **Arguments:**
+        - `tokens`: token ids (L, S); position l*S + r holds `tokens[l, r]`.
+
+        **Returns:** `(logits, log_multiplicity, target)`, shapes (Q, V'), (V',), (Q,), queries in
+        the order of `query_positions`: V' = T + 1 (context positions, then the tokens outside)
+        for the exact geometry, N otherwise; `cross_entropy` and `top1_correct` apply.
+        """
+        if self._library_path:
+            return self.geometry.query_logits(
+                self.task, self._library_gates(tokens), tokens
+            )
+        space = self._space(tokens)
+        z = self._residual(space)
+        outputs = self._attend(z, self._gates(space, z))
+        return space.readout(self.task, self.task.beta * outputs)
+
+    def gate_probabilities(
+        self, tokens: Int[Array, "blocks stride"]
+    ) -> Float[Array, "heads 2 blocks offsets"]:
+        """$p^K_{h,l}, p^V_{h,l}$ of one context, shape (H, 2, L, W) (tied: both branches equal).
+
+        **Arguments:**
+        - `tokens`: token ids (L, S).
+
+        **Returns:** the gate probabilities over each entry's W window offsets (at the theorem's
+        setting `LinearGates(c).for_context`, the flow's own gates).
+        """
+        if self._theorem_gates:
+            gates = self._library_gates(tokens)
+            return jnp.stack([gates.key, gates.value], axis=1)
+        space = self._space(tokens)
+        return self._gates(space, self._residual(space))
+
+    def loss(
+        self,
+        contexts: Int[Array, "contexts blocks stride"],
+        *,
+        batch_size: int | None = None,
+    ) -> Float[Array, ""]:
+        """Mean cross-entropy over the contexts and every enumerated query.
+
+        At the theorem's setting this is `monte_carlo_loss(task, geometry, LinearGates(c),
+        contexts)` itself.
+
+        **Arguments:**
+        - `contexts`: token ids (M, L, S).
+        - `batch_size`: contexts evaluated at once (None: all), a memory bound.
+
+        **Returns:** the scalar loss.
+        """
+        if self._theorem_gates:
+            return monte_carlo_loss(
+                self.task,
+                self.geometry,
+                LinearGates(self.flow_gate_vectors()),
+                contexts,
+                batch_size=batch_size,
+            )
+
+        def one(tokens):
+            return cross_entropy(*self.logits(tokens))
+
+        if batch_size is None:
+            per_query = jax.vmap(one)(contexts)
+        else:
+            per_query = jax.lax.map(one, contexts, batch_size=batch_size)
+        return jnp.mean(per_query)
+
+    def population_loss(self) -> Float[Array, ""]:
+        """The exact population loss, where the model has a closed form (docs/theory.md §4, §10).
+
+        Static gates (`gates="bias"` or `"uniform"`) on the exact geometry with one layer and no
+        local branch: every context has the same loss,
+        `population_loss(task, shared_gates_from_logits(b))` (uniform: `uniform_gates`).
+
+        **Returns:** the scalar loss; raises `ValueError` naming the switch that rules a closed
+        form out.
+        """
+        cfg = self.config
+        why = None
+        if cfg.gates == "linear":
+            why = "gates='linear' makes the gates depend on the tokens"
+        elif not isinstance(self.geometry, ExactGeometry):
+            why = f"embeddings={cfg.embeddings!r} is not the exact geometry"
+        elif cfg.layers != 1:
+            why = f"layers={cfg.layers} mixes the tokens before the compressor"
+        elif cfg.local_window:
+            why = f"local_window={cfg.local_window} adds exact entries"
+        if why is not None:
+            raise ValueError(f"population_loss needs a closed form: {why}")
+        if cfg.gates == "uniform":
+            gates = uniform_gates(self.task.H, self.task.W)
+        else:
+            gates = shared_gates_from_logits(_both_branches(self.gate_biases))
+        return population_loss(self.task, gates)
+
+    def trainable(self) -> PyTree[bool]:
+        """Filter spec for `eqx.partition`: True on the learnable leaves, False on the task, the
+        fixed geometry and everything else.
+
+        ```python
+        params, fixed = eqx.partition(model, model.trainable())
+        ```
+        """
+        spec = jax.tree_util.tree_map(lambda _: False, self)
+        names = [n for n in _LEARNABLE if getattr(self, n) is not None]
+        return eqx.tree_at(
+            lambda m: [getattr(m, n) for n in names],
+            spec,
+            [True] * len(names),
+        )
+
+    def flow_gate_vectors(self) -> Float[Array, "heads 2 offsets dim"]:
+        """The gate vectors in the flow's layout (H, 2, W, D): tied, the value half a copy of
+        the key half (`flow.tie`). Gradients of the loss w.r.t. a tied model's c are the sums of
+        both halves' gradients, the key half of the tied flow's right-hand side."""
+        return _both_branches(self.gate_vectors)
+
+    # -- the paths -----------------------------------------------------------------------------
+
+    @property
+    def _library_path(self) -> bool:
+        cfg = self.config
+        return (
+            not self.general
+            and self.geometry is not None
+            and cfg.maps == "identity"
+            and cfg.unembedding == "tied"
+            and cfg.layers == 1
+            and cfg.local_window == 0
+        )
+
+    @property
+    def _theorem_gates(self) -> bool:
+        # the library path with the linear class itself: the loss is `monte_carlo_loss`
+        cfg = self.config
+        return self._library_path and cfg.gates == "linear" and not cfg.bias
+
+    def _library_gates(self, tokens):
+        if self._theorem_gates:
+            return LinearGates(self.flow_gate_vectors()).for_context(
+                self.geometry, window_tokens(tokens, self.task.W)
+            )
+        p = self.gate_probabilities(tokens)
+        return OracleGates(key=p[:, 0], value=p[:, 1])
+
+    def _space(self, tokens) -> _ContextSpace:
+        """The coordinates one context is computed in (module docstring)."""
+        T = self.task.T
+        flat = tokens.reshape(T)
+        c = self.gate_vectors
+        if isinstance(self.geometry, ExactGeometry):
+            # basis e_0, e_{1+t_0}, ..., e_{1+t_{T-1}} (orthonormal: the tokens are distinct);
+            # x_{t_u} = sqrt(kappa) e_0 + e_{1+t_u}
+            kappa = jnp.sqrt(self.geometry.kappa)
+            X = jnp.concatenate([jnp.full((T, 1), kappa), jnp.eye(T)], axis=1)
+            if c is not None:
+                c = c[..., jnp.concatenate([jnp.zeros(1, flat.dtype), 1 + flat])]
+            return _ContextSpace(X, c, None, target_positions(*self._lsq))
+        E = self.geometry.embeddings if self.geometry is not None else self.embeddings
+        U = E if self.unembedding is None else self.unembedding
+        return _ContextSpace(E[flat], c, U, flat[target_positions(*self._lsq)])
+
+    @property
+    def _lsq(self):
+        return self.task.L, self.task.S, self.task.queries
+
+    def _residual(self, space: _ContextSpace) -> Float[Array, "positions dim"]:
+        x = space.X
+        if self.config.layers == 1:
+            return x
+        T = self.task.T
+        t, u = np.arange(T)[:, None], np.arange(T)[None, :]
+        M, xh = self.first_maps, _heads(x, self.task.H)
+        scores = self.task.gamma * jnp.einsum(
+            "htd,hud->htu", _apply(M, 0, xh), _apply(M, 1, xh)
+        )
+        scores = jnp.where(
+            u <= t, scores + self.position_bias[:, (t - u) % T], -jnp.inf
+        )
+        a = jax.nn.softmax(scores, axis=-1)
+        heads = _apply(M, 3, jnp.einsum("htu,hud->htd", a, _apply(M, 2, xh)))
+        return x + jnp.sum(heads, axis=0)
+
+    def _gates(self, space: _ContextSpace, z) -> Float[Array, "heads 2 blocks offsets"]:
+        L, S, W, H = self.task.L, self.task.S, self.task.W, self.task.H
+        zw = z[entry_positions(L, S, W)]  # (L, W, D)
+        gates = self.config.gates
+        if gates == "uniform":
+            return jnp.full((H, 2, L, W), 1.0 / W, z.dtype)
+        if gates == "linear":
+            s = jnp.einsum("hbod,lod->hblo", space.c, zw)
+            if self.gate_biases is not None:
+                s = s + self.gate_biases[:, :, None, :]
+        else:
+            s = jnp.broadcast_to(
+                self.gate_biases[:, :, None, :], self.gate_biases.shape[:2] + (L, W)
+            )
+        return _both_branches(jax.nn.softmax(s, axis=-1))
+
+    def _attend(self, z, p) -> Float[Array, "queries dim"]:
+        """Summed head outputs $\\sum_h O_h \\sum a v$ at every query position."""
+        L, S, W, T = self.task.L, self.task.S, self.task.W, self.task.T
+        M, H = self.maps, self.task.H
+        zw = z[entry_positions(L, S, W)]  # (L, W, D)
+        keys = _apply(M, 1, jnp.einsum("hlo,lod->hld", p[:, 0], zw))  # (H, L, D)
+        values = _apply(M, 2, jnp.einsum("hlo,lod->hld", p[:, 1], zw))
+        positions = query_positions(L, S, self.task.queries)
+        q = _apply(M, 0, _heads(z[positions], H))  # (H, Q, D)
+        scores = jnp.einsum("hqd,hld->hql", q, keys)
+        w = self.config.local_window
+        if w:
+            # the w positions just before each query, one exact entry per token
+            near = (positions[:, None] - 1 - np.arange(w)[None, :]) % T  # (Q, w)
+            zl = _heads(z[near], H)  # (H, Q, w, D)
+            scores = jnp.concatenate(
+                [scores, jnp.einsum("hqd,hqkd->hqk", q, _apply(M, 1, zl))], axis=-1
+            )
+        a = jax.nn.softmax(self.task.gamma * scores, axis=-1)
+        out = jnp.einsum("hql,hld->hqd", a[..., :L], values)
+        if w:
+            out = out + jnp.einsum("hqk,hqkd->hqd", a[..., L:], _apply(M, 2, zl))
+        return jnp.sum(_apply(M, 3, out), axis=0)
+
+
+class _ContextSpace(eqx.Module):
+    """One context in coordinates: embeddings `X` (T, D) of its positions, gate vectors `c` in
+    the same coordinates, and how logits are read out."""
+
+    X: Float[Array, "positions dim"]
+    c: Float[Array, "heads branches offsets dim"] | None
+    unembedding: (
+        Float[Array, "vocab dim"] | None
+    )  # None: exact geometry's context columns
+    target: Int[Array, " queries"]
+
+    def readout(self, task: Task, outputs: Float[Array, "queries dim"]):
+        if self.unembedding is None:
+            # context token u has logit beta (sqrt(kappa) o_0 + o_{1+u}), a token outside
+            # beta sqrt(kappa) o_0: the common shift is dropped, as `exact_logits` does
+            return _with_outside_column(task, outputs[:, 1:], jnp.asarray(self.target))
+        U = self.unembedding
+        return outputs @ U.T, jnp.zeros(U.shape[0], outputs.dtype), self.target
+
+
+def _both_branches(y):
+    """(H, 1, ...) tied parameters or gates as (H, 2, ...); untied ones unchanged."""
+    return jnp.broadcast_to(y, (y.shape[0], 2) + y.shape[2:])
+
+
+def _apply(maps, which: int, x):
+    """Map `which` (0..3: Q, K, V, O) of every head applied to x (H, ..., D); identity maps
+    (None) leave x as it is."""
+    if maps is None:
+        return x
+    return jnp.einsum("hij,h...j->h...i", maps[which], x)
+
+
+def _heads(x, H: int):
+    """x (..., D) repeated for each of H heads, (H, ..., D)."""
+    return jnp.broadcast_to(x, (H,) + x.shape)
+
+
+def _near_identity(key, H, d, rho):
+    """Four per-head d x d maps: identity plus Gaussian noise of standard deviation rho/sqrt(d)."""
+    noise = jax.random.normal(key, (4, H, d, d)) * (rho / np.sqrt(d))
+    return jnp.eye(d) + noise
+
+
+def init_model(
+    task: Task,
+    config: ModelConfig,
+    key: PRNGKeyArray,
+    *,
+    rho: float = 0.1,
+    geometry: AbstractGeometry | None = None,
+) -> CompressedModel:
+    """A compressed model of `task` with the switches of `config`, at its initial parameters.
+
+    - Gate vectors c: uniform in the ball of radius `rho` (`initial_gate_vectors(key, task,
+      geometry, rho, tied)` with `key` itself, so the theorem's setting starts at the full flow's
+      c(0); tied: one branch).
+    - Bias-only gates (`gates="bias"`): the static part of such a c, $b = \\langle c, m
+      \\rangle$ (exact geometry: `initial_biases(key, task, rho, tied)`, the reduced flow's
+      b(0)); explicit biases beside linear scores (`bias=True`) start at zero.
+    - Learned embeddings: entries N(0, 1/d) (rows of about unit norm, no shared component).
+    - Learned unembedding: the initial embeddings plus N(0, rho^2/d) noise (starts near tied).
+    - Learned maps (both layers): identity plus N(0, rho^2/d) noise per entry (starts near the
+      theorem's identity maps).
+    - The first layer's position bias (`layers=2`): zero (uniform causal attention at the start).
+
+    **Arguments:**
+    - `task`: the task (L, S, W, H, N, queries, gamma, beta, kappa; its geometry for fixed
+      embeddings).
+    - `config`: the switches (`ModelConfig`).
+    - `key`: PRNG key.
+    - `rho`: radius of the initial gate ball (keyword), > 0.
+    - `geometry`: the fixed embeddings (keyword): `ExactGeometry` for `embeddings="exact"`, a
+      `DenseGeometry` for `"approximate"` (None: `make_geometry(task, ...)`, drawn from a stream
+      of `key`; not under vmap, where it must be given).
+
+    **Returns:** a `CompressedModel`.
+
+    ```python
+    task = Task(L=4, S=3, H=1, N=64)
+    model = init_model(task, ModelConfig(), jax.random.key(0))
+    model.gate_vectors.shape  # (1, 2, 3, 65)
+    ```
+    """
+    if not isinstance(config, ModelConfig):
+        raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
+    if config.local_window:
+        _require_int("local_window", config.local_window, 0, task.T - 1)
+    geometry = _fixed_geometry(task, config, key, geometry)
+    H, W, T = task.H, task.W, task.T
+    B = 1 if config.tied else 2
+    dim = geometry.dim if geometry is not None else config.d
+    embeddings = unembedding = maps = first_maps = position_bias = None
+    if config.embeddings == "learned":
+        embeddings = jax.random.normal(
+            jax.random.fold_in(key, _EMBEDDINGS), (task.vocabulary, dim)
+        ) / np.sqrt(dim)
+    if config.unembedding == "learned":
+        base = embeddings if embeddings is not None else geometry.embeddings
+        unembedding = base + jax.random.normal(
+            jax.random.fold_in(key, _UNEMBEDDING), base.shape
+        ) * (rho / np.sqrt(dim))
+    if config.maps == "learned":
+        maps = _near_identity(jax.random.fold_in(key, _MAPS), H, dim, rho)
+        if config.layers == 2:
+            first_maps = _near_identity(
+                jax.random.fold_in(key, _FIRST_MAPS), H, dim, rho
+            )
+    if config.layers == 2:
+        position_bias = jnp.zeros((H, T))
+
+    gate_vectors = gate_biases = None
+    if config.gates == "linear":
+        if geometry is not None:
+            gate_vectors = initial_gate_vectors(key, task, geometry, rho, config.tied)[
+                :, :B
+            ]
+        else:
+            gate_vectors = ball_uniform(key, (H, B, W, dim), rho)
+        if config.bias:
+            gate_biases = jnp.zeros((H, B, W))
+    elif config.gates == "bias":
+        if isinstance(geometry, ExactGeometry):
+            gate_biases = initial_biases(key, task, rho, config.tied)[:, :B]
+        else:
+            m = (
+                geometry.mean_embedding()
+                if geometry is not None
+                else jnp.mean(embeddings, axis=0)
+            )
+            gate_biases = ball_uniform(key, (H, B, W, dim), rho) @ m
+    return CompressedModel(
+        task=task,
+        config=config,
+        geometry=geometry,
+        gate_vectors=gate_vectors,
+        gate_biases=gate_biases,
+        embeddings=embeddings,
+        unembedding=unembedding,
+        maps=maps,
+        first_maps=first_maps,
+        position_bias=position_bias,
+    )
+
+
+def _fixed_geometry(task, config, key, geometry):
+    """The fixed embeddings a config asks for, checked against the task."""
+    kind = config.embeddings
+    if kind == "learned":
+        if geometry is not None:
+            raise ValueError(
+                "geometry gives fixed embeddings; embeddings='learned' learns its own"
+            )
+        return None
+    if kind == "exact" and not task.exact:
+        raise ValueError(
+            f"embeddings='exact' needs an exact task (eps = 0, no d); got eps={task.eps}, "
+            f"d={task.d}"
+        )
+    if kind == "approximate" and task.exact:
+        raise ValueError(
+            "embeddings='approximate' needs a task with eps > 0 or d; this task is exact"
+        )
+    if geometry is None:
+        return make_geometry(task, jax.random.fold_in(key, _GEOMETRY))
+    want = ExactGeometry if kind == "exact" else DenseGeometry
+    if not isinstance(geometry, want):
+        raise ValueError(
+            f"geometry must be a {want.__name__} for embeddings={kind!r}, got "
+            f"{type(geometry).__name__}"
+        )
+    if geometry.N != task.vocabulary:
+        raise ValueError(
+            f"geometry must have N = {task.vocabulary} tokens (the task's), got {geometry.N}"
+        )
+    return geometry
+
+
+def dense_twin(model: CompressedModel) -> CompressedModel:
+    """The same model on the exact geometry's dense N x (N+1) realization (small N only): a
+    test of the structured path against the literal one."""
+    return eqx.tree_at(lambda m: m.geometry, model, model.geometry.dense())
+
+
+def general_path(model: CompressedModel) -> CompressedModel:
+    """The same model computing its logits on the general path even where the library's applies
+    (a test of one against the other)."""
+    return dataclasses.replace(model, general=True)
+
+
+__all__ = ["CompressedModel", "init_model"]
