@@ -27,6 +27,7 @@ from . import (
     model as model,
     oracle as oracle,
     toy as toy,
+    trained as trained,
 )
 from .experiments import FlowRun, RegimeMap, regime_map, run_flow, sweep
 from .flow import FlowConfig, FlowSolution, Status
@@ -63,6 +64,7 @@ from .oracle import (
     oracle_point,
 )
 from .toy import ToyConfig
+from .trained import TrainRun, train
 
 __all__ = [
     "DenseGeometry",
@@ -81,6 +83,7 @@ __all__ = [
     "Task",
     "TheoryAssumptionWarning",
     "ToyConfig",
+    "TrainRun",
     "balanced_contexts",
     "best_vertex",
     "effective_offsets",
@@ -100,5 +103,6 @@ __all__ = [
     "sample_contexts",
     "selected_offsets",
     "sweep",
+    "train",
     "uniform_gates",
 ]

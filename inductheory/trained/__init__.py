@@ -12,3 +12,12 @@ ModelConfig(embeddings="learned", d=32, maps="learned")
 """
 
 from ._config import ModelConfig as ModelConfig, TrainConfig as TrainConfig
+from ._train import (
+    TrainRun as TrainRun,
+    TrainStatistics as TrainStatistics,
+    TrainTimings as TrainTimings,
+    learning_rate as learning_rate,
+    log_steps as log_steps,
+    make_optimizer as make_optimizer,
+    train as train,
+)
