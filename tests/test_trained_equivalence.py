@@ -42,24 +42,34 @@ def model_gates(models, contexts) -> np.ndarray:
     )
 
 
-@pytest.fixture(scope="module")
-def flow_at_horizon():
-    """The full flow of 8 seeds at t = HORIZON, integrated with tight tolerances (no selection
-    event can fire: delta is tiny), from the c(0) and sample `run_flow` uses."""
-    seeds = 8
-    config = it.FlowConfig(
-        dynamics="full", M=M, t_max=HORIZON, rtol=1e-12, atol=1e-13, delta=1e-6
-    )
+# One compiled full flow of many seeds (`solve_full`, as `run_flow` integrates each seed) for
+# every test here: the flow's numbers (t_max, delta, tolerances) are traced.
+_flows = jax.jit(jax.vmap(solve_full, in_axes=(None, None, None, None, 0)))
+
+
+def flows(config: it.FlowConfig, seeds: int):
+    """The full flow of `seeds` seeds from the c(0) and on the sample `run_flow` uses."""
     geometry, contexts = flow_sample(TASK, config, 0)
     c0 = jax.vmap(
         lambda k: initial_gate_vectors(jax.random.wrap_key_data(k), TASK, geometry, 0.1)
     )(seed_keys(0, np.arange(seeds)))
-    sol = jax.jit(jax.vmap(lambda c: solve_full(TASK, config, geometry, contexts, c)))(
-        c0
-    )
+    return np.asarray(c0), _flows(TASK, config, geometry, contexts, c0), contexts
+
+
+# the flow's settings, but for the numbers (traced) that each test sets
+FLOW = it.FlowConfig(dynamics="full", M=M)
+
+
+@pytest.fixture(scope="module")
+def flow_at_horizon():
+    """The full flow of 8 seeds at t = HORIZON, integrated with tight tolerances (no selection
+    event can fire: delta is tiny)."""
+    seeds = 8
+    config = FLOW.replace(t_max=HORIZON, rtol=1e-12, atol=1e-13, delta=1e-6)
+    c0, sol, contexts = flows(config, seeds)
     assert np.all(np.asarray(sol.status) == it.Status.T_MAX)
     np.testing.assert_array_equal(np.asarray(sol.t_final), HORIZON)
-    return seeds, np.asarray(c0), np.asarray(sol.state), contexts
+    return seeds, c0, np.asarray(sol.state), contexts
 
 
 def test_gradient_descent_starts_from_the_flows_initial_gates(flow_at_horizon):
@@ -126,10 +136,11 @@ def _selected_after_training(run, contexts, delta):
 
 def _same_selection_as_the_flow(seeds):
     delta = 1e-2
-    flow = it.run_flow(TASK, it.FlowConfig(dynamics="full", M=M, delta=delta), seeds)
-    assert np.all(flow.per_seed.status == it.Status.SELECTED)
+    _, flow, contexts = flows(FLOW.replace(delta=delta), seeds)
+    assert np.all(np.asarray(flow.status) == it.Status.SELECTED)
+    flow_selected = np.asarray(flow.selected)
     eta = 0.5
-    steps = int(np.ceil(1.25 * np.max(flow.per_seed.t_final) / eta))
+    steps = int(np.ceil(1.25 * np.max(flow.t_final) / eta))
     run = it.train(
         TASK,
         ModelConfig(),
@@ -138,15 +149,12 @@ def _same_selection_as_the_flow(seeds):
         ),
         seeds,
     )
-    _, contexts = flow_sample(TASK, it.FlowConfig(dynamics="full", M=M), 0)
     selected = _selected_after_training(run, contexts, delta)
     assert np.all(selected >= 0)
-    np.testing.assert_array_equal(selected, flow.per_seed.selected)
+    np.testing.assert_array_equal(selected, flow_selected)
     # the held-out measures read the same offsets: key r, value r + 1
-    np.testing.assert_array_equal(run.measures.key_offsets, flow.per_seed.selected)
-    np.testing.assert_array_equal(
-        run.measures.value_offsets, flow.per_seed.selected + 1
-    )
+    np.testing.assert_array_equal(run.measures.key_offsets, flow_selected)
+    np.testing.assert_array_equal(run.measures.value_offsets, flow_selected + 1)
 
 
 def test_every_seed_selects_the_flows_offsets():

@@ -13,6 +13,7 @@ a seed's numbers do not depend on which seeds train beside it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from pathlib import Path
@@ -36,7 +37,7 @@ from ..internal._io import (
 )
 from ..internal._lanes import lane_mesh, pad_lanes, padded_size, shard_lanes
 from ..internal._progress import Progress
-from ..model._contexts import sample_contexts
+from ..model._contexts import _sample_contexts, sample_contexts
 from ..model._measures import effective_offsets
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, Task, _require_int
 from ._config import GRADIENT_DESCENT, ModelConfig, TrainConfig
@@ -93,6 +94,7 @@ def learning_rate(config: TrainConfig) -> optax.Schedule:
     return optax.warmup_cosine_decay_schedule(0.0, eta, warmup, n)
 
 
+@functools.lru_cache(maxsize=64)
 def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
     """The optimizer of `config`: `"gd"` (plain gradient descent, $\\theta \\leftarrow \\theta -
     \\eta_k \\nabla L$ exactly, the Euler scheme of the flow) or the optax optimizer of that name
@@ -278,11 +280,28 @@ def _lanes(tree, n: int):
     return _map_arrays(lambda a: a[:n], tree)
 
 
-def _split(model):
-    """`(params, static)`: the model's trainable floating-point arrays and everything else."""
-    params, static = eqx.partition(model, model.trainable())
+def _partition(model):
+    """`(params, fixed)`: the model's trainable floating-point arrays and everything else."""
+    params, rest = eqx.partition(model, model.trainable())
     params, fixed = eqx.partition(params, eqx.is_inexact_array)
-    return params, eqx.combine(fixed, static)
+    return params, eqx.combine(fixed, rest)
+
+
+def _split(models: list):
+    """`(params, (per_seed, shared))` of the seeds' models: the trainable arrays and the fixed
+    ones stacked along a leading seed axis, except the fixed arrays every seed holds the very
+    same of (the task's numbers, the given geometry), kept once."""
+    parts = [_partition(m) for m in models]
+    fixed = [f for _, f in parts]
+    same = jax.tree.map(
+        lambda *xs: eqx.is_array(xs[0]) and all(x is xs[0] for x in xs), *fixed
+    )
+    per_seed = _stack([eqx.filter(f, same, inverse=True) for f in fixed])
+    return _stack([p for p, _ in parts]), (per_seed, eqx.filter(fixed[0], same))
+
+
+# how the vmaps of the seeds take `(per_seed, shared)`
+_FIXED_AXES = (0, None)
 
 
 def _gate_statistics(model, contexts) -> dict:
@@ -298,48 +317,49 @@ def _gate_statistics(model, contexts) -> dict:
     )
 
 
-def _loss_function(task: Task, config: TrainConfig):
-    """The training loss `f(model, data, step, lane)` of one seed: on the fixed sample `data`,
-    the population's, or on fresh contexts of the batch key `data`."""
-    if config.batch == "full":
-        return lambda model, data, step, lane: model.loss(data)
-    if config.batch == "population":
-        return lambda model, data, step, lane: model.population_loss()
+class _Programs(eqx.Module):
+    """The compiled pieces of one run: a chunk of `chunk` steps of every seed and the final
+    evaluation (equal settings give equal programs, compiled once per process)."""
 
-    def minibatch(model, data, step, lane):
+    task: Task
+    # N as a Python int: fresh contexts have a static shape, and inside jit task.N is traced
+    vocabulary: int = eqx.field(static=True)
+    batch: int | str = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    steps: jax.Array  # traced: runs of other lengths share the programs
+    chunk: int = eqx.field(static=True)
+
+    def loss_of(self, model, data, step, lane):
+        """The training loss of one seed: on the fixed sample `data`, the population's, or on
+        fresh contexts of the batch key `data` for this step and seed."""
+        if self.batch == "full":
+            return model.loss(data)
+        if self.batch == "population":
+            return model.population_loss()
         key = jax.random.fold_in(
             jax.random.fold_in(jax.random.wrap_key_data(data), step), lane
         )
-        return model.loss(sample_contexts(key, task, config.batch))
-
-    return minibatch
-
-
-class _Programs(eqx.Module):
-    """The compiled pieces of one run: a chunk of `chunk` steps of every seed and the final
-    evaluation."""
-
-    loss_of: object = eqx.field(static=True)
-    optimizer: optax.GradientTransformation = eqx.field(static=True)
-    steps: int = eqx.field(static=True)
-    chunk: int = eqx.field(static=True)
+        t = self.task
+        return model.loss(_sample_contexts(key, t.L, t.S, self.vocabulary, self.batch))
 
     def step(self, params, opt_state, static, data, step, lane):
         def loss(p):
-            return self.loss_of(eqx.combine(p, static), data, step, lane)
+            return self.loss_of(eqx.combine(p, *static), data, step, lane)
 
         value, grads = jax.value_and_grad(loss)(params)
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, value
 
     def statistics(self, params, static, contexts):
-        return _gate_statistics(eqx.combine(params, static), contexts)
+        return _gate_statistics(eqx.combine(params, *static), contexts)
 
     def lanes_step(self, *args):
-        return eqx.filter_vmap(self.step, in_axes=(0, 0, 0, None, None, 0))(*args)
+        return eqx.filter_vmap(self.step, in_axes=(0, 0, _FIXED_AXES, None, None, 0))(
+            *args
+        )
 
     def lanes_statistics(self, params, static, contexts):
-        return eqx.filter_vmap(self.statistics, in_axes=(0, 0, None))(
+        return eqx.filter_vmap(self.statistics, in_axes=(0, _FIXED_AXES, None))(
             params, static, contexts
         )
 
@@ -377,9 +397,9 @@ class _Programs(eqx.Module):
         """The loss (lanes,) and gate statistics of the state after the last step."""
 
         def one(p, st, lane):
-            return self.loss_of(eqx.combine(p, st), data, self.steps, lane)
+            return self.loss_of(eqx.combine(p, *st), data, self.steps, lane)
 
-        loss = eqx.filter_vmap(one, in_axes=(0, 0, 0))(params, static, lanes)
+        loss = eqx.filter_vmap(one, in_axes=(0, _FIXED_AXES, 0))(params, static, lanes)
         return loss, self.lanes_statistics(params, static, held_out)
 
 
@@ -475,10 +495,15 @@ def train(
         jax.random.key_data(jax.random.fold_in(base, BATCH_STREAM)),
     )
     size = padded_size(seeds, devices)
-    params, static = _split(_stack(models))
+    params, static = _split(models)
     optimizer = make_optimizer(config)
     programs = _Programs(
-        _loss_function(task, config), optimizer, config.steps, config.chunk
+        task,
+        task.vocabulary,
+        config.batch,
+        optimizer,
+        jnp.asarray(config.steps),
+        config.chunk,
     )
     opt_state = eqx.filter_vmap(optimizer.init)(params)
     lanes = np.arange(size)
@@ -508,7 +533,8 @@ def train(
             arrays = jax.tree.map(jnp.asarray, pad_lanes(arrays, size))
             return eqx.combine(shard_lanes(arrays, devices), rest)
 
-        params, opt_state, static = (place(t) for t in (params, opt_state, static))
+        params, opt_state, per_seed = (place(t) for t in (params, opt_state, static[0]))
+        static = (per_seed, _replicated(static[1], devices))
         data, held_out = _replicated((data, held_out), devices)
         lanes = shard_lanes(jnp.asarray(lanes), devices)
         log_mask_device = jnp.asarray(log_mask)
@@ -558,8 +584,12 @@ def train(
         buffers["loss"][:, -1] = loss[:seeds]
         for k, v in stats.items():
             buffers[k][:, -1] = v[:seeds]
-        final = _map_arrays(
-            jnp.asarray, _lanes(jax.device_get(eqx.combine(params, static)), seeds)
+        final = eqx.combine(
+            _map_arrays(
+                jnp.asarray,
+                _lanes(jax.device_get(eqx.combine(params, static[0])), seeds),
+            ),
+            _map_arrays(lambda a: jnp.broadcast_to(a, (seeds,) + a.shape), static[1]),
         )
         per_seed = [
             measure(_map_arrays(lambda a, i=i: a[i], final), held_out)
