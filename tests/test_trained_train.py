@@ -287,7 +287,7 @@ def test_bad_settings_are_one_line_errors():
     for bad, match in [
         (dict(seeds=0), "seeds"),
         (dict(seed=2**64), "seed"),
-            (dict(seed=1.5), "seed"),
+        (dict(seed=1.5), "seed"),
     ]:
         kwargs = dict(seeds=2) | bad
         seeds = kwargs.pop("seeds")
