@@ -73,7 +73,14 @@ from .oracle import (
     oracle_point,
 )
 from .toy import ToyConfig
-from .trained import CompressedModel, ModelConfig, TrainConfig, init_model
+from .trained import (
+    CompressedModel,
+    ModelConfig,
+    TrainConfig,
+    TrainRun,
+    init_model,
+    train,
+)
 
 __all__ = [
     "CompressedModel",
@@ -97,6 +104,7 @@ __all__ = [
     "ToyConfig",
     "TrainConfig",
     "analyze_gates",
+    "TrainRun",
     "balanced_contexts",
     "best_vertex",
     "effective_offsets",
@@ -117,5 +125,6 @@ __all__ = [
     "sample_contexts",
     "selected_offsets",
     "sweep",
+    "train",
     "uniform_gates",
 ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import time
 
 import jax
@@ -20,6 +19,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from ..flow._config import FlowConfig, check_flow
 from ..flow._init import initial_biases, initial_gate_vectors, project_to_mean
 from ..flow._integrate import solve_full, solve_reduced
+from ..flow._sample import flow_sample, sample_size, seed_keys
 from ..flow._solution import Status
 from ..internal._lanes import (
     LANE_AXIS,
@@ -31,14 +31,13 @@ from ..internal._lanes import (
 from ..internal._programs import stored_call
 from ..internal._progress import Progress
 from ..internal._warnings import warn_at_caller
-from ..model._contexts import balanced_contexts, sample_contexts
 from ..model._gates import (
     LinearGates,
     distinct_within_blocks,
     selectable_offsets,
     value_follows_key,
 )
-from ..model._geometry import DenseGeometry, make_geometry
+from ..model._geometry import DenseGeometry
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, Task, _require_int
 from ._results import FlowRun, FlowSample, FlowSummary, SeedResults
 
@@ -51,42 +50,6 @@ SAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(FlowSample))
 
 class NoSelectionWarning(UserWarning):
     """No seed of a flow run selected: its distinct fraction is NaN and its histogram empty."""
-
-
-def sample_size(task: Task, config: FlowConfig) -> int:
-    """Contexts actually used: M, rounded up to a multiple of N/L for balanced samples."""
-    if config.sample == "iid":
-        return config.M
-    per_permutation = task.vocabulary // task.L
-    return per_permutation * max(1, math.ceil(config.M / per_permutation))
-
-
-def flow_sample(task: Task, config: FlowConfig, seed: int = 0):
-    """Geometry and fixed sample of contexts of the full dynamics for base seed `seed`.
-
-    Balanced (default): `balanced_contexts` with ceil(M / (N/L)) permutations; i.i.d.:
-    `sample_contexts` with M contexts.
-
-    **Returns:** `(geometry, contexts)`.
-    """
-    base = jax.random.key(seed)
-    geometry = make_geometry(task, jax.random.fold_in(base, 3))
-    ckey = jax.random.fold_in(base, 2)
-    if config.sample == "iid":
-        contexts = sample_contexts(ckey, task, config.M)
-    else:
-        contexts = balanced_contexts(
-            ckey, task, sample_size(task, config) // (task.vocabulary // task.L)
-        )
-    return geometry, contexts
-
-
-def seed_keys(seed: int, indices) -> jax.Array:
-    """Raw key data (n, 2) of the seeds `indices` under base seed `seed`."""
-    flow = jax.random.fold_in(jax.random.key(seed), 1)
-    return jax.vmap(lambda i: jax.random.key_data(jax.random.fold_in(flow, i)))(
-        jnp.asarray(indices)
-    )
 
 
 def one_lane(task: Task, config: FlowConfig, key_data, shared) -> dict:

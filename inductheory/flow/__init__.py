@@ -45,6 +45,11 @@ from ._rates import (
     tail_coefficients as tail_coefficients,
     unselected_mass as unselected_mass,
 )
+from ._sample import (
+    flow_sample as flow_sample,
+    sample_size as sample_size,
+    seed_keys as seed_keys,
+)
 from ._solution import (
     STATUSES as STATUSES,
     FlowSolution as FlowSolution,

@@ -15,3 +15,12 @@ measure(model, held_out_contexts).phase_accuracy
 from ._config import ModelConfig as ModelConfig, TrainConfig as TrainConfig
 from ._measures import ModelMeasures as ModelMeasures, measure as measure
 from ._model import CompressedModel as CompressedModel, init_model as init_model
+from ._train import (
+    TrainRun as TrainRun,
+    TrainStatistics as TrainStatistics,
+    TrainTimings as TrainTimings,
+    learning_rate as learning_rate,
+    log_steps as log_steps,
+    make_optimizer as make_optimizer,
+    train as train,
+)

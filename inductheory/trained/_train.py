@@ -1,0 +1,650 @@
+"""Training the compressed model with optax: many seeds at once, in compiled chunks of steps,
+with log-spaced statistics, held-out measures and resumable checkpoints (docs/theory.md §11).
+
+Seed i of base seed s starts from the full flow's key of seed i (`seed_keys`), and a full-batch
+run trains on the full flow's balanced sample (`flow_sample`): with every switch at the theorem's
+setting and plain gradient descent of step eta, step k is the explicit Euler step of the full
+flow, so the gates after k steps follow the flow at t = k eta with an error O(eta). Beyond the
+flow's streams (1 seeds, 2 sample, 3 geometry), held-out contexts use `fold_in(key(s), 4)` and
+the fresh contexts of minibatch step k for seed i `fold_in(fold_in(fold_in(key(s), 5), k), i)`:
+a seed's numbers do not depend on which seeds train beside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import NamedSharding, PartitionSpec
+
+from ..flow._config import FlowConfig
+from ..flow._dynamics import _windows
+from ..flow._sample import flow_sample, seed_keys
+from ..internal._io import (
+    _atomic_write,
+    claimed_output_dir,
+    library_version,
+    write_json_atomic,
+    write_npz_atomic,
+)
+from ..internal._lanes import lane_mesh, pad_lanes, padded_size, shard_lanes
+from ..internal._progress import Progress
+from ..model._contexts import _sample_contexts, sample_contexts
+from ..model._measures import effective_offsets
+from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, Task, _require_int
+from ._config import GRADIENT_DESCENT, ModelConfig, TrainConfig
+
+# The "warmup_cosine" schedule warms up linearly over this fraction of the steps.
+WARMUP_FRACTION = 0.1
+# The "exponential" schedule ends at this fraction of the peak learning rate.
+EXPONENTIAL_END = 0.01
+# Streams of the base seed's key beyond the flow's (1 seeds, 2 sample, 3 geometry).
+HELD_OUT_STREAM, BATCH_STREAM = 4, 5
+CHECKPOINT, RESULT, STATISTICS, MODELS = (
+    "checkpoint.eqx",
+    "train.json",
+    "statistics.npz",
+    "models.eqx",
+)
+
+
+def _model_api():
+    """`(init_model, measure)` of the trained model."""
+    from ._measures import measure
+    from ._model import init_model
+
+    return init_model, measure
+
+
+def learning_rate(config: TrainConfig) -> optax.Schedule:
+    """The learning rate at step k as an optax schedule, peak `config.lr` = eta over
+    n = `config.steps` steps.
+
+    - `"constant"`: eta.
+    - `"cosine"`: $\\eta (1 + \\cos(\\pi k / n)) / 2$.
+    - `"warmup_cosine"`: linear from 0 to eta over w = floor(`WARMUP_FRACTION` n) steps, then
+      cosine to 0 at step n (w = 0: the cosine schedule).
+    - `"exponential"`: $\\eta \\cdot$ `EXPONENTIAL_END`$^{k/n}$.
+
+    **Arguments:**
+    - `config`: the training settings.
+
+    **Returns:** a function of the step count.
+
+    ```python
+    learning_rate(TrainConfig(lr=0.1, schedule="cosine", steps=100))(50)  # 0.05
+    ```
+    """
+    eta, n = config.lr, config.steps
+    if config.schedule == "constant":
+        return optax.constant_schedule(eta)
+    if config.schedule == "exponential":
+        return optax.exponential_decay(eta, n, EXPONENTIAL_END)
+    warmup = int(WARMUP_FRACTION * n) if config.schedule == "warmup_cosine" else 0
+    if warmup == 0:
+        return optax.cosine_decay_schedule(eta, n)
+    return optax.warmup_cosine_decay_schedule(0.0, eta, warmup, n)
+
+
+@functools.lru_cache(maxsize=64)
+def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
+    """The optimizer of `config`: `"gd"` (plain gradient descent, $\\theta \\leftarrow \\theta -
+    \\eta_k \\nabla L$ exactly, the Euler scheme of the flow) or the optax optimizer of that name
+    (`optax.adam`, ...), called with the `learning_rate` schedule; with `weight_decay` lambda > 0
+    the decay is decoupled: $\\theta \\leftarrow \\theta - \\eta_k (u + \\lambda \\theta)$ with u
+    the optimizer's direction at learning rate 1.
+
+    **Arguments:**
+    - `config`: the training settings.
+
+    **Returns:** an `optax.GradientTransformation`.
+
+    **Raises:** `ValueError` for a name that is no optax optimizer.
+
+    ```python
+    opt = make_optimizer(TrainConfig(optimizer="adamw", lr=1e-2, weight_decay=1e-4))
+    ```
+    """
+    name = config.optimizer
+    if name == GRADIENT_DESCENT:
+        build = optax.sgd  # without momentum: updates -lr * grad
+    else:
+        build = None if name.startswith("_") else getattr(optax, name, None)
+        if not callable(build):
+            raise ValueError(
+                f"optimizer must be 'gd' or the name of an optax optimizer, got {name!r}"
+            )
+    schedule = learning_rate(config)
+    try:
+        if config.weight_decay == 0:
+            optimizer = build(learning_rate=schedule)
+        else:
+            optimizer = optax.chain(
+                build(learning_rate=1.0),
+                optax.scale(-1.0),  # the direction u itself
+                optax.add_decayed_weights(config.weight_decay),
+                optax.scale_by_learning_rate(schedule),
+            )
+    except TypeError:
+        optimizer = None
+    if not isinstance(optimizer, optax.GradientTransformation):
+        raise ValueError(
+            f"optimizer {name!r} is not an optax optimizer taking a learning_rate"
+        )
+    return optimizer
+
+
+def log_steps(steps: int, log_points: int) -> np.ndarray:
+    """The steps at which statistics are kept: 0, `log_points` log-spaced steps in [1, steps]
+    (rounded; repeats dropped) and the last.
+
+    **Example:** `log_steps(1000, 4)` is `[0, 1, 10, 100, 1000]`.
+    """
+    spaced = np.rint(np.geomspace(1, steps, log_points)).astype(np.int64)
+    return np.unique(np.concatenate([[0], spaced, [steps]]))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainStatistics:
+    """Statistics of every seed at the logged steps (numpy, leading axes (seeds, logged steps)),
+    gate masses over the held-out contexts' windows (context, entry).
+
+    - `loss` (seeds, n_log): the training loss at that step (the fixed sample's, the
+      population's, or that step's fresh batch's).
+    - `mass` (seeds, n_log, H, 2, W): mean gate mass per head, branch (key, value) and offset.
+    - `worst` (seeds, n_log, H, 2, W): its minimum over the windows.
+    - `static_offsets`, `avg_offsets` (seeds, n_log, H, 2): the effective offsets of
+      `effective_offsets` (docs/theory.md §9).
+    """
+
+    loss: np.ndarray
+    mass: np.ndarray
+    worst: np.ndarray
+    static_offsets: np.ndarray
+    avg_offsets: np.ndarray
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainTimings:
+    """Wall times of a `train` run: the whole run, its first chunk (with compilation; None when
+    resumed after the last chunk), and steps per second over the other chunks (None with one)."""
+
+    wall_s: float
+    first_chunk_s_including_compile: float | None
+    steps_per_s: float | None
+    devices: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainRun:
+    """The result of `train`: every parameter, the logged statistics, the held-out measures and
+    the final models of every seed.
+
+    - `task`, `model_config`, `train_config`, `seed`, `seeds`: the parameters.
+    - `M`: contexts of the fixed sample (`batch="full"`; None otherwise).
+    - `steps`: the logged steps (`log_steps`).
+    - `statistics`: a `TrainStatistics`.
+    - `measures`: the model's measures on the held-out contexts, each with a leading seed axis.
+    - `models`: the final models, array leaves with a leading seed axis.
+    - `timings`: a `TrainTimings`.
+    """
+
+    task: Task
+    model_config: ModelConfig
+    train_config: TrainConfig
+    seed: int
+    seeds: int
+    M: int | None
+    steps: np.ndarray
+    statistics: TrainStatistics
+    measures: object
+    models: object
+    timings: TrainTimings
+
+    def parameters(self) -> dict:
+        """Every parameter of the run (what an output directory is claimed with)."""
+        return _parameters(
+            self.task, self.model_config, self.train_config, self.seeds, self.seed
+        )
+
+    def to_dict(self) -> dict:
+        """JSON-able: the parameters, the logged steps and statistics, per seed the held-out
+        `key_offsets`, `value_offsets` and `phase_accuracy`, and a `summary` over seeds."""
+        m = self.measures
+        per_seed = {
+            name: np.asarray(getattr(m, name))
+            for name in ("key_offsets", "value_offsets", "phase_accuracy")
+        }
+        follows = np.asarray(m.value_follows_key)
+        summary = dict(
+            seeds=self.seeds,
+            M=self.M,
+            train_loss_mean=float(np.mean(self.statistics.loss[:, -1])),
+            held_out_loss_mean=float(np.mean(np.asarray(m.loss))),
+            mean_accuracy_mean=float(np.mean(np.asarray(m.mean_accuracy))),
+            phase_gap_mean=float(np.mean(np.asarray(m.phase_gap))),
+            value_follows_key_seeds=int(
+                np.sum(np.all(follows.reshape(self.seeds, -1), axis=1))
+            ),
+            timings=dataclasses.asdict(self.timings),
+        )
+        return dict(
+            self.parameters(),
+            steps=self.steps,
+            statistics=self.statistics.to_dict(),
+            per_seed=per_seed,
+            summary=summary,
+        )
+
+
+def _fields(module) -> dict:
+    return {f.name: getattr(module, f.name) for f in dataclasses.fields(module)}
+
+
+def _parameters(task, model_config, train_config, seeds, seed) -> dict:
+    return dict(
+        task=task.to_dict(),
+        model_config=_fields(model_config),
+        train_config=_fields(train_config),
+        seeds=seeds,
+        seed=seed,
+        version=library_version(),
+    )
+
+
+def _stack(models: list):
+    """Models stacked along a new leading axis (array leaves; the rest from the first)."""
+    arrays = [eqx.filter(m, eqx.is_array) for m in models]
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *arrays)
+    return eqx.combine(stacked, eqx.filter(models[0], eqx.is_array, inverse=True))
+
+
+def _map_arrays(fn, tree):
+    """`fn` applied to every array leaf of `tree`; the other leaves kept."""
+    return jax.tree.map(lambda x: fn(x) if eqx.is_array(x) else x, tree)
+
+
+def _lanes(tree, n: int):
+    """The first n lanes of every array leaf."""
+    return _map_arrays(lambda a: a[:n], tree)
+
+
+def _partition(model):
+    """`(params, fixed)`: the model's trainable floating-point arrays and everything else."""
+    params, rest = eqx.partition(model, model.trainable())
+    params, fixed = eqx.partition(params, eqx.is_inexact_array)
+    return params, eqx.combine(fixed, rest)
+
+
+def _split(models: list):
+    """`(params, (per_seed, shared))` of the seeds' models: the trainable arrays and the fixed
+    ones stacked along a leading seed axis, except the fixed arrays every seed holds the very
+    same of (the task's numbers, the given geometry), kept once."""
+    parts = [_partition(m) for m in models]
+    fixed = [f for _, f in parts]
+    same = jax.tree.map(
+        lambda *xs: eqx.is_array(xs[0]) and all(x is xs[0] for x in xs), *fixed
+    )
+    per_seed = _stack([eqx.filter(f, same, inverse=True) for f in fixed])
+    return _stack([p for p, _ in parts]), (per_seed, eqx.filter(fixed[0], same))
+
+
+# how the vmaps of the seeds take `(per_seed, shared)`
+_FIXED_AXES = (0, None)
+
+
+def _gate_statistics(model, contexts) -> dict:
+    """Mean and minimum gate masses (H, 2, W) and effective offsets (H, 2) over the windows
+    of `contexts`."""
+    w = _windows(jax.vmap(model.gate_probabilities)(contexts))  # (windows, H, 2, W)
+    static, avg = effective_offsets(jnp.moveaxis(w, 0, -2))
+    return dict(
+        mass=jnp.mean(w, axis=0),
+        worst=jnp.min(w, axis=0),
+        static_offsets=static,
+        avg_offsets=avg,
+    )
+
+
+class _Programs(eqx.Module):
+    """The compiled pieces of one run: a chunk of `chunk` steps of every seed and the final
+    evaluation (equal settings give equal programs, compiled once per process)."""
+
+    task: Task
+    # N as a Python int: fresh contexts have a static shape, and inside jit task.N is traced
+    vocabulary: int = eqx.field(static=True)
+    batch: int | str = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    steps: jax.Array  # traced: runs of other lengths share the programs
+    chunk: int = eqx.field(static=True)
+
+    def loss_of(self, model, data, step, lane):
+        """The training loss of one seed: on the fixed sample `data`, the population's, or on
+        fresh contexts of the batch key `data` for this step and seed."""
+        if self.batch == "full":
+            return model.loss(data)
+        if self.batch == "population":
+            return model.population_loss()
+        key = jax.random.fold_in(
+            jax.random.fold_in(jax.random.wrap_key_data(data), step), lane
+        )
+        t = self.task
+        return model.loss(_sample_contexts(key, t.L, t.S, self.vocabulary, self.batch))
+
+    def step(self, params, opt_state, static, data, step, lane):
+        def loss(p):
+            return self.loss_of(eqx.combine(p, *static), data, step, lane)
+
+        value, grads = jax.value_and_grad(loss)(params)
+        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, value
+
+    def statistics(self, params, static, contexts):
+        return _gate_statistics(eqx.combine(params, *static), contexts)
+
+    def lanes_step(self, *args):
+        return eqx.filter_vmap(self.step, in_axes=(0, 0, _FIXED_AXES, None, None, 0))(
+            *args
+        )
+
+    def lanes_statistics(self, params, static, contexts):
+        return eqx.filter_vmap(self.statistics, in_axes=(0, _FIXED_AXES, None))(
+            params, static, contexts
+        )
+
+    @eqx.filter_jit
+    def run_chunk(
+        self, params, opt_state, static, data, held_out, lanes, start, log_mask
+    ):
+        """`chunk` steps from step `start` (steps past `steps` leave the state alone); per
+        step the loss (lanes,) and, where `log_mask[step]`, the gate statistics (else zeros)."""
+        shapes = jax.eval_shape(self.lanes_statistics, params, static, held_out)
+        n = lanes.shape[0]
+
+        def body(carry, i):
+            params, opt_state = carry
+            s = start + i
+            stats = jax.lax.cond(
+                log_mask[s],
+                lambda: self.lanes_statistics(params, static, held_out),
+                lambda: jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes),
+            )
+            params, opt_state, loss = jax.lax.cond(
+                s < self.steps,
+                lambda: self.lanes_step(params, opt_state, static, data, s, lanes),
+                lambda: (params, opt_state, jnp.zeros(n)),
+            )
+            return (params, opt_state), (loss, stats)
+
+        (params, opt_state), out = jax.lax.scan(
+            body, (params, opt_state), jnp.arange(self.chunk)
+        )
+        return params, opt_state, out
+
+    @eqx.filter_jit
+    def evaluate(self, params, static, data, held_out, lanes):
+        """The loss (lanes,) and gate statistics of the state after the last step."""
+
+        def one(p, st, lane):
+            return self.loss_of(eqx.combine(p, *st), data, self.steps, lane)
+
+        loss = eqx.filter_vmap(one, in_axes=(0, _FIXED_AXES, 0))(params, static, lanes)
+        return loss, self.lanes_statistics(params, static, held_out)
+
+
+def _replicated(tree, devices):
+    if len(devices) == 1:
+        return tree
+    return jax.device_put(tree, NamedSharding(lane_mesh(devices), PartitionSpec()))
+
+
+def _check_population(model) -> None:
+    """A one-line `ValueError` where the model's population loss has no closed form."""
+    eqx.filter_eval_shape(lambda m: m.population_loss(), model)
+
+
+def train(
+    task: Task,
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    seeds: int,
+    *,
+    seed: int = 0,
+    out=None,
+    progress: bool = False,
+    devices=None,
+) -> TrainRun:
+    """Train the compressed model of `task` from `seeds` seeds at once.
+
+    Seed i starts from `init_model(task, model_config, key_i, rho=train_config.rho,
+    geometry=geometry)` with key_i the full flow's key of seed i and the geometry of the full
+    flow's sample (`flow_sample`), and takes `train_config.steps` optimizer steps
+    (`make_optimizer`) of the mean cross-entropy: on the flow's fixed balanced sample of M
+    contexts (`batch="full"`), the population loss (`"population"`), or fresh contexts at every
+    step (a number). All seeds are vmapped (the fixed parts of the model get no optimizer state),
+    split over `devices`, and stepped in `lax.scan` chunks of `train_config.chunk` steps through
+    one compiled program. At the `log_steps` the loss and gate statistics on held-out contexts
+    are kept (`TrainStatistics`; no parameters along the way); at the end the model's measures
+    on the `eval_contexts` held-out contexts.
+
+    **Arguments:**
+    - `task`, `model_config`, `train_config`: the task, the model's switches and the training.
+    - `seeds`: number of seeds (indices 0..seeds-1 under base seed `seed`).
+    - `seed`: base seed (keys, sample, geometry, held-out contexts, batches).
+    - `out`: a directory for the result (`train.json`, `statistics.npz`, the final models
+      `models.eqx`) and a checkpoint after every chunk: a run stopped anywhere resumes from its
+      last chunk with the numbers of an uninterrupted run. A directory holding a run with other
+      parameters is refused.
+    - `progress`: show a `Progress` line on stderr (per chunk).
+    - `devices`: devices to split the seeds over (default all local devices).
+
+    **Returns:** a `TrainRun`.
+
+    **Raises:** `ValueError` naming the parameter, e.g. `batch="population"` for a model
+    without a closed-form population loss.
+
+    ```python
+    task = Task(L=4, S=3, H=2, N=48, beta=4.0)
+    run = train(task, ModelConfig(), TrainConfig(lr=0.5, steps=200, M=48), 8)
+    run.measures.key_offsets  # (8, H)
+    ```
+    """
+    seeds = _require_int("seeds", seeds, 1, SEEDS_MAX)
+    seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
+    devices = tuple(jax.devices() if devices is None else devices)
+    init_model, measure = _model_api()
+    config = train_config
+    parameters = _parameters(task, model_config, config, seeds, seed)
+
+    geometry, contexts = flow_sample(
+        task, FlowConfig(dynamics="full", M=config.M), seed
+    )
+    base = jax.random.key(seed)
+    held_out = sample_contexts(
+        jax.random.fold_in(base, HELD_OUT_STREAM), task, config.eval_contexts
+    )
+    keys = seed_keys(seed, np.arange(seeds))
+    models = [
+        init_model(
+            task,
+            model_config,
+            jax.random.wrap_key_data(k),
+            rho=config.rho,
+            # learned embeddings bring their own; fixed ones are the flow's geometry
+            geometry=None if model_config.embeddings == "learned" else geometry,
+        )
+        for k in keys
+    ]
+    if config.batch == "population":
+        _check_population(models[0])
+    data = {
+        "full": contexts,
+        "population": None,
+    }.get(
+        config.batch,
+        jax.random.key_data(jax.random.fold_in(base, BATCH_STREAM)),
+    )
+    size = padded_size(seeds, devices)
+    params, static = _split(models)
+    optimizer = make_optimizer(config)
+    programs = _Programs(
+        task,
+        task.vocabulary,
+        config.batch,
+        optimizer,
+        jnp.asarray(config.steps),
+        config.chunk,
+    )
+    opt_state = eqx.filter_vmap(optimizer.init)(params)
+    lanes = np.arange(size)
+
+    logged = log_steps(config.steps, config.log_points)
+    n_chunks = math.ceil(config.steps / config.chunk)
+    log_mask = np.zeros(n_chunks * config.chunk, bool)
+    log_mask[logged[logged < config.steps]] = True
+    row = {int(s): j for j, s in enumerate(logged)}
+    stat_shapes = jax.eval_shape(programs.lanes_statistics, params, static, held_out)
+    buffers = {"loss": np.zeros((seeds, logged.size))} | {
+        k: np.zeros((seeds, logged.size) + v.shape[1:], v.dtype)
+        for k, v in stat_shapes.items()
+    }
+    done = 0
+
+    with claimed_output_dir(out, "train", parameters) as directory:
+        checkpoint = None if directory is None else Path(directory) / CHECKPOINT
+        if checkpoint is not None and checkpoint.exists():
+            like = (np.zeros((), np.int64), params, opt_state, buffers)
+            loaded = eqx.tree_deserialise_leaves(checkpoint, like)
+            done, params, opt_state, buffers = int(loaded[0]), *loaded[1:]
+            buffers = {k: np.array(v) for k, v in buffers.items()}
+
+        def place(tree):
+            arrays, rest = eqx.partition(tree, eqx.is_array)
+            arrays = jax.tree.map(jnp.asarray, pad_lanes(arrays, size))
+            return eqx.combine(shard_lanes(arrays, devices), rest)
+
+        params, opt_state, per_seed = (place(t) for t in (params, opt_state, static[0]))
+        static = (per_seed, _replicated(static[1], devices))
+        data, held_out = _replicated((data, held_out), devices)
+        lanes = shard_lanes(jnp.asarray(lanes), devices)
+        log_mask_device = jnp.asarray(log_mask)
+
+        start_time, first, rest_s, rest_steps = time.perf_counter(), None, 0.0, 0
+        with Progress(config.steps, "train", enabled=progress) as bar:
+            if done:
+                bar.update(done)
+            for start in range(done, config.steps, config.chunk):
+                t0 = time.perf_counter()
+                params, opt_state, (loss, stats) = programs.run_chunk(
+                    params,
+                    opt_state,
+                    static,
+                    data,
+                    held_out,
+                    lanes,
+                    jnp.asarray(start),
+                    log_mask_device,
+                )
+                loss, stats = jax.device_get((loss, stats))
+                for i in np.flatnonzero(log_mask[start : start + config.chunk]):
+                    j = row[start + int(i)]
+                    buffers["loss"][:, j] = loss[i, :seeds]
+                    for k, v in stats.items():
+                        buffers[k][:, j] = v[i, :seeds]
+                n = min(config.chunk, config.steps - start)
+                done = start + n
+                if checkpoint is not None:
+                    _write_checkpoint(
+                        checkpoint,
+                        done,
+                        _lanes(jax.device_get(params), seeds),
+                        _lanes(jax.device_get(opt_state), seeds),
+                        buffers,
+                    )
+                elapsed = time.perf_counter() - t0
+                if first is None:
+                    first = elapsed
+                else:
+                    rest_s, rest_steps = rest_s + elapsed, rest_steps + n
+                bar.update(n, f"loss {np.mean(loss[n - 1, :seeds]):.4g}")
+
+        loss, stats = jax.device_get(
+            programs.evaluate(params, static, data, held_out, lanes)
+        )
+        buffers["loss"][:, -1] = loss[:seeds]
+        for k, v in stats.items():
+            buffers[k][:, -1] = v[:seeds]
+        final = eqx.combine(
+            _map_arrays(
+                jnp.asarray,
+                _lanes(jax.device_get(eqx.combine(params, static[0])), seeds),
+            ),
+            _map_arrays(lambda a: jnp.broadcast_to(a, (seeds,) + a.shape), static[1]),
+        )
+        per_seed = [
+            measure(_map_arrays(lambda a, i=i: a[i], final), held_out)
+            for i in range(seeds)
+        ]
+        measures = jax.tree.map(
+            lambda *a: np.stack([np.asarray(x) for x in a]), *per_seed
+        )
+        run = TrainRun(
+            task=task,
+            model_config=model_config,
+            train_config=config,
+            seed=seed,
+            seeds=seeds,
+            M=int(contexts.shape[0]) if config.batch == "full" else None,
+            steps=logged,
+            statistics=TrainStatistics(**buffers),
+            measures=measures,
+            models=final,
+            timings=TrainTimings(
+                wall_s=time.perf_counter() - start_time,
+                first_chunk_s_including_compile=first,
+                steps_per_s=rest_steps / rest_s if rest_s else None,
+                devices=len(devices),
+            ),
+        )
+        if directory is not None:
+            _write_result(Path(directory), run)
+    return run
+
+
+def _write_checkpoint(path: Path, done: int, params, opt_state, buffers) -> None:
+    """The state after `done` steps, in one file written atomically."""
+    state = (np.asarray(done, np.int64), params, opt_state, buffers)
+    _atomic_write(path, lambda tmp: eqx.tree_serialise_leaves(tmp, state))
+
+
+def _write_result(directory: Path, run: TrainRun) -> None:
+    write_npz_atomic(
+        directory / STATISTICS, steps=run.steps, **run.statistics.to_dict()
+    )
+    _atomic_write(
+        directory / MODELS,
+        lambda tmp: eqx.tree_serialise_leaves(tmp, run.models),
+    )
+    write_json_atomic(directory / RESULT, run.to_dict())
+
+
+__all__ = [
+    "TrainRun",
+    "TrainStatistics",
+    "TrainTimings",
+    "learning_rate",
+    "log_steps",
+    "make_optimizer",
+    "train",
+]

@@ -1,0 +1,339 @@
+"""Training the compressed model: optimizers and schedules, vmapped seeds against a loop of
+seeds, resuming from a checkpoint, minibatches, the output directory and bad settings."""
+
+import json
+import math
+
+import equinox as eqx
+import jax
+import numpy as np
+import optax
+import pytest
+from _trained_standin import init_model, model_api  # noqa: F401  (autouse fixture)
+from forced_devices import run_on_host_devices
+
+import inductheory as it
+from inductheory.flow import flow_sample, seed_keys
+from inductheory.trained import (
+    ModelConfig,
+    TrainConfig,
+    _train,
+    learning_rate,
+    log_steps,
+    make_optimizer,
+)
+
+TASK = it.Task(L=4, S=3, H=2, N=48, beta=4.0)
+SMALL = dict(M=48, log_points=4, eval_contexts=8)
+
+
+def _tree(key):
+    a, b = jax.random.split(key)
+    return {"a": jax.random.normal(a, (3, 4)), "b": jax.random.normal(b, (5,))}
+
+
+def test_gd_is_params_minus_lr_times_grad_exactly():
+    params, grads = _tree(jax.random.key(0)), _tree(jax.random.key(1))
+    for lr in (0.1, 0.3, 1 / 3):
+        opt = make_optimizer(TrainConfig(lr=lr))
+        state = opt.init(params)
+        p = params
+        for _ in range(3):  # every step, not only the first
+            updates, state = opt.update(grads, state, p)
+            new = optax.apply_updates(p, updates)
+            for k in p:
+                np.testing.assert_array_equal(new[k], p[k] - lr * grads[k])
+            p = new
+
+
+def test_schedules_give_the_documented_learning_rate():
+    eta, n = 0.2, 100
+
+    def lr(schedule, k):
+        return float(learning_rate(TrainConfig(lr=eta, steps=n, schedule=schedule))(k))
+
+    assert lr("constant", 0) == lr("constant", 77) == eta
+    assert lr("cosine", 0) == pytest.approx(eta, rel=1e-15)
+    assert lr("cosine", 50) == pytest.approx(eta / 2, rel=1e-12)
+    assert lr("cosine", 25) == pytest.approx(eta * (1 + math.cos(math.pi / 4)) / 2)
+    assert lr("cosine", 100) == pytest.approx(0, abs=1e-15)
+    # warmup over 10 steps: linear from 0, then cosine over the other 90
+    assert lr("warmup_cosine", 0) == 0
+    assert lr("warmup_cosine", 5) == pytest.approx(eta / 2, rel=1e-12)
+    assert lr("warmup_cosine", 10) == pytest.approx(eta, rel=1e-12)
+    assert lr("warmup_cosine", 55) == pytest.approx(eta / 2, rel=1e-12)
+    assert lr("exponential", 50) == pytest.approx(eta * 0.1, rel=1e-12)
+    assert lr("exponential", 100) == pytest.approx(eta * 0.01, rel=1e-12)
+    # the optimizer steps with it: update k of "gd" is -lr(k) * grad
+    params, grads = _tree(jax.random.key(0)), _tree(jax.random.key(1))
+    opt = make_optimizer(TrainConfig(lr=eta, steps=n, schedule="cosine"))
+    state = opt.init(params)
+    for k in range(30):
+        updates, state = opt.update(grads, state, params)
+        if k in (0, 25, 29):
+            want = -eta * (1 + math.cos(math.pi * k / n)) / 2
+            np.testing.assert_allclose(updates["a"], want * grads["a"], rtol=1e-14)
+
+
+def test_named_optimizers_and_decoupled_weight_decay():
+    params, grads = _tree(jax.random.key(2)), _tree(jax.random.key(3))
+    ours = make_optimizer(TrainConfig(optimizer="adam", lr=1e-2, weight_decay=0.1))
+    ref = optax.adamw(1e-2, weight_decay=0.1)
+    s1, s2 = ours.init(params), ref.init(params)
+    for _ in range(3):
+        u1, s1 = ours.update(grads, s1, params)
+        u2, s2 = ref.update(grads, s2, params)
+        for k in params:
+            np.testing.assert_allclose(u1[k], u2[k], rtol=1e-14, atol=1e-17)
+    u, _ = make_optimizer(TrainConfig(optimizer="sgd", lr=0.5)).update(
+        grads, make_optimizer(TrainConfig(optimizer="sgd", lr=0.5)).init(params)
+    )
+    np.testing.assert_array_equal(u["b"], -0.5 * grads["b"])
+    for bad in ("nadamx", "chain", "apply_updates", "_src"):
+        with pytest.raises(ValueError, match="optimizer") as err:
+            make_optimizer(TrainConfig(optimizer=bad))
+        assert "\n" not in str(err.value)
+
+
+def test_log_steps():
+    np.testing.assert_array_equal(log_steps(1000, 4), [0, 1, 10, 100, 1000])
+    np.testing.assert_array_equal(log_steps(5, 64), [0, 1, 2, 3, 4, 5])
+    np.testing.assert_array_equal(log_steps(7, 1), [0, 1, 7])
+
+
+def _train_seed_by_seed(task, config: TrainConfig, seeds: int):
+    """The same training, one seed at a time with a jitted step in a Python loop: the
+    reference of the vmapped, chunked `train`."""
+    geometry, contexts = flow_sample(
+        task, it.FlowConfig(dynamics="full", M=config.M), 0
+    )
+    opt = make_optimizer(config)
+    finals, losses = [], []
+    for key in seed_keys(0, np.arange(seeds)):
+        model = init_model(
+            task,
+            ModelConfig(),
+            jax.random.wrap_key_data(key),
+            rho=config.rho,
+            geometry=geometry,
+        )
+        params, static = eqx.partition(model, model.trainable())
+
+        @eqx.filter_jit
+        def step(params, state, static=static):
+            loss, grads = eqx.filter_value_and_grad(
+                lambda p: eqx.combine(p, static).loss(contexts)
+            )(params)
+            updates, state = opt.update(grads, state, params)
+            return eqx.apply_updates(params, updates), state, loss
+
+        state, seed_losses = opt.init(params), []
+        for _ in range(config.steps):
+            params, state, loss = step(params, state)
+            seed_losses.append(float(loss))
+        finals.append(eqx.combine(params, static))
+        losses.append(seed_losses)
+    return finals, np.array(losses)
+
+
+@pytest.mark.parametrize("optimizer", ["gd", "adam"])
+def test_vmapped_chunked_seeds_equal_a_loop_of_seeds(optimizer):
+    config = TrainConfig(
+        optimizer=optimizer,
+        lr=0.3 if optimizer == "gd" else 0.05,
+        schedule="cosine",
+        steps=25,
+        chunk=10,  # 3 chunks, the last one partly past the end
+        **SMALL,
+    )
+    run = it.train(TASK, ModelConfig(), config, 3)
+    finals, losses = _train_seed_by_seed(TASK, config, 3)
+    for i, model in enumerate(finals):
+        got = jax.tree.leaves(eqx.filter(_lane(run.models, i), eqx.is_inexact_array))
+        want = jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array))
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    logged = run.steps[run.steps < config.steps]
+    np.testing.assert_allclose(
+        run.statistics.loss[:, : logged.size], losses[:, logged], rtol=1e-12
+    )
+
+
+def _lane(models, i):
+    return jax.tree.map(lambda a: a[i] if eqx.is_array(a) else a, models)
+
+
+def _same_run(a, b):
+    for x, y in zip(
+        jax.tree.leaves(eqx.filter(a.models, eqx.is_array)),
+        jax.tree.leaves(eqx.filter(b.models, eqx.is_array)),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(x, y)
+    for name, value in a.statistics.to_dict().items():
+        np.testing.assert_array_equal(value, getattr(b.statistics, name))
+    for x, y in zip(
+        jax.tree.leaves(a.measures), jax.tree.leaves(b.measures), strict=True
+    ):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_an_interrupted_run_resumes_with_the_numbers_of_a_straight_run(
+    tmp_path, monkeypatch
+):
+    config = TrainConfig(
+        optimizer="adam", lr=0.05, steps=30, chunk=10, batch=16, **SMALL
+    )
+    straight = it.train(TASK, ModelConfig(), config, 2)
+
+    write = _train._write_checkpoint
+    calls = []
+
+    def interrupted(*args):
+        write(*args)
+        calls.append(args[1])
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C just after the second chunk's checkpoint
+
+    monkeypatch.setattr(_train, "_write_checkpoint", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        it.train(TASK, ModelConfig(), config, 2, out=tmp_path)
+    assert calls == [10, 20] and not (tmp_path / "train.json").exists()
+    monkeypatch.setattr(_train, "_write_checkpoint", write)
+
+    resumed_from = []
+    monkeypatch.setattr(
+        _train,
+        "_write_checkpoint",
+        lambda *args: (resumed_from.append(args[1]), write(*args)),
+    )
+    resumed = it.train(TASK, ModelConfig(), config, 2, out=tmp_path)
+    assert resumed_from == [30]  # only the third chunk ran again
+    _same_run(straight, resumed)
+
+    saved = json.loads((tmp_path / "train.json").read_text())
+    assert saved["train_config"]["steps"] == 30 and saved["seeds"] == 2
+    assert saved["task"] == TASK.to_dict() and saved["version"] == it.__version__
+    assert saved["model_config"] == {
+        f: getattr(ModelConfig(), f) for f in saved["model_config"]
+    }
+    np.testing.assert_array_equal(
+        np.array(saved["per_seed"]["key_offsets"]), straight.measures.key_offsets
+    )
+    with np.load(tmp_path / "statistics.npz") as stats:
+        np.testing.assert_array_equal(stats["loss"], straight.statistics.loss)
+        np.testing.assert_array_equal(stats["steps"], straight.steps)
+    loaded = eqx.tree_deserialise_leaves(tmp_path / "models.eqx", straight.models)
+    _same_run(straight, straight.__class__(**{**straight.__dict__, "models": loaded}))
+
+    with pytest.raises(ValueError, match="other parameters") as err:
+        it.train(TASK, ModelConfig(), config, 3, out=tmp_path)
+    assert "\n" not in str(err.value)
+
+
+def test_a_seeds_numbers_do_not_depend_on_the_seeds_beside_it():
+    for batch in ("full", 8):
+        config = TrainConfig(lr=0.3, steps=12, chunk=5, batch=batch, **SMALL)
+        two = it.train(TASK, ModelConfig(), config, 2)
+        three = it.train(TASK, ModelConfig(), config, 3)
+        np.testing.assert_allclose(
+            three.statistics.loss[:2], two.statistics.loss, rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            three.statistics.mass[:2], two.statistics.mass, rtol=1e-12, atol=1e-15
+        )
+
+
+def test_minibatches_are_fresh_at_every_step_and_per_seed():
+    config = TrainConfig(lr=0.3, steps=6, chunk=6, batch=4, **SMALL)
+    run = it.train(TASK, ModelConfig(), config, 2)
+    geometry, _ = flow_sample(TASK, it.FlowConfig(dynamics="full", M=48), 0)
+    model = init_model(
+        TASK,
+        ModelConfig(),
+        jax.random.wrap_key_data(seed_keys(0, [1])[0]),
+        rho=0.1,
+        geometry=geometry,
+    )
+    # step 0 of seed 1: its own 4 fresh contexts from the documented key
+    key = jax.random.fold_in(
+        jax.random.fold_in(jax.random.fold_in(jax.random.key(0), 5), 0), 1
+    )
+    want = model.loss(it.sample_contexts(key, TASK, 4))
+    np.testing.assert_allclose(run.statistics.loss[1, 0], want, rtol=1e-13)
+    assert run.statistics.loss[0, 0] != run.statistics.loss[1, 0]
+    assert run.M is None
+
+
+def test_statistics_and_measures_have_their_shapes():
+    config = TrainConfig(lr=0.3, steps=10, chunk=4, **SMALL)
+    run = it.train(TASK, ModelConfig(), config, 2)
+    n = run.steps.size
+    H, W = TASK.H, TASK.W
+    assert run.statistics.loss.shape == (2, n)
+    assert run.statistics.mass.shape == run.statistics.worst.shape == (2, n, H, 2, W)
+    assert run.statistics.static_offsets.shape == (2, n, H, 2)
+    np.testing.assert_allclose(run.statistics.mass.sum(-1), 1, rtol=1e-12)
+    # at c(0) (rho = 0.1) every gate is close to uniform: W effective offsets
+    np.testing.assert_allclose(run.statistics.static_offsets[:, 0], W, rtol=1e-2)
+    assert np.all(run.statistics.avg_offsets <= run.statistics.static_offsets + 1e-12)
+    assert run.measures.key_offsets.shape == (2, H)
+    assert np.all(np.diff(run.statistics.loss, axis=1) < 0)  # gd descends
+    text = json.dumps(it.internal._io._to_jsonable(run.to_dict()))
+    assert "summary" in text and "per_seed" in text
+
+
+def test_bad_settings_are_one_line_errors():
+    for bad, match in [
+        (dict(seeds=0), "seeds"),
+        (dict(seed=2**64), "seed"),
+        (dict(seed=1.5), "seed"),
+    ]:
+        kwargs = dict(seeds=2) | bad
+        seeds = kwargs.pop("seeds")
+        with pytest.raises(ValueError, match=match) as err:
+            it.train(
+                TASK, ModelConfig(), TrainConfig(steps=1, **SMALL), seeds, **kwargs
+            )
+        assert "\n" not in str(err.value)
+    geometry, _ = flow_sample(TASK, it.FlowConfig(dynamics="full", M=48), 0)
+    model = init_model(TASK, ModelConfig(), jax.random.key(0), geometry=geometry)
+    try:
+        model.population_loss()
+    except ValueError:
+        with pytest.raises(ValueError) as err:
+            it.train(
+                TASK,
+                ModelConfig(),
+                TrainConfig(steps=1, batch="population", **SMALL),
+                2,
+            )
+        assert "\n" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_seeds_split_over_devices_give_the_numbers_of_one_device():
+    run_on_host_devices(
+        """
+import sys
+sys.path.insert(0, "tests")
+import jax, numpy as np, equinox as eqx
+import inductheory as it
+from inductheory.trained import ModelConfig, TrainConfig, _train
+import _trained_standin as st
+if not st.HAS_MODEL:
+    _train._model_api = lambda: (st.standin_init_model, st.standin_measure)
+task = it.Task(L=4, S=3, H=2, N=48, beta=4.0)
+config = TrainConfig(lr=0.3, steps=12, chunk=5, M=48, log_points=4, eval_contexts=8)
+assert len(jax.devices()) == 2
+split = it.train(task, ModelConfig(), config, 3)  # padded to 4 lanes
+one = it.train(task, ModelConfig(), config, 3, devices=jax.devices()[:1])
+assert split.timings.devices == 2
+for a, b in zip(jax.tree.leaves(eqx.filter(split.models, eqx.is_array)),
+                jax.tree.leaves(eqx.filter(one.models, eqx.is_array))):
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+np.testing.assert_allclose(split.statistics.loss, one.statistics.loss, rtol=1e-12)
+print("OK")
+""",
+        devices=2,
+    )
