@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _trained_standin import model_api  # noqa: F401  (autouse fixture)
 
 import inductheory as it
 from inductheory.flow import (

@@ -9,7 +9,6 @@ import jax
 import numpy as np
 import optax
 import pytest
-from _trained_standin import init_model, model_api  # noqa: F401  (autouse fixture)
 from forced_devices import run_on_host_devices
 
 import inductheory as it
@@ -18,6 +17,7 @@ from inductheory.trained import (
     ModelConfig,
     TrainConfig,
     _train,
+    init_model,
     learning_rate,
     log_steps,
     make_optimizer,
@@ -315,14 +315,9 @@ def test_bad_settings_are_one_line_errors():
 def test_seeds_split_over_devices_give_the_numbers_of_one_device():
     run_on_host_devices(
         """
-import sys
-sys.path.insert(0, "tests")
 import jax, numpy as np, equinox as eqx
 import inductheory as it
 from inductheory.trained import ModelConfig, TrainConfig, _train
-import _trained_standin as st
-if not st.HAS_MODEL:
-    _train._model_api = lambda: (st.standin_init_model, st.standin_measure)
 task = it.Task(L=4, S=3, H=2, N=48, beta=4.0)
 config = TrainConfig(lr=0.3, steps=12, chunk=5, M=48, log_points=4, eval_contexts=8)
 assert len(jax.devices()) == 2

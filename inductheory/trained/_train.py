@@ -41,6 +41,8 @@ from ..model._contexts import _sample_contexts, sample_contexts
 from ..model._measures import effective_offsets
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, Task, _require_int
 from ._config import GRADIENT_DESCENT, ModelConfig, TrainConfig
+from ._measures import measure
+from ._model import init_model
 
 # The "warmup_cosine" schedule warms up linearly over this fraction of the steps.
 WARMUP_FRACTION = 0.1
@@ -54,14 +56,6 @@ CHECKPOINT, RESULT, STATISTICS, MODELS = (
     "statistics.npz",
     "models.eqx",
 )
-
-
-def _model_api():
-    """`(init_model, measure)` of the trained model."""
-    from ._measures import measure
-    from ._model import init_model
-
-    return init_model, measure
 
 
 def learning_rate(config: TrainConfig) -> optax.Schedule:
@@ -463,7 +457,6 @@ def train(
     seeds = _require_int("seeds", seeds, 1, SEEDS_MAX)
     seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
     devices = tuple(jax.devices() if devices is None else devices)
-    init_model, measure = _model_api()
     config = train_config
     parameters = _parameters(task, model_config, config, seeds, seed)
 
