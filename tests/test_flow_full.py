@@ -97,13 +97,32 @@ def test_full_flow_from_generic_init():
         assert len(row) > 10 and np.all(np.diff(row) <= 1e-12 * np.abs(row[:-1]))
 
 
-def test_approximate_geometry_runs_with_explicit_status():
-    task = it.Task(L=4, S=3, H=1, N=96, d=40, beta=4.0)
-    with pytest.warns(it.TheoryAssumptionWarning, match="eps = 0"):
-        out = it.run_flow(task, it.FlowConfig(dynamics="full", M=48, t_max=1e5), 2)
-    assert out.sample.geometry == "DenseGeometry" and 0 < out.sample.eps_realized < 1
-    assert set(out.per_seed.status.tolist()) <= set(range(len(STATUSES)))
-    assert out.per_seed.reduced_selected is None
+# Approximate-geometry flows of two d: `run_flow` of each alone, and `run_flows` of both in one
+# padded program (one module-wide set of compiled programs for the two tests below).
+PADDED_TASKS = [it.Task(L=4, S=3, H=2, N=48, d=d, beta=4.0) for d in (10, 24)]
+PADDED_CONFIG = it.FlowConfig(dynamics="full", M=1, t_max=1e6, n_save=4)
+
+
+@pytest.fixture(scope="module")
+def approximate_flows():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", it.TheoryAssumptionWarning)
+        alone = [it.run_flow(t, PADDED_CONFIG, 2, seed=3) for t in PADDED_TASKS]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
+        padded = it.experiments.run_flows(PADDED_TASKS, PADDED_CONFIG, 2, seed=3)
+    return alone, padded, [str(w.message) for w in caught]
+
+
+def test_approximate_geometry_runs_with_explicit_status(approximate_flows):
+    alone, _, messages = approximate_flows
+    assert any("eps = 0" in m for m in messages), messages
+    for out in alone:
+        assert (
+            out.sample.geometry == "DenseGeometry" and 0 < out.sample.eps_realized < 1
+        )
+        assert set(out.per_seed.status.tolist()) <= set(range(len(STATUSES)))
+        assert out.per_seed.reduced_selected is None
 
 
 def _theorem2_full(S, H, k, beta, logrho, seed):
@@ -164,6 +183,10 @@ def test_dense_context_bases_give_the_plain_dense_field(shape):
         geo = it.make_geometry(task, jax.random.key(2))
     contexts = it.sample_contexts(jax.random.key(0), task, 7)
     c = 2.0 * jax.random.normal(jax.random.key(1), (task.H, 2, task.W, geo.dim))
+    # one compiled program per path (op-by-op dispatch compiles every primitive on its own)
+    evaluate = jax.jit(
+        lambda dyn, c: (dyn.loss(c), dyn.training_loss(c), dyn.vector_field(c))
+    )
     for objective in (None, it.model.Objective("worst-phase", 0.5, 0.2)):
         fast = it.flow.FullDynamics(task, geo, contexts, objective=objective)
         plain = it.flow.FullDynamics(
@@ -171,14 +194,14 @@ def test_dense_context_bases_give_the_plain_dense_field(shape):
         )
         assert fast.bases.embeddings.shape == (7, task.N, task.L * task.S)
         assert plain.bases is None
-        np.testing.assert_allclose(fast.loss(c), plain.loss(c), rtol=1e-13)
-        np.testing.assert_allclose(
-            fast.training_loss(c), plain.training_loss(c), rtol=1e-13
+        (f_loss, f_train, f_field), (p_loss, p_train, p_field) = (
+            evaluate(fast, c),
+            evaluate(plain, c),
         )
-        scale = float(jnp.max(jnp.abs(plain.vector_field(c))))
-        np.testing.assert_allclose(
-            fast.vector_field(c), plain.vector_field(c), rtol=0, atol=1e-12 * scale
-        )
+        np.testing.assert_allclose(f_loss, p_loss, rtol=1e-13)
+        np.testing.assert_allclose(f_train, p_train, rtol=1e-13)
+        scale = float(jnp.max(jnp.abs(p_field)))
+        np.testing.assert_allclose(f_field, p_field, rtol=0, atol=1e-12 * scale)
 
 
 def test_dense_context_bases_only_where_they_save_work():
@@ -221,16 +244,11 @@ def test_dense_flow_with_context_bases_ends_as_the_plain_dense_flow():
     np.testing.assert_allclose(fast["final"]["loss"], plain["final"]["loss"], rtol=1e-9)
 
 
-def test_padded_flows_of_several_d_equal_one_run_flow_each():
+def test_padded_flows_of_several_d_equal_one_run_flow_each(approximate_flows):
     """`run_flows` (one program, geometries padded with zero columns to the largest d) against
     `run_flow` of each task alone: the same statuses, offsets and step counts; times and losses
     to rounding."""
-    tasks = [it.Task(L=4, S=3, H=2, N=48, d=d, beta=4.0) for d in (10, 24)]
-    cfg = it.FlowConfig(dynamics="full", M=1, t_max=1e6, n_save=4)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", it.TheoryAssumptionWarning)
-        padded = it.experiments.run_flows(tasks, cfg, 2, seed=3)
-        alone = [it.run_flow(t, cfg, 2, seed=3) for t in tasks]
+    alone, padded, _ = approximate_flows
     for a, b in zip(alone, padded):
         a, b = a.per_seed, b.per_seed
         for name in ("status", "selected", "key_offsets", "value_offsets", "num_steps"):
