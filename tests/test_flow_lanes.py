@@ -99,3 +99,28 @@ def test_flow_variants_refuse_bad_input():
         _flow_run.run_flow_variants(task, [base, base], [2, 2, 2])
     with pytest.raises(ValueError, match="dynamics='reduced'"):
         _flow_run.run_flow_variants(task, [base.replace(dynamics="full")], 2)
+
+
+def test_flows_run_together_are_cached_as_flow_runs(tmp_path, monkeypatch):
+    """`flow_runs_together` stores each configuration under its own `flow_runs` key: a later
+    `flow_runs` of one of them computes nothing and reads the same numbers."""
+    from inductheory.figures import _runs
+
+    task = it.Task(L=4, S=3, H=2, N=1000, beta=4.0)
+    base = it.FlowConfig(rho=0.1, t_max=1e6, n_save=6)
+    configs = [base, base.replace(coordination=0.3)]
+    together = _runs.flow_runs_together(task, configs, [2, 3], tmp_path)
+    alone = _flow_run.run_flow(task, configs[1], 3)
+    np.testing.assert_array_equal(together[1]["selected"], alone.per_seed.selected)
+    np.testing.assert_allclose(
+        together[1]["final_loss"], alone.per_seed.final["loss"], rtol=1e-10
+    )
+
+    def refuse(*a, **k):
+        raise AssertionError("computed again")
+
+    monkeypatch.setattr(_runs, "run_flow", refuse)
+    monkeypatch.setattr(_runs, "run_flow_variants", refuse)
+    for config, n, stored in zip(configs, [2, 3], together):
+        assert _runs.flow_runs(task, config, n, tmp_path) == stored
+    assert _runs.flow_runs_together(task, configs, [2, 3], tmp_path) == together
