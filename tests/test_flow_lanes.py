@@ -2,6 +2,8 @@
 the full one)
 gives the numbers of a single pass."""
 
+import dataclasses
+
 import jax
 import numpy as np
 
@@ -51,3 +53,74 @@ def test_two_passes_give_the_numbers_of_one(monkeypatch):
             np.testing.assert_allclose(
                 a, b, rtol=1e-10, atol=1e-300, equal_nan=True, err_msg=name
             )
+
+
+def _assert_same_runs(a, b):
+    a, b = ({f.name: getattr(r, f.name) for f in dataclasses.fields(r)} for r in (a, b))
+    for (path, x), y in zip(jax.tree_util.tree_leaves_with_path(a), jax.tree.leaves(b)):
+        name = jax.tree_util.keystr(path)
+        if x.dtype.kind in "iub":
+            np.testing.assert_array_equal(x, y, err_msg=name)
+        else:  # bit for bit on the machine it was written on; a margin for other CPUs' vector code
+            np.testing.assert_allclose(
+                x, y, rtol=1e-10, atol=1e-300, equal_nan=True, err_msg=name
+            )
+
+
+def test_flow_variants_give_the_runs_of_run_flow():
+    """Variants of one family in one batch (the unpenalized one at weight 0 among penalized
+    ones) and a family of their own each equal `run_flow` of each configuration alone."""
+    task = it.Task(L=4, S=3, H=2, N=1000, beta=4.0)
+    base = it.FlowConfig(rho=0.1, t_max=1e6, n_save=6)
+    configs = [
+        base,
+        base.replace(coordination=0.3),
+        base.replace(rho=0.05),
+        base.replace(objective="worst-phase", tau=0.5, max_steps=3000),
+    ]
+    together = _flow_run.run_flow_variants(task, configs, 2)
+    for config, run in zip(configs, together):
+        alone = _flow_run.run_flow(task, config, 2)
+        assert run.config is config
+        _assert_same_runs(alone.per_seed, run.per_seed)
+        assert run.summary.distinct_fraction == alone.summary.distinct_fraction
+    # the penalty does move the flow: weight 0 is not a no-op by accident of the test
+    assert not np.allclose(together[0].per_seed.t_final, together[1].per_seed.t_final)
+
+
+def test_flow_variants_refuse_bad_input():
+    task = it.Task(L=4, S=3, H=2, N=1000, beta=4.0)
+    base = it.FlowConfig(rho=0.1, t_max=1e6, n_save=6)
+    import pytest
+
+    with pytest.raises(ValueError, match="configs must hold"):
+        _flow_run.run_flow_variants(task, [], 2)
+    with pytest.raises(ValueError, match="one per configuration"):
+        _flow_run.run_flow_variants(task, [base, base], [2, 2, 2])
+    with pytest.raises(ValueError, match="dynamics='reduced'"):
+        _flow_run.run_flow_variants(task, [base.replace(dynamics="full")], 2)
+
+
+def test_flows_run_together_are_cached_as_flow_runs(tmp_path, monkeypatch):
+    """`flow_runs_together` stores each configuration under its own `flow_runs` key: a later
+    `flow_runs` of one of them computes nothing and reads the same numbers."""
+    from inductheory.figures import _runs
+
+    task = it.Task(L=4, S=3, H=2, N=1000, beta=4.0)
+    base = it.FlowConfig(rho=0.1, t_max=1e6, n_save=6)
+    configs = [base, base.replace(coordination=0.3)]
+    together = _runs.flow_runs_together(task, configs, [2, 3], tmp_path)
+    alone = _flow_run.run_flow(task, configs[1], 3)
+    np.testing.assert_array_equal(together[1]["selected"], alone.per_seed.selected)
+    np.testing.assert_allclose(
+        together[1]["final_loss"], alone.per_seed.final["loss"], rtol=1e-10
+    )
+
+    def refuse(*a, **k):
+        raise AssertionError("computed again")
+
+    monkeypatch.setattr(_runs, "run_flow", refuse)
+    monkeypatch.setattr(_runs, "run_flow_variants", refuse)
+    for config, n, stored in zip(configs, [2, 3], together):
+        assert _runs.flow_runs(task, config, n, tmp_path) == stored
+    assert _runs.flow_runs_together(task, configs, [2, 3], tmp_path) == together

@@ -20,6 +20,7 @@ from ._flows import (
     no_selection_message as no_selection_message,
     offset_histogram as offset_histogram,
     run_flow as run_flow,
+    run_flow_variants as run_flow_variants,
     run_flows as run_flows,
     sample_size as sample_size,
     seed_keys as seed_keys,

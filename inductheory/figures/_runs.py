@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..experiments._flows import run_flow, run_flows
+from ..experiments._flows import run_flow, run_flow_variants, run_flows
 from ..flow._config import FlowConfig
 from ..flow._solution import STATUSES
 from ..internal._io import cached, load_cached, store_cached
@@ -93,6 +93,37 @@ def flow_runs(
     return cached(
         cache_dir, _flow_params(task, config, seeds, seed, trajectories), compute
     )
+
+
+def flow_runs_together(
+    task: Task, configs, seeds, cache_dir, *, seed: int = 0
+) -> list[dict]:
+    """`flow_runs` of several reduced-flow configurations of one task: the ones not cached yet
+    run together, one batch per compiled program (`run_flow_variants`, the same numbers bit for
+    bit), each cached under its own `flow_runs` key.
+
+    **Arguments:** `seeds`: one count for all configurations or one per configuration; the rest
+    as in `flow_runs`.
+
+    **Returns:** the `flow_runs` dicts, in the order of `configs`.
+    """
+    configs = list(configs)
+    counts = [seeds] * len(configs) if np.ndim(seeds) == 0 else list(seeds)
+    params = [_flow_params(task, c, n, seed, False) for c, n in zip(configs, counts)]
+    found = [load_cached(cache_dir, p) for p in params]
+    todo = [i for i, f in enumerate(found) if f is None]
+    if todo:
+        announce(
+            f"computing {len(todo)} reduced flows together, {_shape(task)}, "
+            f"{sum(counts[i] for i in todo)} seeds in all"
+        )
+        with assumptions_silenced():
+            runs = run_flow_variants(
+                task, [configs[i] for i in todo], [counts[i] for i in todo], seed=seed
+            )
+        for i, run in zip(todo, runs):
+            found[i] = store_cached(cache_dir, params[i], _flow_result(run, False))
+    return found
 
 
 def padded_flow_runs(

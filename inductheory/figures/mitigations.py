@@ -15,6 +15,7 @@ from ..experiments._mitigations import (
     mitigation_task,
     selection_edges,
 )
+from ..flow._config import FlowConfig
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
 from ._stats import share_text
@@ -132,6 +133,25 @@ def _coordination(quick: bool, shapes, queries, config, runner, task) -> list[di
     )
 
 
+def _group_flows(quick: bool, shapes, queries, config, cache_dir, task) -> None:
+    """The mean-objective flows of each group (plain, overlap-penalized and at the threshold
+    factors), run together into the cache the tables read: one compiled program per group instead
+    of one per kind of variant (`_runs.flow_runs_together`; the same numbers). The worst-phase
+    flows keep their own runs: with their 20,000-step budget, a batch of more than 64 lanes
+    would compile a second program for its long pass."""
+    for (H, S), q in itertools.product(shapes, queries):
+        group = mitigation_task(S, S, H=H, queries=q, **task)
+        lam = coordination_threshold(group).threshold
+        variants = [v for v in _variants(quick) if "objective" not in v] + [
+            {"coordination": f * lam} for f in THRESHOLD_FACTORS
+        ]
+        seeds = [_seeds_of(v, quick) for v in variants[: -len(THRESHOLD_FACTORS)]] + [
+            4 if quick else COORDINATION_SEEDS
+        ] * len(THRESHOLD_FACTORS)
+        configs = [FlowConfig(**{**config.to_dict(), **v}) for v in variants]
+        _runs.flow_runs_together(group, configs, seeds, cache_dir)
+
+
 def _threshold_rows(shapes, queries, seeds, config, runner, task) -> list[dict]:
     """Per group: lambda* (`coordination_threshold`) and flows at `THRESHOLD_FACTORS` lambda*."""
     rows = []
@@ -201,6 +221,7 @@ def compute(quick: bool, cache_dir) -> dict:
         (((2, 4),), ("all",)) if quick else (((2, 4), (3, 4)), ("within", "all"))
     )
     task = {k: v for k, v in TASK.items() if k not in ("H", "queries")}
+    _group_flows(quick, shapes, queries, config, cache_dir, task)
     coordination = _coordination(quick, shapes, queries, config, runner, task)
     for row in coordination:
         row["label"] = _label(row["variant"])

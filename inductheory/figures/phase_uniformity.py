@@ -136,13 +136,18 @@ def compute(quick: bool, cache_dir) -> dict:
         HEADS[:1] if quick else HEADS
     ):  # quick: H = 2 only (each flow setting compiles once)
         task = _runs.task_of(**{**_runs.BASE, "S": S, "H": H})
-        learned = _points(task, _runs.flow_runs(task, config, seeds, cache_dir))
-        coordinated = {}
-        for name, _, change in COORDINATED:
-            cfg, _ = _runs.reduced_config(quick, **change)
-            coordinated[name] = _points(
-                task, _runs.flow_runs(task, cfg, few, cache_dir)
-            )
+        # the learned and coordinated flows together: those of one compiled program run as one
+        # batch (the same numbers as one run each)
+        configs = [
+            _runs.reduced_config(quick, **change)[0] for *_, change in COORDINATED
+        ]
+        runs = _runs.flow_runs_together(
+            task, [config, *configs], [seeds] + [few] * len(configs), cache_dir
+        )
+        learned = _points(task, runs[0])
+        coordinated = {
+            name: _points(task, run) for (name, *_), run in zip(COORDINATED, runs[1:])
+        }
         u_mean, u_worst = mean_and_worst(task, uniform_gates(H, S))
         vertices = []
         for offsets in itertools.product(range(selectable_offsets(S)), repeat=H):
