@@ -6,8 +6,13 @@ fresh process (compilation included), side by side in one run:
   checkout of the code before traced scalars, run in a subprocess: every point compiled its own
   programs there); `--baseline-points` < 64 runs the first points only and extrapolates.
 - bfgs: today's vectorized sweep with the BFGS-on-logits + projected-gradient minimizer
-  (`OracleMinimizer(method="bfgs")`).
+  (`OracleMinimizer(method="bfgs")`, the independent second method).
 - newton: the same sweep with the active-set Newton minimizer (`method="newton"`, the default).
+
+Where the Newton sweep's time goes (one process): XLA compiling its one program (vertex
+enumeration, starts and the Newton loop: Hessian, shifted Cholesky factors, candidate steps),
+then running the points one after another, each point's starts in lockstep under `vmap` until
+its slowest start stops.
 
 Each line gives the wall time and the CPU time of the process (user + system, all threads: the
 fairer number on a shared machine); the ratios are of CPU times, and of wall times in brackets.

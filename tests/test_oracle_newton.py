@@ -11,19 +11,19 @@ import inductheory as it
 from inductheory.model._gates import OracleGates
 from inductheory.model._loss import context_loss
 from inductheory.oracle import OracleMinimizer, best_vertex, oracle_point, vertex_gates
-from inductheory.oracle._minimize import local_certificate
+from inductheory.oracle._minimize import local_certificate, starts
 
 # inside the hard-selection regime, outside it, and near its boundary (both verdicts occur)
 POINTS = [(16, 4.0), (16, 10.0), (64, 8.0), (256, 12.0), (4096, 12.0)]
 
 
 @pytest.mark.parametrize("N, beta", POINTS)
-def test_newton_matches_bfgs(N, beta):
-    """Same verdicts, best losses within 1e-9 relative, at L4 S4 H2 exact geometry."""
+def test_default_newton_matches_bfgs(N, beta):
+    """The default method (Newton) against BFGS, the independent second method: same verdicts,
+    best losses within 1e-9 relative, at L4 S4 H2 exact geometry."""
+    assert OracleMinimizer().method == "newton"
     task = it.Task(L=4, S=4, H=2, N=N, beta=beta)
-    new = oracle_point(
-        task, jax.random.key(0), OracleMinimizer(method="newton", restarts=4)
-    )
+    new = oracle_point(task, jax.random.key(0), OracleMinimizer(restarts=4))
     old = oracle_point(task, jax.random.key(0), OracleMinimizer(method="bfgs"))
     assert (new.hard_selection, new.distinct_heads) == (
         old.hard_selection,
@@ -82,3 +82,23 @@ def test_certificate_vertex_and_not():
             np.all(np.min(others, axis=-1) > g[sel].reshape(g.shape[:-1]))
         )
         assert bool(local_certificate(f, q)) == kkt_strict
+
+
+@pytest.mark.parametrize("partitionable", [True, False])
+def test_starts_draw_the_shaped_normals(partitionable):
+    """The random starts are drawn as one flat vector (cheaper to compile): the same numbers as
+    `jax.random.normal` of the 5-d shape under either threefry layout."""
+    task = it.Task(L=4, S=4, H=2, N=64)
+    config = OracleMinimizer(restarts=3)
+    seeds = jnp.zeros((2, task.H, task.L), dtype=jnp.int32)
+    with jax.threefry_partitionable(partitionable):
+        z = starts(jax.random.key(7), task, config, seeds)
+        k_random, k_seed = jax.random.split(jax.random.key(7))
+        random = config.init_scale * jax.random.normal(k_random, (3, 2, 2, 4, 4))
+        u = jax.nn.softmax(jax.random.normal(k_seed, (2, 2, 2, 4, 4)), axis=-1)
+    np.testing.assert_array_equal(np.asarray(z[:3]), np.asarray(random))
+    vertex = np.zeros((2, 2, 2, 4, 4))
+    vertex[:, 0, :, :, 0] = 1.0  # key gates at offset 0, value gates at offset 1
+    vertex[:, 1, :, :, 1] = 1.0
+    expected = np.log((1 - config.vertex_jitter) * vertex + config.vertex_jitter * u)
+    np.testing.assert_allclose(np.asarray(z[3:]), expected, rtol=1e-14)

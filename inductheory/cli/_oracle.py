@@ -15,7 +15,7 @@ from ..internal._io import write_text_atomic
 from ..internal._memory import check_memory, oracle_bytes
 from ..internal._progress import Progress
 from ..model._task import task_with
-from ..oracle._minimize import OracleMinimizer
+from ..oracle._minimize import METHODS, OracleMinimizer
 from ..oracle._point import config_dict, oracle_point
 from ._common import (
     TOKEN_ID_MAX,
@@ -117,10 +117,10 @@ def add_minimizer_arguments(p) -> None:
     m = p.add_argument_group("minimizer")
     m.add_argument(
         "--method",
-        choices=("bfgs", "newton"),
-        default="bfgs",
-        help="local method: BFGS on logits + polish (default), or active-set Newton (few random "
-        "starts suffice next to the vertex seeds, e.g. --restarts 4)",
+        choices=METHODS,
+        default="newton",
+        help="local method: active-set Newton with the exact Hessian (default), or BFGS on "
+        "logits + projected-gradient polish (the independent second method)",
     )
     m.add_argument(
         "--restarts",
@@ -132,13 +132,13 @@ def add_minimizer_arguments(p) -> None:
         "--steps",
         type=int_type("steps", 1),
         default=300,
-        help="BFGS steps per start and round (default 300)",
+        help="Newton iterations per start, BFGS steps per start and round (default 300)",
     )
     m.add_argument(
         "--polish-steps",
         type=int_type("polish-steps", 0),
         default=300,
-        help="projected-gradient steps per round (default 300)",
+        help="bfgs only: projected-gradient steps per round (default 300)",
     )
     m.add_argument(
         "--tied",
@@ -150,7 +150,7 @@ def add_minimizer_arguments(p) -> None:
         "--rounds",
         type=int_type("rounds", 1),
         default=2,
-        help="BFGS + polish rounds (default 2)",
+        help="bfgs only: BFGS + polish rounds (default 2)",
     )
     m.add_argument(
         "--vertex-starts",

@@ -82,7 +82,7 @@ def compute(quick: bool, cache_dir) -> dict:
         "fit": fit,
         "parameters": {
             "task": "L=4 S=4 H=2 gamma=1 kappa=1, exact geometry",
-            "minimizer": f"{config.restarts} restarts + 8 vertex seeds",
+            "minimizer": f"active-set Newton, {config.restarts} restarts + 8 vertex seeds",
             "boundary": "smallest grid N from which every larger N is hard with distinct heads"
             + ("" if quick else ", refined by 2 bisection steps in log N"),
         },

@@ -18,6 +18,11 @@ F64, I32 = 8, 4
 # Solver stages and buffers per state (Tsit5/Dopri: 7 stages, y0, y1, error estimate, the saved
 # end state, the gradient and its adjoint temporaries): state-sized arrays alive at once per seed.
 SOLVER_STATES = 16
+# The oracle's Newton iteration per start: n x n matrices held at once (Hessian, projector, face
+# system and the Cholesky factors of its 5 shifts, with slack) and trial points evaluated at once
+# (10 Newton and 12 gradient step sizes, the snap, with slack; values only, no backward pass).
+NEWTON_MATRICES = 12
+NEWTON_CANDIDATES = 24
 # Reverse-mode differentiation keeps the forward intermediates: about this many logit-sized
 # arrays per context and query in the loss's backward pass.
 BACKWARD_COPIES = 3
@@ -239,9 +244,11 @@ def oracle_bytes(
     """Bytes of an `oracle_point`, by part (and `total`).
 
     - `geometry` and `contexts`;
-    - `starts`: restarts + vertex starts minimized at once (vmap), each with a BFGS state holding an
-      n x n inverse-Hessian estimate, n = 2*H*L*S, and a loss/gradient evaluation of one context
-      (a row of L*S+1 logits per query exact, N on a dense geometry);
+    - `starts`: restarts + vertex starts minimized at once (vmap), n = 2*H*L*S parameters each:
+      the Newton method's n x n Hessian, face system and Cholesky factors of its shifts (the
+      BFGS state's n x n inverse-Hessian estimate is smaller), the Hessian's n tangents through a
+      loss/gradient evaluation of one context (a row of L*S+1 logits per query exact, N on a dense
+      geometry) and the candidate steps' evaluations;
     - `vertices`: the vertex enumeration, evaluated in batches of 4096 configurations.
     """
     exact = d is None and not eps
@@ -254,13 +261,14 @@ def oracle_bytes(
     # vertices evaluated per batch: min(4096, configurations); exact geometry enumerates
     # block multisets
     configs = vertex_configurations(S, H, L, exact, VERTEX_BATCH)
-    per_vertex = loss_bytes(1, L, S, H, columns, hidden) // BACKWARD_COPIES
+    per_start = loss_bytes(1, L, S, H, columns, hidden)
+    per_vertex = per_start // BACKWARD_COPIES  # loss values only
     out = {
         "geometry": geometry_bytes(N, eps, d)
         + (0 if exact else F64 * N * L * S),  # + per-context basis
         "contexts": contexts_bytes(contexts, L, S),
-        "starts": F64 * starts * (n * n + 8 * n)
-        + starts * loss_bytes(1, L, S, H, columns, hidden),
+        "starts": F64 * starts * (NEWTON_MATRICES * n * n + 8 * n)
+        + starts * (n + NEWTON_CANDIDATES // BACKWARD_COPIES) * per_start,
         "vertices": configs * per_vertex,
     }
     out["total"] = sum(out.values())

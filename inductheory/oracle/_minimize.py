@@ -29,40 +29,41 @@ from ..model._objective import Objective
 from ..model._task import Task, _require_int, _require_real
 from ._vertices import vertex_gates
 
-# The local methods of `OracleMinimizer`: BFGS on logits + polish (default), active-set Newton in p.
-METHODS = ("bfgs", "newton")
+# The local methods of `OracleMinimizer`: active-set Newton in p (default), BFGS on logits + polish.
+METHODS = ("newton", "bfgs")
 
 
 class OracleMinimizer(eqx.Module):
     """Settings of the multi-start minimizer over the oracle class (immutable, validated).
 
-    **Method.** Each simplex vector is parametrized by softmax logits, $p = \\mathrm{softmax}(z)$,
-    which removes the constraints, and each start is minimized by BFGS (`optimistix.BFGS`, a
-    quasi-Newton method: superlinear near interior minima, and near a vertex minimum with a
-    positive gradient gap it drives the off-vertex masses to 0 geometrically, as Newton does on
-    $e^{-z}$). All starts run at once under `vmap`. Logits have two known defects at the
-    boundary, where Theorem 1's optima sit: a vertex is only approached (the logits diverge), and a
-    mass that collapsed early cannot come back (its logit gradient $p_i (g_i - \\langle g, p
-    \\rangle)$ vanishes) even where the gradient g asks for it, leaving non-KKT points. Hence each
-    BFGS run is followed by `polish_steps` of projected gradient descent in p with an Armijo step
+    **Newton** (`method="newton"`, the default). The problem has a few dozen parameters, so each
+    start runs an active-set Newton method in p directly: every iteration takes the exact Hessian,
+    solves the Newton system on the tangent space of the current face (the support's simplices,
+    shifted to positive definite where it is not) and tries, at once, that step at sizes 1, 1/2,
+    ... and projected-gradient steps over a wide range of sizes (which reach faces exactly and
+    reopen masses), keeping the lowest loss. Each start stops on its own at a KKT point
+    (Frank-Wolfe gap <= `tol`) or when no candidate lowers the loss; `steps` bounds its
+    iterations, and `rounds`, `polish_steps` and `reopen` are not used. Quadratic convergence near
+    a nondegenerate minimum and the exact snap of strict vertex minima reach each start's local
+    minimum in a few iterations where BFGS spends its full budgets. Stationarity is measured by
+    the Frank-Wolfe gap $\\sum_{h,l,B} (\\langle g, p \\rangle - \\min_r g_r)$, which is 0
+    exactly at KKT points of the product of simplices (at a vertex $e_r$: $g_r \\le g_i$ for
+    every i), and either method's end points carry a `local_certificate`.
+
+    **BFGS** (`method="bfgs"`, the independent second method). Each simplex vector is
+    parametrized by softmax logits, $p = \\mathrm{softmax}(z)$, which removes the constraints, and
+    each start is minimized by BFGS (`optimistix.BFGS`, a quasi-Newton method: superlinear near
+    interior minima, and near a vertex minimum with a positive gradient gap it drives the
+    off-vertex masses to 0 geometrically, as Newton does on $e^{-z}$). All starts run at once
+    under `vmap`, each for its full budget. Logits have two known defects at the boundary, where
+    Theorem 1's optima sit: a vertex is only approached (the logits diverge), and a mass that
+    collapsed early cannot come back (its logit gradient $p_i (g_i - \\langle g, p \\rangle)$
+    vanishes) even where the gradient g asks for it, leaving non-KKT points. Hence each BFGS run
+    is followed by `polish_steps` of projected gradient descent in p with an Armijo step
     (Euclidean projection onto the simplex: reaches faces exactly and reopens masses), repeated
     for `rounds` rounds (the next BFGS starts from the polished point with masses reopened by
     `reopen`). Finally every mass below `snap` is set to exactly 0 (renormalized) if that does
-    not raise the loss, so a reported vertex is a vertex. Stationarity is certified by the
-    Frank-Wolfe gap $\\sum_{h,l,B} (\\langle g, p \\rangle - \\min_r g_r)$, which is 0 exactly at
-    KKT points of the product of simplices (at a vertex $e_r$: $g_r \\le g_i$ for every i).
-
-    **Newton** (`method="newton"`). The problem has a few dozen parameters, so each start can run
-    an active-set Newton method in p directly: every iteration takes the exact Hessian, solves the
-    Newton system on the tangent space of the current face (the support's simplices, shifted to
-    positive definite where it is not) and tries, at once, that step at sizes 1, 1/2, ... and
-    projected-gradient steps over a wide range of sizes (which reach faces exactly and reopen
-    masses), keeping the lowest loss. Each start stops on its own at a KKT point (Frank-Wolfe gap
-    <= `tol`) or when no candidate lowers the loss; `steps` bounds its iterations, and `rounds`,
-    `polish_steps` and `reopen` are not used. Quadratic convergence near a nondegenerate minimum
-    and the exact snap of strict vertex minima make a few random starts next to the vertex seeds
-    enough where BFGS needs many full budgets. Either method's end points carry a
-    `local_certificate`.
+    not raise the loss, so a reported vertex is a vertex.
 
     **Starts.** `restarts` random starts with logits $z \\sim \\mathcal N(0,
     \\text{init\\_scale}^2)$,
@@ -71,18 +72,19 @@ class OracleMinimizer(eqx.Module):
     that a local search from a good vertex may also leave it if a better non-vertex point is near.
 
     **Arguments:**
-    - `method`: `"bfgs"` (BFGS on logits + projected-gradient polish) or `"newton"`.
+    - `method`: `"newton"` (active-set Newton in p) or `"bfgs"` (BFGS on logits +
+      projected-gradient polish).
     - `restarts`: number of random starts, >= 1.
-    - `steps`: BFGS steps per start and round (Newton: iterations per start), >= 1.
-    - `polish_steps`: projected-gradient steps per round, >= 0.
-    - `rounds`: BFGS + polish rounds, >= 1.
-    - `reopen`: mass mixed in from the uniform distribution between rounds, in (0, 1).
+    - `steps`: Newton iterations per start (BFGS: steps per start and round), >= 1.
+    - `polish_steps`: BFGS only: projected-gradient steps per round, >= 0.
+    - `rounds`: BFGS only: BFGS + polish rounds, >= 1.
+    - `reopen`: BFGS only: mass mixed in from the uniform distribution between rounds, in (0, 1).
     - `init_scale`: standard deviation of the random initial logits, > 0.
     - `vertex_jitter`: $\\eta$ in (0, 1) for seeded starts.
     - `snap`: masses below this are set to 0 by the polish, in [0, 1/2).
     - `delta`: hard-selection tolerance: key mass >= 1 - delta at r, value mass >= 1 - delta at r+1,
       in (0, 1/2).
-    - `tol`: BFGS rtol = atol (Newton: the Frank-Wolfe gap at which a start stops), > 0.
+    - `tol`: the Frank-Wolfe gap at which a Newton start stops (BFGS: its rtol = atol), > 0.
     - `tied`: one gate for both branches ($p^V_{h,l} = p^K_{h,l}$, kernels that share K and V);
       a tied gate "selects" the offset where its mass is >= 1 - delta.
     - `objective`, `tau`, `coordination`: minimize an `Objective` of the context's per-phase
@@ -91,12 +93,12 @@ class OracleMinimizer(eqx.Module):
       objective's values.
 
     ```python
-    config = OracleMinimizer(restarts=16, steps=300)
-    fast = OracleMinimizer(method="newton", restarts=4)  # with vertex seeds
+    config = OracleMinimizer(restarts=16)  # Newton
+    check = OracleMinimizer(method="bfgs", restarts=16, steps=300)
     ```
     """
 
-    method: str = eqx.field(static=True, default="bfgs")
+    method: str = eqx.field(static=True, default="newton")
     restarts: int = eqx.field(static=True, default=32)
     steps: int = eqx.field(static=True, default=300)
     polish_steps: int = eqx.field(static=True, default=300)
@@ -230,12 +232,36 @@ def project_simplex(v: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
     entries sorted decreasingly, $\\rho = \\max\\{j : u_j - (\\sum_{i \\le j} u_i - 1)/j > 0\\}$ and
     $\\tau = (\\sum_{i \\le \\rho} u_i - 1)/\\rho$.
     """
-    u = -jnp.sort(-v, axis=-1)
+    u = _sorted_decreasing(v)
     css = jnp.cumsum(u, axis=-1) - 1.0
     j = jnp.arange(1, v.shape[-1] + 1)
     rho = jnp.sum(u - css / j > 0, axis=-1, keepdims=True)
     tau = jnp.take_along_axis(css, rho - 1, axis=-1) / rho
     return jnp.maximum(v - tau, 0.0)
+
+
+# Rows up to this length are sorted by a compare-exchange network instead of `jnp.sort`.
+_NETWORK_SORT_MAX = 16
+
+
+def _sorted_decreasing(v: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
+    """The entries of each row in decreasing order: `-jnp.sort(-v)`, value for value.
+
+    Short rows (the offsets of one gate) go through an odd-even transposition network of
+    `jnp.maximum` / `jnp.minimum`, which XLA on CPU runs several times faster than its sort (a
+    sort is a permutation: any correct one gives the same values).
+    """
+    n = v.shape[-1]
+    if n > _NETWORK_SORT_MAX:
+        return -jnp.sort(-v, axis=-1)
+    rows = [v[..., i] for i in range(n)]
+    for stage in range(n):
+        for i in range(stage % 2, n - 1, 2):
+            rows[i], rows[i + 1] = (
+                jnp.maximum(rows[i], rows[i + 1]),
+                jnp.minimum(rows[i], rows[i + 1]),
+            )
+    return jnp.stack(rows, axis=-1)
 
 
 # Largest projected-gradient step: beyond it p - t g loses p to rounding (the projection subtracts
@@ -413,18 +439,46 @@ def local_certificate(f, p):
     return _certified(jax.grad(f)(p), p, jnp.all(jnp.isfinite(factor)))
 
 
+class Descent(eqx.Module):
+    """The end points of `descend`'s local searches, one row per start, classified.
+
+    **Fields:**
+    - `p`: the end points (starts, B, H, L, W), B = `config.branches` (key then value; tied gates
+      have the key only).
+    - `values`: their losses (starts,).
+    - `fw`: their Frank-Wolfe gaps (starts,).
+    - `certified`: their `local_certificate`s (starts,).
+    - `offsets`: their `selected_offsets` (starts, H, L), -1 where not delta-hard.
+    - `distinct`: hard with the heads' offsets distinct within every block (starts,).
+    """
+
+    p: Float[Array, "starts branches heads blocks offsets"]
+    values: Float[Array, " starts"]
+    fw: Float[Array, " starts"]
+    certified: Array
+    offsets: Int[Array, "starts heads blocks"]
+    distinct: Array
+
+
 def descend(
     task: Task,
     geometry: AbstractGeometry,
     tokens,
     z0: Float[Array, "starts branches H L W"],
     config: OracleMinimizer,
-):
+) -> Descent:
     """The local searches of `minimize_oracle` from every start (pure: jit and vmap it).
 
-    **Returns:** `(p, values, fw, certified)`: the end points (starts, B, H, L, W) with B =
-    `config.branches` (key then value; tied gates have the key only), their losses, Frank-Wolfe
-    gaps and `local_certificate`s.
+    The end points are classified here, inside the compiled program, so that reading the result
+    runs no further JAX operations.
+
+    **Returns:** a `Descent`.
+
+    ```python
+    z0 = starts(jax.random.key(0), task, config, seeds=None)
+    end = descend(task, geometry, tokens, z0, config)
+    end.values.min(), end.offsets
+    ```
     """
     loss = _loss_of(task, geometry, tokens, config.objective_function())
     f = lambda p: loss(
@@ -446,7 +500,16 @@ def descend(
         value = jnp.where(keep, snapped_value, value)
         return p, value, _fw_gap(jax.grad(f)(p), p), local_certificate(f, p)
 
-    return jax.vmap(one)(z0)
+    p, values, fw, certified = jax.vmap(one)(z0)
+    offsets = selected_offsets(p[:, 0], p[:, -1], config.delta, config.tied)
+    return Descent(
+        p=p,
+        values=values,
+        fw=fw,
+        certified=certified,
+        offsets=offsets,
+        distinct=distinct_within_blocks(offsets),
+    )
 
 
 def _bfgs_rounds(task: Task, f, z, config: OracleMinimizer):
@@ -468,19 +531,28 @@ def _bfgs_rounds(task: Task, f, z, config: OracleMinimizer):
     return p, value
 
 
+def _normal(key: PRNGKeyArray, shape: tuple[int, ...]) -> Float[Array, ...]:
+    """`jax.random.normal(key, shape)`, bit for bit, drawn as one flat vector.
+
+    Threefry's counters are the flat element index, so the values are the same; XLA on CPU
+    compiles the flat draw several times faster than a draw of a 5-d shape.
+    """
+    return jax.random.normal(key, (int(np.prod(shape)),)).reshape(shape)
+
+
 def starts(
     key: PRNGKeyArray, task: Task, config: OracleMinimizer, seeds
 ) -> Float[Array, "starts branches H L W"]:
     """Initial logits: `config.restarts` random starts, then one jittered start per seed vertex."""
     shape = (config.branches, task.H, task.L, task.W)
     k_random, k_seed = jax.random.split(key)
-    z = config.init_scale * jax.random.normal(k_random, (config.restarts,) + shape)
+    z = config.init_scale * _normal(k_random, (config.restarts,) + shape)
     if seeds is None or len(seeds) == 0:
         return z
     seeds = jnp.asarray(seeds)
     g = vertex_gates(task.W, seeds, config.tied)
     vertex = jnp.stack([g.key, g.value][: config.branches], axis=1)  # (k, B, H, L, W)
-    u = jax.nn.softmax(jax.random.normal(k_seed, vertex.shape), axis=-1)
+    u = jax.nn.softmax(_normal(k_seed, vertex.shape), axis=-1)
     p = (1 - config.vertex_jitter) * vertex + config.vertex_jitter * u
     return jnp.concatenate([z, jnp.log(p)], axis=0)
 
@@ -513,7 +585,7 @@ def minimize_oracle(
     *,
     seeds: Int[Array, "seeds heads blocks"] | None = None,
 ) -> OracleResult:
-    """Minimize one context's loss over the oracle class (multi-start BFGS on logits + polish).
+    """Minimize one context's loss over the oracle class (multi-start local searches).
 
     Minimizes $\\ell_X(p) = \\frac{1}{L(S-1)} \\sum_{(l^*, r^*)} \\mathrm{CE}(l^*, r^*)$ over
     $p^K_{h,l}, p^V_{h,l} \\in \\Delta^{S-1}$ (see `OracleMinimizer` for the method). Under exact
@@ -535,35 +607,29 @@ def minimize_oracle(
     ```
     """
     z0 = starts(key, task, config, seeds)
-    return oracle_result(*_descend(task, geometry, tokens, z0, config), config)
+    return oracle_result(_descend(task, geometry, tokens, z0, config), config)
 
 
-def oracle_result(p, values, fw, certified, config: OracleMinimizer) -> OracleResult:
-    """The `OracleResult` of the local searches' end points (`descend`'s outputs for one
-    context)."""
-    values = np.asarray(values)
+def oracle_result(end: Descent, config: OracleMinimizer) -> OracleResult:
+    """The `OracleResult` of the local searches' end points (`descend`'s `Descent` for one
+    context; numpy arrays or JAX arrays)."""
+    end = jax.device_get(end)
+    values = np.asarray(end.values)
     values = np.where(np.isfinite(values), values, np.inf)
     # Many starts reach the same optimum (up to symmetry) with losses equal to the last bits: the
     # first start within 1e-12 of the best is chosen, so the reported minimizer does not depend on
     # roundoff (batched and single-point runs report the same one).
     lowest = float(np.min(values))
     best = int(np.argmax(values <= lowest + 1e-12 * (1.0 + abs(lowest))))
-    gates = OracleGates(key=p[best, 0], value=p[best, -1])
-    offsets, hard, distinct = classify(gates, config.delta, config.tied)
-    start_hard = np.asarray(
-        jnp.all(
-            selected_offsets(p[:, 0], p[:, -1], config.delta, config.tied) >= 0,
-            axis=(-2, -1),
-        )
-    )
+    start_hard = np.all(end.offsets >= 0, axis=(-2, -1))
     return OracleResult(
         loss=float(values[best]),
-        gates=gates,
-        offsets=offsets,
-        hard=hard,
-        distinct=distinct,
-        fw_gap=float(fw[best]),
-        certified=bool(certified[best]),
+        gates=OracleGates(key=end.p[best, 0], value=end.p[best, -1]),
+        offsets=np.asarray(end.offsets[best]),
+        hard=bool(start_hard[best]),
+        distinct=bool(end.distinct[best]),
+        fw_gap=float(end.fw[best]),
+        certified=bool(end.certified[best]),
         start_losses=values,
         start_hard=start_hard,
         n_random=config.restarts,

@@ -287,7 +287,7 @@ def _exact_points(
             config,
             configs[order[:seeds]] if seeds else None,
         )
-        return (losses[order], order, *descend(task, geometry, tokens, z0, config))
+        return losses[order], order, descend(task, geometry, tokens, z0, config)
 
     return jax.vmap(one)(tasks, keys)
 
@@ -321,7 +321,7 @@ def exact_oracle_points(
     # placeholder keeps N, which is static in `ExactGeometry`, out of the compiled program's key.
     geometry = ExactGeometry(template.L * template.S, 1.0)
     configs, method = vertex_configs(template, geometry, tied=config.tied)
-    top_losses, order, p, values, fw, certified = jax.device_get(
+    top_losses, order, end = jax.device_get(
         _exact_points(
             tasks, jnp.asarray(keys), config, geometry, jnp.asarray(configs), seeds
         )
@@ -338,7 +338,7 @@ def exact_oracle_points(
             n_evaluated=len(configs),
             method=method,
         )
-        res = oracle_result(p[i], values[i], fw[i], certified[i], config)
+        res = oracle_result(jax.tree.map(lambda x, i=i: x[i], end), config)
         points.append(
             point_summary(
                 task,
