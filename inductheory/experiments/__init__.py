@@ -85,3 +85,8 @@ from ._sweep_checks import (
     check_grid_points as check_grid_points,
     sweep_problems as sweep_problems,
 )
+from ._training import (
+    TrainingSummary as TrainingSummary,
+    summarize_training as summarize_training,
+    train_bytes as train_bytes,
+)
