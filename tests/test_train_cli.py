@@ -105,3 +105,65 @@ def test_population_batch_without_a_closed_form(capsys):
     assert main([*args, "--batch", "population"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--batch population" in err
+
+
+def _tiny_train(task=None, **changes):
+    config = TrainConfig(**{**TINY, **changes})
+    return train(it.Task(**TASK) if task is None else task, ModelConfig(), config, 2)
+
+
+def test_train_sweep_equals_separate_train_calls():
+    config = (ModelConfig(), TrainConfig(**TINY))
+    ds = it.sweep("train", it.Task(**TASK), {"lr": [0.25, 0.5]}, config=config, seeds=2)
+    assert ds.attrs["kind"] == "train" and ds.attrs["seed"] == 0
+    for lr in (0.25, 0.5):
+        run, point = _tiny_train(lr=lr), ds.sel(lr=lr)
+        m = run.measures
+        np.testing.assert_array_equal(point.key_offsets, m.key_offsets)
+        np.testing.assert_array_equal(point.value_offsets, m.value_offsets)
+        np.testing.assert_allclose(point.phase_accuracy, m.phase_accuracy)
+        np.testing.assert_allclose(point.argmax_mass, m.argmax_mass, rtol=1e-12)
+        np.testing.assert_allclose(point.held_out_loss, m.loss, rtol=1e-12)
+        np.testing.assert_allclose(
+            point.final_loss, run.statistics.loss[:, -1], rtol=1e-12
+        )
+        follows = np.mean(
+            np.all(m.value_offsets == np.asarray(m.key_offsets) + 1, axis=1)
+        )
+        assert float(point.value_is_key_plus_one_fraction) == follows
+        distinct = np.mean(m.key_offsets[:, 0] != m.key_offsets[:, 1])
+        assert float(point.distinct_fraction) == distinct
+
+
+def test_sweep_train_cli_points_equal_train_calls(tmp_path, capsys):
+    i = ARGS.index("--seeds")  # the sweep's own --seeds, then its grid
+    options = [*ARGS[1:i], *ARGS[i + 2 :]]
+    argv = ["sweep", "train", *options, "--seeds", "2", "--grid", "beta=2,4"]
+    assert main([*argv, "--json", "--out", str(tmp_path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["kind"] == "train" and report["grid"] == {"beta": [2.0, 4.0]}
+    for point in report["points"]:
+        run = _tiny_train(it.Task(**{**TASK, "beta": point["beta"]}))
+        assert point["key_offsets"] == np.asarray(run.measures.key_offsets).tolist()
+        assert point["value_offsets"] == np.asarray(run.measures.value_offsets).tolist()
+        np.testing.assert_allclose(point["phase_accuracy"], run.measures.phase_accuracy)
+        np.testing.assert_allclose(
+            point["final_loss"], run.statistics.loss[:, -1], rtol=1e-12
+        )
+    assert (tmp_path / "sweep.nc").exists() and (tmp_path / "points.json").exists()
+    # the same sweep again resumes from its stored blocks
+    assert main([*argv, "--json", "--out", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["points"] == report["points"]
+
+
+def test_sweep_train_refuses_grid_values_and_options(capsys):
+    task = it.Task(**TASK)
+    with pytest.raises(ValueError, match="lr"):
+        it.sweep("train", task, {"lr": [0.5, -1.0]}, config=TrainConfig(**TINY))
+    with pytest.raises(ValueError, match="not swept by a train sweep"):
+        it.sweep("train", task, {"delta": [0.1]}, config=TrainConfig(**TINY))
+    with pytest.raises(ValueError, match="config must be a TrainConfig"):
+        it.sweep("train", task, {"lr": [0.5]}, config=it.FlowConfig())
+    assert main(["sweep", "train", "--grid", "lr=0.1", "--maps", "learned"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--maps" in err

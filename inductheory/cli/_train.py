@@ -79,6 +79,33 @@ def register(sub) -> None:
         "flow (`inductheory flow --dynamics full`) from the same seeds.",
     )
     add_task_arguments(p, geometry=False)
+    add_train_arguments(p)
+    p.add_argument(
+        "--seeds",
+        type=int_type("seeds", 1),
+        default=16,
+        help="number of seeds (default 16)",
+    )
+    p.add_argument(
+        "--out",
+        type=output_dir_type,
+        default=None,
+        help="directory for train.json, statistics.npz, models.eqx, report.json and a "
+        "checkpoint after every chunk (an interrupted run resumes)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    add_cpu_devices_argument(p)
+    add_json_argument(p)
+    p.set_defaults(
+        func=run,
+        interrupt_message="interrupted; with --out the run resumes from its last chunk",
+    )
+
+
+def add_train_arguments(p, *, geometry: bool = True) -> None:
+    """The options of a `ModelConfig` and a `TrainConfig` (shared with `inductheory sweep
+    train`); see `configs_from_args`. `geometry=False`: the parser has --eps and --d already
+    (the task's geometry options, read the same way)."""
     m = p.add_argument_group("model (default: the theorem's setting)")
     m.add_argument(
         "--embeddings",
@@ -87,18 +114,8 @@ def register(sub) -> None:
         help="exact geometry (default), approximate geometry (--eps or --d) or learned "
         "(dimension --d)",
     )
-    m.add_argument(
-        "--eps",
-        type=float_type("eps", 0, 1, low_open=True, high_open=True),
-        default=None,
-        help="with --embeddings approximate: target geometry error in (0, 1)",
-    )
-    m.add_argument(
-        "--d",
-        type=int_type("d", 1),
-        default=None,
-        help="embedding dimension: of the approximate geometry, or of learned embeddings",
-    )
+    if geometry:
+        _add_geometry_arguments(m)
     m.add_argument("--maps", choices=MAPS, default="identity", help="q/k/v/o maps")
     m.add_argument(
         "--unembedding",
@@ -204,25 +221,21 @@ def register(sub) -> None:
         default=256,
         help="steps per compiled chunk (progress and checkpoints between chunks)",
     )
-    p.add_argument(
-        "--seeds",
-        type=int_type("seeds", 1),
-        default=16,
-        help="number of seeds (default 16)",
-    )
-    p.add_argument(
-        "--out",
-        type=output_dir_type,
+
+
+def _add_geometry_arguments(m) -> None:
+    """--eps and --d: the approximate geometry's, or (--d) the learned embeddings' dimension."""
+    m.add_argument(
+        "--eps",
+        type=float_type("eps", 0, 1, low_open=True, high_open=True),
         default=None,
-        help="directory for train.json, statistics.npz, models.eqx, report.json and a "
-        "checkpoint after every chunk (an interrupted run resumes)",
+        help="with --embeddings approximate: target geometry error in (0, 1)",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-    add_cpu_devices_argument(p)
-    add_json_argument(p)
-    p.set_defaults(
-        func=run,
-        interrupt_message="interrupted; with --out the run resumes from its last chunk",
+    m.add_argument(
+        "--d",
+        type=int_type("d", 1),
+        default=None,
+        help="embedding dimension: of the approximate geometry, or of learned embeddings",
     )
 
 
