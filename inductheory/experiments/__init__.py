@@ -75,6 +75,7 @@ from ._sweep import (
     FlowSweep as FlowSweep,
     LossSweep as LossSweep,
     OracleSweep as OracleSweep,
+    TrainSweep as TrainSweep,
     points_of as points_of,
     summary_table as summary_table,
     sweep as sweep,
