@@ -162,6 +162,8 @@ def test_sweep_train_refuses_grid_values_and_options(capsys):
         it.sweep("train", task, {"lr": [0.5, -1.0]}, config=TrainConfig(**TINY))
     with pytest.raises(ValueError, match="not swept by a train sweep"):
         it.sweep("train", task, {"delta": [0.1]}, config=TrainConfig(**TINY))
+    with pytest.raises(ValueError, match="grid point N=50: balanced samples"):
+        it.sweep("train", task, {"N": [48, 50]}, config=TrainConfig(**TINY))
     with pytest.raises(ValueError, match="config must be a TrainConfig"):
         it.sweep("train", task, {"lr": [0.5]}, config=it.FlowConfig())
     assert main(["sweep", "train", "--grid", "lr=0.1", "--maps", "learned"]) == 2

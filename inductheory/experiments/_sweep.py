@@ -847,6 +847,14 @@ class TrainSweep(AbstractSweepKind):
                     {name: v}, lambda n=name, v=v: TrainConfig(**{**settings, n: v})
                 )
         checks.warn()
+        # `train` draws the full flow's balanced sample whatever its batch
+        T = task.L * task.S
+        for n in grid.get("N", [int(task.N)]):
+            if n % T:
+                where = f"grid point N={n!r}: " if "N" in grid else ""
+                raise ValueError(
+                    f"{where}balanced samples need L*S = {T} to divide N = {n}"
+                )
 
     def default_block(self, grid, seeds):
         return 1  # one train call per block: each finished point is stored at once
