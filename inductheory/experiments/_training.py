@@ -15,6 +15,7 @@ import dataclasses
 import numpy as np
 
 from ..internal._memory import (
+    BACKWARD_COPIES,
     F64,
     contexts_bytes,
     dimension_estimate,
@@ -152,8 +153,8 @@ def train_bytes(
     task, model_config: ModelConfig, train_config: TrainConfig, seeds: int
 ) -> dict:
     """Bytes of a `train` run, by part (and `total`): the geometry, the sample and held-out
-    contexts, every seed's loss with its gradient on one batch, its parameters with two
-    optimizer moments, and the logged statistics.
+    contexts, every seed's loss with its gradient on one batch (and a first layer's attention),
+    its parameters with two optimizer moments, and the logged statistics.
 
     **Arguments:** the arguments of `train`.
 
@@ -169,14 +170,22 @@ def train_bytes(
     tied = exact and model_config.unembedding == "tied"
     columns = L * task.S + 1 if tied else N
     hidden = None if exact else dim
-    layers = model_config.layers
-    params = H * 2 * W * dim + (2 * N * dim if learned else 0) + 4 * H * dim * dim
+    layers, T = model_config.layers, L * task.S
+    # gate vectors; learned embeddings, unembedding and maps (and the first layer's maps)
+    params = (
+        H * 2 * W * dim
+        + (N * dim if learned else 0)
+        + (N * dim if model_config.unembedding == "learned" else 0)
+        + 4 * H * dim * dim * ((model_config.maps == "learned") + layers - 1)
+    )
     logged = log_steps(train_config.steps, train_config.log_points).size
     return with_total(
         geometry=0 if learned else geometry_bytes(N, task.eps, task.d),
         contexts=contexts_bytes(train_config.M + train_config.eval_contexts, L, task.S),
-        loss=seeds * layers * loss_bytes(rows, L, W, H, columns, hidden),
-        parameters=F64 * 3 * seeds * layers * params,
+        loss=seeds * loss_bytes(rows, L, W, H, columns, hidden),
+        # a first, uncompressed layer: causal attention over the L*S positions per head
+        first_layer=F64 * BACKWARD_COPIES * seeds * rows * (layers - 1) * H * T * T,
+        parameters=F64 * 3 * seeds * params,  # with two optimizer moments
         statistics=F64 * seeds * logged * (H * 2 * (2 * W + 2) + 1),
     )
 
