@@ -286,7 +286,7 @@ def configs_from_args(args) -> tuple[ModelConfig, TrainConfig]:
             schedule=args.schedule,
             steps=args.steps,
             batch=args.batch,
-            M=1024 if args.M is None else args.M,
+            **({} if args.M is None else {"M": args.M}),  # else the config's default
             rho=args.rho,
             weight_decay=args.weight_decay,
             log_points=args.log_points,
