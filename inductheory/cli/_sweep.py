@@ -1,4 +1,4 @@
-"""`inductheory sweep {loss,flow,oracle}`: one subcommand's computation over a grid of
+"""`inductheory sweep {loss,flow,oracle,train}`: one subcommand's computation over a grid of
 parameters."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ..experiments._sweep import (
     FlowSweep,
     LossSweep,
     OracleSweep,
+    TrainSweep,
     points_of,
     summary_table,
     sweep,
@@ -45,6 +46,7 @@ from ._common import (
 from ._flow import add_flow_arguments, check_radius_resolution, flow_config_from_args
 from ._loss import add_gate_arguments
 from ._oracle import _config as minimizer_from_args, add_minimizer_arguments
+from ._train import add_train_arguments, configs_from_args, task_of
 
 
 def _grid_item(text: str) -> tuple[str, list[float]]:
@@ -158,6 +160,27 @@ def _oracle_inputs(args, task) -> dict:
     }
 
 
+def _add_train_options(k) -> None:
+    add_train_arguments(k, geometry=False)  # --eps, --d: the task options' own
+    k.add_argument(
+        "--seeds",
+        type=int_type("seeds", 1),
+        default=16,
+        help="seeds trained per grid point (default 16)",
+    )
+
+
+def _train_inputs(args, task) -> dict:
+    model_config, train_config = configs_from_args(args)
+    train_task = task_of(args)  # --d of learned embeddings is not the task's geometry
+    require_token_ids(train_task, "train (sampled contexts)")
+    return {
+        "task": train_task,
+        "config": (model_config, train_config),
+        "seeds": args.seeds,
+    }
+
+
 @dataclasses.dataclass(frozen=True)
 class _KindOptions:
     """The command line of one sweep kind: `add(parser)` adds its options, `inputs(args, task)`
@@ -172,13 +195,15 @@ _OPTIONS: dict[type[AbstractSweepKind], _KindOptions] = {
     LossSweep: _KindOptions(_add_loss_options, _loss_inputs),
     FlowSweep: _KindOptions(_add_flow_options, _flow_inputs),
     OracleSweep: _KindOptions(add_minimizer_arguments, _oracle_inputs),
+    TrainSweep: _KindOptions(_add_train_options, _train_inputs),
 }
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "sweep",
-        help="run loss, flow or oracle over a grid of parameters (vectorized, resumable)",
+        help="run loss, flow, oracle or train over a grid of parameters (vectorized, "
+        "resumable)",
         description="Run one subcommand's computation at every point of a grid (--grid "
         "NAME=V1,V2,... "
         "repeated: the cartesian product), vectorized and compiled once per shape. "
@@ -245,6 +270,7 @@ def run(args) -> int:
     # its parameters are compared by the sweep's manifest, with the differences named
     claim_out(args, f"sweep {args.kind}", parameters=False)
     inputs = args.sweep_inputs(args, task)
+    task = inputs.pop("task", task)  # a kind whose options also set the task's geometry
     with warnings.catch_warnings():  # said below, in one line with the exit status
         warnings.simplefilter("ignore", SweepFailureWarning)
         ds = sweep(args.kind, task, grid, **inputs, **kwargs)

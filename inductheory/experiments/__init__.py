@@ -76,6 +76,7 @@ from ._sweep import (
     FlowSweep as FlowSweep,
     LossSweep as LossSweep,
     OracleSweep as OracleSweep,
+    TrainSweep as TrainSweep,
     points_of as points_of,
     summary_table as summary_table,
     sweep as sweep,
@@ -85,4 +86,9 @@ from ._sweep_checks import (
     SweepProblems as SweepProblems,
     check_grid_points as check_grid_points,
     sweep_problems as sweep_problems,
+)
+from ._training import (
+    TrainingSummary as TrainingSummary,
+    summarize_training as summarize_training,
+    train_bytes as train_bytes,
 )
