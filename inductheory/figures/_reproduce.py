@@ -281,8 +281,36 @@ class _Status:
         self._write(text)
 
 
-def _start_worker(compilation_cache: str | None, program_store: str | None) -> None:
-    """A worker process takes the parent's persistent caches (the command line turns them on)."""
+# XLA's cheaper code generation: no backend optimization and no expensive LLVM passes. A figure of
+# many small programs, each run briefly, compiles in about three quarters of the CPU time; the
+# programs run slower and round differently, so it is used only where a figure's data stay
+# within the speed rule's tolerance under it (`FAST_COMPILE`).
+FAST_COMPILE_FLAGS = (
+    "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+)
+# The figures, by mode, computed by workers compiling with `FAST_COMPILE_FLAGS`: those whose data
+# under it equal the default compilation's within tolerance (checked by regenerating them).
+FAST_COMPILE: dict[str, frozenset[str]] = {
+    "quick": frozenset(),
+    "full": frozenset(),
+}
+
+
+def fast_compile(name: str, quick: bool) -> bool:
+    """Whether figure `name` is computed by a worker compiling with `FAST_COMPILE_FLAGS`."""
+    return name in FAST_COMPILE["quick" if quick else "full"]
+
+
+def _start_worker(
+    compilation_cache: str | None, program_store: str | None, fast: bool = False
+) -> None:
+    """A worker process takes the parent's persistent caches (the command line turns them on);
+    `fast`: it compiles with `FAST_COMPILE_FLAGS` (XLA reads them when jax starts its backend,
+    which importing this package does not)."""
+    if fast and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (
+            f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}".strip()
+        )
     import matplotlib
 
     matplotlib.use("Agg")
@@ -321,12 +349,13 @@ def _worn_out() -> bool:
 _MEMORY_SHARE = 0.25
 
 
-def _serve(worker: int, caches, tasks, events, progress: bool) -> None:
+def _serve(worker: int, caches, fast: bool, tasks, events, progress: bool) -> None:
     """A worker process: computes the figures it is sent (`(name, quick, mode_cache, out)`, None
     to stop) one at a time, keeping jax's compiled programs between them, and reports on
     `events`: `("line", name, text, finished)` progress, `("done", worker, name, data,
-    retiring)` (`retiring`: worn out, it stops) and `("failed", worker, name, error, trace)`."""
-    _start_worker(*caches)
+    retiring)` (`retiring`: worn out, it stops) and `("failed", worker, name, error, trace)`.
+    `fast`: it compiles with `FAST_COMPILE_FLAGS` (it is sent only the figures that allow it)."""
+    _start_worker(*caches, fast=fast)
     while (task := tasks.get()) is not None:
         name = task[0]
 
@@ -394,25 +423,32 @@ def _make_in_workers(
     busy: dict[int, str] = {}  # id -> the figure it computes
     count = iter(range(10**9))
 
-    def spawn() -> int:
+    def spawn(fast: bool) -> int:
         worker, tasks = next(count), context.Queue()
         process = context.Process(
             target=_serve,
-            args=(worker, caches, tasks, events, status.enabled),
+            args=(worker, caches, fast, tasks, events, status.enabled),
             daemon=True,
         )
         process.start()
-        workers[worker] = (process, tasks)
+        workers[worker] = (process, tasks, fast)
         return worker
 
     def assign(worker: int) -> None:
-        _, tasks = workers[worker]
+        _, tasks, fast = workers[worker]
+        # the longest figure left that this worker's compile flags allow
+        name = next((n for n in order if fast_compile(n, quick) == fast), None)
+        if name is not None:
+            order.remove(name)
+            busy[worker] = name
+            status.started(name)
+            tasks.put((name, quick, mode_cache, out))
+            return
+        tasks.put(None)
+        # only figures of the other compile flags are left: a worker of those takes over
         if order:
-            busy[worker] = order.pop(0)
-            status.started(busy[worker])
-            tasks.put((busy[worker], quick, mode_cache, out))
-        else:
-            tasks.put(None)
+            workers.pop(worker)[0].join()
+            assign(spawn(fast_compile(order[0], quick)))
 
     def handle(event) -> None:
         kind = event[0]
@@ -427,7 +463,7 @@ def _make_in_workers(
                 workers.pop(worker)[0].join()
                 if not order:
                     return
-                worker = spawn()
+                worker = spawn(fast_compile(order[0], quick))
             assign(worker)
         elif kind == "failed":
             _, worker, name, err, trace = event
@@ -437,8 +473,8 @@ def _make_in_workers(
 
     failed = True
     try:
-        for _ in range(min(jobs, len(order))):
-            spawn()
+        for name in order[: min(jobs, len(order))]:
+            spawn(fast_compile(name, quick))
         for worker in list(workers):
             assign(worker)
         while len(results) < len(figures):
@@ -465,7 +501,7 @@ def _make_in_workers(
                     )
         failed = False
     finally:
-        for process, _ in workers.values():
+        for process, _, _ in workers.values():
             process.join(timeout=0 if failed else 10)  # told to stop: they exit at once
             if process.is_alive():
                 process.terminate()
