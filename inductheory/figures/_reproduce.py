@@ -145,11 +145,12 @@ class _Status:
     with its name, at most every `every` seconds), a line at least every `quiet` seconds while
     figures run, when each is done, an ETA once it means something, and the total time.
 
-    The ETA rests on the work expected of each figure (its nominal `cost`, or its wall time in a
-    previous run), scaled by how long the figures done so far took against their expectation; it
-    is printed only once the finished figures hold `eta_after` of the expected work: before that
-    the scale is a guess (nominal costs are off by factors of two, and a previous run's times say
-    nothing of what its cache now saves). `clock` gives the seconds (tests pass a fake one)."""
+    The ETA rests on the work expected of each figure (its nominal cost in the mode, `quick` or
+    full, see `expected_cost`, or its wall time in a previous run), scaled by how long the
+    figures done so far took against their expectation; it is printed only once the finished
+    figures hold `eta_after` of the expected work: before that the scale is a guess (nominal
+    costs are off by factors of two, and a previous run's times say nothing of what its cache
+    now saves). `clock` gives the seconds (tests pass a fake one)."""
 
     def __init__(
         self,
@@ -159,12 +160,14 @@ class _Status:
         every: float = 5.0,
         *,
         jobs: int = 1,
+        quick: bool = False,
         quiet: float = 30.0,
         eta_after: float = 0.25,
         clock=time.perf_counter,
     ):
         self.expected = {
-            f.name: float(previous.get(f.name, f.cost)) or 1.0 for f in figures
+            f.name: float(previous.get(f.name, expected_cost(f, quick))) or 1.0
+            for f in figures
         }
         self.enabled, self.every, self.stream = enabled, every, sys.stderr
         self.jobs, self.quiet, self.eta_after, self.clock = (
@@ -289,11 +292,50 @@ FAST_COMPILE_FLAGS = (
     "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 )
 # The figures, by mode, computed by workers compiling with `FAST_COMPILE_FLAGS`: those whose data
-# under it equal the default compilation's within tolerance (checked by regenerating them).
+# under it equal the default compilation's within tolerance (checked by regenerating them and
+# comparing every number). Not phase_uniformity (its frontier moves by 1e-3) nor toy_stability
+# (a count of split ends changes).
 FAST_COMPILE: dict[str, frozenset[str]] = {
-    "quick": frozenset(),
+    "quick": frozenset(
+        {
+            "approximate_geometry",
+            "boundary",
+            "convergence_rates",
+            "coverage",
+            "coverage_map",
+            "effective_offsets",
+            "mitigations",
+            "regime_boundary",
+            "theorem1_oracle",
+            "theorem2_trajectories",
+            "weak_spots",
+        }
+    ),
     "full": frozenset(),
 }
+# About how many seconds each figure takes on one core in quick mode from a fresh cache (its
+# `cost` is the full mode's): the order in which workers start them when no previous run's times
+# are known, longest first.
+QUICK_COSTS = {
+    "phase_uniformity": 75,
+    "boundary": 50,
+    "regime_boundary": 40,
+    "approximate_geometry": 35,
+    "effective_offsets": 30,
+    "mitigations": 25,
+    "convergence_rates": 18,
+    "coverage_map": 12,
+    "theorem2_trajectories": 11,
+    "weak_spots": 11,
+    "coverage": 9,
+    "toy_stability": 7,
+    "theorem1_oracle": 6,
+}
+
+
+def expected_cost(f: Figure, quick: bool) -> float:
+    """The nominal seconds of figure `f` in this mode (`QUICK_COSTS` or its `cost`)."""
+    return float(QUICK_COSTS.get(f.name, f.cost) if quick else f.cost)
 
 
 def fast_compile(name: str, quick: bool) -> bool:
@@ -416,7 +458,9 @@ def _make_in_workers(
     )
     order = [
         f.name
-        for f in sorted(figures, key=lambda f: -float(previous.get(f.name, f.cost)))
+        for f in sorted(
+            figures, key=lambda f: -float(previous.get(f.name, expected_cost(f, quick)))
+        )
     ]
     results: dict[str, dict] = {}
     workers: dict[int, tuple] = {}  # id -> (process, task queue)
@@ -569,7 +613,7 @@ def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
     except (OSError, ValueError):
         previous = {}
     results: dict[str, dict] = {}
-    status = _Status(figures, previous, progress, jobs=jobs or 1)
+    status = _Status(figures, previous, progress, jobs=jobs or 1, quick=quick)
     cpu_start = _cpu_seconds()
     if jobs is not None:
         results = _make_in_workers(
