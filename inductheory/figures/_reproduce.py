@@ -440,8 +440,10 @@ def _make_in_workers(
     worker taking the next figure when it finishes one. A worker keeps jax's compiled programs
     (and its imports) from one figure to the next, so figures of the same shapes compile them
     once; a worker near the limit of memory mappings for generated code, or holding much memory,
-    hands over to a fresh process (`_worn_out`). The workers report progress lines on a queue;
-    this process prints them."""
+    hands over to a fresh process (`_worn_out`). A worker compiles with `FAST_COMPILE_FLAGS` or
+    without, for life: it takes the longest figure left of its kind, and when none is left hands
+    over to a worker of the other kind. The workers report progress lines on a queue; this
+    process prints them."""
     import multiprocessing
 
     import jax
