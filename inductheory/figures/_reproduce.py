@@ -579,7 +579,9 @@ def reproduce(
       done and keeping its compiled programs for it (the command line's default: the CPU
       cores, at most 4); `None`: one after the other in this process. Most figure
       computations keep one core busy (small solver loops, compiling), so on
-      k cores k jobs take about 1/k of the time; the numbers do not depend on it.
+      k cores k jobs take about 1/k of the time; the numbers do not depend on it (in quick
+      mode, workers compile the `FAST_COMPILE` figures with `FAST_COMPILE_FLAGS`, which this
+      process does not: the same numbers within that tolerance).
 
     **Returns:** the data of each figure made, by name. The README is written only when every
     figure was made.
