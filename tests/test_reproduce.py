@@ -358,3 +358,29 @@ def test_measured_tables_render_as_markdown_and_reject_ragged_rows():
     ]
     with pytest.raises(ValueError, match="row 1 has 1 cells, expected 2"):
         MeasuredTable("c", ["a", "b"], [["1", "2"], ["3"]])
+
+
+def test_a_fast_compile_worker_sets_the_xla_flags_before_jax_starts(monkeypatch):
+    import os
+
+    from inductheory.figures._reproduce import (
+        FAST_COMPILE,
+        FAST_COMPILE_FLAGS,
+        _start_worker,
+        fast_compile,
+    )
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    _start_worker(None, None, fast=False)
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false"
+    _start_worker(None, None, fast=True)
+    assert os.environ["XLA_FLAGS"] == (
+        "--xla_cpu_enable_fast_math=false " + FAST_COMPILE_FLAGS
+    )
+    _start_worker(None, None, fast=True)  # not twice
+    assert os.environ["XLA_FLAGS"].count("xla_backend_optimization_level") == 1
+    # every figure named for a mode is a registered figure
+    for mode, names in FAST_COMPILE.items():
+        assert names <= set(figure_names()), mode
+        for name in names:
+            assert fast_compile(name, mode == "quick")

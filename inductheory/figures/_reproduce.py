@@ -145,11 +145,12 @@ class _Status:
     with its name, at most every `every` seconds), a line at least every `quiet` seconds while
     figures run, when each is done, an ETA once it means something, and the total time.
 
-    The ETA rests on the work expected of each figure (its nominal `cost`, or its wall time in a
-    previous run), scaled by how long the figures done so far took against their expectation; it
-    is printed only once the finished figures hold `eta_after` of the expected work: before that
-    the scale is a guess (nominal costs are off by factors of two, and a previous run's times say
-    nothing of what its cache now saves). `clock` gives the seconds (tests pass a fake one)."""
+    The ETA rests on the work expected of each figure (its nominal cost in the mode, `quick` or
+    full, see `expected_cost`, or its wall time in a previous run), scaled by how long the
+    figures done so far took against their expectation; it is printed only once the finished
+    figures hold `eta_after` of the expected work: before that the scale is a guess (nominal
+    costs are off by factors of two, and a previous run's times say nothing of what its cache
+    now saves). `clock` gives the seconds (tests pass a fake one)."""
 
     def __init__(
         self,
@@ -159,12 +160,14 @@ class _Status:
         every: float = 5.0,
         *,
         jobs: int = 1,
+        quick: bool = False,
         quiet: float = 30.0,
         eta_after: float = 0.25,
         clock=time.perf_counter,
     ):
         self.expected = {
-            f.name: float(previous.get(f.name, f.cost)) or 1.0 for f in figures
+            f.name: float(previous.get(f.name, expected_cost(f, quick))) or 1.0
+            for f in figures
         }
         self.enabled, self.every, self.stream = enabled, every, sys.stderr
         self.jobs, self.quiet, self.eta_after, self.clock = (
@@ -281,8 +284,75 @@ class _Status:
         self._write(text)
 
 
-def _start_worker(compilation_cache: str | None, program_store: str | None) -> None:
-    """A worker process takes the parent's persistent caches (the command line turns them on)."""
+# XLA's cheaper code generation: no backend optimization and no expensive LLVM passes. A figure of
+# many small programs, each run briefly, compiles in about three quarters of the CPU time; the
+# programs run slower and round differently, so it is used only where a figure's data stay
+# within the speed rule's tolerance under it (`FAST_COMPILE`).
+FAST_COMPILE_FLAGS = (
+    "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+)
+# The figures, by mode, computed by workers compiling with `FAST_COMPILE_FLAGS`: those whose data
+# under it equal the default compilation's within tolerance (checked by regenerating them and
+# comparing every number). Not phase_uniformity (its frontier moves by 1e-3) nor toy_stability
+# (a count of split ends changes).
+FAST_COMPILE: dict[str, frozenset[str]] = {
+    "quick": frozenset(
+        {
+            "approximate_geometry",
+            "boundary",
+            "convergence_rates",
+            "coverage",
+            "coverage_map",
+            "effective_offsets",
+            "mitigations",
+            "regime_boundary",
+            "theorem1_oracle",
+            "theorem2_trajectories",
+            "weak_spots",
+        }
+    ),
+    "full": frozenset(),
+}
+# About how many seconds each figure takes on one core in quick mode from a fresh cache (its
+# `cost` is the full mode's): the order in which workers start them when no previous run's times
+# are known, longest first.
+QUICK_COSTS = {
+    "phase_uniformity": 75,
+    "boundary": 50,
+    "regime_boundary": 40,
+    "approximate_geometry": 35,
+    "effective_offsets": 30,
+    "mitigations": 25,
+    "convergence_rates": 18,
+    "coverage_map": 12,
+    "theorem2_trajectories": 11,
+    "weak_spots": 11,
+    "coverage": 9,
+    "toy_stability": 7,
+    "theorem1_oracle": 6,
+}
+
+
+def expected_cost(f: Figure, quick: bool) -> float:
+    """The nominal seconds of figure `f` in this mode (`QUICK_COSTS` or its `cost`)."""
+    return float(QUICK_COSTS.get(f.name, f.cost) if quick else f.cost)
+
+
+def fast_compile(name: str, quick: bool) -> bool:
+    """Whether figure `name` is computed by a worker compiling with `FAST_COMPILE_FLAGS`."""
+    return name in FAST_COMPILE["quick" if quick else "full"]
+
+
+def _start_worker(
+    compilation_cache: str | None, program_store: str | None, fast: bool = False
+) -> None:
+    """A worker process takes the parent's persistent caches (the command line turns them on);
+    `fast`: it compiles with `FAST_COMPILE_FLAGS` (XLA reads them when jax starts its backend,
+    which importing this package does not)."""
+    if fast and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (
+            f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}".strip()
+        )
     import matplotlib
 
     matplotlib.use("Agg")
@@ -321,12 +391,13 @@ def _worn_out() -> bool:
 _MEMORY_SHARE = 0.25
 
 
-def _serve(worker: int, caches, tasks, events, progress: bool) -> None:
+def _serve(worker: int, caches, fast: bool, tasks, events, progress: bool) -> None:
     """A worker process: computes the figures it is sent (`(name, quick, mode_cache, out)`, None
     to stop) one at a time, keeping jax's compiled programs between them, and reports on
     `events`: `("line", name, text, finished)` progress, `("done", worker, name, data,
-    retiring)` (`retiring`: worn out, it stops) and `("failed", worker, name, error, trace)`."""
-    _start_worker(*caches)
+    retiring)` (`retiring`: worn out, it stops) and `("failed", worker, name, error, trace)`.
+    `fast`: it compiles with `FAST_COMPILE_FLAGS` (it is sent only the figures that allow it)."""
+    _start_worker(*caches, fast=fast)
     while (task := tasks.get()) is not None:
         name = task[0]
 
@@ -369,8 +440,10 @@ def _make_in_workers(
     worker taking the next figure when it finishes one. A worker keeps jax's compiled programs
     (and its imports) from one figure to the next, so figures of the same shapes compile them
     once; a worker near the limit of memory mappings for generated code, or holding much memory,
-    hands over to a fresh process (`_worn_out`). The workers report progress lines on a queue;
-    this process prints them."""
+    hands over to a fresh process (`_worn_out`). A worker compiles with `FAST_COMPILE_FLAGS` or
+    without, for life: it takes the longest figure left of its kind, and when none is left hands
+    over to a worker of the other kind. The workers report progress lines on a queue; this
+    process prints them."""
     import multiprocessing
 
     import jax
@@ -387,32 +460,41 @@ def _make_in_workers(
     )
     order = [
         f.name
-        for f in sorted(figures, key=lambda f: -float(previous.get(f.name, f.cost)))
+        for f in sorted(
+            figures, key=lambda f: -float(previous.get(f.name, expected_cost(f, quick)))
+        )
     ]
     results: dict[str, dict] = {}
     workers: dict[int, tuple] = {}  # id -> (process, task queue)
     busy: dict[int, str] = {}  # id -> the figure it computes
     count = iter(range(10**9))
 
-    def spawn() -> int:
+    def spawn(fast: bool) -> int:
         worker, tasks = next(count), context.Queue()
         process = context.Process(
             target=_serve,
-            args=(worker, caches, tasks, events, status.enabled),
+            args=(worker, caches, fast, tasks, events, status.enabled),
             daemon=True,
         )
         process.start()
-        workers[worker] = (process, tasks)
+        workers[worker] = (process, tasks, fast)
         return worker
 
     def assign(worker: int) -> None:
-        _, tasks = workers[worker]
+        _, tasks, fast = workers[worker]
+        # the longest figure left that this worker's compile flags allow
+        name = next((n for n in order if fast_compile(n, quick) == fast), None)
+        if name is not None:
+            order.remove(name)
+            busy[worker] = name
+            status.started(name)
+            tasks.put((name, quick, mode_cache, out))
+            return
+        tasks.put(None)
+        # only figures of the other compile flags are left: a worker of those takes over
         if order:
-            busy[worker] = order.pop(0)
-            status.started(busy[worker])
-            tasks.put((busy[worker], quick, mode_cache, out))
-        else:
-            tasks.put(None)
+            workers.pop(worker)[0].join()
+            assign(spawn(fast_compile(order[0], quick)))
 
     def handle(event) -> None:
         kind = event[0]
@@ -427,7 +509,7 @@ def _make_in_workers(
                 workers.pop(worker)[0].join()
                 if not order:
                     return
-                worker = spawn()
+                worker = spawn(fast_compile(order[0], quick))
             assign(worker)
         elif kind == "failed":
             _, worker, name, err, trace = event
@@ -437,8 +519,8 @@ def _make_in_workers(
 
     failed = True
     try:
-        for _ in range(min(jobs, len(order))):
-            spawn()
+        for name in order[: min(jobs, len(order))]:
+            spawn(fast_compile(name, quick))
         for worker in list(workers):
             assign(worker)
         while len(results) < len(figures):
@@ -465,7 +547,7 @@ def _make_in_workers(
                     )
         failed = False
     finally:
-        for process, _ in workers.values():
+        for process, _, _ in workers.values():
             process.join(timeout=0 if failed else 10)  # told to stop: they exit at once
             if process.is_alive():
                 process.terminate()
@@ -497,7 +579,9 @@ def reproduce(
       done and keeping its compiled programs for it (the command line's default: the CPU
       cores, at most 4); `None`: one after the other in this process. Most figure
       computations keep one core busy (small solver loops, compiling), so on
-      k cores k jobs take about 1/k of the time; the numbers do not depend on it.
+      k cores k jobs take about 1/k of the time; the numbers do not depend on it (in quick
+      mode, workers compile the `FAST_COMPILE` figures with `FAST_COMPILE_FLAGS`, which this
+      process does not: the same numbers within that tolerance).
 
     **Returns:** the data of each figure made, by name. The README is written only when every
     figure was made.
@@ -533,7 +617,7 @@ def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
     except (OSError, ValueError):
         previous = {}
     results: dict[str, dict] = {}
-    status = _Status(figures, previous, progress, jobs=jobs or 1)
+    status = _Status(figures, previous, progress, jobs=jobs or 1, quick=quick)
     cpu_start = _cpu_seconds()
     if jobs is not None:
         results = _make_in_workers(
