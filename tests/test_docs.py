@@ -83,7 +83,7 @@ def test_api_notebook_and_figure_pages_are_built(site):
     assert "inductheory.Task" in (site / "api" / "config" / "index.html").read_text(
         encoding="utf-8"
     )
-    for name in ("oracle_explorer", "flow_explorer", "two_head_toy"):
+    for name in ("oracle_explorer", "flow_explorer", "two_head_toy", "train_explorer"):
         assert (site / "notebooks" / name / "index.html").is_file()
     figures = (site / "figures" / "index.html").read_text(encoding="utf-8")
     for png in sorted((ROOT / "figures").glob("*.png")):
