@@ -201,6 +201,7 @@ def test_figures_are_one_module_each_and_the_library_does_not_import_them():
         "theorem1_oracle",
         "regime_boundary",
         "approximate_geometry",
+        "relaxation_ladder",
     ]
     for name, f in FIGURES.items():
         assert (

@@ -414,8 +414,8 @@ def rung_summary(result: RungResult) -> dict:
     value), `input_dependent` (branches with static - avg >= `INPUT_DEPENDENT`). Per seed:
     `distinct` (heads' key offsets pairwise distinct) against `independent_distinct_baseline`,
     `phase_accuracy` (seeds, phases), `phase_gap`, `phase_uniform` (gap <= `PHASE_UNIFORM`),
-    `mean_accuracy`, `loss`, and with all queries `boundary_accuracy` (phase S-1) and
-    `all_mean_accuracy`.
+    `mean_accuracy`, `loss`, and with all queries `boundary_accuracy` (phase S-1),
+    `all_mean_accuracy`, `all_phase_gap` and `all_phase_uniform`.
 
     **Arguments:**
     - `result`: a `RungResult`.
@@ -461,10 +461,12 @@ def rung_summary(result: RungResult) -> dict:
             loss=np.asarray(m.loss).tolist(),
             boundary_accuracy=np.asarray(b.phase_accuracy)[:, -1].tolist(),
             all_mean_accuracy=np.asarray(b.mean_accuracy).tolist(),
+            all_phase_gap=np.asarray(b.phase_gap).tolist(),
             static_offsets=static.tolist(),
             avg_offsets=avg.tolist(),
         ),
         phase_uniform=_count(gap <= PHASE_UNIFORM),
+        all_phase_uniform=_count(np.asarray(b.phase_gap) <= PHASE_UNIFORM),
         phase_accuracy_mean=np.asarray(m.phase_accuracy).mean(axis=0).tolist(),
         phase_gap_mean=float(gap.mean()),
         mean_accuracy=float(np.mean(m.mean_accuracy)),
