@@ -199,8 +199,8 @@ def _ticks(ax):
                 "minibatch": "minibatch\nSGD",
                 "adam": "Adam",
                 "approximate": "approx.\ngeometry",
-                "learned": "learned emb.,\nmaps, unemb.",
-                "gate_bias": "gate bias\n<c,x>+b",
+                "learned": "learned\nemb., maps",
+                "gate_bias": "gate\nbias",
                 "local": "exact local\nbranch",
                 "layers": "two\nlayers",
             }[w]
@@ -432,7 +432,7 @@ def draw(data: dict):
     ax.set_ylim(-0.03, 1.05)
     for a in (axes[0, 0], axes[0, 1], axes[1, 0], axes[1, 2]):
         _ticks(a)
-        a.legend(fontsize=6.5, loc="best")
+        a.legend(fontsize=6, loc="center left", framealpha=0.7)
     axes[0, 2].legend(fontsize=6.5, loc="upper left")
     fig.suptitle(
         f"Relaxation ladder: L=4, S=3, H=2, N=48, {n} seeds per rung, "
@@ -550,7 +550,36 @@ def tables(data: dict) -> list[MeasuredTable]:
     return [gates, accuracy, flow]
 
 
-CLAIM = "placeholder"
+CLAIM = (
+    "The trained compressed model (docs/trained.md; beyond docs/theory.md §10) on L=4, S=3 "
+    "(W=S), H=2, N=48, beta=4, gamma=1, kappa=1, within queries; 32 seeds per rung, 400 "
+    "steps (quick mode 4 seeds, 200 steps), measured on 64 held-out contexts per seed. "
+    "Theorem rung: gradient descent, lr=0.5, on the full flow's balanced sample (M=48); "
+    "switches: minibatch of 16 fresh contexts, Adam lr=0.01, approximate geometry d=16, "
+    "learned embeddings, maps and unembedding d=16, a per-offset gate bias, an exact local "
+    "branch w=1, two layers; each alone and cumulatively; a control with bias-only gates on "
+    "the cumulative learned rung. The boundary phase is measured by evaluating the "
+    "within-trained models with queries=all (no retraining). Measured: the full flow at the "
+    "same task, sample and seeds, t=200, delta=0.1, selects in 32/32 seeds [0.89, 1] on the "
+    "offsets gradient descent reaches (32/32 [0.89, 1] agree). The theorem rung, minibatch "
+    "SGD, the gate bias and two layers alone keep hard selection (128/128 branches with "
+    "argmax mass >= 0.9, [0.971, 1]), value = key + 1 (64/64 heads, [0.94, 1]), distinct "
+    "heads (32/32 seeds [0.89, 1], independent baseline 0.50) and accuracy 1 on both "
+    "within phases. Adam alone first breaks the phase-uniformity of the within phases: "
+    "25/32 seeds [0.61, 0.89] phase-uniform (per-seed gap <= 0.1), distinct heads 25/32 "
+    "[0.61, 0.89], mean accuracy 0.89 [0.81, 0.95]; the exact local branch alone puts both "
+    "heads on offset 0 (distinct 0/32 [0, 0.11]), gap 1 in every seed. Selection first "
+    "turns soft on the cumulative learned rung (branches with mass >= 0.9: 44/128 "
+    "[0.267, 0.430]; mean mass 0.78) and there first input-dependent (static - avg >= 0.5 "
+    "offsets: 54/128 [0.340, 0.508], 0/128 [0, 0.029] on every earlier rung and on the "
+    "bias-only control), while value = key + 1 survives (62/64 [0.89, 0.99]) and so do "
+    "distinct heads (31/32 [0.84, 0.99]) at mean accuracy 0.99 [0.99, 0.99]. The "
+    "learned switch alone, under the theorem's gradient descent step, does not train "
+    "(loss 6.76 above ln N, mass 0.36). No rung answers the boundary phase: its accuracy "
+    "is at most 0.01 on every rung, and with all queries 0/32 [0, 0.11] seeds are "
+    "phase-uniform on every rung: the theorem's weak spot at W=S survives every switch "
+    "here, two layers included."
+)
 
 FIGURE = Figure(
     "relaxation_ladder",
