@@ -1,9 +1,9 @@
 """Experiments of many runs: flows of many seeds, the oracle regime map, sweeps, the
-mitigation tables, the phase-uniformity frontier, and the analysis of gates read from a
-trained model's files.
+mitigation tables, the phase-uniformity frontier, the relaxation ladder of the trained model,
+and the analysis of gates read from a trained model's files.
 
 May import: `inductheory.internal`, `inductheory.model`, `inductheory.oracle`,
-`inductheory.flow`.
+`inductheory.flow`, `inductheory.trained`.
 
 ```python
 import inductheory as it
@@ -42,6 +42,17 @@ from ._gate_files import (
     analyze_gates as analyze_gates,
     load_gate_tensors as load_gate_tensors,
     slot_phases as slot_phases,
+)
+from ._ladder import (
+    SWITCHES as SWITCHES,
+    LadderResult as LadderResult,
+    LadderSettings as LadderSettings,
+    Rung as Rung,
+    RungResult as RungResult,
+    ladder_rungs as ladder_rungs,
+    run_ladder as run_ladder,
+    rung_summary as rung_summary,
+    train_rung as train_rung,
 )
 from ._mitigations import (
     CoordinationThreshold as CoordinationThreshold,

@@ -12,6 +12,7 @@ from . import (
     mitigations,
     phase_uniformity,
     regime_boundary,
+    relaxation_ladder,
     theorem1_oracle,
     theorem2_trajectories,
     toy_stability,
@@ -35,6 +36,7 @@ FIGURES: dict[str, Figure] = {
         theorem1_oracle,
         regime_boundary,
         approximate_geometry,
+        relaxation_ladder,
     )
 }
 

@@ -1,0 +1,592 @@
+"""The relaxation ladder (docs/trained.md): the trained compressed model from the theorem's
+setting, one switch at a time and cumulatively, measured on held-out contexts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..experiments._ladder import (
+    INPUT_DEPENDENT,
+    PHASE_UNIFORM,
+    SELECTED_MASS,
+    SWITCHES,
+    LadderSettings,
+    RungResult,
+    ladder_rungs,
+    run_ladder,
+    train_rung,
+)
+from ..flow._config import FlowConfig
+from ..internal._io import cached
+from ..internal._progress import announce
+from ..model._task import assumptions_silenced
+from . import _runs, _style
+from ._figure import Figure, MeasuredTable
+from ._stats import interval_text, share_text, wilson_interval
+from .convergence_rates import _bootstrap_interval
+
+TASK = dict(L=4, S=3, H=2, N=48, gamma=1.0, beta=4.0, kappa=1.0)
+# (seeds, steps) per rung
+FULL, QUICK = (32, 400), (4, 200)
+
+
+def _settings(quick: bool) -> tuple[int, dict]:
+    seeds, steps = QUICK if quick else FULL
+    return seeds, dict(steps=steps)
+
+
+def _rung_params(rung, seeds: int, seed: int) -> dict:
+    return {
+        "kind": "ladder_rung",
+        "rung": rung.parameters(),
+        "seeds": seeds,
+        "seed": seed,
+    }
+
+
+def cached_rung(rung, seeds: int, seed: int = 0, *, cache_dir=None) -> RungResult:
+    """`train_rung`, cached by every parameter of the rung."""
+
+    def compute():
+        announce(f"training the ladder rung {rung.name}, {seeds} seeds")
+        return train_rung(rung, seeds, seed=seed).to_dict()
+
+    return RungResult.from_dict(
+        cached(cache_dir, _rung_params(rung, seeds, seed), compute), rung
+    )
+
+
+def _flow_check(theorem, seeds: int, cache_dir) -> dict:
+    """The full flow at the theorem rung's task, sample and horizon t = steps * lr, selecting
+    at delta = 1 - `SELECTED_MASS`: how many seeds select, and on which offsets."""
+    t = theorem.train_config
+    config = FlowConfig(
+        dynamics="full",
+        M=t.M,
+        rho=t.rho,
+        delta=1 - SELECTED_MASS,
+        t_max=t.steps * t.lr,
+    )
+    with assumptions_silenced():
+        flow = _runs.flow_runs(theorem.task, config, seeds, cache_dir)
+    return {
+        "t_max": t.steps * t.lr,
+        "delta": 1 - SELECTED_MASS,
+        "key_offsets": np.asarray(flow["key_offsets"]).tolist(),
+        "value_offsets": np.asarray(flow["value_offsets"]).tolist(),
+        "status": flow["status"],
+    }
+
+
+def _mean_ci(values) -> dict:
+    v = np.asarray(values, float)
+    return {"mean": float(v.mean()), "ci95": _bootstrap_interval([v], np.mean)}
+
+
+def _intervals(s: dict) -> dict:
+    """Wilson intervals of the counts and bootstrap intervals (over seeds) of the means."""
+    out = dict(s)
+    for key in (
+        "selected",
+        "value_follows_key",
+        "input_dependent",
+        "distinct",
+        "phase_uniform",
+        "all_phase_uniform",
+    ):
+        c = s[key]
+        out[key] = dict(c, ci95=list(wilson_interval(c["k"], c["n"])))
+    p = s["per_seed"]
+    acc = np.asarray(p["phase_accuracy"])
+    out["phase_accuracy"] = [_mean_ci(acc[:, j]) for j in range(acc.shape[1])]
+    for key in (
+        "phase_gap",
+        "mean_accuracy",
+        "loss",
+        "boundary_accuracy",
+        "all_mean_accuracy",
+        "all_phase_gap",
+    ):
+        out[key + "_ci"] = _mean_ci(p[key])
+    out["gap_of_mean_curve"] = float(acc.mean(axis=0).max() - acc.mean(axis=0).min())
+    return out
+
+
+def compute(quick: bool, cache_dir) -> dict:
+    seeds, settings = _settings(quick)
+    with assumptions_silenced():
+        task = _runs.task_of(**TASK)
+    rungs = ladder_rungs(task, **settings)
+    result = run_ladder(
+        rungs,
+        seeds,
+        runner=lambda r, n, seed: cached_rung(r, n, seed, cache_dir=cache_dir),
+    )
+    summaries = [_intervals(s) for s in result.summaries()]
+    flow = _flow_check(rungs[0], seeds, cache_dir)
+    trained = summaries[0]["per_seed"]
+    flow["agrees"] = sum(
+        fk == tk and fv == tv
+        for fk, tk, fv, tv in zip(
+            flow["key_offsets"],
+            trained["key_offsets"],
+            flow["value_offsets"],
+            trained["value_offsets"],
+        )
+    )
+    flow["selected"] = sum(s == "selected" for s in flow["status"])
+    s = LadderSettings(**settings)
+    return {
+        "rungs": summaries,
+        "flow_check": flow,
+        "parameters": {
+            "task": "L=4, S=3 (W=S), H=2, N=48, beta=4, gamma=1, kappa=1, queries=within",
+            "training": f"{seeds} seeds per rung, {s.steps} steps; theorem rung: gradient "
+            f"descent, lr={s.lr}, the full flow's balanced sample of M={s.M} contexts, "
+            "rho=0.1",
+            "switches": f"minibatch: {s.batch} fresh contexts a step; Adam: lr={s.adam_lr}; "
+            f"approximate geometry: d={s.approximate_d}; learned embeddings, maps and "
+            f"unembedding: d={s.d}; gate bias: <c, x> + b; exact local branch: "
+            f"w={s.local_window}; two layers",
+            "measures": f"{s.eval_contexts} held-out contexts per seed; selected: argmax "
+            f"mass >= {SELECTED_MASS}; input-dependent: static - avg >= {INPUT_DEPENDENT}; "
+            f"phase-uniform: per-seed gap <= {PHASE_UNIFORM}; boundary phase: the "
+            "within-trained models evaluated with queries=all",
+        },
+        "findings": _findings(summaries, flow),
+    }
+
+
+def _findings(summaries, flow) -> str:
+    parts = [
+        f"{s['label']}: mass {s['gate_mass']['key']['mean']:.2f}/"
+        f"{s['gate_mass']['value']['mean']:.2f}, gap {s['phase_gap_ci']['mean']:.2f}, "
+        f"acc {s['mean_accuracy_ci']['mean']:.2f}"
+        for s in summaries
+    ]
+    return (
+        f"flow check: {flow['selected']}/{len(flow['status'])} selected, "
+        f"{flow['agrees']} agree; " + "; ".join(parts)
+    )
+
+
+def _by_kind(rungs):
+    """x positions: the theorem rung at 0 on both lines, switch i at i + 1, the control one
+    further; `(alone, cumulative, control)` as lists of (x, summary)."""
+    theorem = next(s for s in rungs if s["kind"] == "theorem")
+    alone = [(0, theorem)] + [
+        (SWITCHES.index(s["switches"][-1]) + 1, s)
+        for s in rungs
+        if s["kind"] == "alone"
+    ]
+    cumulative = [(0, theorem)] + [
+        (SWITCHES.index(s["switches"][-1]) + 1, s)
+        for s in rungs
+        if s["kind"] == "cumulative"
+    ]
+    control = [(len(SWITCHES) + 1, s) for s in rungs if s["kind"] == "control"]
+    return alone, cumulative, control
+
+
+SERIES = (("alone", 0, "o-"), ("cumulative", 1, "s--"), ("control", 3, "D"))
+
+
+def _ticks(ax):
+    labels = (
+        ["theorem"]
+        + [
+            {
+                "minibatch": "minibatch\nSGD",
+                "adam": "Adam",
+                "approximate": "approx.\ngeometry",
+                "learned": "learned\nemb., maps",
+                "gate_bias": "gate\nbias",
+                "local": "exact local\nbranch",
+                "layers": "two\nlayers",
+            }[w]
+            for w in SWITCHES
+        ]
+        + ["bias-only\ngates\n(control)"]
+    )
+    ax.set_xticks(range(len(labels)), labels, fontsize=6.5)
+    ax.set_xlim(-0.5, len(labels) - 0.5)
+
+
+def _series(ax, data, value, *, label, offset=0.0, marker=None, err=None, color=None):
+    """One measure along the ladder, alone and cumulative (and the control), with error bars
+    `err(summary) -> (low, high)`."""
+    for (kind, c, fmt), points in zip(SERIES, _by_kind(data["rungs"])):
+        if not points:
+            continue
+        x = np.array([p[0] for p in points]) + offset * (1 if kind != "alone" else -1)
+        y = np.array([value(p[1]) for p in points])
+        yerr = None
+        if err is not None:
+            lo, hi = np.array([err(p[1]) for p in points]).T
+            yerr = np.clip([y - lo, hi - y], 0, None)
+        f = fmt if marker is None else marker + fmt[1:]
+        ax.errorbar(
+            x,
+            y,
+            yerr=yerr,
+            fmt=f,
+            capsize=2,
+            color=_style.color(c if color is None else color + c),
+            label=f"{label}, {kind}",
+            mfc="w" if kind == "control" else None,
+        )
+
+
+def _ci(key):
+    return lambda s: s[key]["ci95"]
+
+
+def draw(data: dict):
+    fig, axes = _style.subplots(2, 3, figsize=(16, 9))
+    n = data["rungs"][0]["seeds"]
+    ax = axes[0, 0]
+    for b, branch in enumerate(("key", "value")):
+        _series(
+            ax,
+            data,
+            lambda s, br=branch: s["gate_mass"][br]["mean"],
+            label=f"{branch} gate",
+            offset=0.08 * (2 * b - 1),
+            marker="o^"[b],
+            err=lambda s, br=branch: (
+                s["gate_mass"][br]["min"],
+                s["gate_mass"][br]["max"],
+            ),
+            color=2 * b,
+        )
+    W = data["rungs"][0]["W"]
+    ax.axhline(1 / W, color="0.6", ls=":", lw=1)
+    ax.text(0, 1 / W, " uniform 1/W", fontsize=7, va="bottom", color="0.4")
+    ax.axhline(SELECTED_MASS, color="0.6", ls="--", lw=0.8)
+    ax.set_ylabel("mean gate mass on the argmax offset")
+    ax.set_title("selection: argmax gate mass (mean; bars: min-max over heads, seeds)")
+    ax.set_ylim(0, 1.05)
+
+    ax = axes[0, 1]
+    _series(
+        ax,
+        data,
+        lambda s: s["value_follows_key"]["k"] / s["value_follows_key"]["n"],
+        label="value = key + 1 (heads)",
+        err=_ci("value_follows_key"),
+        offset=0.06,
+    )
+    _series(
+        ax,
+        data,
+        lambda s: s["distinct"]["k"] / s["distinct"]["n"],
+        label="heads on distinct keys (seeds)",
+        err=_ci("distinct"),
+        marker="^",
+        color=4,
+        offset=0.06,
+    )
+    base = data["rungs"][0]["distinct_baseline"]
+    ax.axhline(base, color="0.5", ls=":", lw=1)
+    ax.text(0, base, " independent baseline", fontsize=7, va="bottom", color="0.4")
+    ax.set_ylabel("share (Wilson 95%)")
+    ax.set_title("value offset = key offset + 1; distinct heads")
+    ax.set_ylim(-0.03, 1.08)
+
+    ax = axes[0, 2]
+    for (kind, c, fmt), points in zip(SERIES, _by_kind(data["rungs"])):
+        for x, s in points:
+            st = np.asarray(s["per_seed"]["static_offsets"]).ravel()
+            av = np.asarray(s["per_seed"]["avg_offsets"]).ravel()
+            ax.scatter(
+                st.mean(),
+                av.mean(),
+                marker=fmt[0],
+                color=_style.color(c),
+                s=30,
+                facecolors="w" if kind == "control" else None,
+                label=f"rung mean, {kind}" if x == points[-1][0] else None,
+            )
+            ax.annotate(
+                str(x),
+                (st.mean(), av.mean()),
+                xytext=(3, 3),
+                textcoords="offset points",
+                fontsize=6.5,
+                color=_style.color(c),
+            )
+    ax.plot([1, W], [1, W], color="0.6", lw=0.8, ls=":")
+    ax.set_xlim(0.95, W + 0.05)
+    ax.set_ylim(0.95, W + 0.05)
+    ax.set_xlabel("static effective offsets exp H(E_j p_j)")
+    ax.set_ylabel("average effective offsets E_j exp H(p_j)")
+    ax.set_title("Figure 5a measure (mean over heads, branches, seeds; number = rung)")
+    lines = [
+        f"{x}: input-dep. {s['input_dependent']['k']}/{s['input_dependent']['n']}"
+        for x, s in _by_kind(data["rungs"])[1][1:]
+    ]
+    ax.text(
+        0.98,
+        0.02,
+        "cumulative, branches with\nstatic - avg >= "
+        f"{INPUT_DEPENDENT}:\n" + "\n".join(lines),
+        transform=ax.transAxes,
+        fontsize=6.5,
+        ha="right",
+        va="bottom",
+    )
+
+    ax = axes[1, 0]
+    _series(
+        ax,
+        data,
+        lambda s: s["phase_gap_ci"]["mean"],
+        label="per-seed phase gap",
+        err=lambda s: s["phase_gap_ci"]["ci95"],
+    )
+    _series(
+        ax,
+        data,
+        lambda s: s["gap_of_mean_curve"],
+        label="gap of the seed-mean curve",
+        marker="x",
+        color=5,
+    )
+    _series(
+        ax,
+        data,
+        lambda s: s["all_phase_gap_ci"]["mean"],
+        label="per-seed gap, all queries (boundary phase in)",
+        err=lambda s: s["all_phase_gap_ci"]["ci95"],
+        marker="v",
+        color=4,
+    )
+    ax.set_ylabel("phase gap (max - min accuracy)")
+    ax.set_title("phase gap (mean over seeds, bootstrap 95%)")
+    ax.set_ylim(-0.03, 1.05)
+
+    ax = axes[1, 1]
+    rows = (
+        [s for _, s in _by_kind(data["rungs"])[0]]
+        + [s for _, s in _by_kind(data["rungs"])[1][1:]]
+        + [s for _, s in _by_kind(data["rungs"])[2]]
+    )
+    grid = np.array(
+        [
+            [p["mean"] for p in s["phase_accuracy"]]
+            + [s["boundary_accuracy_ci"]["mean"]]
+            for s in rows
+        ]
+    )
+    im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    for (i, j), v in np.ndenumerate(grid):
+        ax.text(
+            j,
+            i,
+            f"{v:.2f}",
+            ha="center",
+            va="center",
+            fontsize=6,
+            color="w" if v < 0.6 else "k",
+        )
+    S = grid.shape[1]
+    ax.set_xticks(
+        range(S),
+        [str(j) for j in range(S - 1)] + [f"{S - 1}\n(boundary,\nall queries)"],
+    )
+    ax.set_yticks(
+        range(len(rows)),
+        [
+            ("" if s["kind"] == "alone" or s["kind"] == "theorem" else "") + s["label"]
+            for s in rows
+        ],
+        fontsize=6,
+    )
+    ax.axhline(len(SWITCHES) + 0.5, color="w", lw=1.5)
+    ax.axhline(2 * len(SWITCHES) + 0.5, color="w", lw=1.5)
+    ax.set_xlabel("query phase")
+    ax.set_title(
+        "per-phase accuracy, mean over seeds (rows: theorem, alone, + cumulative)"
+    )
+    _style.colorbar(fig, im, ax, "accuracy")
+
+    ax = axes[1, 2]
+    _series(
+        ax,
+        data,
+        lambda s: s["mean_accuracy_ci"]["mean"],
+        label="mean accuracy",
+        err=lambda s: s["mean_accuracy_ci"]["ci95"],
+    )
+    _series(
+        ax,
+        data,
+        lambda s: s["boundary_accuracy_ci"]["mean"],
+        label="boundary phase (all queries)",
+        err=lambda s: s["boundary_accuracy_ci"]["ci95"],
+        marker="v",
+        color=4,
+    )
+    ax.set_ylabel("top-1 accuracy (bootstrap 95% over seeds)")
+    ax.set_title("mean accuracy (within) and boundary-phase accuracy")
+    ax.set_ylim(-0.03, 1.05)
+    for a in (axes[0, 0], axes[0, 1], axes[1, 0], axes[1, 2]):
+        _ticks(a)
+        a.legend(fontsize=6, loc="center left", framealpha=0.7)
+    axes[0, 2].legend(fontsize=6.5, loc="upper left")
+    fig.suptitle(
+        f"Relaxation ladder: L=4, S=3, H=2, N=48, {n} seeds per rung, "
+        "measured on held-out contexts"
+    )
+    return fig
+
+
+def _mean_text(m: dict, digits: int = 2) -> str:
+    return f"{m['mean']:.{digits}f} {interval_text(*m['ci95'], digits)}"
+
+
+def tables(data: dict) -> list[MeasuredTable]:
+    """Per rung: gates (mass, shares, effective offsets) and accuracy (gap, phases,
+    boundary, mean, loss), with their intervals; and the flow check."""
+    rungs = data["rungs"]
+    n = rungs[0]["seeds"]
+
+    def name(s):
+        return s["label"] if s["kind"] != "cumulative" else s["label"]
+
+    gates = MeasuredTable(
+        f"Gates on held-out contexts, {n} seeds per rung (kinds: theorem, alone, cumulative "
+        "'+', control); mass: mean [min, max] over heads and seeds; shares with Wilson 95%.",
+        [
+            "rung",
+            "kind",
+            "key mass",
+            "value mass",
+            f"selected (mass >= {SELECTED_MASS})",
+            "value = key + 1",
+            "distinct heads (baseline)",
+            "static / avg offsets (key; value)",
+            "input-dependent",
+        ],
+        [
+            [
+                name(s),
+                s["kind"],
+                f"{s['gate_mass']['key']['mean']:.3f} "
+                f"[{s['gate_mass']['key']['min']:.3f}, {s['gate_mass']['key']['max']:.3f}]",
+                f"{s['gate_mass']['value']['mean']:.3f} "
+                f"[{s['gate_mass']['value']['min']:.3f}, {s['gate_mass']['value']['max']:.3f}]",
+                share_text(s["selected"]["k"], s["selected"]["n"]),
+                share_text(s["value_follows_key"]["k"], s["value_follows_key"]["n"]),
+                share_text(s["distinct"]["k"], s["distinct"]["n"])
+                + f" ({s['distinct_baseline']:.2f})",
+                "; ".join(
+                    f"{s['static_offsets'][b]['mean']:.2f} / {s['avg_offsets'][b]['mean']:.2f}"
+                    for b in ("key", "value")
+                ),
+                share_text(s["input_dependent"]["k"], s["input_dependent"]["n"]),
+            ]
+            for s in rungs
+        ],
+    )
+    S = len(rungs[0]["phase_accuracy"]) + 1
+    accuracy = MeasuredTable(
+        f"Accuracy on held-out contexts, {n} seeds per rung: means over seeds with bootstrap "
+        "95% intervals; phase-uniform: seeds with per-seed gap <= "
+        f"{PHASE_UNIFORM} (Wilson 95%); boundary phase {S - 1}: the within-trained models "
+        "evaluated with queries=all.",
+        [
+            "rung",
+            "kind",
+            *(f"phase {j}" for j in range(S - 1)),
+            "per-seed gap",
+            "gap of mean curve",
+            "phase-uniform seeds",
+            f"boundary phase {S - 1}",
+            "gap, all queries",
+            "phase-uniform, all queries",
+            "mean accuracy",
+            "loss",
+            "CPU s",
+        ],
+        [
+            [
+                name(s),
+                s["kind"],
+                *(_mean_text(p) for p in s["phase_accuracy"]),
+                _mean_text(s["phase_gap_ci"]),
+                f"{s['gap_of_mean_curve']:.2f}",
+                share_text(s["phase_uniform"]["k"], s["phase_uniform"]["n"]),
+                _mean_text(s["boundary_accuracy_ci"]),
+                _mean_text(s["all_phase_gap_ci"]),
+                share_text(s["all_phase_uniform"]["k"], s["all_phase_uniform"]["n"]),
+                _mean_text(s["mean_accuracy_ci"]),
+                _mean_text(s["loss_ci"], 3),
+                f"{s['cpu_s']:.0f}",
+            ]
+            for s in rungs
+        ],
+    )
+    f = data["flow_check"]
+    keys = sorted(
+        {(tuple(k), tuple(v)) for k, v in zip(f["key_offsets"], f["value_offsets"])}
+    )
+    flow = MeasuredTable(
+        f"The theorem rung against the full flow at the same task, sample and seeds, "
+        f"t_max = steps * lr = {f['t_max']:g}, delta = {f['delta']:g}.",
+        [
+            "flow seeds selected",
+            "same key and value offsets as gradient descent",
+            "flow offsets (keys; values)",
+        ],
+        [
+            [
+                share_text(f["selected"], len(f["status"])),
+                share_text(f["agrees"], len(f["status"])),
+                ", ".join(f"{list(k)}; {list(v)}" for k, v in keys),
+            ]
+        ],
+    )
+    return [gates, accuracy, flow]
+
+
+CLAIM = (
+    "The trained compressed model (docs/trained.md; beyond docs/theory.md §10) on L=4, S=3 "
+    "(W=S), H=2, N=48, beta=4, gamma=1, kappa=1, within queries; 32 seeds per rung, 400 "
+    "steps (quick mode 4 seeds, 200 steps), measured on 64 held-out contexts per seed. "
+    "Theorem rung: gradient descent, lr=0.5, on the full flow's balanced sample (M=48); "
+    "switches: minibatch of 16 fresh contexts, Adam lr=0.01, approximate geometry d=16, "
+    "learned embeddings, maps and unembedding d=16, a per-offset gate bias, an exact local "
+    "branch w=1, two layers; each alone and cumulatively; a control with bias-only gates on "
+    "the cumulative learned rung. The boundary phase is measured by evaluating the "
+    "within-trained models with queries=all (no retraining). Measured: the full flow at the "
+    "same task, sample and seeds, t=200, delta=0.1, selects in 32/32 seeds [0.89, 1] on the "
+    "offsets gradient descent reaches (32/32 [0.89, 1] agree). The theorem rung, minibatch "
+    "SGD, the gate bias and two layers alone keep hard selection (128/128 branches with "
+    "argmax mass >= 0.9, [0.971, 1]), value = key + 1 (64/64 heads, [0.94, 1]), distinct "
+    "heads (32/32 seeds [0.89, 1], independent baseline 0.50) and accuracy 1 on both "
+    "within phases. Adam alone first breaks the phase-uniformity of the within phases: "
+    "25/32 seeds [0.61, 0.89] phase-uniform (per-seed gap <= 0.1), distinct heads 25/32 "
+    "[0.61, 0.89], mean accuracy 0.89 [0.81, 0.95]; the exact local branch alone puts both "
+    "heads on offset 0 (distinct 0/32 [0, 0.11]), gap 1 in every seed. Selection first "
+    "turns soft on the cumulative learned rung (branches with mass >= 0.9: 44/128 "
+    "[0.267, 0.430]; mean mass 0.78) and there first input-dependent (static - avg >= 0.5 "
+    "offsets: 54/128 [0.340, 0.508], 0/128 [0, 0.029] on every earlier rung and on the "
+    "bias-only control), while value = key + 1 survives (62/64 [0.89, 0.99]) and so do "
+    "distinct heads (31/32 [0.84, 0.99]) at mean accuracy 0.99 [0.99, 0.99]. The "
+    "learned switch alone, under the theorem's gradient descent step, does not train "
+    "(loss 6.76 above ln N, mass 0.36). No rung answers the boundary phase: its accuracy "
+    "is at most 0.01 on every rung, and with all queries 0/32 [0, 0.11] seeds are "
+    "phase-uniform on every rung: the theorem's weak spot at W=S survives every switch "
+    "here, two layers included."
+)
+
+FIGURE = Figure(
+    "relaxation_ladder",
+    "The relaxation ladder: from the theorem to a trained model",
+    CLAIM,
+    compute,
+    draw,
+    cost=400,
+    tables=tables,
+)
