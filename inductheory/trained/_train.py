@@ -311,6 +311,44 @@ def _gate_statistics(model, contexts) -> dict:
     )
 
 
+# XLA's CPU backend hands small reductions and contractions to YNNPACK library fusions; on the
+# tiny trailing axes of these programs (W offsets, L entries, T + 1 logits, in float64) its
+# calls cost more than XLA's own loops, and they do not get cheaper per seed when seeds are
+# vmapped. The option only chooses how XLA emits the same operations.
+_CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+
+
+@functools.cache
+def _compiler_options() -> dict:
+    """The XLA options of the training programs: `_CPU_COMPILER_OPTIONS` on the CPU backend
+    where this jax knows them, none otherwise."""
+    if jax.default_backend() != "cpu":
+        return {}
+    try:
+        jax.jit(jnp.sin, compiler_options=_CPU_COMPILER_OPTIONS).lower(1.0).compile()
+    except Exception:  # an older jax or XLA without the option: its defaults
+        return {}
+    return _CPU_COMPILER_OPTIONS
+
+
+def _jit(method):
+    """`eqx.filter_jit` of a `_Programs` method with `_compiler_options()`, chosen at the first
+    call (when the backend is known); one compiled program per distinct static input, as with
+    `eqx.filter_jit` itself."""
+    compiled = None
+
+    @functools.wraps(method)
+    def call(*args):
+        nonlocal compiled
+        if compiled is None:
+            options = _compiler_options()
+            kwargs = {"compiler_options": options} if options else {}
+            compiled = eqx.filter_jit(method, **kwargs)
+        return compiled(*args)
+
+    return call
+
+
 class _Programs(eqx.Module):
     """The compiled pieces of one run: a chunk of `chunk` steps of every seed and the final
     evaluation (equal settings give equal programs, compiled once per process)."""
@@ -357,7 +395,7 @@ class _Programs(eqx.Module):
             params, static, contexts
         )
 
-    @eqx.filter_jit
+    @_jit
     def run_chunk(
         self, params, opt_state, static, data, held_out, lanes, start, log_mask
     ):
@@ -386,7 +424,7 @@ class _Programs(eqx.Module):
         )
         return params, opt_state, out
 
-    @eqx.filter_jit
+    @_jit
     def evaluate(self, params, static, data, held_out, lanes):
         """The loss (lanes,) and gate statistics of the state after the last step."""
 
