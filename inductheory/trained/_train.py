@@ -349,6 +349,20 @@ def _jit(method):
     return call
 
 
+# Lanes a CPU step vmaps at once. Vmapping every seed makes the step's intermediates (seeds x
+# contexts x queries x logits) outgrow the CPU caches, so that 32 seeds cost more than 32 single
+# steps; a few at a time, the groups scanned inside the same compiled step, keeps them cached.
+CPU_LANE_GROUP = 2
+
+
+def _lane_group(devices) -> int | None:
+    """`CPU_LANE_GROUP` on one CPU device; None (all lanes in one vmap, split over the devices)
+    otherwise."""
+    if len(devices) == 1 and devices[0].platform == "cpu":
+        return CPU_LANE_GROUP
+    return None
+
+
 class _Programs(eqx.Module):
     """The compiled pieces of one run: a chunk of `chunk` steps of every seed and the final
     evaluation (equal settings give equal programs, compiled once per process)."""
@@ -360,6 +374,8 @@ class _Programs(eqx.Module):
     optimizer: optax.GradientTransformation = eqx.field(static=True)
     steps: jax.Array  # traced: runs of other lengths share the programs
     chunk: int = eqx.field(static=True)
+    # lanes stepped at once (None: every lane in one vmap)
+    group: int | None = eqx.field(static=True, default=None)
 
     def loss_of(self, model, data, step, lane):
         """The training loss of one seed: on the fixed sample `data`, the population's, or on
@@ -385,10 +401,20 @@ class _Programs(eqx.Module):
     def statistics(self, params, static, contexts):
         return _gate_statistics(eqx.combine(params, *static), contexts)
 
-    def lanes_step(self, *args):
-        return eqx.filter_vmap(self.step, in_axes=(0, 0, _FIXED_AXES, None, None, 0))(
-            *args
-        )
+    def lanes_step(self, params, opt_state, static, data, step, lanes):
+        if self.group is None:
+            return eqx.filter_vmap(
+                self.step, in_axes=(0, 0, _FIXED_AXES, None, None, 0)
+            )(params, opt_state, static, data, step, lanes)
+        # `group` lanes vmapped at a time, the groups one after another in the same program
+        per_seed, shared = static
+        arrays, rest = eqx.partition((params, opt_state, per_seed, lanes), eqx.is_array)
+
+        def one(lane_arrays):
+            p, state, own, lane = eqx.combine(lane_arrays, rest)
+            return self.step(p, state, (own, shared), data, step, lane)
+
+        return jax.lax.map(one, arrays, batch_size=self.group)
 
     def lanes_statistics(self, params, static, contexts):
         return eqx.filter_vmap(self.statistics, in_axes=(0, _FIXED_AXES, None))(
@@ -536,6 +562,7 @@ def train(
         optimizer,
         jnp.asarray(config.steps),
         config.chunk,
+        _lane_group(devices),
     )
     opt_state = eqx.filter_vmap(optimizer.init)(params)
     lanes = np.arange(size)
