@@ -1,16 +1,22 @@
 """Training the compressed model: what vmapping seeds in compiled chunks buys, how a step of the
 equivalence rung compares with the full flow's right-hand side, and the memory of a long run.
 
-(a) 32 seeds vmapped in `lax.scan` chunks (`train`) against the same seeds trained one by one
-    with a jitted step in a Python loop (seed-steps per second, both after compilation);
-(b) steps per second of one seed of the equivalence rung (theorem's setting, "gd", full batch)
-    against evaluations per second of `FullDynamics(...).vector_field`, jitted, same N and M;
+(a) The theorem's rung (exact geometry, identity maps, tied unembedding, linear gates, full-batch
+    gradient descent on the flow's balanced sample of M contexts) of two tasks: the ladder's
+    (L=4 S=3 H=2 N=48, M=48) and a larger one (L=8 S=4 H=2 N=256, M=48). 32 seeds vmapped in
+    `lax.scan` chunks (`train`) against the same seeds trained one by one in a Python loop of
+    the very step `train` takes (the same loss, optimizer and XLA options), jitted once and
+    compiled before the clock starts, with `block_until_ready` after every step as a user's
+    loop would. Seed-steps per second, wall and CPU (process time) side by side:
+    - `train`: a whole run (setup, chunks, held-out measures) after an identical compiling run;
+    - its chunks alone (`TrainTimings.steps_per_s`, wall, chunks after the first).
+(b) steps per second of one seed of the equivalence rung against evaluations per second of
+    `FullDynamics(...).vector_field`, jitted, same N and M (the ladder's task);
 (c) peak resident memory of a 32-seed, 10^4-step run with log-spaced statistics, in a process
     of its own.
 
-Ratios are measured side by side in one process (the machine may be loaded). Run with
-`python benchmarks/bench_train.py [--steps-c 10000]`; until the package has its model, the test
-suite's stand-in (`tests/_trained_standin.py`) is used.
+Ratios are measured side by side in one process (the machine may be loaded): CPU time is the
+steadier measure there. Run with `python benchmarks/bench_train.py [--steps-c 10000]`.
 """
 
 from __future__ import annotations
@@ -23,28 +29,21 @@ from pathlib import Path
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import inductheory as it
 from inductheory.flow import FullDynamics, flow_sample, seed_keys
-from inductheory.trained import ModelConfig, TrainConfig, _train, make_optimizer
+from inductheory.trained import ModelConfig, TrainConfig, _train, init_model
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = it.Task(L=4, S=3, H=2, N=48, beta=4.0)
 M = 48
-
-
-def model_api():
-    """The package's model, or the test suite's stand-in where it has none yet."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    import _trained_standin as standin
-
-    if not standin.HAS_MODEL:
-        _train._model_api = lambda: (
-            standin.standin_init_model,
-            standin.standin_measure,
-        )
-    return _train._model_api()
+# (name, task, vmapped steps, loop steps per seed)
+TASKS = (
+    ("ladder", TASK, 512, 64),
+    ("larger", it.Task(L=8, S=4, H=2, N=256, beta=4.0), 128, 16),
+)
 
 
 def timed(fn):
@@ -54,44 +53,66 @@ def timed(fn):
     return out, time.perf_counter() - t0, time.process_time() - c0
 
 
-def seed_by_seed(config: TrainConfig, seeds: int, steps: int):
-    """Seed-steps per second (wall, CPU) of a jitted step in a Python loop, seed by seed."""
-    init_model, _ = _train._model_api()
-    geometry, contexts = flow_sample(TASK, it.FlowConfig(dynamics="full", M=M), 0)
-    opt = make_optimizer(config)
+def seed_by_seed(task: it.Task, config: TrainConfig, seeds: int, steps: int):
+    """Seed-steps per second (wall, CPU) of `train`'s own step of one seed, jitted once, in a
+    Python loop over seeds and steps (`block_until_ready` after every step), timed over the
+    steps."""
+    geometry, contexts = flow_sample(
+        task, it.FlowConfig(dynamics="full", M=config.M), 0
+    )
+    optimizer = _train.make_optimizer(config)
+    programs = _train._Programs(
+        task, task.vocabulary, "full", optimizer, jnp.asarray(steps), config.chunk
+    )
 
-    @eqx.filter_jit
-    def step(params, state, static):
-        grads = eqx.filter_grad(lambda p: eqx.combine(p, static).loss(contexts))(params)
-        updates, state = opt.update(grads, state, params)
-        return eqx.apply_updates(params, updates), state
-
-    def one_seed(key):
+    def start(key):
         model = init_model(
-            TASK,
+            task,
             ModelConfig(),
             jax.random.wrap_key_data(key),
-            rho=0.1,
+            rho=config.rho,
             geometry=geometry,
         )
-        params, static = eqx.partition(model, model.trainable())
-        state = opt.init(params)
-        for _ in range(steps):
-            params, state = step(params, state, static)
-        return params
+        params, fixed = _train._partition(model)
+        return params, optimizer.init(params), fixed
+
+    params, state, fixed = start(seed_keys(0, np.arange(1))[0])
+    # arrays in, arrays out; the rest of the model (task, geometry, static fields) closed over
+    dynamic, rest = eqx.partition((params, state, fixed), eqx.is_array)
+    options = _train._compiler_options()
+
+    @jax.jit if not options else (lambda f: jax.jit(f, compiler_options=options))
+    def step(dynamic, k):
+        params, state, fixed = eqx.combine(dynamic, rest)
+        params, state, _ = programs.step(params, state, (fixed,), contexts, k, 0)
+        return eqx.partition((params, state, fixed), eqx.is_array)[0]
+
+    def one_seed(key):
+        # the clock runs over the steps only (a model's setup is not the loop's cost)
+        d = jax.block_until_ready(eqx.partition(start(key), eqx.is_array)[0])
+        t0, c0 = time.perf_counter(), time.process_time()
+        for k in range(steps):
+            d = jax.block_until_ready(step(d, k))
+        return time.perf_counter() - t0, time.process_time() - c0
 
     keys = seed_keys(0, np.arange(seeds))
-    timed(lambda: one_seed(keys[0]))  # compile
-    _, wall, cpu = timed(lambda: [one_seed(k) for k in keys])
+    one_seed(keys[0])  # compile
+    wall, cpu = np.sum([one_seed(k) for k in keys], axis=0)
     return seeds * steps / wall, seeds * steps / cpu
 
 
-def vmapped(config: TrainConfig, seeds: int):
+def vmapped(task: it.Task, config: TrainConfig, seeds: int):
     """Seed-steps per second (wall, CPU) of a whole `train` run (setup and held-out measures
-    included) whose programs an identical run compiled before."""
-    it.train(TASK, ModelConfig(), config, seeds)  # compiles
-    _, wall, cpu = timed(lambda: it.train(TASK, ModelConfig(), config, seeds))
-    return seeds * config.steps / wall, seeds * config.steps / cpu
+    included) whose programs an identical run compiled before, and (wall) of its chunks after
+    the first."""
+    it.train(task, ModelConfig(), config, seeds)  # compiles
+    run, wall, cpu = timed(lambda: it.train(task, ModelConfig(), config, seeds))
+    chunks = run.timings.steps_per_s
+    return (
+        seeds * config.steps / wall,
+        seeds * config.steps / cpu,
+        None if chunks is None else seeds * chunks,
+    )
 
 
 def vector_field_rate(evals: int):
@@ -115,7 +136,6 @@ MEMORY_SCRIPT = """
 import resource, sys
 sys.path.insert(0, {bench!r})
 import bench_train as b
-b.model_api()
 import inductheory as it
 from inductheory.trained import ModelConfig, TrainConfig
 config = TrainConfig(lr=0.5, steps={steps}, chunk=256, M=b.M, log_points=64, eval_contexts=512)
@@ -127,32 +147,62 @@ print(run.timings.steps_per_s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=512, help="steps of (a) and (b)")
     parser.add_argument(
-        "--loop-steps", type=int, default=64, help="per seed in the loop"
+        "--scale", type=float, default=1.0, help="multiplies the steps of (a) and (b)"
     )
     parser.add_argument(
         "--steps-c", type=int, default=10_000, help="steps of (c); 0: skip"
     )
+    parser.add_argument(
+        "--only", choices=[name for name, *_ in TASKS], help="one task of (a)"
+    )
+    parser.add_argument(
+        "--xla-defaults",
+        action="store_true",
+        help="compile with XLA's default options (the programs before their CPU options)",
+    )
     args = parser.parse_args()
-    model_api()
+    if args.xla_defaults:
+        _train._compiler_options = dict
+    options = _train._compiler_options()
+    print(
+        f"devices={jax.device_count()} ({jax.default_backend()}), XLA options {options}"
+    )
+    for name, task, steps, loop_steps in TASKS:
+        if args.only and name != args.only:
+            continue
+        steps, loop_steps = (max(1, round(n * args.scale)) for n in (steps, loop_steps))
+        config = TrainConfig(
+            lr=0.5,
+            steps=steps,
+            chunk=steps // 4 or 1,
+            M=M,
+            log_points=16,
+            eval_contexts=64,
+        )
+        loop = seed_by_seed(task, config, args.seeds, loop_steps)
+        many = vmapped(task, config, args.seeds)
+        chunks = "n/a" if many[2] is None else f"{many[2]:.0f}"
+        print(
+            f"(a) {name}: L={task.L} S={task.S} H={task.H} N={task.N} M={M}, "
+            f"{args.seeds} seeds\n"
+            f"    vmapped chunks ({steps} steps): {many[0]:.0f} seed-steps/s wall, "
+            f"{many[1]:.0f} CPU (whole run); chunks alone {chunks} wall\n"
+            f"    loop of seeds ({loop_steps} steps each): {loop[0]:.0f} wall, "
+            f"{loop[1]:.0f} CPU\n"
+            f"    ratio: {many[0] / loop[0]:.1f}x wall, {many[1] / loop[1]:.1f}x CPU "
+            f"(whole run); chunks alone "
+            + ("n/a" if many[2] is None else f"{many[2] / loop[0]:.1f}x wall"),
+            flush=True,
+        )
+    if args.only == "larger":
+        return
+    steps = max(1, round(TASKS[0][2] * args.scale))
     config = TrainConfig(
-        lr=0.5, steps=args.steps, chunk=128, M=M, log_points=16, eval_contexts=64
+        lr=0.5, steps=steps, chunk=steps // 4 or 1, M=M, log_points=16, eval_contexts=64
     )
-    print(
-        f"task L={TASK.L} S={TASK.S} H={TASK.H} N={TASK.N}, M={M}, devices={jax.device_count()}"
-    )
-
-    loop = seed_by_seed(config, args.seeds, args.loop_steps)
-    many = vmapped(config, args.seeds)
-    print(
-        f"(a) {args.seeds} seeds: vmapped chunks {many[0]:.0f} seed-steps/s wall "
-        f"({many[1]:.0f} CPU), loop of seeds {loop[0]:.0f} wall ({loop[1]:.0f} CPU): "
-        f"ratio {many[0] / loop[0]:.1f}x wall, {many[1] / loop[1]:.1f}x CPU"
-    )
-
-    one = vmapped(config, 1)
-    field = vector_field_rate(args.steps)
+    one = vmapped(TASK, config, 1)
+    field = vector_field_rate(config.steps)
     print(
         f"(b) one seed: {one[0]:.0f} steps/s wall ({one[1]:.0f} CPU), full-flow vector field "
         f"{field[0]:.0f} evaluations/s wall ({field[1]:.0f} CPU): step/field "

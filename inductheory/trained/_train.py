@@ -311,6 +311,58 @@ def _gate_statistics(model, contexts) -> dict:
     )
 
 
+# XLA's CPU backend hands small reductions and contractions to YNNPACK library fusions; on the
+# tiny trailing axes of these programs (W offsets, L entries, T + 1 logits, in float64) its
+# calls cost more than XLA's own loops, and they do not get cheaper per seed when seeds are
+# vmapped. The option only chooses how XLA emits the same operations.
+_CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+
+
+@functools.cache
+def _compiler_options() -> dict:
+    """The XLA options of the training programs: `_CPU_COMPILER_OPTIONS` on the CPU backend
+    where this jax knows them, none otherwise."""
+    if jax.default_backend() != "cpu":
+        return {}
+    try:
+        jax.jit(jnp.sin, compiler_options=_CPU_COMPILER_OPTIONS).lower(1.0).compile()
+    except Exception:  # an older jax or XLA without the option: its defaults
+        return {}
+    return _CPU_COMPILER_OPTIONS
+
+
+def _jit(method):
+    """`eqx.filter_jit` of a `_Programs` method with `_compiler_options()`, chosen at the first
+    call (when the backend is known); one compiled program per distinct static input, as with
+    `eqx.filter_jit` itself."""
+    compiled = None
+
+    @functools.wraps(method)
+    def call(*args):
+        nonlocal compiled
+        if compiled is None:
+            options = _compiler_options()
+            kwargs = {"compiler_options": options} if options else {}
+            compiled = eqx.filter_jit(method, **kwargs)
+        return compiled(*args)
+
+    return call
+
+
+# Lanes a CPU step vmaps at once. Vmapping every seed makes the step's intermediates (seeds x
+# contexts x queries x logits) outgrow the CPU caches, so that 32 seeds cost more than 32 single
+# steps; a few at a time, the groups scanned inside the same compiled step, keeps them cached.
+CPU_LANE_GROUP = 2
+
+
+def _lane_group(devices) -> int | None:
+    """`CPU_LANE_GROUP` on one CPU device; None (all lanes in one vmap, split over the devices)
+    otherwise."""
+    if len(devices) == 1 and devices[0].platform == "cpu":
+        return CPU_LANE_GROUP
+    return None
+
+
 class _Programs(eqx.Module):
     """The compiled pieces of one run: a chunk of `chunk` steps of every seed and the final
     evaluation (equal settings give equal programs, compiled once per process)."""
@@ -322,6 +374,8 @@ class _Programs(eqx.Module):
     optimizer: optax.GradientTransformation = eqx.field(static=True)
     steps: jax.Array  # traced: runs of other lengths share the programs
     chunk: int = eqx.field(static=True)
+    # lanes stepped at once (None: every lane in one vmap)
+    group: int | None = eqx.field(static=True, default=None)
 
     def loss_of(self, model, data, step, lane):
         """The training loss of one seed: on the fixed sample `data`, the population's, or on
@@ -347,17 +401,27 @@ class _Programs(eqx.Module):
     def statistics(self, params, static, contexts):
         return _gate_statistics(eqx.combine(params, *static), contexts)
 
-    def lanes_step(self, *args):
-        return eqx.filter_vmap(self.step, in_axes=(0, 0, _FIXED_AXES, None, None, 0))(
-            *args
-        )
+    def lanes_step(self, params, opt_state, static, data, step, lanes):
+        if self.group is None:
+            return eqx.filter_vmap(
+                self.step, in_axes=(0, 0, _FIXED_AXES, None, None, 0)
+            )(params, opt_state, static, data, step, lanes)
+        # `group` lanes vmapped at a time, the groups one after another in the same program
+        per_seed, shared = static
+        arrays, rest = eqx.partition((params, opt_state, per_seed, lanes), eqx.is_array)
+
+        def one(lane_arrays):
+            p, state, own, lane = eqx.combine(lane_arrays, rest)
+            return self.step(p, state, (own, shared), data, step, lane)
+
+        return jax.lax.map(one, arrays, batch_size=self.group)
 
     def lanes_statistics(self, params, static, contexts):
         return eqx.filter_vmap(self.statistics, in_axes=(0, _FIXED_AXES, None))(
             params, static, contexts
         )
 
-    @eqx.filter_jit
+    @_jit
     def run_chunk(
         self, params, opt_state, static, data, held_out, lanes, start, log_mask
     ):
@@ -386,7 +450,7 @@ class _Programs(eqx.Module):
         )
         return params, opt_state, out
 
-    @eqx.filter_jit
+    @_jit
     def evaluate(self, params, static, data, held_out, lanes):
         """The loss (lanes,) and gate statistics of the state after the last step."""
 
@@ -498,6 +562,7 @@ def train(
         optimizer,
         jnp.asarray(config.steps),
         config.chunk,
+        _lane_group(devices),
     )
     opt_state = eqx.filter_vmap(optimizer.init)(params)
     lanes = np.arange(size)
