@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from ..model._contexts import sample_contexts
+from ..model._gates import distinct_within_blocks
 from ..model._task import (
     Task,
     _require_int,
@@ -427,7 +428,7 @@ def rung_summary(result: RungResult) -> dict:
     mass = np.asarray(m.argmax_mass)  # (seeds, H, 2)
     static, avg = np.asarray(m.static_offsets), np.asarray(m.avg_offsets)
     keys = np.asarray(m.key_offsets)
-    distinct = np.array([len(set(row)) == row.size for row in keys])
+    distinct = np.asarray(distinct_within_blocks(keys[..., None]))
     gap = np.asarray(m.phase_gap)
     return dict(
         name=rung.name,

@@ -96,6 +96,32 @@ class MedianInterval(typing.NamedTuple):
     coverage: float
 
 
+def bootstrap_interval(
+    groups, statistic, *, level: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> list[float]:
+    """Percentile interval (`level`) of `statistic(*groups)` over `resamples` bootstrap
+    resamples of each group (with replacement, within each group), from a fixed `seed`.
+
+    **Arguments:**
+    - `groups`: sequences of per-seed values, resampled independently.
+    - `statistic`: a function of the resampled groups, e.g. `np.mean`.
+
+    **Returns:** `[low, high]`.
+
+    ```python
+    bootstrap_interval([[1.0, 2.0, 3.0]], np.mean)
+    ```
+    """
+    rng = np.random.default_rng(seed)
+    groups = [np.asarray(g, float) for g in groups]
+    stats = [
+        statistic(*(g[rng.integers(0, g.size, g.size)] for g in groups))
+        for _ in range(resamples)
+    ]
+    tail = (1 - level) / 2 * 100
+    return [float(np.percentile(stats, tail)), float(np.percentile(stats, 100 - tail))]
+
+
 def median_interval(values, level: float = 0.95) -> MedianInterval:
     """The order-statistic interval of the median: the narrowest [x_(j), x_(n+1-j)] whose
     coverage 1 - 2 P(Bin(n, 1/2) < j) is at least `level`.

@@ -9,7 +9,7 @@ from ..flow import _rates
 from ..flow._config import FlowConfig
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import median_interval, wilson_interval
+from ._stats import bootstrap_interval, median_interval, wilson_interval
 
 SHAPE = dict(L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0)
 TAIL_DELTA = 1e-6
@@ -100,16 +100,8 @@ def _median_interval(values) -> dict:
 
 
 def _bootstrap_interval(groups, statistic) -> list[float]:
-    """Percentile interval (`LEVEL`) of `statistic(*groups)` over bootstrap resamples of each
-    group's seeds (with replacement, within each group), from a fixed seed."""
-    rng = np.random.default_rng(BOOTSTRAP["seed"])
-    groups = [np.asarray(g, float) for g in groups]
-    stats = [
-        statistic(*(g[rng.integers(0, g.size, g.size)] for g in groups))
-        for _ in range(BOOTSTRAP["resamples"])
-    ]
-    tail = (1 - LEVEL) / 2 * 100
-    return [float(np.percentile(stats, tail)), float(np.percentile(stats, 100 - tail))]
+    """`bootstrap_interval` at this figure's `LEVEL` and `BOOTSTRAP` settings."""
+    return bootstrap_interval(groups, statistic, level=LEVEL, **BOOTSTRAP)
 
 
 def _tail_summary(rows: list[dict]) -> dict:
