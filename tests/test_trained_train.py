@@ -332,3 +332,42 @@ print("OK")
 """,
         devices=2,
     )
+
+
+def test_a_finished_run_loads_back_with_the_numbers_it_computed(tmp_path):
+    from inductheory.figures import _runs
+    from inductheory.trained import load_run
+
+    model = ModelConfig(embeddings="learned", d=8, maps="learned", layers=2)
+    config = TrainConfig(optimizer="adam", lr=0.02, steps=6, chunk=3, batch=8, **SMALL)
+    straight = it.train(TASK, model, config, 2, out=tmp_path / "run")
+    loaded = load_run(tmp_path / "run")
+    _same_run(straight, loaded)
+    for name in ("loss", "phase_accuracy", "static_offsets", "argmax_mass"):
+        np.testing.assert_array_equal(
+            getattr(loaded.measures, name), getattr(straight.measures, name)
+        )
+    # the loaded models are models: they give the measures the run took
+    held_out = it.sample_contexts(
+        jax.random.fold_in(jax.random.key(0), _train.HELD_OUT_STREAM), TASK, 8
+    )
+    again = it.trained.measure(
+        jax.tree.map(lambda a: a[1] if eqx.is_array(a) else a, loaded.models), held_out
+    )
+    np.testing.assert_allclose(again.loss, straight.measures.loss[1], rtol=1e-12)
+    with pytest.raises(ValueError, match="no finished train run") as err:
+        load_run(tmp_path / "missing")
+    assert "\n" not in str(err.value)
+
+    # the figures' cache: trained once, then loaded, the same numbers both times
+    first = _runs.trained_run(TASK, model, config, 2, tmp_path / "cache")
+    calls = []
+    real = _runs.train
+    _runs.train = lambda *a, **k: calls.append(1) or real(*a, **k)
+    try:
+        second = _runs.trained_run(TASK, model, config, 2, tmp_path / "cache")
+    finally:
+        _runs.train = real
+    assert calls == []
+    _same_run(first, second)
+    _same_run(straight, first)

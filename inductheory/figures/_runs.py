@@ -8,16 +8,19 @@ module (`_runs.flow_runs(...)`), so that tests can intercept them in one place.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax.numpy as jnp
 import numpy as np
 
 from ..experiments._flows import run_flow, run_flow_variants, run_flows
 from ..flow._config import FlowConfig
 from ..flow._solution import STATUSES
-from ..internal._io import cached, load_cached, store_cached
+from ..internal._io import cached, load_cached, parameter_key, store_cached
 from ..internal._progress import announce
 from ..model._gates import shared_gates_from_logits
 from ..model._task import Task, assumptions_silenced, quiet_task
+from ..trained._train import _parameters, load_run, train
 
 _TIMING_KEYS = ("wall_s", "first_chunk_s_including_compile")
 
@@ -93,6 +96,36 @@ def flow_runs(
     return cached(
         cache_dir, _flow_params(task, config, seeds, seed, trajectories), compute
     )
+
+
+def trained_run(
+    task: Task,
+    model_config,
+    train_config,
+    seeds: int,
+    cache_dir,
+    *,
+    seed: int = 0,
+    label: str = "a model",
+):
+    """`train` of the compressed model, cached by every parameter: the run's own output
+    directory under `cache_dir/train/` (final models, statistics and held-out measures;
+    interrupted runs resume from their last chunk), loaded back with `load_run`. Figures that
+    train the same configuration share one run."""
+    if cache_dir is None:
+        with assumptions_silenced():
+            return train(task, model_config, train_config, seeds, seed=seed)
+    params = _parameters(task, model_config, train_config, seeds, seed)
+    directory = Path(cache_dir) / "train" / parameter_key(params)
+    try:
+        return load_run(directory)
+    except ValueError:
+        pass
+    announce(f"training {label}, {_shape(task)}, {seeds} seeds")
+    with assumptions_silenced():
+        train(task, model_config, train_config, seeds, seed=seed, out=directory)
+    # the loaded run, so that a fresh and a cached run are the very same numbers
+    return load_run(directory)
 
 
 def flow_runs_together(

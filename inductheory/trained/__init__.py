@@ -20,6 +20,7 @@ from ._train import (
     TrainStatistics as TrainStatistics,
     TrainTimings as TrainTimings,
     learning_rate as learning_rate,
+    load_run as load_run,
     log_steps as log_steps,
     make_optimizer as make_optimizer,
     train as train,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 import time
 from pathlib import Path
@@ -39,9 +40,16 @@ from ..internal._lanes import lane_mesh, pad_lanes, padded_size, shard_lanes
 from ..internal._progress import Progress
 from ..model._contexts import _sample_contexts, sample_contexts
 from ..model._measures import effective_offsets
-from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, Task, _require_int
+from ..model._task import (
+    SEED_MAX,
+    SEED_MIN,
+    SEEDS_MAX,
+    Task,
+    _require_int,
+    assumptions_silenced,
+)
 from ._config import GRADIENT_DESCENT, ModelConfig, TrainConfig
-from ._measures import measure
+from ._measures import ModelMeasures, measure
 from ._model import init_model
 
 # The "warmup_cosine" schedule warms up linearly over this fraction of the steps.
@@ -50,11 +58,12 @@ WARMUP_FRACTION = 0.1
 EXPONENTIAL_END = 0.01
 # Streams of the base seed's key beyond the flow's (1 seeds, 2 sample, 3 geometry).
 HELD_OUT_STREAM, BATCH_STREAM = 4, 5
-CHECKPOINT, RESULT, STATISTICS, MODELS = (
+CHECKPOINT, RESULT, STATISTICS, MODELS, MEASURES = (
     "checkpoint.eqx",
     "train.json",
     "statistics.npz",
     "models.eqx",
+    "measures.npz",
 )
 
 
@@ -531,18 +540,7 @@ def train(
     held_out = sample_contexts(
         jax.random.fold_in(base, HELD_OUT_STREAM), task, config.eval_contexts
     )
-    keys = seed_keys(seed, np.arange(seeds))
-    models = [
-        init_model(
-            task,
-            model_config,
-            jax.random.wrap_key_data(k),
-            rho=config.rho,
-            # learned embeddings bring their own; fixed ones are the flow's geometry
-            geometry=None if model_config.embeddings == "learned" else geometry,
-        )
-        for k in keys
-    ]
+    models = _initial_models(task, model_config, config, seeds, seed, geometry)
     if config.batch == "population":
         _check_population(models[0])
     data = {
@@ -680,6 +678,79 @@ def train(
     return run
 
 
+def _initial_models(task, model_config, config, seeds: int, seed: int, geometry):
+    """Seed i's model at step 0 (the full flow's key of seed i)."""
+    return [
+        init_model(
+            task,
+            model_config,
+            jax.random.wrap_key_data(k),
+            rho=config.rho,
+            # learned embeddings bring their own; fixed ones are the flow's geometry
+            geometry=None if model_config.embeddings == "learned" else geometry,
+        )
+        for k in seed_keys(seed, np.arange(seeds))
+    ]
+
+
+def load_run(directory) -> TrainRun:
+    """The finished `train` run written to `directory` (`train(..., out=directory)`).
+
+    **Arguments:**
+    - `directory`: the run's output directory.
+
+    **Returns:** the `TrainRun`, with the final models of every seed and the held-out measures
+    exactly as the run computed them.
+
+    **Raises:** `ValueError` when `directory` holds no finished run.
+
+    ```python
+    train(task, ModelConfig(), TrainConfig(steps=100), 4, out="run")
+    load_run("run").measures.key_offsets  # (4, H)
+    ```
+    """
+    directory = Path(directory)
+    missing = [
+        n
+        for n in (RESULT, STATISTICS, MODELS, MEASURES)
+        if not (directory / n).is_file()
+    ]
+    if missing:
+        raise ValueError(
+            f"directory {str(directory)!r} holds no finished train run "
+            f"(missing {', '.join(missing)})"
+        )
+    record = json.loads((directory / RESULT).read_text())
+    with assumptions_silenced():  # the run was warned about when it trained
+        task = Task(**record["task"])
+    model_config = ModelConfig(**record["model_config"])
+    config = TrainConfig(**record["train_config"])
+    seeds, seed = int(record["seeds"]), int(record["seed"])
+    geometry, _ = flow_sample(task, FlowConfig(dynamics="full", M=config.M), seed)
+    like = _stack(_initial_models(task, model_config, config, seeds, seed, geometry))
+    models = eqx.tree_deserialise_leaves(directory / MODELS, like)
+    with np.load(directory / STATISTICS) as f:
+        steps = f["steps"]
+        statistics = TrainStatistics(
+            **{k.name: f[k.name] for k in dataclasses.fields(TrainStatistics)}
+        )
+    with np.load(directory / MEASURES) as f:
+        measures = ModelMeasures(**{k: f[k] for k in f.files})
+    return TrainRun(
+        task=task,
+        model_config=model_config,
+        train_config=config,
+        seed=seed,
+        seeds=seeds,
+        M=record["summary"]["M"],
+        steps=steps,
+        statistics=statistics,
+        measures=measures,
+        models=models,
+        timings=TrainTimings(**record["summary"]["timings"]),
+    )
+
+
 def _write_checkpoint(path: Path, done: int, params, opt_state, buffers) -> None:
     """The state after `done` steps, in one file written atomically."""
     state = (np.asarray(done, np.int64), params, opt_state, buffers)
@@ -694,6 +765,14 @@ def _write_result(directory: Path, run: TrainRun) -> None:
         directory / MODELS,
         lambda tmp: eqx.tree_serialise_leaves(tmp, run.models),
     )
+    write_npz_atomic(
+        directory / MEASURES,
+        **{
+            f.name: np.asarray(getattr(run.measures, f.name))
+            for f in dataclasses.fields(run.measures)
+        },
+    )
+    # the record last: a directory with it holds a finished run
     write_json_atomic(directory / RESULT, run.to_dict())
 
 
@@ -702,6 +781,7 @@ __all__ = [
     "TrainStatistics",
     "TrainTimings",
     "learning_rate",
+    "load_run",
     "log_steps",
     "make_optimizer",
     "train",
