@@ -385,7 +385,7 @@ def _exact_block_loss(task: Task, geometry: ExactGeometry, c, contexts):
     of `exact_logits`, computed with the contexts on the last axis. XLA's CPU loops vectorize
     along that axis, where the per-context layout leaves axes of 2 to T + 1 entries and sums
     over the H heads as tiny batched matrix products; the gradient of many seeds' losses (the
-    seeds vmapped in front) then costs several times less per seed.
+    seeds vmapped in front) then costs less per seed.
 
     **Arguments:**
     - `task`, `geometry`: an exact task with `task.windowed` False and its geometry.
