@@ -23,7 +23,13 @@ COMPILE_EVENTS = frozenset(
 )
 
 _lock = threading.Lock()
-_state = {"listening": False, "depth": 0, "entered": 0.0, "total": 0.0}
+_state = {
+    "listening": False,
+    "depth": 0,
+    "entered": 0.0,
+    "entered_wall": 0.0,
+    "total": 0.0,
+}
 
 
 def _entered(event: str, value, **_) -> None:
@@ -31,6 +37,7 @@ def _entered(event: str, value, **_) -> None:
         with _lock:
             if _state["depth"] == 0:
                 _state["entered"] = time.process_time()
+                _state["entered_wall"] = time.perf_counter()
             _state["depth"] += 1
 
 
@@ -63,6 +70,20 @@ def compile_seconds() -> float:
     """
     with _lock:
         return _state["total"]
+
+
+def compiling_for() -> float | None:
+    """Wall seconds the trace, lowering or compile running now has taken (its outermost span),
+    or None when this process is not compiling (or no `Clock` has started listening).
+
+    ```python
+    compiling_for()  # None outside a compile
+    ```
+    """
+    with _lock:
+        if _state["depth"] == 0:
+            return None
+        return time.perf_counter() - _state["entered_wall"]
 
 
 class Spent(NamedTuple):
