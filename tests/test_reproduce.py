@@ -421,6 +421,32 @@ def test_no_eta_before_the_first_figure_is_measured(capsys):
     assert "left" not in capsys.readouterr().err
 
 
+def test_a_clock_counts_the_programs_compiled_and_says_when_one_compiles():
+    import jax
+    import jax.numpy as jnp
+
+    from inductheory.internal._clock import Clock, compiling_for
+
+    seen = []
+    # a shape no other test compiles this program for
+    f = jax.jit(
+        lambda x: (
+            jnp.sin(x) * 3.0
+            + jax.pure_callback(lambda y: (seen.append(compiling_for()), y)[1], x, x)
+        )
+    )
+    clock = Clock()
+    x = jnp.ones(7919)
+    f(x).block_until_ready()
+    first = clock.spent()
+    f(x).block_until_ready()  # compiled already
+    second = clock.spent()
+    assert first.compiles >= 1 and second.compiles == first.compiles
+    assert first.compile_s > 0
+    assert seen == [None, None]  # the program runs after its compile has ended
+    assert compiling_for() is None
+
+
 def test_measured_tables_render_as_markdown_and_reject_ragged_rows():
     from inductheory.figures import MeasuredTable
 

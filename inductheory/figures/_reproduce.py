@@ -126,7 +126,8 @@ def _select(only: list[str] | None) -> list[Figure]:
 
 def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
     """Compute, store and draw one figure; returns its data with the time it took (`wall_s`,
-    `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds)."""
+    `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds;
+    `compiles`: its XLA compiles)."""
     f = FIGURES[name]
     clock = Clock()
     data = f.compute(quick, mode_cache)
@@ -137,6 +138,7 @@ def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
         wall_s=round(spent.wall_s, 3),
         cpu_s=round(spent.cpu_s, 3),
         compile_s=round(spent.compile_s, 3),
+        compiles=spent.compiles,
     )
     return data
 

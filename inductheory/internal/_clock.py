@@ -14,11 +14,12 @@ import threading
 import time
 from typing import NamedTuple
 
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 COMPILE_EVENTS = frozenset(
     {
         "/jax/core/compile/jaxpr_trace_duration",
         "/jax/core/compile/jaxpr_to_mlir_module_duration",
-        "/jax/core/compile/backend_compile_duration",
+        BACKEND_COMPILE,
     }
 )
 
@@ -29,6 +30,7 @@ _state = {
     "entered": 0.0,
     "entered_wall": 0.0,
     "total": 0.0,
+    "compiles": 0,
 }
 
 
@@ -44,6 +46,7 @@ def _entered(event: str, value, **_) -> None:
 def _left(event: str, start: float, end: float, **_) -> None:
     if event in COMPILE_EVENTS:
         with _lock:
+            _state["compiles"] += event == BACKEND_COMPILE
             _state["depth"] = max(_state["depth"] - 1, 0)
             if _state["depth"] == 0:
                 _state["total"] += time.process_time() - _state["entered"]
@@ -92,11 +95,14 @@ class Spent(NamedTuple):
     - `wall_s`: elapsed seconds.
     - `cpu_s`: CPU seconds of this process, all its threads (jax's and XLA's too).
     - `compile_s`: the part of `cpu_s` spent tracing, lowering or compiling jax programs.
+    - `compiles`: XLA compiles (each a distinct program: jitted functions and eager operations
+      of new shapes; a persistent-cache hit counts too).
     """
 
     wall_s: float
     cpu_s: float
     compile_s: float
+    compiles: int = 0
 
 
 class Clock:
@@ -113,10 +119,13 @@ class Clock:
         _start_listening()
         self.wall, self.cpu = time.perf_counter(), time.process_time()
         self.compile = compile_seconds()
+        with _lock:
+            self.compiles = _state["compiles"]
 
     def spent(self) -> Spent:
         return Spent(
             wall_s=time.perf_counter() - self.wall,
             cpu_s=time.process_time() - self.cpu,
             compile_s=compile_seconds() - self.compile,
+            compiles=_state["compiles"] - self.compiles,
         )
