@@ -128,7 +128,10 @@ def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
     """Compute, store and draw one figure; returns its data with the time it took (`wall_s`,
     `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds;
     `compiles`: its XLA compiles)."""
+    from ..internal._programs import fast_lane_programs
+
     f = FIGURES[name]
+    fast_lane_programs(name in FAST_LANES["quick" if quick else "full"])
     clock = Clock()
     data = f.compute(quick, mode_cache)
     write_json_atomic(out / "data" / f"{f.name}.json", data)  # numbers only: no timings
@@ -328,6 +331,14 @@ FAST_COMPILE: dict[str, frozenset[str]] = {
             "weak_spots",
         }
     ),
+    "full": frozenset(),
+}
+# The figures, by mode, outside `FAST_COMPILE` whose flows alone (the program store's lane
+# programs) compile with the same cheaper code generation (`_programs.FAST_OPTIONS`), the rest
+# of their programs as usual: relaxation_ladder's flow check (its data stay the same). Not
+# phase_uniformity: its frontier moves with its flows' rounding.
+FAST_LANES: dict[str, frozenset[str]] = {
+    "quick": frozenset({"relaxation_ladder"}),
     "full": frozenset(),
 }
 # About how many seconds each figure takes on one core in quick mode from a fresh cache (its
