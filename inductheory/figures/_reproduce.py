@@ -131,9 +131,12 @@ def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
     from ..internal._programs import fast_lane_programs
 
     f = FIGURES[name]
-    fast_lane_programs(name in FAST_LANES["quick" if quick else "full"])
     clock = Clock()
-    data = f.compute(quick, mode_cache)
+    fast_lane_programs(name in FAST_LANES["quick" if quick else "full"])
+    try:
+        data = f.compute(quick, mode_cache)
+    finally:  # the process's later programs compile as usual
+        fast_lane_programs(False)
     write_json_atomic(out / "data" / f"{f.name}.json", data)  # numbers only: no timings
     _draw_and_save(f, data, out)
     spent = clock.spent()
