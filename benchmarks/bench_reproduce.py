@@ -2,9 +2,10 @@
 
 Runs the command line in a child process with a private, empty cache directory and XDG cache
 (no compiled or stored program, no finished computation), and prints per figure its wall seconds,
-CPU seconds (its worker process, all threads) and compile seconds (tracing, lowering and XLA
-compile, from jax's monitoring spans), then the run's wall time, CPU seconds of every process
-(the command and its workers) and CPU use in percent of one core.
+CPU seconds (its worker process, all threads), compile seconds (tracing, lowering and XLA
+compile, from jax's monitoring spans) and its XLA compiles (distinct programs), then the run's
+wall time, CPU seconds of every process (the command and its workers) and CPU use in percent of
+one core.
 
     python benchmarks/bench_reproduce.py --quick
     python benchmarks/bench_reproduce.py --only weak_spots,coverage --jobs 2
@@ -81,19 +82,22 @@ def main(argv=None) -> int:
         return done.returncode
     figures = json.loads(done.stdout)
     rows = [
-        (name, d["wall_s"], d["cpu_s"], d["compile_s"])
+        (name, d["wall_s"], d["cpu_s"], d["compile_s"], d.get("compiles") or 0)
         for name, d in sorted(figures.items(), key=lambda kv: -kv[1]["cpu_s"])
     ]
     print(
-        f"{'figure':24s} {'wall s':>8s} {'CPU s':>8s} {'compile s':>10s} {'compile %':>9s}"
+        f"{'figure':24s} {'wall s':>8s} {'CPU s':>8s} {'compile s':>10s} {'compile %':>9s} "
+        f"{'compiles':>8s}"
     )
-    for name, w, c, k in rows:
-        print(f"{name:24s} {w:8.1f} {c:8.1f} {k:10.1f} {100 * k / max(c, 1e-9):8.0f}%")
+    for name, w, c, k, n in rows:
+        print(
+            f"{name:24s} {w:8.1f} {c:8.1f} {k:10.1f} {100 * k / max(c, 1e-9):8.0f}% {n:8d}"
+        )
     fig_cpu = sum(r[2] for r in rows)
     fig_compile = sum(r[3] for r in rows)
     print(
         f"{'figures':24s} {sum(r[1] for r in rows):8.1f} {fig_cpu:8.1f} {fig_compile:10.1f} "
-        f"{100 * fig_compile / max(fig_cpu, 1e-9):8.0f}%"
+        f"{100 * fig_compile / max(fig_cpu, 1e-9):8.0f}% {sum(r[4] for r in rows):8d}"
     )
     print(
         f"run ({'quick' if args.quick else 'full'}"
@@ -110,7 +114,9 @@ def main(argv=None) -> int:
                     "wall_s": wall,
                     "cpu_s": cpu,
                     "figures": {
-                        r[0]: dict(zip(("wall_s", "cpu_s", "compile_s"), r[1:]))
+                        r[0]: dict(
+                            zip(("wall_s", "cpu_s", "compile_s", "compiles"), r[1:])
+                        )
                         for r in rows
                     },
                 },

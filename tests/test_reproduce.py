@@ -346,6 +346,107 @@ def test_a_silent_stretch_is_broken_by_a_still_running_line(capsys):
     ]
 
 
+def test_a_heartbeat_says_what_a_silent_job_does_and_for_how_long():
+    from inductheory.internal._progress import Heartbeat
+
+    clock, compiling, lines = FakeClock(), [None], []
+    beat = Heartbeat(
+        lines.append, period=20.0, clock=clock, compiling=lambda: compiling[0]
+    )
+    beat.sink(lambda line, finished: None)("flow (reduced) 1/4", False)
+    clock.now = 19.9
+    assert beat.check() is None  # not yet silent for a period
+    clock.now = 20.0
+    beat.check()
+    clock.now = 35.0
+    compiling[0] = 12.5
+    assert beat.check() is None  # 15 s after the last heartbeat
+    clock.now = 40.0
+    beat.check()
+    beat.seen("flow (reduced) 2/4")  # a progress line: the silence starts again
+    clock.now = 59.0
+    assert beat.check() is None
+    assert lines == [
+        "computing; no progress line for 20.0 s (last: flow (reduced) 1/4)",
+        "compiling a jax program (for 12.5 s); no progress line for 40.0 s "
+        "(last: flow (reduced) 1/4)",
+    ]
+
+
+def test_heartbeats_are_printed_at_once_under_the_figures_name(capsys):
+    from inductheory.figures._reproduce import _Status
+
+    clock = FakeClock()
+    status = _Status(fake_figures(a=10, b=10), {}, True, clock=clock)
+    status.started("a")
+    status.line("a", "flow (reduced) 1/4")
+    clock.now = 1.0  # within the `every` throttle of progress lines
+    status.beat("a", "computing; no progress line for 20.0 s")
+    status.beat("b", "late: b is not running")
+    clock.now = 31.0
+    status.quiet_for()  # 30 s after the heartbeat: the still-running line keeps the progress
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "running: a",
+        "  a: flow (reduced) 1/4",
+        "  a: computing; no progress line for 20.0 s",
+        "still running: a (31.0 s; last: flow (reduced) 1/4)",
+    ]
+
+
+def test_the_quick_cost_of_a_figure_without_one_is_its_cost_scaled_like_the_others():
+    from types import SimpleNamespace
+
+    from inductheory.figures._reproduce import QUICK_COSTS, expected_cost
+
+    known = sorted(QUICK_COSTS[n] / FIGURES[n].cost for n in QUICK_COSTS)
+    new = SimpleNamespace(name="not_a_figure", cost=100.0)
+    assert expected_cost(new, quick=True) == pytest.approx(100 * known[len(known) // 2])
+    assert expected_cost(new, quick=False) == 100.0
+    assert expected_cost(FIGURES["coverage"], quick=True) == QUICK_COSTS["coverage"]
+
+
+def test_no_eta_before_the_first_figure_is_measured(capsys):
+    from inductheory.figures._reproduce import _Status
+
+    clock = FakeClock()
+    # one figure holds most of the expected work: even when it is running long, no estimate
+    status = _Status(fake_figures(a=90, b=5, c=5), {}, True, jobs=2, clock=clock)
+    status.started("a")
+    status.started("b")
+    clock.now = 300.0
+    status.quiet_for()
+    assert status.eta() is None
+    status.finished("b", 300.0)
+    assert "left" not in capsys.readouterr().err
+
+
+def test_a_clock_counts_the_programs_compiled_and_says_when_one_compiles():
+    import jax
+    import jax.numpy as jnp
+
+    from inductheory.internal._clock import Clock, compiling_for
+
+    seen = []
+    # a shape no other test compiles this program for
+    f = jax.jit(
+        lambda x: (
+            jnp.sin(x) * 3.0
+            + jax.pure_callback(lambda y: (seen.append(compiling_for()), y)[1], x, x)
+        )
+    )
+    clock = Clock()
+    x = jnp.ones(7919)
+    f(x).block_until_ready()
+    first = clock.spent()
+    f(x).block_until_ready()  # compiled already
+    second = clock.spent()
+    assert first.compiles >= 1 and second.compiles == first.compiles
+    assert first.compile_s > 0
+    assert seen == [None, None]  # the program runs after its compile has ended
+    assert compiling_for() is None
+
+
 def test_measured_tables_render_as_markdown_and_reject_ragged_rows():
     from inductheory.figures import MeasuredTable
 

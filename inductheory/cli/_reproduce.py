@@ -117,7 +117,7 @@ def run(args) -> int:
     summary = {
         name: {
             "findings": d.get("findings"),
-            **{k: d.get(k) for k in ("wall_s", "cpu_s", "compile_s")},
+            **{k: d.get(k) for k in ("wall_s", "cpu_s", "compile_s", "compiles")},
         }
         for name, d in results.items()
     }

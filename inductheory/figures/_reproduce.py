@@ -8,6 +8,7 @@ import queue as queue_module
 import re
 import shlex
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from ..internal._io import (
     write_json_atomic,
     write_text_atomic,
 )
-from ..internal._progress import duration, report_to
+from ..internal._progress import Heartbeat, duration, report_to
 from . import _style
 from ._figure import Figure
 from ._registry import FIGURES
@@ -125,10 +126,17 @@ def _select(only: list[str] | None) -> list[Figure]:
 
 def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
     """Compute, store and draw one figure; returns its data with the time it took (`wall_s`,
-    `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds)."""
+    `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds;
+    `compiles`: its XLA compiles)."""
+    from ..internal._programs import fast_lane_programs
+
     f = FIGURES[name]
     clock = Clock()
-    data = f.compute(quick, mode_cache)
+    fast_lane_programs(name in FAST_LANES["quick" if quick else "full"])
+    try:
+        data = f.compute(quick, mode_cache)
+    finally:  # the process's later programs compile as usual
+        fast_lane_programs(False)
     write_json_atomic(out / "data" / f"{f.name}.json", data)  # numbers only: no timings
     _draw_and_save(f, data, out)
     spent = clock.spent()
@@ -136,6 +144,7 @@ def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
         wall_s=round(spent.wall_s, 3),
         cpu_s=round(spent.cpu_s, 3),
         compile_s=round(spent.compile_s, 3),
+        compiles=spent.compiles,
     )
     return data
 
@@ -186,12 +195,14 @@ class _Status:
         self.loops: dict[str, int] = {}
         self.started_at: dict[str, float] = {}
         self.last_write = self.start
+        self._lock = threading.Lock()
 
     def _write(self, text: str) -> None:
-        self.last_write = self.clock()
-        if self.enabled:
-            self.stream.write(text + "\n")
-            self.stream.flush()
+        with self._lock:  # heartbeats come from another thread in a run without workers
+            self.last_write = self.clock()
+            if self.enabled:
+                self.stream.write(text + "\n")
+                self.stream.flush()
 
     def started(self, name: str) -> None:
         if name not in self.running and name not in self.done:
@@ -229,6 +240,12 @@ class _Status:
             self.last_line[name] = now
             count = f" ({self.loops[name]} done)" if self.loops[name] else ""
             self._write(f"  {name}{count}: {text}")
+
+    def beat(self, name: str, text: str) -> None:
+        """A `Heartbeat` of figure `name`: printed at once (they come `HEARTBEAT` seconds
+        apart), without replacing its last progress line."""
+        if name in self.running:
+            self._write(f"  {name}: {text}")
 
     def eta(self) -> float | None:
         """Seconds left, or None while the finished figures hold less than `eta_after` of the
@@ -284,6 +301,11 @@ class _Status:
         self._write(text)
 
 
+# Seconds without a progress line after which a figure's process says what it is doing (a
+# `Heartbeat`: computing, or compiling a jax program, and for how long).
+HEARTBEAT = 20.0
+
+
 # XLA's cheaper code generation: no backend optimization and no expensive LLVM passes. A figure of
 # many small programs, each run briefly, compiles in about three quarters of the CPU time; the
 # programs run slower and round differently, so it is used only where a figure's data stay
@@ -293,8 +315,9 @@ FAST_COMPILE_FLAGS = (
 )
 # The figures, by mode, computed by workers compiling with `FAST_COMPILE_FLAGS`: those whose data
 # under it equal the default compilation's within tolerance (checked by regenerating them and
-# comparing every number). Not phase_uniformity (its frontier moves by 1e-3) nor toy_stability
-# (a count of split ends changes).
+# comparing every number). Not phase_uniformity (its frontier moves by 1e-3), toy_stability
+# (a count of split ends changes) nor relaxation_ladder (the loss of its learned-embedding rung,
+# which does not converge in its steps, moves beyond the tolerance, at optimization level 1 too).
 FAST_COMPILE: dict[str, frozenset[str]] = {
     "quick": frozenset(
         {
@@ -313,10 +336,19 @@ FAST_COMPILE: dict[str, frozenset[str]] = {
     ),
     "full": frozenset(),
 }
+# The figures, by mode, outside `FAST_COMPILE` whose flows alone (the program store's lane
+# programs) compile with the same cheaper code generation (`_programs.FAST_OPTIONS`), the rest
+# of their programs as usual: relaxation_ladder's flow check (its data stay the same). Not
+# phase_uniformity: its frontier moves with its flows' rounding.
+FAST_LANES: dict[str, frozenset[str]] = {
+    "quick": frozenset({"relaxation_ladder"}),
+    "full": frozenset(),
+}
 # About how many seconds each figure takes on one core in quick mode from a fresh cache (its
 # `cost` is the full mode's): the order in which workers start them when no previous run's times
 # are known, longest first.
 QUICK_COSTS = {
+    "relaxation_ladder": 170,
     "phase_uniformity": 75,
     "boundary": 50,
     "regime_boundary": 40,
@@ -334,8 +366,19 @@ QUICK_COSTS = {
 
 
 def expected_cost(f: Figure, quick: bool) -> float:
-    """The nominal seconds of figure `f` in this mode (`QUICK_COSTS` or its `cost`)."""
-    return float(QUICK_COSTS.get(f.name, f.cost) if quick else f.cost)
+    """The nominal seconds of figure `f` in this mode: its `cost` (full), or in quick mode its
+    `QUICK_COSTS` entry; a figure without one is expected to take its `cost` scaled by the
+    median ratio of quick to full cost of the figures that have both."""
+    if not quick:
+        return float(f.cost)
+    if f.name in QUICK_COSTS:
+        return float(QUICK_COSTS[f.name])
+    ratios = sorted(
+        QUICK_COSTS[n] / g.cost
+        for n, g in FIGURES.items()
+        if n in QUICK_COSTS and g.cost > 0
+    )
+    return float(f.cost) * (ratios[len(ratios) // 2] if ratios else 1.0)
 
 
 def fast_compile(name: str, quick: bool) -> bool:
@@ -394,7 +437,8 @@ _MEMORY_SHARE = 0.25
 def _serve(worker: int, caches, fast: bool, tasks, events, progress: bool) -> None:
     """A worker process: computes the figures it is sent (`(name, quick, mode_cache, out)`, None
     to stop) one at a time, keeping jax's compiled programs between them, and reports on
-    `events`: `("line", name, text, finished)` progress, `("done", worker, name, data,
+    `events`: `("line", name, text, finished)` progress, `("beat", name, text)` a `Heartbeat`
+    after `HEARTBEAT` seconds without progress, `("done", worker, name, data,
     retiring)` (`retiring`: worn out, it stops) and `("failed", worker, name, error, trace)`.
     `fast`: it compiles with `FAST_COMPILE_FLAGS` (it is sent only the figures that allow it)."""
     _start_worker(*caches, fast=fast)
@@ -404,9 +448,12 @@ def _serve(worker: int, caches, fast: bool, tasks, events, progress: bool) -> No
         def sink(line, finished, name=name):
             events.put(("line", name, line, finished))
 
+        def beat(line, name=name):
+            events.put(("beat", name, line))
+
         try:
             if progress:
-                with report_to(sink):
+                with Heartbeat(beat, HEARTBEAT) as heart, report_to(heart.sink(sink)):
                     data = _make(*task)
             else:
                 data = _make(*task)
@@ -500,6 +547,8 @@ def _make_in_workers(
         kind = event[0]
         if kind == "line":
             status.line(*event[1:])
+        elif kind == "beat":
+            status.beat(*event[1:])
         elif kind == "done":
             _, worker, name, data, retiring = event
             busy.pop(worker, None)
@@ -627,10 +676,17 @@ def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
         for f in figures:
             status.started(f.name)
             if progress:
-                with report_to(
-                    lambda line, finished, name=f.name: status.line(
-                        name, line, finished
-                    )
+                with (
+                    Heartbeat(
+                        lambda line, name=f.name: status.beat(name, line), HEARTBEAT
+                    ) as heart,
+                    report_to(
+                        heart.sink(
+                            lambda line, finished, name=f.name: status.line(
+                                name, line, finished
+                            )
+                        )
+                    ),
                 ):
                     results[f.name] = _make(f.name, quick, mode_cache, out)
             else:

@@ -121,6 +121,7 @@ def compute(quick: bool, cache_dir) -> dict:
         seeds,
         runner=lambda r, n, seed: cached_rung(r, n, seed, cache_dir=cache_dir),
     )
+    announce(f"summarizing {len(rungs)} rungs (bootstrap intervals over seeds)")
     summaries = [_intervals(s) for s in result.summaries()]
     flow = _flow_check(rungs[0], seeds, cache_dir)
     trained = summaries[0]["per_seed"]

@@ -14,16 +14,24 @@ import threading
 import time
 from typing import NamedTuple
 
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 COMPILE_EVENTS = frozenset(
     {
         "/jax/core/compile/jaxpr_trace_duration",
         "/jax/core/compile/jaxpr_to_mlir_module_duration",
-        "/jax/core/compile/backend_compile_duration",
+        BACKEND_COMPILE,
     }
 )
 
 _lock = threading.Lock()
-_state = {"listening": False, "depth": 0, "entered": 0.0, "total": 0.0}
+_state = {
+    "listening": False,
+    "depth": 0,
+    "entered": 0.0,
+    "entered_wall": 0.0,
+    "total": 0.0,
+    "compiles": 0,
+}
 
 
 def _entered(event: str, value, **_) -> None:
@@ -31,12 +39,14 @@ def _entered(event: str, value, **_) -> None:
         with _lock:
             if _state["depth"] == 0:
                 _state["entered"] = time.process_time()
+                _state["entered_wall"] = time.perf_counter()
             _state["depth"] += 1
 
 
 def _left(event: str, start: float, end: float, **_) -> None:
     if event in COMPILE_EVENTS:
         with _lock:
+            _state["compiles"] += event == BACKEND_COMPILE
             _state["depth"] = max(_state["depth"] - 1, 0)
             if _state["depth"] == 0:
                 _state["total"] += time.process_time() - _state["entered"]
@@ -65,17 +75,34 @@ def compile_seconds() -> float:
         return _state["total"]
 
 
+def compiling_for() -> float | None:
+    """Wall seconds the trace, lowering or compile running now has taken (its outermost span),
+    or None when this process is not compiling (or no `Clock` has started listening).
+
+    ```python
+    compiling_for()  # None outside a compile
+    ```
+    """
+    with _lock:
+        if _state["depth"] == 0:
+            return None
+        return time.perf_counter() - _state["entered_wall"]
+
+
 class Spent(NamedTuple):
     """Time spent on one piece of work.
 
     - `wall_s`: elapsed seconds.
     - `cpu_s`: CPU seconds of this process, all its threads (jax's and XLA's too).
     - `compile_s`: the part of `cpu_s` spent tracing, lowering or compiling jax programs.
+    - `compiles`: XLA compiles (each a distinct program: jitted functions and eager operations
+      of new shapes; a persistent-cache hit counts too).
     """
 
     wall_s: float
     cpu_s: float
     compile_s: float
+    compiles: int = 0
 
 
 class Clock:
@@ -92,10 +119,13 @@ class Clock:
         _start_listening()
         self.wall, self.cpu = time.perf_counter(), time.process_time()
         self.compile = compile_seconds()
+        with _lock:
+            self.compiles = _state["compiles"]
 
     def spent(self) -> Spent:
         return Spent(
             wall_s=time.perf_counter() - self.wall,
             cpu_s=time.process_time() - self.cpu,
             compile_s=compile_seconds() - self.compile,
+            compiles=_state["compiles"] - self.compiles,
         )

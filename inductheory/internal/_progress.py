@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -116,6 +117,92 @@ class Progress:
         if self.enabled and self._tty and not _SINKS:
             self.stream.write("\n")
             self.stream.flush()
+        return False
+
+
+class Heartbeat:
+    """A line for the user when a job has said nothing for `period` seconds: how long it has
+    been silent, the last line it sent and whether it is compiling a jax program now (a single
+    compiled call can run, or compile, for minutes without a `Progress` line).
+
+    Each line of the job passes through `seen` (or `sink`); `check` emits a heartbeat when the
+    job has been silent for `period` (and again after each further `period`). As a context
+    manager a daemon thread calls `check` about every second; tests call it themselves with a
+    fake `clock`.
+
+    **Arguments:**
+    - `emit`: called with each heartbeat line.
+    - `period`: seconds of silence before a heartbeat.
+    - `clock`: wall seconds (default `time.perf_counter`).
+    - `compiling`: seconds the compile running now has taken, or None (default
+      `_clock.compiling_for`).
+
+    ```python
+    lines = []
+    with Heartbeat(lines.append, period=20.0) as beat:
+        beat.seen("flow (reduced) 1/4")
+    ```
+    """
+
+    def __init__(self, emit, period: float = 20.0, *, clock=None, compiling=None):
+        if compiling is None:
+            from ._clock import compiling_for as compiling
+        self.emit, self.period = emit, float(period)
+        self.clock = clock or time.perf_counter
+        self.compiling = compiling
+        self.last_line = None
+        # the last progress line and the last heartbeat
+        self.last = self.last_beat = self.clock()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def seen(self, line: str | None = None) -> None:
+        """The job sent `line` now: the silence starts again."""
+        self.last = self.last_beat = self.clock()
+        if line is not None:
+            self.last_line = line
+
+    def sink(self, forward):
+        """A `report_to` sink that marks each line seen and passes it to `forward(line,
+        finished)`."""
+
+        def sink(line, finished):
+            self.seen(line)
+            forward(line, finished)
+
+        return sink
+
+    def check(self) -> str | None:
+        """Emit and return a heartbeat line if the job has been silent for `period`."""
+        now = self.clock()
+        if now - self.last_beat < self.period:
+            return None
+        silent = now - self.last
+        compiling = self.compiling()
+        doing = (
+            "computing"
+            if compiling is None
+            else f"compiling a jax program (for {duration(compiling)})"
+        )
+        line = f"{doing}; no progress line for {duration(silent)}" + (
+            f" (last: {self.last_line})" if self.last_line else ""
+        )
+        self.last_beat = now
+        self.emit(line)
+        return line
+
+    def __enter__(self):
+        def run():
+            while not self._stop.wait(min(1.0, self.period / 4)):
+                self.check()
+
+        self._thread = threading.Thread(target=run, name="heartbeat", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
         return False
 
 
