@@ -167,46 +167,6 @@ def test_theorem_setting_loss_and_gradient_are_the_full_flows(
         )
 
 
-@pytest.mark.parametrize(
-    "extra, tied",
-    [
-        (dict(), False),
-        (dict(H=1), True),
-        (dict(L=3, S=4, H=3, N=40), False),
-        (dict(N=12), False),  # N = T: no token outside the context
-        (dict(gamma=200.0), True),  # block attention's shifted form
-    ],
-    ids=["default", "H=1-tied", "H=3-S=4", "N=T", "gamma=200-tied"],
-)
-def test_contexts_last_loss_and_gradient_are_monte_carlo_losss(extra, tied):
-    # the exact geometry without windows computes the loss with the contexts on the last axis:
-    # the library's per-context `monte_carlo_loss` is the independent reference
-    task = quiet_task(
-        **(dict(L=4, S=3, H=2, N=64, gamma=0.9, beta=3.0, kappa=1.5) | extra)
-    )
-    geometry = make_geometry(task, jax.random.key(3))
-    contexts = _contexts(task, M=6)
-    model = init_model(task, ModelConfig(tied=tied), KEY, rho=0.5, geometry=geometry)
-    model = _randomize(model, scale=2.0)
-    assert model._contexts_last
-    B = model.gate_vectors.shape[1]
-
-    def reference(c):
-        c = jnp.broadcast_to(c, (c.shape[0], 2) + c.shape[2:])
-        return monte_carlo_loss(task, geometry, LinearGates(c), contexts)
-
-    want = reference(model.gate_vectors)
-    np.testing.assert_allclose(_loss(model, contexts), want, rtol=1e-12)
-    grad = jax.jit(jax.grad(reference))(model.gate_vectors)
-    assert grad.shape[1] == B
-    scale = float(jnp.max(jnp.abs(grad)))
-    np.testing.assert_allclose(
-        _gate_gradient(model, contexts), grad, rtol=1e-12, atol=1e-14 * scale
-    )
-    # with a memory bound the loss is the library's own
-    np.testing.assert_allclose(model.loss(contexts, batch_size=4), want, rtol=1e-12)
-
-
 # -- 2. exact structured path = dense realization, every switch exact allows ---------------------
 
 # every switch exact allows: 4 gate kinds x tied x local window x layers

@@ -17,9 +17,8 @@ the tied unembedding), the model works in that span: T + 1 coordinates (e_0 and 
 tokens' own directions), never the N x (N+1) matrix, with logits of the context's tokens plus one
 column for the N - T tokens outside it. With fixed embeddings, identity maps, the tied unembedding,
 one layer and no local branch the logits are the library's own (`query_logits`), and at the
-theorem's setting the loss is `monte_carlo_loss` of `LinearGates(c)` (on the exact geometry without
-windows computed with the contexts on the last axis, equal to rounding): gradient descent on it is
-the explicit Euler scheme of the full flow.
+theorem's setting the loss is `monte_carlo_loss` of `LinearGates(c)`: gradient descent on it is the
+explicit Euler scheme of the full flow.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
 from ..flow._init import ball_uniform, initial_biases, initial_gate_vectors
-from ..model._contexts import query_slots
 from ..model._gates import (
     LinearGates,
     OracleGates,
@@ -47,12 +45,7 @@ from ..model._geometry import (
     ExactGeometry,
     make_geometry,
 )
-from ..model._logits import (
-    _with_outside_column,
-    block_attention,
-    cross_entropy,
-    log_outside_count,
-)
+from ..model._logits import _with_outside_column, cross_entropy
 from ..model._loss import monte_carlo_loss, population_loss
 from ..model._positions import (
     entry_positions,
@@ -167,8 +160,7 @@ class CompressedModel(eqx.Module):
         """Mean cross-entropy over the contexts and every enumerated query.
 
         At the theorem's setting this is `monte_carlo_loss(task, geometry, LinearGates(c),
-        contexts)` (itself, or on the exact geometry without windows and `batch_size`, the same
-        formula with the contexts on the last axis: equal to rounding).
+        contexts)` itself.
 
         **Arguments:**
         - `contexts`: token ids (M, L, S).
@@ -177,13 +169,10 @@ class CompressedModel(eqx.Module):
         **Returns:** the scalar loss.
         """
         if self._theorem_gates:
-            c = self.flow_gate_vectors()
-            if batch_size is None and self._contexts_last:
-                return _exact_block_loss(self.task, self.geometry, c, contexts)
             return monte_carlo_loss(
                 self.task,
                 self.geometry,
-                LinearGates(c),
+                LinearGates(self.flow_gate_vectors()),
                 contexts,
                 batch_size=batch_size,
             )
@@ -266,11 +255,6 @@ class CompressedModel(eqx.Module):
         # the library path with the linear class itself: the loss is `monte_carlo_loss`
         cfg = self.config
         return self._library_path and cfg.gates == "linear" and not cfg.bias
-
-    @property
-    def _contexts_last(self) -> bool:
-        # the theorem's gates on the exact geometry in §2's block form: `_exact_block_loss`
-        return isinstance(self.geometry, ExactGeometry) and not self.task.windowed
 
     def _library_gates(self, tokens):
         if self._theorem_gates:
@@ -377,47 +361,6 @@ class _ContextSpace(eqx.Module):
             return _with_outside_column(task, outputs[:, 1:], jnp.asarray(self.target))
         U = self.unembedding
         return outputs @ U.T, jnp.zeros(U.shape[0], outputs.dtype), self.target
-
-
-def _exact_block_loss(task: Task, geometry: ExactGeometry, c, contexts):
-    """`monte_carlo_loss(task, geometry, LinearGates(c), contexts)` to rounding, for the exact
-    geometry in §2's block form (no windows): the same gates (`offset_scores`) and the logits
-    of `exact_logits`, computed with the contexts on the last axis. XLA's CPU loops vectorize
-    along that axis, where the per-context layout leaves axes of 2 to T + 1 entries and sums
-    over the H heads as tiny batched matrix products; the gradient of many seeds' losses (the
-    seeds vmapped in front) then costs less per seed.
-
-    **Arguments:**
-    - `task`, `geometry`: an exact task with `task.windowed` False and its geometry.
-    - `c`: gate vectors in the flow's layout (H, 2, S, N + 1).
-    - `contexts`: token ids (M, L, S).
-
-    **Returns:** the scalar loss.
-    """
-    L, S, H = task.L, task.S, task.H
-    lstar, rstar = query_slots(L, S)
-    Q, M = lstar.size, contexts.shape[0]
-    scores = jax.vmap(lambda t: geometry.offset_scores(c, t), out_axes=-1)(contexts)
-    p = jax.nn.softmax(scores, axis=3)  # (H, 2, L, S, M)
-    key, value = p[:, 0], p[:, 1]
-    # query (l*, r*) meets its own block with the key weight on its slot (block-major queries)
-    a_own, a_other = block_attention(
-        key[:, :, : S - 1].reshape(H, Q, M), task.gamma, L
-    )  # (H, Q, M)
-    # logit of context position (l, r): beta sum_h a_{h,l} p^V_{h,l}(r)
-    other = task.beta * jnp.sum(a_other[:, :, None, None] * value[:, None], axis=0)
-    value_own = jnp.broadcast_to(value[:, :, None], (H, L, S - 1, S, M))
-    own = task.beta * jnp.sum(a_own[:, :, None] * value_own.reshape(H, Q, S, M), axis=0)
-    is_own = (np.arange(L)[None, :] == lstar[:, None])[:, :, None, None]
-    logits = jnp.where(is_own, own[:, None], other)  # (Q, L, S, M)
-    target = own[np.arange(Q), rstar + 1]  # (Q, M)
-    # log-sum-exp over the T context positions and the N - T tokens outside (logit 0)
-    outside = log_outside_count(task)
-    shift = jax.lax.stop_gradient(jnp.maximum(jnp.max(logits, axis=(1, 2)), outside))
-    total = jnp.sum(jnp.exp(logits - shift[:, None, None]), axis=(1, 2)) + jnp.exp(
-        outside - shift
-    )
-    return jnp.mean(shift + jnp.log(total) - target)
 
 
 def _both_branches(y):
