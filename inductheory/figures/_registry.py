@@ -16,6 +16,7 @@ from . import (
     theorem1_oracle,
     theorem2_trajectories,
     toy_stability,
+    trained_mitigations,
     weak_spots,
 )
 from ._figure import Figure
@@ -37,6 +38,7 @@ FIGURES: dict[str, Figure] = {
         regime_boundary,
         approximate_geometry,
         relaxation_ladder,
+        trained_mitigations,
     )
 }
 
