@@ -11,11 +11,13 @@ from . import (
     effective_offsets,
     mitigations,
     phase_uniformity,
+    previous_token,
     regime_boundary,
     relaxation_ladder,
     theorem1_oracle,
     theorem2_trajectories,
     toy_stability,
+    trained_effective_offsets,
     weak_spots,
 )
 from ._figure import Figure
@@ -37,6 +39,8 @@ FIGURES: dict[str, Figure] = {
         regime_boundary,
         approximate_geometry,
         relaxation_ladder,
+        trained_effective_offsets,
+        previous_token,
     )
 }
 
