@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..model._contexts import sample_contexts
 from ..model._task import Task
 from ..trained._model import CompressedModel
-from ..trained._train import HELD_OUT_STREAM, TrainRun
-from . import _style, _trained_arms
+from ..trained._train import TrainRun
+from . import _style, _trained, _trained_arms
 from ._figure import Figure, MeasuredTable
 from ._stats import bootstrap_interval, interval_text, share_text, wilson_interval
 
@@ -43,19 +41,6 @@ def previous_token_mass(model: CompressedModel, contexts: jax.Array) -> jax.Arra
     T = pattern.shape[-1]
     t = np.arange(1, T)
     return jnp.mean(pattern[:, t, t - 1], axis=-1), pattern
-
-
-def _seed_model(models, i: int):
-    return jax.tree.map(lambda a: a[i] if eqx.is_array(a) else a, models)
-
-
-def held_out_contexts(run: TrainRun) -> jax.Array:
-    """The held-out contexts `train` measured `run` on (its held-out stream)."""
-    return sample_contexts(
-        jax.random.fold_in(jax.random.key(run.seed), HELD_OUT_STREAM),
-        run.task,
-        run.train_config.eval_contexts,
-    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,9 +72,9 @@ def summarize_arm(run: TrainRun) -> ArmSummary:
     m = run.measures
     previous = pattern = None
     if run.model_config.layers == 2:
-        contexts = held_out_contexts(run)
+        contexts = _trained.held_out_contexts(run)
         masses = [
-            previous_token_mass(_seed_model(run.models, i), contexts)
+            previous_token_mass(_trained.seed_model(run, i), contexts)
             for i in range(run.seeds)
         ]
         previous = np.stack([np.asarray(p) for p, _ in masses])
@@ -170,11 +155,13 @@ def _difference(two: dict, one: dict, key: str) -> dict:
 def compute(quick: bool, cache_dir) -> dict:
     pairs = []
     for rung, one, two in _trained_arms.layer_pairs(quick, cache_dir):
-        a1 = arm_data(f"{rung}:1", f"{rung}, one layer", summarize_arm(one))
-        a2 = arm_data(f"{rung}:2", f"{rung}, two layers", summarize_arm(two))
+        name = _trained_arms.label(rung)
+        a1 = arm_data(f"{rung}:1", f"{name}, one layer", summarize_arm(one))
+        a2 = arm_data(f"{rung}:2", f"{name}, two layers", summarize_arm(two))
         pairs.append(
             dict(
                 rung=rung,
+                label=name,
                 one=a1,
                 two=a2,
                 boundary_difference=_difference(a2, a1, "boundary"),
@@ -229,7 +216,7 @@ def draw(data: dict):
             [h * (T + 1) + T / 2 for h in range(H)], [f"head {h}" for h in range(H)]
         )
         ax.set_ylabel("position t")
-        ax.set_title(f"{p['rung']}: layer-1 attention a[t, u], seed 0 (u <= t)")
+        ax.set_title(f"{p['label']}: layer-1 attention a[t, u], seed 0 (u <= t)")
         _style.colorbar(fig, im, ax, "attention")
 
         ax = axes[row, 1]
@@ -251,30 +238,29 @@ def draw(data: dict):
         )
 
         ax = axes[row, 2]
-        for arm, ls in ((one, ":"), (two, "-")):
+        grid, names = [], []
+        for arm in (one, two):
             mass = np.asarray(arm["mass"], float)[0]  # seed 0: (H, 2, W)
-            for b, branch in enumerate(("key", "value")):
-                for h in range(mass.shape[0]):
-                    ax.plot(
-                        range(W),
-                        mass[h, b],
-                        ls,
-                        marker=_style.MARKERS[b],
-                        ms=3.5,
-                        color=_style.color(2 * h + b),
-                        label=f"{branch}, head {h}, {arm['layers']} layer"
-                        + ("s" if arm["layers"] == 2 else ""),
-                    )
+            for h in range(mass.shape[0]):
+                for b, branch in enumerate(("key", "value")):
+                    grid.append(mass[h, b])
+                    names.append(f"{arm['layers']}L h{h} {branch}")
+        grid = np.array(grid)
+        im = ax.imshow(grid, vmin=0, vmax=1, cmap=_style.SEQUENTIAL, aspect="auto")
+        for (i, j), v in np.ndenumerate(grid):
+            if v >= 0.3:
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=5.5)
+        ax.axhline(grid.shape[0] / 2 - 0.5, color="w", lw=1.5)
+        ax.set_yticks(range(len(names)), names, fontsize=6)
         ax.set_xticks(range(W))
         ax.set_xlabel("window offset")
-        ax.set_ylabel("seed 0: mean gate mass over held-out windows")
         k1, k2 = one["key_equals_value"], two["key_equals_value"]
         ax.set_title(
-            f"layer-2 gates, seed 0; key offset = value offset: {k1['k']}/{k1['n']} "
-            f"heads (1 layer), {k2['k']}/{k2['n']} (2)",
+            f"layer-2 gates, seed 0 (mean over held-out windows)\nkey offset = value "
+            f"offset: {k1['k']}/{k1['n']} heads x seeds (1 layer), {k2['k']}/{k2['n']} (2)",
             fontsize=8.5,
         )
-        ax.legend(fontsize=5.5, ncol=2)
+        _style.colorbar(fig, im, ax, "gate mass")
 
         ax = axes[row, 3]
         for k, arm in enumerate((one, two)):

@@ -99,11 +99,12 @@ def rung_data(name: str, label: str, run) -> dict:
 
 def compute(quick: bool, cache_dir) -> dict:
     rungs = [
-        rung_data(name, label, _trained_arms.rung_run(name, quick, cache_dir))
-        for name, label in (
-            ("theorem", "theorem rung"),
-            ("realistic", "realistic rung (every switch)"),
+        rung_data(
+            name,
+            _trained_arms.label(name),
+            _trained_arms.rung_run(name, quick, cache_dir),
         )
+        for name in _trained_arms.RUNGS
     ]
     return {
         "rungs": rungs,
