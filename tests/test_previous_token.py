@@ -10,6 +10,7 @@ from inductheory.figures.previous_token import (
     PREVIOUS_TOKEN,
     ArmSummary,
     arm_data,
+    lag_profile,
     previous_token_mass,
 )
 from inductheory.figures.trained_effective_offsets import (
@@ -113,12 +114,23 @@ def test_previous_token_share_of_a_perfect_previous_token_head():
         previous[1], np.mean(1 / (np.exp(task.gamma) + t)), rtol=1e-12
     )
     assert pattern.shape == (task.H, task.T, task.T)
+    lags = np.asarray(lag_profile(pattern))
+    np.testing.assert_allclose(lags[:, 1], previous, rtol=1e-12)
+    # head 1 on itself: e^gamma / (e^gamma + t) at every t = 0..T-1
+    t0 = np.arange(task.T)
+    np.testing.assert_allclose(
+        lags[1, 0], np.mean(np.exp(task.gamma) / (np.exp(task.gamma) + t0)), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        lags[0, 0], 1 / (task.T), rtol=1e-9
+    )  # only t = 0 on itself
     # the share over heads x seeds: two seeds of this model
     W = task.W
     s = ArmSummary(
         layers=2,
         previous=np.stack([previous, previous]),
         pattern=np.asarray(pattern),
+        lags=np.stack([np.asarray(lag_profile(pattern))] * 2),
         key_offsets=np.array([[0, 1], [1, 1]]),
         value_offsets=np.array([[1, 1], [2, 0]]),
         argmax_mass=np.ones((2, task.H, 2)),
@@ -135,6 +147,7 @@ def test_previous_token_share_of_a_perfect_previous_token_head():
     assert (d["key_equals_value"]["k"], d["value_follows_key"]["k"]) == (1, 2)
     assert d["boundary_accuracy"]["mean"] == 0.25
     assert d["within_accuracy"]["mean"] == pytest.approx(0.875)
+    assert d["top_lags"][:2] == [2, 2] and sum(d["top_lags"]) == 4
 
 
 def _windows(offsets, W):

@@ -22,7 +22,23 @@ from ._stats import bootstrap_interval, interval_text, share_text, wilson_interv
 PREVIOUS_TOKEN = 0.5
 
 
-def previous_token_mass(model: CompressedModel, contexts: jax.Array) -> jax.Array:
+def lag_profile(pattern) -> jax.Array:
+    """Mean attention at each lag: entry [h, k] is the mean over t = k..T-1 of
+    `pattern[h, t, t - k]` (k = 0: the position itself, k = 1: the previous one).
+
+    **Arguments:**
+    - `pattern`: first-layer attention (H, T, T) (`first_layer_attention`, or its mean).
+
+    **Returns:** shape (H, T).
+    """
+    pattern = jnp.asarray(pattern)
+    T = pattern.shape[-1]
+    t = np.arange(T)
+    rows = [jnp.mean(pattern[:, t[k:], t[k:] - k], axis=-1) for k in range(T)]
+    return jnp.stack(rows, axis=-1)
+
+
+def previous_token_mass(model: CompressedModel, contexts: jax.Array):
     """Each first-layer head's mean attention on the previous position.
 
     **Arguments:**
@@ -30,7 +46,8 @@ def previous_token_mass(model: CompressedModel, contexts: jax.Array) -> jax.Arra
     - `contexts`: token ids (M, L, S).
 
     **Returns:** `(previous, pattern)`: shape (H,), the mean over contexts and positions
-    t = 1..T-1 of `first_layer_attention[h, t, t - 1]`, and the mean attention (H, T, T).
+    t = 1..T-1 of `first_layer_attention[h, t, t - 1]` (lag 1 of `lag_profile`), and the
+    mean attention (H, T, T).
 
     ```python
     previous, pattern = previous_token_mass(model, contexts)
@@ -38,9 +55,7 @@ def previous_token_mass(model: CompressedModel, contexts: jax.Array) -> jax.Arra
     ```
     """
     pattern = jnp.mean(jax.vmap(model.first_layer_attention)(contexts), axis=0)
-    T = pattern.shape[-1]
-    t = np.arange(1, T)
-    return jnp.mean(pattern[:, t, t - 1], axis=-1), pattern
+    return lag_profile(pattern)[:, 1], pattern
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +66,7 @@ class ArmSummary:
     - `layers`: 1 or 2.
     - `previous` (seeds, H): first-layer mass on the previous position (None: one layer).
     - `pattern` (H, T, T): seed 0's mean first-layer attention (None: one layer).
+    - `lags` (seeds, H, T): each seed's `lag_profile` (None: one layer).
     - `key_offsets`, `value_offsets` (seeds, H); `argmax_mass` (seeds, H, 2); `mass` (seeds,
       H, 2, W): the compressed layer's mean gate per offset.
     - `phase_accuracy` (seeds, S): per phase, the boundary phase S-1 last.
@@ -59,6 +75,7 @@ class ArmSummary:
     layers: int
     previous: np.ndarray | None
     pattern: np.ndarray | None
+    lags: np.ndarray | None
     key_offsets: np.ndarray
     value_offsets: np.ndarray
     argmax_mass: np.ndarray
@@ -70,7 +87,7 @@ def summarize_arm(run: TrainRun) -> ArmSummary:
     """The per-seed measures of `run` (`ArmSummary`); the first layer is read on the run's own
     held-out contexts."""
     m = run.measures
-    previous = pattern = None
+    previous = pattern = lags = None
     if run.model_config.layers == 2:
         contexts = _trained.held_out_contexts(run)
         masses = [
@@ -79,10 +96,12 @@ def summarize_arm(run: TrainRun) -> ArmSummary:
         ]
         previous = np.stack([np.asarray(p) for p, _ in masses])
         pattern = np.asarray(masses[0][1])
+        lags = np.stack([np.asarray(lag_profile(p)) for _, p in masses])
     return ArmSummary(
         layers=run.model_config.layers,
         previous=previous,
         pattern=pattern,
+        lags=lags,
         key_offsets=np.asarray(m.key_offsets),
         value_offsets=np.asarray(m.value_offsets),
         argmax_mass=np.asarray(m.argmax_mass),
@@ -132,6 +151,11 @@ def arm_data(name: str, label: str, s: ArmSummary) -> dict:
                 np.any(s.previous >= PREVIOUS_TOKEN, axis=1)
             ),
             previous_mass=_mean_ci(s.previous),
+            lags=np.round(s.lags, 4).tolist(),
+            # each head's lag of largest mean attention, counted over heads x seeds
+            top_lags=np.bincount(
+                np.argmax(s.lags, axis=-1).ravel(), minlength=s.lags.shape[-1]
+            ).tolist(),
         )
     return out
 
@@ -220,22 +244,33 @@ def draw(data: dict):
         _style.colorbar(fig, im, ax, "attention")
 
         ax = axes[row, 1]
-        prev = np.asarray(two["previous"], float)  # (seeds, H)
-        for h in range(prev.shape[1]):
-            x = h + np.linspace(-0.25, 0.25, prev.shape[0])
-            ax.plot(x, prev[:, h], "o", ms=3, color=_style.color(h), alpha=0.8)
+        lags = np.asarray(two["lags"], float)  # (seeds, H, T)
+        shown = min(T, 2 * W)
+        for h in range(lags.shape[1]):
+            for s in range(lags.shape[0]):
+                ax.plot(
+                    np.arange(shown) + 0.08 * (2 * h - 1),
+                    lags[s, h, :shown],
+                    "-o",
+                    ms=2,
+                    lw=0.5,
+                    alpha=0.45,
+                    color=_style.color(h),
+                    label=f"head {h}" if s == 0 else None,
+                )
+        ax.axvspan(0.7, 1.3, color="0.9", zorder=0)
         ax.axhline(PREVIOUS_TOKEN, color="0.5", ls="--", lw=0.8)
-        ax.text(
-            -0.45, PREVIOUS_TOKEN, " previous-token threshold", fontsize=7, va="bottom"
-        )
-        ax.set_xticks(range(prev.shape[1]), [f"head {h}" for h in range(prev.shape[1])])
+        ax.set_xticks(range(shown))
         ax.set_ylim(-0.02, 1.02)
-        ax.set_ylabel("mean attention on position t-1")
+        ax.set_xlabel("lag t - u (1: the previous position, shaded)")
+        ax.set_ylabel("mean layer-1 attention at that lag")
         c = two["previous_heads"]
         ax.set_title(
-            f"layer 1: previous-token mass per seed ({c['k']}/{c['n']} heads >= "
-            f"{PREVIOUS_TOKEN})"
+            f"layer 1 by lag, every seed: {c['k']}/{c['n']} heads put >= {PREVIOUS_TOKEN} "
+            "on lag 1",
+            fontsize=9,
         )
+        ax.legend(fontsize=7)
 
         ax = axes[row, 2]
         grid, names = [], []
@@ -314,6 +349,9 @@ def tables(data: dict) -> list[MeasuredTable]:
                     )
                     if two
                     else "-",
+                    ", ".join(f"{k}: {c}" for k, c in enumerate(arm["top_lags"]) if c)
+                    if two
+                    else "-",
                     f"{mass[..., 0].mean():.3f} / {mass[..., 1].mean():.3f}",
                     share_text(
                         arm["key_equals_value"]["k"], arm["key_equals_value"]["n"]
@@ -348,6 +386,7 @@ def tables(data: dict) -> list[MeasuredTable]:
                 "previous-token heads",
                 "mass on t-1",
                 "seeds with one",
+                "lag of largest attention (lag: heads)",
                 "argmax mass key / value",
                 "key offset = value offset",
                 "value = key + 1",

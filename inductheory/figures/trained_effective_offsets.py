@@ -126,7 +126,11 @@ def compute(quick: bool, cache_dir) -> dict:
     }
 
 
-_CLASS_COLORS = {"static": 0, "input_dependent": 3, "diffuse": 7}
+_CLASS_COLORS = {"static": 0, "input_dependent": 3}
+
+
+def _class_color(kind: str) -> str:
+    return _style.color(_CLASS_COLORS[kind]) if kind in _CLASS_COLORS else "0.55"
 
 
 def draw(data: dict):
@@ -141,7 +145,7 @@ def draw(data: dict):
             ax = axes[b, i]
             for s in range(st.shape[0]):
                 for h in range(st.shape[2]):
-                    c = _style.color(_CLASS_COLORS[kinds[s, h, b]])
+                    c = _class_color(kinds[s, h, b])
                     ax.plot(
                         st[s, :, h, b], av[s, :, h, b], "-", color=c, lw=0.6, alpha=0.5
                     )
@@ -204,7 +208,7 @@ def draw(data: dict):
     ax.set_title("Figure 5b: value peak relative to the key peak")
     ax.legend(fontsize=6.5)
     handles = [
-        Line2D([], [], color=_style.color(_CLASS_COLORS[c]), marker="o", label=lab)
+        Line2D([], [], color=_class_color(c), marker="o", label=lab)
         for c, lab in zip(
             CLASSES, ("ends static", "ends input-dependent", "ends diffuse")
         )
@@ -232,6 +236,8 @@ def tables(data: dict) -> list[MeasuredTable]:
                     branch,
                     f"{st[:, 0, :, b].mean():.2f}, {av[:, 0, :, b].mean():.2f}",
                     f"{np.median(st[:, -1, :, b]):.2f}, {np.median(av[:, -1, :, b]):.2f}",
+                    f"{st[:, -1, :, b].min():.2f}",
+                    f"{(st - av)[:, -1, :, b].max():.3f}",
                     *(share_text(cl[c]["k"], cl[c]["n"]) for c in CLASSES),
                 ]
             )
@@ -275,7 +281,30 @@ def tables(data: dict) -> list[MeasuredTable]:
     ]
 
 
-CLAIM = "(to be measured)"
+CLAIM = (
+    "The paper's Figure 5a measure (docs/theory.md §9) on the trained compressed model "
+    "(docs/trained.md) at the protocol's W8/S8 setting: L=3, S=W=8, H=2, N=48, beta=4, "
+    "every query phase in the loss; 32 seeds per rung (quick mode 4 seeds and fewer "
+    "steps), effective offsets on 64 held-out contexts per seed at step 0, 8 log-spaced "
+    "steps and the last. Theorem rung: gradient descent lr=2, 1000 steps on the full "
+    "flow's balanced sample (M=48); realistic rung: every switch of the relaxation ladder "
+    "(Adam lr=0.01, 400 steps of 16 fresh contexts, learned embeddings, maps and "
+    "unembedding d=32, gate bias, exact local branch w=1, two layers). Classes at the "
+    "end, per branch over heads x seeds: input-dependent when static - avg >= 0.5, "
+    "static when otherwise static <= 1.5, else diffuse. Measured: every gate starts at "
+    "(W, W) = (8, 8) (mean static and average above 7.9998). Neither rung reaches "
+    "input-dependent concentration: 0/64 [0, 0.06] key and 0/64 [0, 0.06] value gates "
+    "on each rung; the largest static - avg at the end is 0.42 (realistic; 0.00 at the "
+    "theorem rung), so the trajectories run along the diagonal, as static concentration "
+    "in progress. At the theorem rung the gates barely leave (8, 8) in 1000 steps (median "
+    "static 7.39 key, 7.81 value; 0/64 [0, 0.06] static) although their argmax offsets "
+    "already have value = key + 1 in 58/64 = 0.91 [0.81, 0.96] heads x seeds. The "
+    "realistic rung concentrates further (median static 3.99 key, 3.00 value, smallest "
+    "1.28) and ends static in 1/64 = 0.02 [0.00, 0.08] key and 0/64 [0, 0.06] value gates; "
+    "with embeddings and maps learned the paper's Figure 5b is not reproduced: value = "
+    "key + 1 in 1/64 = 0.02 [0.00, 0.08] heads x seeds, the value argmax 3 to 5 offsets "
+    "after the key's in 63/64 = 0.98 [0.92, 1.00]."
+)
 
 FIGURE = Figure(
     "trained_effective_offsets",
