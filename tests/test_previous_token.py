@@ -130,6 +130,7 @@ def test_previous_token_share_of_a_perfect_previous_token_head():
         layers=2,
         previous=np.stack([previous, previous]),
         pattern=np.asarray(pattern),
+        pattern_seed=0,
         lags=np.stack([np.asarray(lag_profile(pattern))] * 2),
         key_offsets=np.array([[0, 1], [1, 1]]),
         value_offsets=np.array([[1, 1], [2, 0]]),

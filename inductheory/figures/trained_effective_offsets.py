@@ -266,6 +266,8 @@ def tables(data: dict) -> list[MeasuredTable]:
                 "gates",
                 "start",
                 "end (median)",
+                "smallest static at the end",
+                "largest static - avg at the end",
                 "static",
                 "input-dependent",
                 "diffuse",
