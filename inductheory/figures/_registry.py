@@ -11,12 +11,14 @@ from . import (
     effective_offsets,
     mitigations,
     phase_uniformity,
+    previous_token,
     regime_boundary,
     relaxation_ladder,
     theorem1_oracle,
     theorem2_trajectories,
     toy_stability,
     trained_mitigations,
+    trained_effective_offsets,
     weak_spots,
 )
 from ._figure import Figure
@@ -39,6 +41,8 @@ FIGURES: dict[str, Figure] = {
         approximate_geometry,
         relaxation_ladder,
         trained_mitigations,
+        trained_effective_offsets,
+        previous_token,
     )
 }
 

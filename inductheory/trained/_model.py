@@ -289,6 +289,36 @@ class CompressedModel(eqx.Module):
         x = space.X
         if self.config.layers == 1:
             return x
+        M, xh = self.first_maps, _heads(x, self.task.H)
+        a = self._first_attention(x)
+        heads = _apply(M, 3, jnp.einsum("htu,hud->htd", a, _apply(M, 2, xh)))
+        return x + jnp.sum(heads, axis=0)
+
+    def first_layer_attention(
+        self, tokens: Int[Array, "blocks stride"]
+    ) -> Float[Array, "heads positions positions"]:
+        """The first layer's causal attention of one context (`layers=2`), shape (H, T, T):
+        entry [h, t, u] is head h's weight of position u at position t, zero for u > t, each
+        row summing to 1 over u <= t.
+
+        **Arguments:**
+        - `tokens`: token ids (L, S).
+
+        **Returns:** the attention weights; raises `ValueError` for a one-layer model.
+
+        ```python
+        a = model.first_layer_attention(tokens)
+        previous = a[:, np.arange(1, T), np.arange(T - 1)]  # mass on the previous position
+        ```
+        """
+        if self.config.layers != 2:
+            raise ValueError(
+                f"first_layer_attention needs layers=2, got layers={self.config.layers}"
+            )
+        return self._first_attention(self._space(tokens).X)
+
+    def _first_attention(self, x) -> Float[Array, "heads positions positions"]:
+        """softmax over u <= t of gamma <Q^1_h x_t, K^1_h x_u> + pi_h[t - u] (class docstring)."""
         T = self.task.T
         t, u = np.arange(T)[:, None], np.arange(T)[None, :]
         M, xh = self.first_maps, _heads(x, self.task.H)
@@ -298,9 +328,7 @@ class CompressedModel(eqx.Module):
         scores = jnp.where(
             u <= t, scores + self.position_bias[:, (t - u) % T], -jnp.inf
         )
-        a = jax.nn.softmax(scores, axis=-1)
-        heads = _apply(M, 3, jnp.einsum("htu,hud->htd", a, _apply(M, 2, xh)))
-        return x + jnp.sum(heads, axis=0)
+        return jax.nn.softmax(scores, axis=-1)
 
     def _gates(self, space: _ContextSpace, z) -> Float[Array, "heads 2 blocks offsets"]:
         L, S, W, H = self.task.L, self.task.S, self.task.W, self.task.H
