@@ -383,3 +383,13 @@ def test_a_finished_run_loads_back_with_the_numbers_it_computed(tmp_path):
     assert calls == []
     _same_run(first, second)
     _same_run(straight, first)
+
+
+def test_a_model_with_nothing_to_train_is_a_one_line_error():
+    config = TrainConfig(lr=0.5, steps=2, **SMALL)
+    with pytest.raises(ValueError, match="nothing to train") as err:
+        it.train(TASK, ModelConfig(gates="uniform"), config, 2)
+    assert "\n" not in str(err.value)
+    # uniform gates with something else to learn still train
+    run = it.train(TASK, ModelConfig(gates="uniform", layers=2), config, 1)
+    assert run.measures.loss.shape == (1,)

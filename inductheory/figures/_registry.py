@@ -17,8 +17,8 @@ from . import (
     theorem1_oracle,
     theorem2_trajectories,
     toy_stability,
-    trained_mitigations,
     trained_effective_offsets,
+    trained_mitigations,
     weak_spots,
 )
 from ._figure import Figure

@@ -589,6 +589,12 @@ def train(
     )
     size = padded_size(seeds, devices)
     params, static = _split(models)
+    if not jax.tree.leaves(params):
+        raise ValueError(
+            f"model_config has nothing to train (gates={model_config.gates!r} with fixed "
+            "embeddings, identity maps, a tied unembedding and one layer): measure the model "
+            "with `measure` instead"
+        )
     optimizer = make_optimizer(config)
     programs = _Programs(
         task,
