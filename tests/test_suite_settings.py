@@ -28,3 +28,21 @@ def test_the_default_run_compiles_with_the_fast_flags(request):
         pytest.skip("this run includes the slow target: XLA's default code generation")
     flags = os.environ.get("XLA_FLAGS", "").split()
     assert all(f in flags for f in FAST_COMPILE_FLAGS.split()), flags
+
+
+def test_properties_draw_fewer_examples_only_in_runs_without_the_slow_target(request):
+    import hypothesis
+    from conftest import DEFAULT_EXAMPLES, SLOW_EXAMPLES, _hypothesis_profile
+
+    assert DEFAULT_EXAMPLES < SLOW_EXAMPLES
+    for markexpr, examples in (
+        ("not slow and not docs", DEFAULT_EXAMPLES),
+        ("", SLOW_EXAMPLES),
+        ("slow", SLOW_EXAMPLES),
+    ):
+        profile = hypothesis.settings.get_profile(_hypothesis_profile(markexpr))
+        assert profile.max_examples == examples and profile.deadline is None
+    this_run = _hypothesis_profile(request.config.option.markexpr or "")
+    assert hypothesis.settings.default.max_examples == (
+        hypothesis.settings.get_profile(this_run).max_examples
+    )
