@@ -53,7 +53,7 @@ RUNGS = ("theorem", "realistic", "baseline")
 # by gradient descent (`lr`) on the full flow's balanced sample of `M` contexts, the realistic
 # and baseline rungs with Adam (`adam_lr`) on `batch` fresh contexts a step, embeddings of
 # dimension `d`.
-FULL = dict(lr=2.0, M=48, batch=16, adam_lr=1e-2, d=32, eval_contexts=64)
+FULL = dict(lr=8.0, M=48, batch=16, adam_lr=1e-2, d=32, eval_contexts=64)
 QUICK = dict(FULL, eval_contexts=16)
 # Steps of the theorem rung and of the trained (realistic, baseline) rungs, full and quick.
 STEPS = {"theorem": 1000, "trained": 400}
@@ -246,8 +246,9 @@ def flow_check(rung: Rung, run: TrainRun, cache_dir) -> dict:
     - `cache_dir`: the figures' cache.
 
     **Returns:** a JSON-able dict: `t_max`, `delta`, the flow's `key_offsets`,
-    `value_offsets` and `status` per seed, `selected` (flow seeds that selected), `agrees`
-    (seeds whose flow and trained offsets coincide, keys and values) and `seeds`.
+    `value_offsets` (-1 where that branch did not reach the selection mass) and `status` per
+    seed, `selected` (flow seeds that selected), `agrees` (seeds whose flow and trained offsets
+    coincide, keys and values), `keys_agree` (the same for the keys alone) and `seeds`.
     """
     if not rung.model_config.theorem_setting:
         raise ValueError(f"rung must be at the theorem's setting, got {rung.name!r}")
@@ -276,6 +277,7 @@ def flow_check(rung: Rung, run: TrainRun, cache_dir) -> dict:
             fk == tk and fv == tv
             for fk, tk, fv, tv in zip(keys, trained_keys, values, trained_values)
         ),
+        "keys_agree": sum(fk == tk for fk, tk in zip(keys, trained_keys)),
         "seeds": run.seeds,
     }
 

@@ -287,7 +287,11 @@ class FlowConfig(eqx.Module):
 
     def save_times(self) -> Float[Array, " n_save"]:
         """The log-spaced save times $t_{\\min} (t_{\\max} / t_{\\min})^{k/(n-1)}$."""
-        return jnp.geomspace(self.t_save_min, self.t_max, self.n_save)
+        # geomspace's last point can round above t_max (e.g. t_max = 2000), which diffrax
+        # refuses; clipping moves no other point
+        return jnp.minimum(
+            jnp.geomspace(self.t_save_min, self.t_max, self.n_save), self.t_max
+        )
 
 
 def check_flow(task: Task, config: FlowConfig) -> None:
