@@ -9,10 +9,12 @@ from . import (
     coverage,
     coverage_map,
     effective_offsets,
+    knockout,
     mitigations,
     phase_uniformity,
     regime_boundary,
     relaxation_ladder,
+    rotation,
     theorem1_oracle,
     theorem2_trajectories,
     toy_stability,
@@ -37,6 +39,8 @@ FIGURES: dict[str, Figure] = {
         regime_boundary,
         approximate_geometry,
         relaxation_ladder,
+        knockout,
+        rotation,
     )
 }
 

@@ -44,13 +44,13 @@ class Knockout(eqx.Module):
 
     @property
     def accuracy_change(self) -> Float[Array, "layers heads phases"]:
-        """Ablated minus unablated per-phase accuracy."""
-        return self.phase_accuracy - self.base_accuracy
+        """Ablated minus unablated per-phase accuracy (a leading seed axis is fine)."""
+        return self.phase_accuracy - self.base_accuracy[..., None, None, :]
 
     @property
     def loss_change(self) -> Float[Array, "layers heads phases"]:
         """Ablated minus unablated per-phase loss."""
-        return self.phase_losses - self.base_losses
+        return self.phase_losses - self.base_losses[..., None, None, :]
 
 
 def _exact(model: CompressedModel) -> bool:
