@@ -16,9 +16,9 @@ from inductheory.figures._trained import (
     paper_task,
     phase_accuracy_by_position,
 )
-from inductheory.model import hard_selection
+from inductheory.model import hard_selection, uniform_gates
 from inductheory.model._contexts import sample_contexts
-from inductheory.model._loss import phase_accuracy
+from inductheory.model._loss import phase_accuracy, population_loss
 from inductheory.model._positions import query_positions
 from inductheory.model._task import quiet_task
 from inductheory.trained import ModelConfig, init_model
@@ -60,7 +60,9 @@ def test_bad_settings_are_one_line_errors():
 def test_the_rungs_switches():
     task = paper_task(8, 8)
     theorem = paper_rung("theorem", task)
-    assert theorem.model_config == ModelConfig() and theorem.model_config.theorem_setting
+    assert (
+        theorem.model_config == ModelConfig() and theorem.model_config.theorem_setting
+    )
     t = theorem.train_config
     assert (t.optimizer, t.batch) == ("gd", "full")
     realistic = paper_rung("realistic", task)
@@ -115,8 +117,9 @@ def _hard_bias_model(task, offsets, strength=60.0):
 
 def test_regrouped_phases_of_a_hand_made_model_against_the_closed_form():
     """A model whose per-phase accuracy at S = 8 is known in closed form (hard selections at
-    offsets 0, 2, 5, 6: distinct heads answer exactly their phases), regrouped at strides 8, 4 and 2: every phase of the coarser stride is
-    the mean of the S = 8 phases congruent to it (each phase has L queries per context)."""
+    offsets 0, 2, 5, 6: distinct heads answer exactly their phases), regrouped at strides 8, 4
+    and 2: every phase of the coarser stride is the mean of the S = 8 phases congruent to it
+    (each phase has L queries per context)."""
     task = quiet_task(**{**paper_task(8, 8).to_dict(), "H": 4})
     offsets = [0, 2, 5, 6]
     known = np.asarray(phase_accuracy(task, hard_selection(task.W, offsets)))
@@ -144,4 +147,19 @@ def test_a_quick_theorem_run_measures_what_the_regrouping_gives(tmp_path):
     again = _trained.paper_run("W8/S8", "theorem", quick=True, cache_dir=tmp_path)
     np.testing.assert_array_equal(
         np.asarray(again.measures.key_offsets), np.asarray(run.measures.key_offsets)
+    )
+
+
+def test_uniform_averaging_at_the_theorem_rung_has_nothing_to_learn_and_ties_everywhere():
+    task = paper_task(8, 8)
+    rung = paper_rung("theorem", task, gates="uniform")
+    assert not _trained.learns(rung)
+    assert _trained.learns(paper_rung("realistic", task, gates="uniform"))
+    m = _trained.paper_measures("uniform", "theorem", quick=True, cache_dir=None)
+    # the closed form of uniform gates (p = 1/W): every phase a tie, so top-1 accuracy 0
+    want = np.asarray(phase_accuracy(task, uniform_gates(task.H, task.W)))
+    assert m.phase_accuracy.shape == (_trained.QUICK_SEEDS, 8)
+    np.testing.assert_array_equal(m.phase_accuracy, np.broadcast_to(want, (4, 8)))
+    np.testing.assert_allclose(
+        m.loss, float(population_loss(task, uniform_gates(task.H, task.W))), rtol=1e-12
     )

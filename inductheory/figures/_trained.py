@@ -40,6 +40,8 @@ from ..model._logits import top1_correct
 from ..model._positions import query_positions
 from ..model._task import Task, _require_int, assumptions_silenced
 from ..trained._config import ModelConfig
+from ..trained._measures import ModelMeasures, measure
+from ..trained._model import init_model
 from ..trained._train import HELD_OUT_STREAM, TrainRun
 from . import _runs
 
@@ -235,6 +237,39 @@ def paper_run(setting, rung: str, *, quick: bool, cache_dir, seed: int = 0) -> T
     )
 
 
+def learns(rung: Rung) -> bool:
+    """Whether a rung has anything to train (the theorem rung with uniform gates has not:
+    fixed exact embeddings, identity maps, p = 1/W)."""
+    return rung.model_config != ModelConfig(gates="uniform")
+
+
+def paper_measures(
+    setting, rung: str, *, quick: bool, cache_dir, seed: int = 0
+) -> ModelMeasures:
+    """The held-out measures of `paper_run(setting, rung)`, with a leading seed axis; for a rung
+    with nothing to learn (`learns`) the fixed model measured on the held-out contexts a run
+    would use, once per seed (the seeds are then identical).
+
+    **Returns:** a `ModelMeasures` of numpy arrays (seeds, ...).
+    """
+    s = paper_setting(setting)
+    task = paper_task(s.S, s.W, quick=quick)
+    r = paper_rung(rung, task, quick=quick, gates=s.gates)
+    if learns(r) or rung == "baseline":
+        run = paper_run(s, rung, quick=quick, cache_dir=cache_dir, seed=seed)
+        return jax.tree.map(np.asarray, run.measures)
+    seeds = QUICK_SEEDS if quick else SEEDS
+    with assumptions_silenced():
+        model = init_model(r.task, r.model_config, jax.random.key(seed))
+        contexts = sample_contexts(
+            jax.random.fold_in(jax.random.key(seed), HELD_OUT_STREAM),
+            r.task,
+            r.train_config.eval_contexts,
+        )
+        m = measure(model, contexts)
+    return jax.tree.map(lambda a: np.repeat(np.asarray(a)[None], seeds, axis=0), m)
+
+
 def flow_check(rung: Rung, run: TrainRun, cache_dir) -> dict:
     """The theorem rung against the full flow at the same task, balanced sample, initial gates
     and horizon t = steps * lr, selecting at delta = 1 - `SELECTED_MASS` (gradient descent there
@@ -364,6 +399,8 @@ __all__ = [
     "RUNGS",
     "PaperSetting",
     "flow_check",
+    "learns",
+    "paper_measures",
     "held_out_contexts",
     "model_correct",
     "run_correct",

@@ -327,16 +327,20 @@ class CompressedModel(eqx.Module):
         scores = jnp.einsum("hqd,hld->hql", q, keys)
         w = self.config.local_window
         if w:
-            # the w positions just before each query, one exact entry per token
+            # the w positions just before each query, one exact entry per token; the maps are
+            # applied once per position and then gathered (not once per query and position)
             near = (positions[:, None] - 1 - np.arange(w)[None, :]) % T  # (Q, w)
-            zl = _heads(z[near], H)  # (H, Q, w, D)
+            zh = _heads(z, H)  # (H, T, D)
             scores = jnp.concatenate(
-                [scores, jnp.einsum("hqd,hqkd->hqk", q, _apply(M, 1, zl))], axis=-1
+                [scores, jnp.einsum("hqd,hqkd->hqk", q, _apply(M, 1, zh)[:, near])],
+                axis=-1,
             )
         a = jax.nn.softmax(self.task.gamma * scores, axis=-1)
         out = jnp.einsum("hql,hld->hqd", a[..., :L], values)
         if w:
-            out = out + jnp.einsum("hqk,hqkd->hqd", a[..., L:], _apply(M, 2, zl))
+            out = out + jnp.einsum(
+                "hqk,hqkd->hqd", a[..., L:], _apply(M, 2, zh)[:, near]
+            )
         return _apply(M, 3, out)
 
     # -- interventions (trained/_interventions.py) ---------------------------------------------
