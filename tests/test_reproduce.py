@@ -206,6 +206,8 @@ def test_figures_are_one_module_each_and_the_library_does_not_import_them():
         "trained_mitigations",
         "trained_effective_offsets",
         "previous_token",
+        "knockout",
+        "rotation",
     ]
     for name, f in FIGURES.items():
         assert (

@@ -9,11 +9,13 @@ from . import (
     coverage,
     coverage_map,
     effective_offsets,
+    knockout,
     mitigations,
     phase_uniformity,
     previous_token,
     regime_boundary,
     relaxation_ladder,
+    rotation,
     theorem1_oracle,
     theorem2_trajectories,
     toy_stability,
@@ -43,6 +45,8 @@ FIGURES: dict[str, Figure] = {
         trained_mitigations,
         trained_effective_offsets,
         previous_token,
+        knockout,
+        rotation,
     )
 }
 

@@ -13,6 +13,15 @@ measure(model, held_out_contexts).phase_accuracy
 """
 
 from ._config import ModelConfig as ModelConfig, TrainConfig as TrainConfig
+from ._interventions import (
+    Knockout as Knockout,
+    knockout as knockout,
+    mean_first_outputs as mean_first_outputs,
+    mean_head_outputs as mean_head_outputs,
+    rotate_gates as rotate_gates,
+    shift_r_squared as shift_r_squared,
+    shifted_curve as shifted_curve,
+)
 from ._measures import ModelMeasures as ModelMeasures, measure as measure
 from ._model import CompressedModel as CompressedModel, init_model as init_model
 from ._train import (

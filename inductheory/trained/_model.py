@@ -30,7 +30,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, PyTree
 
 from ..flow._init import ball_uniform, initial_biases, initial_gate_vectors
 from ..model._gates import (
@@ -129,10 +129,7 @@ class CompressedModel(eqx.Module):
             return self.geometry.query_logits(
                 self.task, self._library_gates(tokens), tokens
             )
-        space = self._space(tokens)
-        z = self._residual(space)
-        outputs = self._attend(z, self._gates(space, z))
-        return space.readout(self.task, self.task.beta * outputs)
+        return self._forward(tokens)
 
     def gate_probabilities(
         self, tokens: Int[Array, "blocks stride"]
@@ -346,8 +343,8 @@ class CompressedModel(eqx.Module):
             )
         return _both_branches(jax.nn.softmax(s, axis=-1))
 
-    def _attend(self, z, p) -> Float[Array, "queries dim"]:
-        """Summed head outputs $\\sum_h O_h \\sum a v$ at every query position."""
+    def _attend(self, z, p) -> Float[Array, "heads queries dim"]:
+        """Each head's output $O_h \\sum a v$ at every query position (H, Q, D)."""
         L, S, W, T = self.task.L, self.task.S, self.task.W, self.task.T
         M, H = self.maps, self.task.H
         zw = z[entry_positions(L, S, W)]  # (L, W, D)
@@ -372,7 +369,59 @@ class CompressedModel(eqx.Module):
             out = out + jnp.einsum(
                 "hqk,hqkd->hqd", a[..., L:], _apply(M, 2, zh)[:, near]
             )
-        return jnp.sum(_apply(M, 3, out), axis=0)
+        return _apply(M, 3, out)
+
+    # -- interventions (trained/_interventions.py) ---------------------------------------------
+
+    def head_outputs(
+        self, tokens: Int[Array, "blocks stride"]
+    ) -> Float[Array, "heads queries dim"]:
+        """Each compressed-layer head's output $O_h \\sum a v$ at every query of one context,
+        in the general path's coordinates (exact geometry: the context's T + 1 coordinates, e_0
+        first; otherwise the embedding space).
+
+        **Arguments:**
+        - `tokens`: token ids (L, S).
+
+        **Returns:** shape (H, Q, D); their sum times beta, read out, gives `logits`.
+        """
+        space = self._space(tokens)
+        z = self._residual(space)
+        return self._attend(z, self._gates(space, z))
+
+    def ablated_logits(
+        self,
+        tokens: Int[Array, "blocks stride"],
+        knocked: Bool[Array, " heads"],
+        replacement: Float[Array, "heads dim"],
+        residual_shift: Float[Array, " dim"] | None = None,
+    ):
+        """`logits` with the outputs of the `knocked` compressed-layer heads replaced by
+        `replacement` (the same vector at every query), and `residual_shift` added to the
+        compressed layer's input at every position (general path; the same forward pass).
+
+        **Arguments:**
+        - `tokens`: token ids (L, S).
+        - `knocked`: which heads to replace, (H,).
+        - `replacement`: per head, the vector that replaces its output, (H, D) in the
+          coordinates of `head_outputs`.
+        - `residual_shift`: (D,) or None.
+
+        **Returns:** as `logits`.
+        """
+        return self._forward(tokens, (knocked, replacement), residual_shift)
+
+    def _forward(self, tokens, replace=None, residual_shift=None):
+        """The general path of `logits`, with the optional interventions of `ablated_logits`."""
+        space = self._space(tokens)
+        z = self._residual(space)
+        if residual_shift is not None:
+            z = z + residual_shift
+        heads = self._attend(z, self._gates(space, z))
+        if replace is not None:
+            knocked, replacement = replace
+            heads = jnp.where(knocked[:, None, None], replacement[:, None, :], heads)
+        return space.readout(self.task, self.task.beta * jnp.sum(heads, axis=0))
 
 
 class _ContextSpace(eqx.Module):
