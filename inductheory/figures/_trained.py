@@ -270,20 +270,18 @@ def paper_measures(
     return jax.tree.map(lambda a: np.repeat(np.asarray(a)[None], seeds, axis=0), m)
 
 
-def flow_check(rung: Rung, run: TrainRun, cache_dir) -> dict:
-    """The theorem rung against the full flow at the same task, balanced sample, initial gates
-    and horizon t = steps * lr, selecting at delta = 1 - `SELECTED_MASS` (gradient descent there
-    is the flow's Euler scheme, so both should select the same offsets).
+def theorem_flow(rung: Rung, seeds: int, cache_dir, *, seed: int = 0) -> dict:
+    """The full flow at a theorem rung's task, balanced sample, initial gates and horizon
+    t = steps * lr, selecting at delta = 1 - `SELECTED_MASS` (gradient descent there is the
+    flow's Euler scheme, so both should select the same offsets).
 
     **Arguments:**
-    - `rung`: a theorem rung (`paper_rung("theorem", ...)`).
-    - `run`: its trained run (`paper_run`).
+    - `rung`: a rung at the theorem's setting (the ladder's or `paper_rung("theorem", ...)`).
+    - `seeds`, `seed`: as the rung's run.
     - `cache_dir`: the figures' cache.
 
-    **Returns:** a JSON-able dict: `t_max`, `delta`, the flow's `key_offsets`,
-    `value_offsets` (-1 where that branch did not reach the selection mass) and `status` per
-    seed, `selected` (flow seeds that selected), `agrees` (seeds whose flow and trained offsets
-    coincide, keys and values), `keys_agree` (the same for the keys alone) and `seeds`.
+    **Returns:** a JSON-able dict: `t_max`, `delta`, and per seed the flow's `key_offsets`,
+    `value_offsets` (-1 where that branch did not reach the selection mass) and `status`.
     """
     if not rung.model_config.theorem_setting:
         raise ValueError(f"rung must be at the theorem's setting, got {rung.name!r}")
@@ -296,17 +294,33 @@ def flow_check(rung: Rung, run: TrainRun, cache_dir) -> dict:
         t_max=t.steps * t.lr,
     )
     with assumptions_silenced():
-        flow = _runs.flow_runs(rung.task, config, run.seeds, cache_dir, seed=run.seed)
-    keys = np.asarray(flow["key_offsets"]).tolist()
-    values = np.asarray(flow["value_offsets"]).tolist()
-    trained_keys = np.asarray(run.measures.key_offsets).tolist()
-    trained_values = np.asarray(run.measures.value_offsets).tolist()
+        flow = _runs.flow_runs(rung.task, config, seeds, cache_dir, seed=seed)
     return {
         "t_max": t.steps * t.lr,
         "delta": 1 - SELECTED_MASS,
-        "key_offsets": keys,
-        "value_offsets": values,
+        "key_offsets": np.asarray(flow["key_offsets"]).tolist(),
+        "value_offsets": np.asarray(flow["value_offsets"]).tolist(),
         "status": list(flow["status"]),
+    }
+
+
+def flow_check(rung: Rung, run: TrainRun, cache_dir) -> dict:
+    """`theorem_flow` of the theorem rung beside its trained run.
+
+    **Arguments:**
+    - `rung`: a theorem rung (`paper_rung("theorem", ...)`).
+    - `run`: its trained run (`paper_run`).
+    - `cache_dir`: the figures' cache.
+
+    **Returns:** `theorem_flow`'s dict with `selected` (flow seeds that selected), `agrees`
+    (seeds whose flow and trained offsets coincide, keys and values), `keys_agree` (the same
+    for the keys alone) and `seeds`.
+    """
+    flow = theorem_flow(rung, run.seeds, cache_dir, seed=run.seed)
+    keys, values = flow["key_offsets"], flow["value_offsets"]
+    trained_keys = np.asarray(run.measures.key_offsets).tolist()
+    trained_values = np.asarray(run.measures.value_offsets).tolist()
+    return flow | {
         "selected": sum(s == "selected" for s in flow["status"]),
         "agrees": sum(
             fk == tk and fv == tv
@@ -315,6 +329,11 @@ def flow_check(rung: Rung, run: TrainRun, cache_dir) -> dict:
         "keys_agree": sum(fk == tk for fk, tk in zip(keys, trained_keys)),
         "seeds": run.seeds,
     }
+
+
+def ordered_rungs(data: dict, names) -> list[tuple[str, dict]]:
+    """`(name, data["rungs"][name])` in the order of `names` (stored JSON sorts its keys)."""
+    return [(n, data["rungs"][n]) for n in names if n in data["rungs"]]
 
 
 def phase_accuracy_by_position(correct, positions, S: int) -> np.ndarray:

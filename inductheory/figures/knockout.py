@@ -226,11 +226,6 @@ def _mean_or_nan(x) -> float:
     return float(x.mean()) if x.size else float("nan")
 
 
-def _ordered(data: dict) -> list[tuple[str, dict]]:
-    """The rungs of the data in the order of `RUNGS` (the stored JSON sorts its keys)."""
-    return [(n, data["rungs"][n]) for n in RUNGS if n in data["rungs"]]
-
-
 def compute(quick: bool, cache_dir) -> dict:
     task = _trained.paper_task(8, 8, quick=quick)
     rungs = {}
@@ -346,7 +341,7 @@ def draw(data: dict):
     )
     _heatmap(axes[0, 1], fig, theo, 0, "theorem rung, seed 0")
     ax = axes[1, 0]
-    for i, (name, r) in enumerate(_ordered(data)):
+    for i, (name, r) in enumerate(_trained.ordered_rungs(data, RUNGS)):
         s = r["summary"]
         # NaN (stored as null) where a rung has no damaging head
         y = np.asarray(s["relative_drop"], float)
@@ -368,7 +363,7 @@ def draw(data: dict):
     ax.set_title("seed-pooled alignment: damage relative to the gate peak")
     ax.legend(fontsize=7)
     ax = axes[1, 1]
-    names, labelled = [n for n, _ in _ordered(data)], set()
+    names, labelled = [n for n, _ in _trained.ordered_rungs(data, RUNGS)], set()
     for i, name in enumerate(names):
         s = data["rungs"][name]["summary"]
         for j, key in enumerate(("agree", "damaging")):
@@ -413,7 +408,7 @@ def tables(data: dict) -> list[MeasuredTable]:
     """Per rung: damaging heads, alignment, correlation, concentration; one seed's heatmap."""
     S = data["S"]
     rows = []
-    for name, r in _ordered(data):
+    for name, r in _trained.ordered_rungs(data, RUNGS):
         s = r["summary"]
         first = (
             share_text(s["first_layer_damaging"]["k"], s["first_layer_damaging"]["n"])

@@ -16,11 +16,10 @@ from ..experiments._ladder import (
     run_ladder,
     train_rung,
 )
-from ..flow._config import FlowConfig
 from ..internal._io import cached
 from ..internal._progress import announce
 from ..model._task import assumptions_silenced
-from . import _runs, _style
+from . import _runs, _style, _trained
 from ._figure import Figure, MeasuredTable
 from ._stats import bootstrap_interval, interval_text, share_text, wilson_interval
 
@@ -53,28 +52,6 @@ def cached_rung(rung, seeds: int, seed: int = 0, *, cache_dir=None) -> RungResul
     return RungResult.from_dict(
         cached(cache_dir, _rung_params(rung, seeds, seed), compute), rung
     )
-
-
-def _flow_check(theorem, seeds: int, cache_dir) -> dict:
-    """The full flow at the theorem rung's task, sample and horizon t = steps * lr, selecting
-    at delta = 1 - `SELECTED_MASS`: how many seeds select, and on which offsets."""
-    t = theorem.train_config
-    config = FlowConfig(
-        dynamics="full",
-        M=t.M,
-        rho=t.rho,
-        delta=1 - SELECTED_MASS,
-        t_max=t.steps * t.lr,
-    )
-    with assumptions_silenced():
-        flow = _runs.flow_runs(theorem.task, config, seeds, cache_dir)
-    return {
-        "t_max": t.steps * t.lr,
-        "delta": 1 - SELECTED_MASS,
-        "key_offsets": np.asarray(flow["key_offsets"]).tolist(),
-        "value_offsets": np.asarray(flow["value_offsets"]).tolist(),
-        "status": flow["status"],
-    }
 
 
 def _mean_ci(values) -> dict:
@@ -123,7 +100,7 @@ def compute(quick: bool, cache_dir) -> dict:
     )
     announce(f"summarizing {len(rungs)} rungs (bootstrap intervals over seeds)")
     summaries = [_intervals(s) for s in result.summaries()]
-    flow = _flow_check(rungs[0], seeds, cache_dir)
+    flow = _trained.theorem_flow(rungs[0], seeds, cache_dir)
     trained = summaries[0]["per_seed"]
     flow["agrees"] = sum(
         fk == tk and fv == tv

@@ -105,11 +105,6 @@ def analyze(raw: dict) -> dict:
     }
 
 
-def _ordered(data: dict) -> list[tuple[str, dict]]:
-    """The rungs of the data in the order of `RUNGS` (the stored JSON sorts its keys)."""
-    return [(n, data["rungs"][n]) for n in RUNGS if n in data["rungs"]]
-
-
 def compute(quick: bool, cache_dir) -> dict:
     task = _trained.paper_task(8, 8, quick=quick)
     rungs = {}
@@ -154,7 +149,7 @@ def _findings(rungs) -> str:
 
 
 def draw(data: dict):
-    names = [n for n, _ in _ordered(data)]
+    names = [n for n, _ in _trained.ordered_rungs(data, RUNGS)]
     fig, axes = _style.subplots(len(names), 3, figsize=(15, 4.4 * len(names)))
     axes = np.atleast_2d(axes)
     lo_r2, hi_r2 = PAPER["r2"]
@@ -277,7 +272,7 @@ def _text(m: dict, digits: int = 2) -> str:
 def tables(data: dict) -> list[MeasuredTable]:
     """Per rung and delta: R^2 (median, range, mean), boundary phase and mean-accuracy drop."""
     rows = []
-    for name, r in _ordered(data):
+    for name, r in _trained.ordered_rungs(data, RUNGS):
         s = r["summary"]
         rows.append(
             [
