@@ -381,18 +381,11 @@ def _host_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-# At most this many parts: each is its own copy of the step in the compiled program, and the
-# compile time grows with them (about a second each on the ladder's task).
-CPU_LANE_PARTS_MAX = 4
-
-
 def _lane_parts(devices) -> int:
-    """Independent parts the lanes of a grouped CPU step are split into: one per core (at
-    most `CPU_LANE_PARTS_MAX`), which XLA's CPU runtime runs concurrently (the groups of one
-    part follow each other, the parts do not depend on each other)."""
-    if _lane_group(devices) is None:
-        return 1
-    return min(_host_cores(), CPU_LANE_PARTS_MAX)
+    """Independent parts the lanes of a grouped CPU step are split into: one per core, which
+    XLA's CPU runtime runs concurrently (scans of groups depend on each other step by step,
+    parts do not)."""
+    return _host_cores() if _lane_group(devices) is not None else 1
 
 
 class _Programs(eqx.Module):
