@@ -244,18 +244,6 @@ def test_a_seeds_numbers_do_not_depend_on_the_seeds_beside_it():
         )
 
 
-def test_lane_parts_and_groups_step_every_lane_as_one_vmap(monkeypatch):
-    # 5 lanes: in 3 parts of whole groups of 2 (2, 2, 1), in one scan of groups, in one vmap
-    config = TrainConfig(lr=0.3, steps=7, chunk=3, **SMALL)
-    runs = []
-    for group, parts in ((2, 3), (2, 1), (None, 1)):
-        monkeypatch.setattr(_train, "CPU_LANE_GROUP", group)
-        monkeypatch.setattr(_train, "_lane_parts", lambda devices, p=parts: p)
-        runs.append(it.train(TASK, ModelConfig(), config, 5))
-    _same_run(runs[0], runs[1])
-    _same_run(runs[0], runs[2])
-
-
 def test_minibatches_are_fresh_at_every_step_and_per_seed():
     config = TrainConfig(lr=0.3, steps=6, chunk=6, batch=4, **SMALL)
     run = it.train(TASK, ModelConfig(), config, 2)

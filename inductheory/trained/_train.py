@@ -16,7 +16,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
 import time
 from pathlib import Path
 
@@ -373,21 +372,6 @@ def _lane_group(devices) -> int | None:
     return None
 
 
-def _host_cores() -> int:
-    """The cores this process may run on (XLA's CPU client sizes its thread pool by them)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # no affinity on this platform
-        return max(1, os.cpu_count() or 1)
-
-
-def _lane_parts(devices) -> int:
-    """Independent parts the lanes of a grouped CPU step are split into: one per core, which
-    XLA's CPU runtime runs concurrently (scans of groups depend on each other step by step,
-    parts do not)."""
-    return _host_cores() if _lane_group(devices) is not None else 1
-
-
 class _Programs(eqx.Module):
     """The compiled pieces of one run: a chunk of `chunk` steps of every seed and the final
     evaluation (equal settings give equal programs, compiled once per process)."""
@@ -401,8 +385,6 @@ class _Programs(eqx.Module):
     chunk: int = eqx.field(static=True)
     # lanes stepped at once (None: every lane in one vmap)
     group: int | None = eqx.field(static=True, default=None)
-    # with a group: independent parts of the lanes, each scanning its own groups
-    parts: int = eqx.field(static=True, default=1)
 
     def loss_of(self, model, data, step, lane):
         """The training loss of one seed: on the fixed sample `data`, the population's, or on
@@ -441,19 +423,7 @@ class _Programs(eqx.Module):
             p, state, own, lane = eqx.combine(lane_arrays, rest)
             return self.step(p, state, (own, shared), data, step, lane)
 
-        # every part a whole number of groups: each lane is stepped in the same group as in
-        # a single scan of all lanes
-        n = lanes.shape[0]
-        size = self.group * max(1, -(-n // (self.group * self.parts)))
-        parts = [
-            jax.lax.map(
-                one,
-                jax.tree.map(lambda a, i=i: a[i : i + size], arrays),
-                batch_size=self.group,
-            )
-            for i in range(0, n, size)
-        ]
-        return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
+        return jax.lax.map(one, arrays, batch_size=self.group)
 
     def lanes_statistics(self, params, static, contexts):
         return eqx.filter_vmap(self.statistics, in_axes=(0, _FIXED_AXES, None))(
@@ -597,7 +567,6 @@ def train(
         jnp.asarray(config.steps),
         config.chunk,
         _lane_group(devices),
-        _lane_parts(devices),
     )
     opt_state = eqx.filter_vmap(optimizer.init)(params)
     lanes = np.arange(size)
