@@ -4,26 +4,19 @@ equivalence rung compares with the full flow's right-hand side, and the memory o
 (a) The theorem's rung (exact geometry, identity maps, tied unembedding, linear gates, full-batch
     gradient descent on the flow's balanced sample of M contexts) of two tasks: the ladder's
     (L=4 S=3 H=2 N=48, M=48) and a larger one (L=8 S=4 H=2 N=256, M=48). 32 seeds vmapped in
-    `lax.scan` chunks (`train`: on one CPU device the seeds stepped in groups of
-    `CPU_LANE_GROUP`, the groups split into one independent part per core, which XLA runs
-    concurrently; several devices: one vmap split over them) against the same seeds trained one
-    by one in a Python loop of the very step `train` takes (the same loss, optimizer and XLA
-    options), jitted once and compiled before the clock starts, with `block_until_ready` after
-    every step as a user's loop would (XLA may use several cores inside each step). Seed-steps
-    per second, wall and CPU (process time, all threads) side by side:
+    `lax.scan` chunks (`train`) against the same seeds trained one by one in a Python loop of
+    the very step `train` takes (the same loss, optimizer and XLA options), jitted once and
+    compiled before the clock starts, with `block_until_ready` after every step as a user's
+    loop would. Seed-steps per second, wall and CPU (process time) side by side:
     - `train`: a whole run (setup, chunks, held-out measures) after an identical compiling run;
     - its chunks alone (`TrainTimings.steps_per_s`, wall, chunks after the first).
-    The wall ratio is the speed-up a user sees; the CPU ratio the work saved per seed-step (on
-    a loaded machine the steadier one). On cores shared with other processes the wall ratio
-    understates what concurrent parts give.
 (b) steps per second of one seed of the equivalence rung against evaluations per second of
     `FullDynamics(...).vector_field`, jitted, same N and M (the ladder's task);
 (c) peak resident memory of a 32-seed, 10^4-step run with log-spaced statistics, in a process
     of its own.
 
-Ratios are measured side by side in one process. Run with `python benchmarks/bench_train.py
-[--steps-c 10000]`; `XLA_FLAGS=--xla_force_host_platform_device_count=2` before it splits the
-seeds over two host devices instead.
+Ratios are measured side by side in one process (the machine may be loaded): CPU time is the
+steadier measure there. Run with `python benchmarks/bench_train.py [--steps-c 10000]`.
 """
 
 from __future__ import annotations
@@ -172,11 +165,8 @@ def main():
     if args.xla_defaults:
         _train._compiler_options = dict
     options = _train._compiler_options()
-    devices = jax.devices()
     print(
-        f"devices={len(devices)} ({jax.default_backend()}), XLA options {options}, "
-        f"cores {_train._host_cores()}, lane group {_train._lane_group(devices)} in "
-        f"{_train._lane_parts(devices)} parts"
+        f"devices={jax.device_count()} ({jax.default_backend()}), XLA options {options}"
     )
     for name, task, steps, loop_steps in TASKS:
         if args.only and name != args.only:
