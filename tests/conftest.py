@@ -3,6 +3,7 @@ import shutil
 import tempfile
 
 import hypothesis
+import pytest
 
 # Tests never write the user's cache directory, and the library's own caches (the CLI's compilation
 # cache, the program store) stay off; tests of those caches turn them on explicitly.
@@ -89,3 +90,17 @@ def pytest_unconfigure(config):
         _SESSION_XLA_CACHE is not None
     ):  # only the process that made it (not the xdist workers)
         shutil.rmtree(_SESSION_XLA_CACHE, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Free each test file's compiled XLA programs when it ends: every CPU executable holds its
+    own memory mappings, and a worker that keeps all of a suite's programs passes the kernel's
+    limit on mappings per process (vm.max_map_count, 65530 by default) and dies."""
+    yield
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
