@@ -122,6 +122,24 @@ def bootstrap_interval(
     return [float(np.percentile(stats, tail)), float(np.percentile(stats, 100 - tail))]
 
 
+def mean_interval(values) -> dict:
+    """The mean of `values` (flattened) with its bootstrap 95% interval (`bootstrap_interval`).
+
+    **Returns:** `{"mean": float, "ci95": [low, high]}`.
+
+    ```python
+    mean_interval([1.0, 2.0, 3.0])["mean"]  # 2.0
+    ```
+    """
+    v = np.asarray(values, float).ravel()
+    return {"mean": float(v.mean()), "ci95": bootstrap_interval([v], np.mean)}
+
+
+def mean_text(m: dict, digits: int = 2) -> str:
+    """`mean_interval`'s result as text: `0.53 [0.47, 0.59]`."""
+    return f"{m['mean']:.{digits}f} {interval_text(*m['ci95'], digits)}"
+
+
 def median_interval(values, level: float = 0.95) -> MedianInterval:
     """The order-statistic interval of the median: the narrowest [x_(j), x_(n+1-j)] whose
     coverage 1 - 2 P(Bin(n, 1/2) < j) is at least `level`.

@@ -15,7 +15,13 @@ from ..trained._model import CompressedModel
 from ..trained._train import TrainRun
 from . import _style, _trained, _trained_arms
 from ._figure import Figure, MeasuredTable
-from ._stats import bootstrap_interval, interval_text, share_text, wilson_interval
+from ._stats import (
+    bootstrap_interval,
+    interval_text,
+    mean_interval,
+    share_text,
+    wilson_interval,
+)
 
 # A first-layer head is a previous-token head when, on average over the positions t >= 1 of
 # held-out contexts, it puts at least this much attention on position t - 1.
@@ -121,11 +127,6 @@ def _count(flags) -> dict:
     return dict(k=k, n=n, ci95=list(wilson_interval(k, n)))
 
 
-def _mean_ci(values) -> dict:
-    v = np.asarray(values, float).ravel()
-    return {"mean": float(v.mean()), "ci95": bootstrap_interval([v], np.mean)}
-
-
 def arm_data(name: str, label: str, s: ArmSummary) -> dict:
     """JSON-able measures of one arm, with Wilson intervals of the shares (over heads x
     seeds, or seeds) and bootstrap intervals (over seeds) of the accuracies."""
@@ -142,10 +143,10 @@ def arm_data(name: str, label: str, s: ArmSummary) -> dict:
         key_equals_value=_count(s.key_offsets == s.value_offsets),
         value_follows_key=_count(s.value_offsets == s.key_offsets + 1),
         phase_accuracy=np.round(acc, 6).tolist(),
-        phase_accuracy_ci=[_mean_ci(acc[:, j]) for j in range(acc.shape[1])],
-        boundary_accuracy=_mean_ci(acc[:, -1]),
-        within_accuracy=_mean_ci(acc[:, :-1].mean(axis=1)),
-        mean_accuracy=_mean_ci(acc.mean(axis=1)),
+        phase_accuracy_ci=[mean_interval(acc[:, j]) for j in range(acc.shape[1])],
+        boundary_accuracy=mean_interval(acc[:, -1]),
+        within_accuracy=mean_interval(acc[:, :-1].mean(axis=1)),
+        mean_accuracy=mean_interval(acc.mean(axis=1)),
     )
     if s.previous is not None:
         out.update(
@@ -156,7 +157,7 @@ def arm_data(name: str, label: str, s: ArmSummary) -> dict:
             seeds_with_previous_head=_count(
                 np.any(s.previous >= PREVIOUS_TOKEN, axis=1)
             ),
-            previous_mass=_mean_ci(s.previous),
+            previous_mass=mean_interval(s.previous),
             lags=np.round(s.lags, 4).tolist(),
             # each head's lag of largest mean attention, counted over heads x seeds
             top_lags=np.bincount(

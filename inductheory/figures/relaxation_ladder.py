@@ -21,7 +21,12 @@ from ..internal._progress import announce
 from ..model._task import assumptions_silenced
 from . import _runs, _style, _trained
 from ._figure import Figure, MeasuredTable
-from ._stats import bootstrap_interval, interval_text, share_text, wilson_interval
+from ._stats import (
+    mean_interval,
+    mean_text,
+    share_text,
+    wilson_interval,
+)
 
 TASK = dict(L=4, S=3, H=2, N=48, gamma=1.0, beta=4.0, kappa=1.0)
 # (seeds, steps) per rung
@@ -54,11 +59,6 @@ def cached_rung(rung, seeds: int, seed: int = 0, *, cache_dir=None) -> RungResul
     )
 
 
-def _mean_ci(values) -> dict:
-    v = np.asarray(values, float)
-    return {"mean": float(v.mean()), "ci95": bootstrap_interval([v], np.mean)}
-
-
 def _intervals(s: dict) -> dict:
     """Wilson intervals of the counts and bootstrap intervals (over seeds) of the means."""
     out = dict(s)
@@ -74,7 +74,7 @@ def _intervals(s: dict) -> dict:
         out[key] = dict(c, ci95=list(wilson_interval(c["k"], c["n"])))
     p = s["per_seed"]
     acc = np.asarray(p["phase_accuracy"])
-    out["phase_accuracy"] = [_mean_ci(acc[:, j]) for j in range(acc.shape[1])]
+    out["phase_accuracy"] = [mean_interval(acc[:, j]) for j in range(acc.shape[1])]
     for key in (
         "phase_gap",
         "mean_accuracy",
@@ -83,7 +83,7 @@ def _intervals(s: dict) -> dict:
         "all_mean_accuracy",
         "all_phase_gap",
     ):
-        out[key + "_ci"] = _mean_ci(p[key])
+        out[key + "_ci"] = mean_interval(p[key])
     out["gap_of_mean_curve"] = float(acc.mean(axis=0).max() - acc.mean(axis=0).min())
     return out
 
@@ -418,10 +418,6 @@ def draw(data: dict):
     return fig
 
 
-def _mean_text(m: dict, digits: int = 2) -> str:
-    return f"{m['mean']:.{digits}f} {interval_text(*m['ci95'], digits)}"
-
-
 def tables(data: dict) -> list[MeasuredTable]:
     """Per rung: gates (mass, shares, effective offsets) and accuracy (gap, phases,
     boundary, mean, loss), with their intervals; and the flow check."""
@@ -490,15 +486,15 @@ def tables(data: dict) -> list[MeasuredTable]:
             [
                 name(s),
                 s["kind"],
-                *(_mean_text(p) for p in s["phase_accuracy"]),
-                _mean_text(s["phase_gap_ci"]),
+                *(mean_text(p) for p in s["phase_accuracy"]),
+                mean_text(s["phase_gap_ci"]),
                 f"{s['gap_of_mean_curve']:.2f}",
                 share_text(s["phase_uniform"]["k"], s["phase_uniform"]["n"]),
-                _mean_text(s["boundary_accuracy_ci"]),
-                _mean_text(s["all_phase_gap_ci"]),
+                mean_text(s["boundary_accuracy_ci"]),
+                mean_text(s["all_phase_gap_ci"]),
                 share_text(s["all_phase_uniform"]["k"], s["all_phase_uniform"]["n"]),
-                _mean_text(s["mean_accuracy_ci"]),
-                _mean_text(s["loss_ci"], 3),
+                mean_text(s["mean_accuracy_ci"]),
+                mean_text(s["loss_ci"], 3),
                 f"{s['cpu_s']:.0f}",
             ]
             for s in rungs

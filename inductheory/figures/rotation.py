@@ -13,7 +13,7 @@ from ..trained._interventions import rotate_gates, shift_r_squared, shifted_curv
 from ..trained._measures import measure
 from . import _style, _trained
 from ._figure import Figure, MeasuredTable
-from ._stats import bootstrap_interval, interval_text
+from ._stats import mean_interval, mean_text
 
 RUNGS = ("theorem", "realistic")
 SETTING = "W8/S8"
@@ -53,11 +53,6 @@ def _evaluate(run, cache_dir) -> dict:
     return cached(cache_dir, params, compute)
 
 
-def _mean_ci(v) -> dict:
-    v = np.asarray(v, float)
-    return {"mean": float(v.mean()), "ci95": bootstrap_interval([v], np.mean)}
-
-
 def analyze(raw: dict) -> dict:
     """Per delta: R^2 of the measured curve by the shifted one without the boundary phase
     (per seed, and of the seed-mean curves), the boundary phase's accuracy and the drop in
@@ -81,13 +76,13 @@ def analyze(raw: dict) -> dict:
                 "r2_median": float(np.median(r2[ok])) if ok.any() else float("nan"),
                 "r2_min": float(r2[ok].min()) if ok.any() else float("nan"),
                 "r2_max": float(r2[ok].max()) if ok.any() else float("nan"),
-                "r2_mean": _mean_ci(r2[ok]) if ok.any() else None,
+                "r2_mean": mean_interval(r2[ok]) if ok.any() else None,
                 "r2_of_mean_curve": float(
                     shift_r_squared(base.mean(axis=0), rot.mean(axis=0), delta)
                 ),
-                "boundary": _mean_ci(rot[:, -1]),
+                "boundary": mean_interval(rot[:, -1]),
                 "boundary_max": float(rot[:, -1].max()),
-                "mean_drop_points": _mean_ci(drop),
+                "mean_drop_points": mean_interval(drop),
                 "mean_curve": rot.mean(axis=0).tolist(),
                 "predicted_mean_curve": shifted_curve(
                     base.mean(axis=0), delta
@@ -98,9 +93,9 @@ def analyze(raw: dict) -> dict:
         "seeds": int(seeds),
         "S": int(S),
         "mean_curve": base.mean(axis=0).tolist(),
-        "boundary_unrotated": _mean_ci(base[:, -1]),
+        "boundary_unrotated": mean_interval(base[:, -1]),
         "boundary_unrotated_max": float(base[:, -1].max()),
-        "mean_accuracy": _mean_ci(raw["mean_accuracy"]),
+        "mean_accuracy": mean_interval(raw["mean_accuracy"]),
         "per_delta": per_delta,
     }
 
@@ -265,10 +260,6 @@ def draw(data: dict):
     return fig
 
 
-def _text(m: dict, digits: int = 2) -> str:
-    return f"{m['mean']:.{digits}f} {interval_text(*m['ci95'], digits)}"
-
-
 def tables(data: dict) -> list[MeasuredTable]:
     """Per rung and delta: R^2 (median, range, mean), boundary phase and mean-accuracy drop."""
     rows = []
@@ -281,9 +272,9 @@ def tables(data: dict) -> list[MeasuredTable]:
                 "-",
                 "-",
                 "-",
-                _text(s["boundary_unrotated"], 3),
+                mean_text(s["boundary_unrotated"], 3),
                 f"{s['boundary_unrotated_max']:.3f}",
-                f"mean accuracy {_text(s['mean_accuracy'], 3)}",
+                f"mean accuracy {mean_text(s['mean_accuracy'], 3)}",
             ]
         )
         for d in s["per_delta"]:
@@ -293,11 +284,11 @@ def tables(data: dict) -> list[MeasuredTable]:
                     f"{d['delta']:+d}",
                     f"{d['r2_median']:.2f} [{d['r2_min']:.2f}, {d['r2_max']:.2f}] "
                     f"({d['r2_defined']}/{s['seeds']} defined)",
-                    _text(d["r2_mean"]) if d["r2_mean"] else "-",
+                    mean_text(d["r2_mean"]) if d["r2_mean"] else "-",
                     f"{d['r2_of_mean_curve']:.2f}",
-                    _text(d["boundary"], 3),
+                    mean_text(d["boundary"], 3),
                     f"{d['boundary_max']:.3f}",
-                    _text(d["mean_drop_points"], 1),
+                    mean_text(d["mean_drop_points"], 1),
                 ]
             )
     n = next(iter(data["rungs"].values()))["summary"]["seeds"]
@@ -334,9 +325,11 @@ CLAIM = (
     "mod 8, delta in +-1, +-2, +-3, and per-phase accuracy is measured on the run's 64 "
     "held-out contexts per seed. R^2 = 1 - SS_res/SS_tot (no fit) of the rotated curve by the "
     "unrotated curve shifted by delta, the boundary phase 7 left out. Theorem rung (two hard "
-    "heads on distinct phases, mean accuracy 0.25 in 32/32 seeds [0.89, 1]): R^2 = 1 at every delta in "
+    "heads on distinct phases, mean accuracy 0.25 in 32/32 seeds [0.89, 1]): R^2 = 1 at "
+    "every delta in "
     "32/32 seeds [0.89, 1]; the boundary phase is never answered, unrotated or rotated "
-    "(accuracy 0 in 32/32 seeds [0.89, 1]); mean accuracy drops by 2.3 to 4.7 points, the seeds in which "
+    "(accuracy 0 in 32/32 seeds [0.89, 1]); mean accuracy drops by 2.3 to 4.7 points, the "
+    "seeds in which "
     "a key lands on offset 7 losing that head's phase. Realistic rung (key gates peaking at "
     "offsets 1 and 2, value gates at 5 and 6): the predicted shift fails, median R^2 0.63 "
     "(range 0.27 to 0.86) at delta -1, 0.18 at +1, -0.01 at -2, -0.36 at -3 and below -6 at "

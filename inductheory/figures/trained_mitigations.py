@@ -13,7 +13,7 @@ from ..experiments._mitigations import PAPER
 from ..model._positions import query_positions
 from . import _style, _trained
 from ._figure import Figure, MeasuredTable
-from ._stats import bootstrap_interval, interval_text, share_text
+from ._stats import interval_text, mean_interval, share_text
 
 # The paper's worst phase (percent) of an 8-KV-head W8/S8 model and of its full-attention
 # baseline (docs/theory.md §11).
@@ -82,11 +82,6 @@ def ordering(values: dict, reference: dict) -> dict:
     return dict(order=order, reference_order=ref, same=order == ref, **tau)
 
 
-def _mean_ci(values) -> dict:
-    v = np.asarray(values, float)
-    return {"mean": float(v.mean()), "ci95": bootstrap_interval([v], np.mean)}
-
-
 def phase_summary(accuracy, loss) -> dict:
     """The mitigation measures of one (setting, rung) from per-seed per-phase accuracies.
 
@@ -105,14 +100,14 @@ def phase_summary(accuracy, loss) -> dict:
     gaps = acc.max(axis=1) - acc.min(axis=1)
     return dict(
         seeds=int(acc.shape[0]),
-        curve=[_mean_ci(acc[:, r]) for r in range(acc.shape[1])],
+        curve=[mean_interval(acc[:, r]) for r in range(acc.shape[1])],
         gap_of_mean_curve=float(curve.max() - curve.min()),
-        per_seed_gap=_mean_ci(gaps),
-        mean_accuracy=_mean_ci(acc.mean(axis=1)),
+        per_seed_gap=mean_interval(gaps),
+        mean_accuracy=mean_interval(acc.mean(axis=1)),
         worst_of_mean_curve={"value": float(curve.min()), "phase": int(curve.argmin())},
-        per_seed_worst=_mean_ci(acc.min(axis=1)),
-        boundary=_mean_ci(acc[:, -1]),
-        loss=_mean_ci(loss),
+        per_seed_worst=mean_interval(acc.min(axis=1)),
+        boundary=mean_interval(acc[:, -1]),
+        loss=mean_interval(loss),
         per_seed={"phase_accuracy": acc.tolist(), "loss": np.asarray(loss).tolist()},
     )
 
@@ -544,7 +539,8 @@ CLAIM = (
     "(every phase a tie, accuracy 0), W8/S2 100; realistic rung W8/S8 21.1 (24.1 [22.8, "
     "25.4]), W8/S4 38.1 (57.2 [46.9, 67.2]), W8/S6 30.6 (35.7 [33.0, 38.4]), uniform 24.5 "
     "(25.0 [24.1, 25.8]) at mean accuracy 8.6% [8.4, 8.8], W8/S2 0 (every query answered "
-    "in 32/32 seeds [0.89, 1]); full attention 0.8-7.8 at mean accuracy 97.9% [97.7, 98.1], worst phase of the "
+    "in 32/32 seeds [0.89, 1]); full attention 0.8-7.8 at mean accuracy 97.9% [97.7, 98.1], "
+    "worst phase of the "
     "mean curve 91.8% at W8/S8 against 0.5% for the realistic rung and 0 for the theorem "
     "rung (paper: 9.9% against 58.4%). Against the paper's order (W8/S8 > W8/S4 > W8/S6 > "
     "uniform > W8/S2), Kendall's tau-a of the seed-mean gaps is -0.1 for the theorem rung "
