@@ -143,6 +143,12 @@ def test_the_cumulative_rungs_are_the_ladders_between_theorem_and_realistic():
         **{**_trained._config(last), "layers": 2}
     )
     assert realistic.train_config == last.train_config
+    # with uniform gates the rungs before learned representations have nothing to train
+    uniform = [
+        _trained.learns(_trained.paper_rung(f"cumulative:{w}", task, gates="uniform"))
+        for w in model
+    ]
+    assert uniform == [False, False, False, True, True, True]
     quick = _trained.paper_rung("cumulative:minibatch", task, quick=True)
     assert quick.train_config.steps == _trained.QUICK_STEPS["theorem"]
 

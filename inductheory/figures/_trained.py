@@ -43,7 +43,7 @@ from ..model._task import Task, _require_int, assumptions_silenced
 from ..trained._config import ModelConfig
 from ..trained._measures import ModelMeasures, measure
 from ..trained._model import init_model
-from ..trained._train import HELD_OUT_STREAM, TrainRun
+from ..trained._train import HELD_OUT_STREAM, TrainRun, _partition
 from . import _runs
 
 # Positions of every context, the same at every setting (T = L*S: L = T / S entries).
@@ -256,9 +256,13 @@ def paper_run(setting, rung: str, *, quick: bool, cache_dir, seed: int = 0) -> T
 
 
 def learns(rung: Rung) -> bool:
-    """Whether a rung has anything to train (the theorem rung with uniform gates has not:
-    fixed exact embeddings, identity maps, p = 1/W)."""
-    return rung.model_config != ModelConfig(gates="uniform")
+    """Whether a rung has anything to train, by the trainer's own test (`_partition`): the
+    theorem rung with uniform gates has not (fixed exact embeddings, identity maps, p = 1/W),
+    nor are the cumulative rungs before learned representations (fixed, approximate
+    embeddings)."""
+    with assumptions_silenced():
+        model = init_model(rung.task, rung.model_config, jax.random.key(0))
+    return bool(jax.tree.leaves(_partition(model)[0]))
 
 
 def paper_measures(

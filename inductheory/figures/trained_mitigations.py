@@ -478,7 +478,7 @@ def _draw_ladder(fig, cell, ladder, names):
     labels = [
         _trained.rung_label(r["rung"]).replace(" (every switch)", "") for r in ladder
     ]
-    labels = [t.split(",")[0] for t in labels]
+    labels = [t.split(",")[0].split(" (")[0] for t in labels]  # short tick labels
     for k, n in enumerate(names):
         y = np.array([r["gaps"][n]["value"] for r in ladder])
         lo, hi = np.array([r["gaps"][n]["ci95"] for r in ladder]).T
@@ -499,7 +499,7 @@ def _draw_ladder(fig, cell, ladder, names):
         "cumulative ladder (each rung adds a switch): gap per setting (bootstrap 95%)",
         fontsize=8,
     )
-    gaps.legend(fontsize=6.5, ncol=len(names), loc="upper left")
+    gaps.legend(fontsize=6.5, ncol=len(names), loc="upper right")
     y = np.array([r["ordering"]["tau"] for r in ladder])
     lo, hi = np.array([r["tau_ci95"] for r in ladder]).T
     taus.errorbar(
