@@ -11,6 +11,7 @@ from scipy import stats
 from inductheory.experiments._mitigations import PAPER
 from inductheory.figures import FIGURES
 from inductheory.figures.trained_mitigations import (
+    LADDER,
     kendall_tau,
     ordering,
     phase_summary,
@@ -103,3 +104,99 @@ def test_the_tables_and_the_drawing_come_from_the_data_alone():
     assert len(tables) >= 2
     fig = figure.draw(data)
     assert len(fig.axes) >= 3 + len(data["paper"])
+
+
+def test_the_cumulative_rungs_are_the_ladders_between_theorem_and_realistic():
+    from inductheory.experiments._ladder import SWITCHES
+    from inductheory.figures import _trained
+    from inductheory.trained._config import ModelConfig
+
+    task = _trained.paper_task(8, 8)
+    assert _trained.CUMULATIVE == tuple(f"cumulative:{w}" for w in SWITCHES[:-1])
+    # each switch's change of the model, written out (docs/trained.md's ladder)
+    learned = dict(embeddings="learned", d=32, maps="learned", unembedding="learned")
+    model = {
+        "minibatch": {},
+        "adam": {},
+        "approximate": dict(embeddings="approximate"),
+        "learned": learned,
+        "gate_bias": dict(learned, bias=True),
+        "local": dict(learned, bias=True, local_window=1),
+    }
+    theorem = _trained.paper_rung("theorem", task)
+    for w, fields in model.items():
+        r = _trained.paper_rung(f"cumulative:{w}", task)
+        assert r.switches == SWITCHES[: SWITCHES.index(w) + 1]
+        assert r.model_config == ModelConfig(**fields)
+        t = r.train_config
+        assert t.batch == 16 and t.eval_contexts == 64
+        if w == "minibatch":  # gradient descent: the theorem rung's step and steps
+            assert (t.optimizer, t.lr) == (theorem.train_config.optimizer, 8.0)
+            assert t.steps == theorem.train_config.steps == 1000
+        else:
+            assert (t.optimizer, t.lr, t.steps) == ("adam", 1e-2, 400)
+        assert r.task.d == (16 if w == "approximate" else task.d)
+    # one more switch (two layers) is the realistic rung
+    realistic = _trained.paper_rung("realistic", task)
+    last = _trained.paper_rung("cumulative:local", task)
+    assert realistic.model_config == ModelConfig(
+        **{**_trained._config(last), "layers": 2}
+    )
+    assert realistic.train_config == last.train_config
+    # with uniform gates the rungs before learned representations have nothing to train
+    uniform = [
+        _trained.learns(_trained.paper_rung(f"cumulative:{w}", task, gates="uniform"))
+        for w in model
+    ]
+    assert uniform == [False, False, False, True, True, True]
+    quick = _trained.paper_rung("cumulative:minibatch", task, quick=True)
+    assert quick.train_config.steps == _trained.QUICK_STEPS["theorem"]
+
+
+def test_ladder_orderings_on_a_hand_made_example():
+    from inductheory.figures.trained_mitigations import ladder_orderings
+
+    paper = {"a": 3.0, "b": 2.0, "c": 1.0}
+    one = np.array([[1.0, 0.0], [1.0, 0.0]])  # gap 1
+    half = np.array([[1.0, 0.5], [1.0, 0.5]])  # gap 0.5
+    flat = np.array([[0.5, 0.5], [0.5, 0.5]])  # gap 0
+    got = ladder_orderings(
+        {
+            "same": {"a": one, "b": half, "c": flat},
+            "reversed": {"a": flat, "b": half, "c": one},
+            "again": {"a": flat, "b": half, "c": one},
+        },
+        paper,
+    )
+    assert [g["ordering"]["tau"] for g in got] == [1.0, -1.0, -1.0]
+    assert [g["changed"] for g in got] == [False, True, False]
+    # identical seeds: every resample gives the same gaps and tau
+    assert got[0]["gaps"]["b"] == {"value": 0.5, "ci95": [0.5, 0.5]}
+    assert got[1]["tau_ci95"] == [-1.0, -1.0]
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_the_ladder_follows_from_the_stored_curves(folder):
+    data = committed(folder)
+    if "ladder" not in data:
+        pytest.skip(f"{folder} has no ladder data yet")
+    names = [n for n in PAPER if n in data["paper"]]
+    paper = [data["paper"][n]["gap"] for n in names]
+    ladder = data["ladder"]
+    assert [r["rung"] for r in ladder] == list(LADDER)
+    for r in ladder:
+        gaps = [r["gaps"][n]["value"] for n in names]
+        assert kendall_tau(gaps, paper)["tau"] == pytest.approx(r["ordering"]["tau"])
+        for n in names:
+            lo, hi = r["gaps"][n]["ci95"]
+            assert 0 <= lo <= hi <= 1
+    # the end rungs are the table's theorem and realistic rows, number for number
+    for rung, r in ((ladder[0]["rung"], ladder[0]), (ladder[-1]["rung"], ladder[-1])):
+        for n in names:
+            row = next(
+                x for x in data["rows"] if x["setting"] == n and x["rung"] == rung
+            )
+            assert r["gaps"][n]["value"] == pytest.approx(row["gap_of_mean_curve"])
+        assert r["ordering"]["tau"] == pytest.approx(
+            data["orderings"][rung]["gap_of_mean_curve"]["tau"]
+        )

@@ -6,7 +6,8 @@ shared by the trained-model figures, so that each configuration is trained once 
   averaging at W8/S8 and stride S = 2 (W8/S2), each on T = L*S = `POSITIONS` positions, so that
   the settings differ only in how the same context is compressed.
 - Rungs (`paper_rung`): the theorem's (every switch of the relaxation ladder off), the realistic
-  one (every switch on: the ladder's `cumulative:layers`) and a full-attention baseline.
+  one (every switch on: the ladder's `cumulative:layers`), the ladder's cumulative rungs between
+  them (`CUMULATIVE`) and a full-attention baseline.
 - Runs (`paper_run`): one cached `TrainRun` per (setting, rung).
 
 The baseline compresses nothing the model needs: its second layer attends exactly to every other
@@ -42,22 +43,25 @@ from ..model._task import Task, _require_int, assumptions_silenced
 from ..trained._config import ModelConfig
 from ..trained._measures import ModelMeasures, measure
 from ..trained._model import init_model
-from ..trained._train import HELD_OUT_STREAM, TrainRun
+from ..trained._train import HELD_OUT_STREAM, TrainRun, _partition
 from . import _runs
 
 # Positions of every context, the same at every setting (T = L*S: L = T / S entries).
 POSITIONS = 24
 # The task around the windows: vocabulary, heads and scales.
 TASK = dict(N=48, H=2, gamma=1.0, beta=4.0, kappa=1.0)
+# The ladder's cumulative rungs between the theorem and the realistic rung (`cumulative:layers`).
+CUMULATIVE = tuple(f"cumulative:{w}" for w in SWITCHES[:-1])
 # The rungs of `paper_rung`.
-RUNGS = ("theorem", "realistic", "baseline")
+RUNGS = ("theorem", "realistic", "baseline") + CUMULATIVE
 # The ladder's settings (`LadderSettings`) of the rungs, full and quick: the theorem rung trains
 # by gradient descent (`lr`) on the full flow's balanced sample of `M` contexts, the realistic
 # and baseline rungs with Adam (`adam_lr`) on `batch` fresh contexts a step, embeddings of
 # dimension `d`.
 FULL = dict(lr=8.0, M=48, batch=16, adam_lr=1e-2, d=32, eval_contexts=64)
 QUICK = dict(FULL, eval_contexts=16)
-# Steps of the theorem rung and of the trained (realistic, baseline) rungs, full and quick.
+# Steps of the theorem rung and of the trained (realistic, baseline) rungs, full and quick; a
+# cumulative rung before Adam trains by gradient descent at `lr` and takes the theorem's steps.
 STEPS = {"theorem": 1000, "trained": 400}
 QUICK_STEPS = {"theorem": 200, "trained": 100}
 # Seeds per run, full and quick.
@@ -120,9 +124,19 @@ def paper_task(S: int, W: int, *, quick: bool = False) -> Task:
     return _runs.task_of(L=POSITIONS // S, S=S, W=W, queries="all", **TASK)
 
 
+def _switches(name: str) -> tuple[str, ...]:
+    """The ladder's switches a rung of `RUNGS` has on."""
+    if name == "theorem":
+        return ()
+    if name in CUMULATIVE:
+        return SWITCHES[: SWITCHES.index(name.split(":")[1]) + 1]
+    return SWITCHES
+
+
 def _settings(name: str, quick: bool) -> LadderSettings:
+    # gradient descent (no Adam) keeps the theorem rung's horizon steps * lr
     steps = (QUICK_STEPS if quick else STEPS)[
-        "theorem" if name == "theorem" else "trained"
+        "trained" if "adam" in _switches(name) else "theorem"
     ]
     return LadderSettings(steps=steps, **(QUICK if quick else FULL))
 
@@ -139,6 +153,8 @@ def paper_rung(
       exact local branch and two layers.
     - `"baseline"`: the realistic rung with full attention in place of the compressor: the
       local branch spans the T - 1 other positions, and the entries average uniformly.
+    - `"cumulative:<switch>"` (`CUMULATIVE`): the ladder's cumulative rung, every switch up to
+      `<switch>` on; before Adam it trains by gradient descent for the theorem rung's steps.
 
     **Arguments:**
     - `name`: one of `RUNGS`.
@@ -162,7 +178,7 @@ def paper_rung(
         if name == "theorem":
             rung = _rung("theorem", "theorem", (), task, s)
         else:
-            rung = _rung(name, "cumulative", SWITCHES, task, s)
+            rung = _rung(name, "cumulative", _switches(name), task, s)
     model = _config(rung)
     if name == "baseline":
         model.update(gates="uniform", bias=False, local_window=task.T - 1)
@@ -193,6 +209,8 @@ def _config(rung: Rung) -> dict:
 
 def rung_label(name: str) -> str:
     """A short name of a rung of `RUNGS` for tables and figures."""
+    if name in CUMULATIVE:
+        return "+ " + LABELS[name.split(":")[1]]
     return {
         "theorem": LABELS["theorem"],
         "realistic": "realistic (every switch)",
@@ -238,9 +256,13 @@ def paper_run(setting, rung: str, *, quick: bool, cache_dir, seed: int = 0) -> T
 
 
 def learns(rung: Rung) -> bool:
-    """Whether a rung has anything to train (the theorem rung with uniform gates has not:
-    fixed exact embeddings, identity maps, p = 1/W)."""
-    return rung.model_config != ModelConfig(gates="uniform")
+    """Whether a rung has anything to train, by the trainer's own test (`_partition`): the
+    theorem rung with uniform gates has not (fixed exact embeddings, identity maps, p = 1/W),
+    nor are the cumulative rungs before learned representations (fixed, approximate
+    embeddings)."""
+    with assumptions_silenced():
+        model = init_model(rung.task, rung.model_config, jax.random.key(0))
+    return bool(jax.tree.leaves(_partition(model)[0]))
 
 
 def paper_measures(
@@ -413,6 +435,7 @@ def phase_accuracy_at(run: TrainRun, S: int) -> np.ndarray:
 
 
 __all__ = [
+    "CUMULATIVE",
     "PAPER_SETTINGS",
     "POSITIONS",
     "RUNGS",
