@@ -103,7 +103,7 @@ def phase_summary(accuracy, loss) -> dict:
     return dict(
         seeds=int(acc.shape[0]),
         curve=[mean_interval(acc[:, r]) for r in range(acc.shape[1])],
-        gap_of_mean_curve=float(curve.max() - curve.min()),
+        gap_of_mean_curve=_gap(acc),
         per_seed_gap=mean_interval(gaps),
         mean_accuracy=mean_interval(acc.mean(axis=1)),
         worst_of_mean_curve={"value": float(curve.min()), "phase": int(curve.argmin())},
