@@ -605,8 +605,9 @@ def tables(data: dict) -> list[MeasuredTable]:
         next(iter(data["orderings"].values()))["gap_of_mean_curve"]["reference_order"]
     )
     order_rows = []
-    for rung, o in data["orderings"].items():
-        for key, v in o.items():
+    # a fixed order: stored data come back with their keys sorted
+    for rung in sorted(data["orderings"], key=(*ROWS, "idealized").index):
+        for key, v in data["orderings"][rung].items():
             order_rows.append(
                 [
                     LABELS.get(rung, "idealized flows (mitigations)"),
