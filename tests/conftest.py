@@ -57,17 +57,15 @@ def _hypothesis_profile(markexpr: str) -> str:
 
 
 # The default run compiles hundreds of small programs and runs each briefly: XLA's cheaper code
-# generation cuts its time by about a third (measured on 2 cores); subprocesses and xdist workers
-# inherit it. (XLA's older loop emitters, `--xla_cpu_use_fusion_emitters=false`, compile a diffrax
-# flow faster still, but they move the Newton oracle's stopping point: the KKT bound of
-# tests/test_oracle_newton.py then fails at N=16, beta=10.) Not under `-m slow`, which regenerates
+# generation cuts its time by about a third (measured on 2 cores), and its older loop emitters
+# (`--xla_cpu_use_fusion_emitters=false`) compile the diffrax flows faster still (tests/test_flow_
+# full.py and test_flow_reduced.py together: 139 CPU-s against 228 without them); subprocesses,
+# notebook kernels and xdist workers inherit them. Not under `-m slow`, which regenerates
 # every figure and compares it with the committed numbers: the constrained frontier of
 # phase_uniformity moves by 3e-4 relative under it. XLA reads the flags when jax first builds its
 # backend, after this hook (importing inductheory does not); tests/test_suite_settings.py checks
 # that the default run has them.
-FAST_COMPILE_FLAGS = (
-    "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-)
+from inductheory.figures._reproduce import FAST_COMPILE_FLAGS  # noqa: E402  (the same flags)
 
 
 def _deselects_slow(markexpr: str) -> bool:

@@ -18,6 +18,7 @@ from ..internal._io import (
     claimed_output_dir,
     default_cache_dir,
     probe_writable,
+    to_json,
     write_json_atomic,
     write_text_atomic,
 )
@@ -306,12 +307,14 @@ class _Status:
 HEARTBEAT = 20.0
 
 
-# XLA's cheaper code generation: no backend optimization and no expensive LLVM passes. A figure of
-# many small programs, each run briefly, compiles in about three quarters of the CPU time; the
-# programs run slower and round differently, so it is used only where a figure's data stay
-# within the speed rule's tolerance under it (`FAST_COMPILE`).
+# XLA's cheaper code generation: no backend optimization, no expensive LLVM passes, and the
+# older loop emitters in place of the fusion emitters (they compile diffrax's loops faster). The
+# quick `FAST_COMPILE` figures take 206 CPU-s under it against 293 with the first two flags
+# alone (benchmarks/bench_reproduce.py); the programs run slower and round differently, so it is
+# used only where a figure's data stay within the speed rule's tolerance under it (`FAST_COMPILE`).
 FAST_COMPILE_FLAGS = (
-    "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+    "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
+    "--xla_cpu_use_fusion_emitters=false"
 )
 # The figures, by mode, computed by workers compiling with `FAST_COMPILE_FLAGS`: those whose data
 # under it equal the default compilation's within tolerance (checked by regenerating them and
@@ -712,7 +715,10 @@ def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
         + (" --quick" if quick else "")
         + (f" --out {shlex.quote(str(out))}")
     )
-    text = readme(results, quick, cmd, kept)
+    # rendered from the data as stored (keys sorted), so that a fresh run, a run from the cache and
+    # a redraw of data/*.json write the same README
+    stored = {k: json.loads(to_json(v, sort_keys=True)) for k, v in results.items()}
+    text = readme(stored, quick, cmd, kept)
     if (
         not path.exists() or path.read_text() != text
     ):  # unchanged figures leave the file untouched
