@@ -1,6 +1,7 @@
 """Closed-form population loss and per-phase accuracy against the general paths and hand
 formulas."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,26 +19,36 @@ TASKS = [
 task_strategy = st.sampled_from(TASKS)
 
 
+@eqx.filter_jit
+def _closed_form_and_general_paths(task, geo, gates, ctx):
+    # every call of the property in one compiled program per task shape (not six programs and
+    # op-by-op dispatch in every example); the same library calls as made one by one
+    dense = geo.dense()
+    return (
+        it.population_loss(task, gates),
+        it.monte_carlo_loss(task, geo, gates, ctx),
+        it.monte_carlo_loss(task, dense, gates, ctx),
+        it.phase_losses(task, gates),
+        it.model.monte_carlo_phase_losses(task, dense, gates, ctx),
+        it.phase_accuracy(task, gates),
+        it.monte_carlo_phase_accuracy(task, dense, gates, ctx),
+    )
+
+
 @given(st.data(), task_strategy, st.integers(0, 1000))
 def test_closed_form_equals_the_general_paths(data, task, seed):
     gates = data.draw(shared_gates(task))
     ctx = it.sample_contexts(jax.random.key(seed), task, 2)
     geo = it.ExactGeometry(task.N, task.kappa)
-    closed = float(it.population_loss(task, gates))
+    closed, exact_mc, dense_mc, phase, dense_phase, accuracy, dense_accuracy = (
+        _closed_form_and_general_paths(task, geo, gates, ctx)
+    )
+    closed = float(closed)
     # the block-enumerating exact path and the literal dense model, on arbitrary contexts
-    assert abs(float(it.monte_carlo_loss(task, geo, gates, ctx)) - closed) < 1e-10
-    assert (
-        abs(float(it.monte_carlo_loss(task, geo.dense(), gates, ctx)) - closed) < 1e-10
-    )
-    np.testing.assert_allclose(
-        it.phase_losses(task, gates),
-        it.model.monte_carlo_phase_losses(task, geo.dense(), gates, ctx),
-        atol=1e-10,
-    )
-    np.testing.assert_array_equal(
-        it.phase_accuracy(task, gates),
-        it.monte_carlo_phase_accuracy(task, geo.dense(), gates, ctx),
-    )
+    assert abs(float(exact_mc) - closed) < 1e-10
+    assert abs(float(dense_mc) - closed) < 1e-10
+    np.testing.assert_allclose(phase, dense_phase, atol=1e-10)
+    np.testing.assert_array_equal(accuracy, dense_accuracy)
 
 
 @pytest.mark.parametrize(
@@ -66,12 +77,21 @@ def test_one_head_hard_selection_matches_the_hand_formula(L, S, N, gamma, beta, 
 def test_monte_carlo_is_exact_for_shared_gates_under_exact_geometry():
     task = TASKS[1]
     gates = it.hard_selection(task.S, [0, 2])
-    for M in (1, 7, 64):
-        ctx = it.sample_contexts(jax.random.key(M), task, M)
-        mc = it.monte_carlo_loss(
-            task, it.ExactGeometry(task.N, task.kappa).dense(), gates, ctx
-        )
-        assert abs(float(mc) - float(it.population_loss(task, gates))) < 1e-10
+    # samples of M = 1, 7, 64 contexts: the first M of one i.i.d. sample of 64 (itself i.i.d.),
+    # drawn and evaluated by one program each instead of three
+    ctx = it.sample_contexts(jax.random.key(64), task, 64)
+    losses, closed = _monte_carlo_at_sizes(
+        task, it.ExactGeometry(task.N, task.kappa), gates, ctx, (1, 7, 64)
+    )
+    for mc in losses:
+        assert abs(float(mc) - float(closed)) < 1e-10
+
+
+@eqx.filter_jit
+def _monte_carlo_at_sizes(task, geo, gates, ctx, sizes):
+    dense = geo.dense()
+    losses = [it.monte_carlo_loss(task, dense, gates, ctx[:M]) for M in sizes]
+    return losses, it.population_loss(task, gates)
 
 
 def test_monte_carlo_converges_to_the_closed_form_as_eps_vanishes():

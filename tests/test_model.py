@@ -1,5 +1,6 @@
 """The exact-geometry path of docs/theory.md §4 against the literal dense model."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,51 +21,72 @@ TASKS = [
 task_strategy = st.sampled_from(TASKS)
 
 
-def _contexts(task, seed, M=3):
-    return it.sample_contexts(jax.random.key(seed), task, M)
+# Cost: each property's library calls (context sampling included, the keys traced) run as one
+# `eqx.filter_jit` program per task shape, compiled once for the three TASKS, instead of several
+# programs per shape and op-by-op dispatch in every example. Same calls, same assertions.
+
+
+@eqx.filter_jit
+def _oracle_losses_both_paths(task, geo, ctx, gates):
+    return (
+        it.query_losses(task, geo, gates, ctx),
+        it.query_losses(task, geo.dense(), gates, ctx),
+    )
 
 
 @given(st.data(), task_strategy, seeds)
 def test_exact_path_equals_dense_path_for_oracle_gates(data, task, seed):
-    ctx = _contexts(task, seed)
     gates = it.OracleGates(
-        key=jnp.stack([data.draw(oracle_gates(task)).key for _ in range(3)]),
-        value=jnp.stack([data.draw(oracle_gates(task)).value for _ in range(3)]),
+        key=np.stack([data.draw(oracle_gates(task)).key for _ in range(3)]),
+        value=np.stack([data.draw(oracle_gates(task)).value for _ in range(3)]),
     )
     geo = it.ExactGeometry(task.N, task.kappa)
-    exact = it.query_losses(task, geo, gates, ctx)
-    dense = it.query_losses(task, geo.dense(), gates, ctx)
+    ctx = it.sample_contexts(jax.random.key(seed), task, 3)
+    exact, dense = _oracle_losses_both_paths(task, geo, ctx, gates)
     np.testing.assert_allclose(exact, dense, rtol=0, atol=1e-10)
 
 
-@given(task_strategy, seeds, st.floats(0.05, 3.0))
-def test_exact_path_equals_dense_path_for_linear_gates(task, seed, scale):
-    ctx = _contexts(task, seed)
-    geo = it.ExactGeometry(task.N, task.kappa)
-    c = scale * jax.random.normal(
-        jax.random.key(seed + 1), (task.H, 2, task.S, geo.dim)
-    )
+@eqx.filter_jit
+def _linear_both_paths(task, geo, ctx, c_key, scale):
+    c = scale * jax.random.normal(c_key, (task.H, 2, task.S, geo.dim))
     gates = it.LinearGates(c)
-    np.testing.assert_allclose(
+    return (
         it.query_losses(task, geo, gates, ctx),
         it.query_losses(task, geo.dense(), gates, ctx),
-        rtol=0,
-        atol=1e-10,
-    )
-    np.testing.assert_array_equal(
         it.monte_carlo_phase_accuracy(task, geo, gates, ctx),
         it.monte_carlo_phase_accuracy(task, geo.dense(), gates, ctx),
     )
 
 
+@given(task_strategy, seeds, st.floats(0.05, 3.0))
+def test_exact_path_equals_dense_path_for_linear_gates(task, seed, scale):
+    geo = it.ExactGeometry(task.N, task.kappa)
+    exact, dense, exact_accuracy, dense_accuracy = _linear_both_paths(
+        task,
+        geo,
+        it.sample_contexts(jax.random.key(seed), task, 3),
+        jax.random.key(seed + 1),
+        np.asarray(scale, np.float64),
+    )
+    np.testing.assert_allclose(exact, dense, rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(exact_accuracy, dense_accuracy)
+
+
+@eqx.filter_jit
+def _exact_and_dense_logits(task, geo, tokens, gates):
+    return (
+        it.model.exact_logits(task, gates),
+        it.model.dense_logits(task, geo.embeddings(), tokens, gates),
+    )
+
+
 @given(st.data(), task_strategy, seeds)
 def test_exact_logits_are_the_dense_logits_shifted_by_beta_h_kappa(data, task, seed):
-    tokens = _contexts(task, seed, M=1)[0]
     gates = data.draw(oracle_gates(task))
     geo = it.ExactGeometry(task.N, task.kappa)
-    exact, log_mult, target = it.model.exact_logits(task, gates)
-    dense, _, dense_target = it.model.dense_logits(
-        task, geo.embeddings(), tokens, gates
+    tokens = it.sample_contexts(jax.random.key(seed), task, 1)[0]
+    (exact, log_mult, target), (dense, _, dense_target) = _exact_and_dense_logits(
+        task, geo, tokens, gates
     )
     shift = task.beta * task.H * task.kappa
     flat_tokens = np.asarray(tokens).ravel()
@@ -89,50 +111,80 @@ def test_kappa_cancels_from_the_loss(data, seed, kappa_a, kappa_b):
         kappa=kappa_a,
     )
     gates = data.draw(oracle_gates(base))
-    tokens = _contexts(base, seed, M=1)[0]
-    losses = [
-        it.model.cross_entropy(
-            *it.model.dense_logits(
-                task_a, it.ExactGeometry(base.N, k).embeddings(), tokens, gates
-            )
-        )
-        for k in (kappa_a, kappa_b)
-    ]
+    losses = _dense_losses_at_two_kappas(
+        task_a,
+        it.ExactGeometry(base.N, kappa_a),
+        it.ExactGeometry(base.N, kappa_b),
+        it.sample_contexts(jax.random.key(seed), base, 1)[0],
+        gates,
+    )
     np.testing.assert_allclose(losses[0], losses[1], rtol=0, atol=1e-10)
+
+
+@eqx.filter_jit
+def _dense_losses_at_two_kappas(task, geo_a, geo_b, tokens, gates):
+    return [
+        it.model.cross_entropy(
+            *it.model.dense_logits(task, geo.embeddings(), tokens, gates)
+        )
+        for geo in (geo_a, geo_b)
+    ]
+
+
+@eqx.filter_jit
+def _losses_before_and_after_relabeling(task, geo, ctx, perm_key, c_key, gates):
+    perm = jax.random.permutation(perm_key, geo.N)  # geo.N: the static vocabulary size
+    relabeled = perm[ctx]
+    # linear gates: relabel the token coordinates of c together with the tokens
+    c = jax.random.normal(c_key, (task.H, 2, task.S, geo.N + 1))
+    c_relabeled = c[..., jnp.concatenate([jnp.zeros(1, int), 1 + jnp.argsort(perm)])]
+    return (
+        it.query_losses(task, geo, gates, ctx),
+        it.query_losses(task, geo, gates, relabeled),
+        it.query_losses(task, geo, it.LinearGates(c), ctx),
+        it.query_losses(task, geo, it.LinearGates(c_relabeled), relabeled),
+    )
 
 
 @given(st.data(), task_strategy, seeds)
 def test_loss_is_invariant_to_relabeling_the_vocabulary(data, task, seed):
-    ctx = _contexts(task, seed, M=2)
     gates = data.draw(oracle_gates(task))
-    perm = np.asarray(jax.random.permutation(jax.random.key(seed + 7), task.N))
     geo = it.ExactGeometry(task.N, task.kappa).dense()
-    np.testing.assert_allclose(
-        it.query_losses(task, geo, gates, ctx),
-        it.query_losses(task, geo, gates, perm[np.asarray(ctx)]),
-        atol=1e-10,
+    oracle, oracle_relabeled, linear, linear_relabeled = (
+        _losses_before_and_after_relabeling(
+            task,
+            geo,
+            it.sample_contexts(jax.random.key(seed), task, 2),
+            jax.random.key(seed + 7),
+            jax.random.key(seed),
+            gates,
+        )
     )
-    # linear gates: relabel the token coordinates of c together with the tokens
-    c = jax.random.normal(jax.random.key(seed), (task.H, 2, task.S, task.N + 1))
-    c_relabeled = jnp.asarray(
-        np.asarray(c)[..., np.concatenate([[0], 1 + np.argsort(perm)])]
-    )
-    np.testing.assert_allclose(
-        it.query_losses(task, geo, it.LinearGates(c), ctx),
-        it.query_losses(task, geo, it.LinearGates(c_relabeled), perm[np.asarray(ctx)]),
-        atol=1e-10,
+    np.testing.assert_allclose(oracle, oracle_relabeled, atol=1e-10)
+    np.testing.assert_allclose(linear, linear_relabeled, atol=1e-10)
+
+
+@eqx.filter_jit
+def _losses_before_and_after_permuting_blocks(task, geo, tokens, order_key, gates):
+    order = jax.random.permutation(order_key, task.L)
+    permuted = it.OracleGates(key=gates.key[:, order], value=gates.value[:, order])
+    return (
+        it.monte_carlo_loss(task, geo, gates, tokens),
+        it.monte_carlo_loss(task, geo, permuted, tokens[:, order]),
     )
 
 
 @given(st.data(), task_strategy, seeds)
 def test_loss_is_invariant_to_permuting_blocks(data, task, seed):
-    tokens = _contexts(task, seed, M=1)
     gates = data.draw(oracle_gates(task))
-    order = np.asarray(jax.random.permutation(jax.random.key(seed), task.L))
-    permuted = it.OracleGates(key=gates.key[:, order], value=gates.value[:, order])
     geo = it.ExactGeometry(task.N, task.kappa).dense()
-    a = it.monte_carlo_loss(task, geo, gates, tokens)
-    b = it.monte_carlo_loss(task, geo, permuted, tokens[:, order])
+    a, b = _losses_before_and_after_permuting_blocks(
+        task,
+        geo,
+        it.sample_contexts(jax.random.key(seed), task, 1),
+        jax.random.key(seed),
+        gates,
+    )
     assert abs(float(a) - float(b)) < 1e-10
 
 

@@ -508,12 +508,14 @@ def test_vectorized_assembly_gives_the_per_point_results():
         assert a.dtype == b.dtype and np.array_equal(a, b)
     with pytest.raises(ValueError, match="N must be >= L\\*S"):
         _sweep.sweep("loss", task, {"N": [64, 8]}, gates=gates)
+    # the flow program of test_numpy_integers_are_accepted_for_seeds_seed_and_block (same task,
+    # lanes and static settings: n_save=4, not 2), so a run of this file compiles it once
     flow = _sweep.sweep(
         "flow",
         task,
         {"beta": [1.0, 2.0]},
         seeds=2,
-        config=it.FlowConfig(t_max=1e3, n_save=2),
+        config=it.FlowConfig(t_max=1e3, n_save=4),
     )
     # NaN fractions (no seed selected) compare equal as JSON
     assert json.dumps(_sweep.points_of(flow)) == json.dumps(_points_by_selection(flow))
@@ -585,8 +587,9 @@ def test_numpy_integers_are_accepted_for_seeds_seed_and_block():
     )
     for name in plain.data_vars:
         np.testing.assert_array_equal(plain[name].values, numpy[name].values)
-    run = it.run_flow(task, config, np.int64(2), seed=np.int64(0))
-    same = it.run_flow(task, config, 2)
+    # 4 seeds: the 4 lanes (2 points x 2 seeds) of the sweeps above, so one compiled program
+    run = it.run_flow(task, config, np.int64(4), seed=np.int64(0))
+    same = it.run_flow(task, config, 4)
     assert _io.to_json(run.to_dict()["per_seed"]) == _io.to_json(
         same.to_dict()["per_seed"]
     )

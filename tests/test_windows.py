@@ -9,6 +9,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,11 +25,17 @@ if str(ROOT) not in sys.path:  # the proof scripts are importable as `proofs`
 
 FAST = settings(max_examples=8, deadline=None)
 
+# Cost: run op by op, each test's few library calls dispatch and compile hundreds of small XLA
+# programs (a new set for every shape); the checks below run them inside one `eqx.filter_jit`
+# program per test and shape instead (the task's shape fields are static, its values and the
+# gates traced). The library functions and the assertions are the same as run eagerly.
+
 
 def quiet(**kw):
     return it.model.quiet_task(**kw)
 
 
+@eqx.filter_jit
 def random_oracle(key, H, L, W):
     k1, k2 = jax.random.split(key)
     return it.OracleGates(
@@ -38,6 +45,12 @@ def random_oracle(key, H, L, W):
 
 
 def random_shared(key, H, W, scale=2.0):
+    # the scale is traced (a 0-d array), so gates of one shape share one program
+    return _random_shared(key, H, W, np.asarray(scale, np.float64))
+
+
+@eqx.filter_jit
+def _random_shared(key, H, W, scale):
     k1, k2 = jax.random.split(key)
     return it.SharedGates(
         key=jax.nn.softmax(scale * jax.random.normal(k1, (H, W)), -1),
@@ -108,27 +121,51 @@ def test_positions_follow_the_definition():
 # --- the structured exact path ------------------------------------------------------------------
 
 
+@eqx.filter_jit
+def _block_and_windowed(task, gates, shared):
+    block = it.model.exact_logits(task, gates)
+    windowed = windowed_logits(task, gates, it.model.query_positions(task.L, task.S))
+    shared_windowed = windowed_logits(
+        task, shared.for_blocks(task.L), np.arange(task.S - 1)
+    )
+    return (
+        block[2],
+        windowed[2],
+        it.model.cross_entropy(*windowed),
+        it.model.cross_entropy(*block),
+        it.model.cross_entropy(*shared_windowed),
+        it.phase_losses(task, shared),
+    )
+
+
 def test_windowed_path_equals_the_block_form_at_w_equals_s():
     task = it.Task(L=6, S=4, H=3, N=500, gamma=0.7, beta=5.0)
     gates = random_oracle(jax.random.key(0), 3, 6, 4)
-    block = it.model.exact_logits(task, gates)
-    windowed = windowed_logits(task, gates, it.model.query_positions(6, 4))
-    np.testing.assert_array_equal(block[2], windowed[2])
-    np.testing.assert_allclose(
-        it.model.cross_entropy(*windowed),
-        it.model.cross_entropy(*block),
-        rtol=1e-13,
-        atol=0,
-    )
     shared = random_shared(jax.random.key(1), 3, 4)
-    np.testing.assert_allclose(
-        it.model.cross_entropy(
-            *windowed_logits(task, shared.for_blocks(6), np.arange(3))
-        ),
-        it.phase_losses(task, shared),
-        rtol=1e-13,
-        atol=0,
-    )
+    (
+        block_target,
+        windowed_target,
+        windowed_loss,
+        block_loss,
+        shared_windowed_loss,
+        shared_loss,
+    ) = _block_and_windowed(task, gates, shared)
+    np.testing.assert_array_equal(block_target, windowed_target)
+    np.testing.assert_allclose(windowed_loss, block_loss, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(shared_windowed_loss, shared_loss, rtol=1e-13, atol=0)
+
+
+@eqx.filter_jit
+def _structured_and_dense(task, geo, gates, ctx, linear):
+    exact = it.model.cross_entropy(*it.model.exact_logits(task, gates))
+    dense = jax.vmap(  # each context on its own, as a loop over `ctx` would
+        lambda tokens: it.model.cross_entropy(
+            *it.model.dense_logits(task, geo.embeddings(), tokens, gates)
+        )
+    )(ctx)
+    structured = it.model.monte_carlo_phase_losses(task, geo, linear, ctx)
+    dense_mc = it.model.monte_carlo_phase_losses(task, geo.dense(), linear, ctx)
+    return exact, dense, structured, dense_mc
 
 
 @pytest.mark.parametrize("W,queries", [(4, "all"), (5, "within"), (12, "all")])
@@ -140,16 +177,14 @@ def test_structured_exact_path_equals_the_dense_model(W, queries):
     geo = it.ExactGeometry(task.N, task.kappa)
     ctx = it.sample_contexts(jax.random.key(2), task, 3)
     gates = random_oracle(jax.random.key(3), 2, 3, W)
-    for tokens in ctx:
-        exact = it.model.cross_entropy(*it.model.exact_logits(task, gates))
-        dense = it.model.cross_entropy(
-            *it.model.dense_logits(task, geo.embeddings(), tokens, gates)
-        )
-        np.testing.assert_allclose(exact, dense, rtol=1e-11)
     c = 0.7 * jax.random.normal(jax.random.key(4), (2, 2, W, geo.dim))
     linear = it.LinearGates(c)
-    structured = it.model.monte_carlo_phase_losses(task, geo, linear, ctx)
-    dense = it.model.monte_carlo_phase_losses(task, geo.dense(), linear, ctx)
+    exact, dense_per_context, structured, dense = _structured_and_dense(
+        task, geo, gates, ctx, linear
+    )
+    assert dense_per_context.shape[0] == len(ctx) == 3
+    for dense_one in dense_per_context:
+        np.testing.assert_allclose(exact, dense_one, rtol=1e-11)
     np.testing.assert_allclose(structured, dense, rtol=1e-11)
 
 
@@ -161,18 +196,22 @@ def test_shared_population_loss_equals_monte_carlo(W, queries):
     gates = random_shared(jax.random.key(5), 2, W)
     ctx = it.sample_contexts(jax.random.key(6), task, 8)
     geo = it.ExactGeometry(task.N, task.kappa)
-    np.testing.assert_allclose(
+    losses, mc_losses, accuracy, mc_accuracy, probability = _population_and_mc(
+        task, geo, gates, ctx
+    )
+    np.testing.assert_allclose(losses, mc_losses, rtol=1e-12)
+    np.testing.assert_allclose(accuracy, mc_accuracy)
+    np.testing.assert_allclose(probability, np.exp(-losses))
+
+
+@eqx.filter_jit
+def _population_and_mc(task, geo, gates, ctx):
+    return (
         it.phase_losses(task, gates),
         it.model.monte_carlo_phase_losses(task, geo, gates, ctx),
-        rtol=1e-12,
-    )
-    np.testing.assert_allclose(
         it.phase_accuracy(task, gates),
         it.monte_carlo_phase_accuracy(task, geo, gates, ctx),
-    )
-    np.testing.assert_allclose(
         it.model.phase_target_probability(task, gates),
-        np.exp(-it.phase_losses(task, gates)),
     )
 
 
@@ -192,15 +231,21 @@ def test_collapsed_closed_form_equals_every_position(L, S, W, H, queries):
     uncollapsed logits of all T positions (W = S, S < W < 2S, W = 2S, W = T among the shapes)."""
     task = quiet(L=L, S=S, H=H, N=L * S + 5, gamma=0.7, beta=4.0, W=W, queries=queries)
     gates = random_shared(jax.random.key(L * W + H), H, W, 3.0)
-    full = windowed_logits(task, gates.for_blocks(L), it.model.query_phases(S, queries))
-    np.testing.assert_allclose(
+    losses, full_losses, accuracy, full_correct = _collapsed_and_full(task, gates)
+    np.testing.assert_allclose(losses, full_losses, rtol=1e-12, atol=1e-13)
+    np.testing.assert_array_equal(accuracy, full_correct.astype(float))
+
+
+@eqx.filter_jit
+def _collapsed_and_full(task, gates):
+    full = windowed_logits(
+        task, gates.for_blocks(task.L), it.model.query_phases(task.S, task.queries)
+    )
+    return (
         it.phase_losses(task, gates),
         it.model.cross_entropy(*full),
-        rtol=1e-12,
-        atol=1e-13,
-    )
-    np.testing.assert_array_equal(
-        it.phase_accuracy(task, gates), it.model.top1_correct(*full).astype(float)
+        it.phase_accuracy(task, gates),
+        it.model.top1_correct(*full),
     )
 
 
@@ -226,19 +271,26 @@ def test_boundary_target_is_never_top1_at_w_equals_s(
     the token at offset 0 of the query's own entry, and equals that of offset 0 of any other
     entry."""
     task = quiet(L=L, S=S, H=H, N=L * S + 7, gamma=gamma, beta=beta, queries="all")
-    gates = it.model.rotate_gates(
-        random_shared(jax.random.key(seed), H, S, scale), delta
+    # one compiled program per shape (L, S, H); seed, scale, delta and the task's values are traced
+    target, logits, accuracy = _boundary_query(
+        task, jax.random.key(seed), np.asarray(scale, np.float64), np.asarray(delta)
     )
-    logits, _, target = windowed_logits(
-        task, gates.for_blocks(L), it.model.query_phases(S, "all")
-    )  # one column per position
     row = S - 1  # the boundary query: position S-1, target S (entry 1, offset 0)
     assert int(target[row]) == S
     z = np.asarray(logits[row])
     assert z[S] <= z[0] + 1e-12 * (1 + abs(z[0]))
     if L >= 3:
         np.testing.assert_allclose(z[S], z[2 * S], rtol=1e-12, atol=1e-15)
-    assert float(it.phase_accuracy(task, gates)[S - 1]) == 0.0
+    assert float(accuracy[S - 1]) == 0.0
+
+
+@eqx.filter_jit
+def _boundary_query(task, key, scale, delta):
+    gates = it.model.rotate_gates(_random_shared(key, task.H, task.S, scale), delta)
+    logits, _, target = windowed_logits(
+        task, gates.for_blocks(task.L), it.model.query_phases(task.S, "all")
+    )  # one column per position
+    return target, logits, it.phase_accuracy(task, gates)
 
 
 @FAST
@@ -254,8 +306,13 @@ def test_a_wider_window_recovers_the_boundary(L, S, H, extra, gamma, beta):
     """W >= S+1: heads with key at offset S-1 and value at offset S answer the boundary phase."""
     W = min(S + extra, L * S)
     task = quiet(L=L, S=S, H=H, N=L * S + 7, gamma=gamma, beta=beta, W=W, queries="all")
-    gates = it.hard_selection(W, [S - 1] * H)
-    assert float(it.phase_accuracy(task, gates)[S - 1]) == 1.0
+    assert float(_selection_accuracy(task, [S - 1] * H)[S - 1]) == 1.0
+
+
+@eqx.filter_jit
+def _selection_accuracy(task, offsets):
+    # the offsets (a list of ints) are static: one program per shape and selection
+    return it.phase_accuracy(task, it.hard_selection(task.W, offsets))
 
 
 def test_tied_hard_gates_answer_no_phase():
@@ -264,9 +321,9 @@ def test_tied_hard_gates_answer_no_phase():
     for W in (4, 5, 8):
         task = quiet(L=4, S=4, H=2, N=64, W=W, queries="all")
         for r in range(W):
-            eye = jnp.eye(W)[jnp.array([r, (r + 1) % W])]
+            eye = np.eye(W)[np.array([r, (r + 1) % W])]
             acc = it.phase_accuracy(task, it.SharedGates(key=eye, value=eye))
-            assert float(jnp.max(acc)) == 0.0, (W, r)
+            assert float(np.max(acc)) == 0.0, (W, r)
 
 
 # --- gates, vertices and the oracle over W offsets --------------------------------------------
@@ -279,17 +336,19 @@ def test_windowed_vertices_are_enumerated_exhaustively_and_checked_densely():
     configs, method = it.oracle._vertices.vertex_configs(task, geo)
     assert method == "exhaustive" and len(configs) == 3**3
     best = it.best_vertex(task, geo, tokens, k=3)
-    dense = [
-        float(
-            it.model.context_loss(
-                task, geo.dense(), it.oracle.vertex_gates(4, c), tokens
-            )
-        )
-        for c in configs
-    ]
+    dense_geo = geo.dense()
+    # every configuration through one compiled program (its offsets traced)
+    dense = [float(_dense_vertex_loss(task, dense_geo, c, tokens)) for c in configs]
     assert best.loss == pytest.approx(min(dense), rel=1e-12)
     tied = it.best_vertex(task, geo, tokens, k=1, tied=True)
     assert tied.n_evaluated == 4**3 and tied.loss > best.loss
+
+
+@eqx.filter_jit
+def _dense_vertex_loss(task, geo, offsets, tokens):
+    return it.model.context_loss(
+        task, geo, it.oracle.vertex_gates(task.W, offsets), tokens
+    )
 
 
 @pytest.mark.slow
@@ -318,16 +377,19 @@ def test_tied_reduced_flow_stays_tied():
     b0 = it.flow.initial_biases(jax.random.key(1), task, 0.1, tied=True)
     np.testing.assert_array_equal(b0[:, 0], b0[:, 1])
     dyn = it.flow.ReducedDynamics(task, tied=True)
-    vf = dyn.vector_field(b0)
+    vf, grad = _tied_field_and_gradient(dyn, task, b0)
     np.testing.assert_array_equal(vf[:, 0], vf[:, 1])
     # the tied field is the gradient of the loss of gates (p, p): the chain rule through
     # both branches
+    np.testing.assert_allclose(vf[:, 0], -(1.0 + 1.0 / 4096) * grad, rtol=1e-12)
+
+
+@eqx.filter_jit
+def _tied_field_and_gradient(dyn, task, b0):
     p_loss = lambda k: it.population_loss(
         task, it.model.shared_gates_from_logits(jnp.stack([k, k], axis=1))
     )
-    np.testing.assert_allclose(
-        vf[:, 0], -(1.0 + 1.0 / 4096) * jax.grad(p_loss)(b0[:, 0]), rtol=1e-12
-    )
+    return dyn.vector_field(b0), jax.grad(p_loss)(b0[:, 0])
 
 
 # --- command line -----------------------------------------------------------------------------
@@ -400,9 +462,7 @@ def test_windowed_logits_match_the_symbolic_model_of_the_proof():
         L=L, S=S, H=H, N=40, gamma=0.9, beta=2.5, kappa=0.4, W=W, queries="all"
     )
     gates = random_shared(jax.random.key(8), H, W)
-    logits, _, _ = windowed_logits(
-        task, gates.for_blocks(L), it.model.query_phases(S, "all")
-    )
+    logits = _logits_of_first_stride(task, gates)
     subs = {boundary.gamma: 0.9, boundary.beta: 2.5, boundary.kappa: 0.4}
     for t in range(S):
         z = boundary.logits(
@@ -414,6 +474,15 @@ def test_windowed_logits_match_the_symbolic_model_of_the_proof():
         np.testing.assert_allclose(
             np.asarray(logits[t, : L * S]), z, rtol=1e-12, atol=1e-12
         )
+
+
+@eqx.filter_jit
+def _logits_of_first_stride(task, gates):
+    # the query positions are static (numpy) inside `windowed_logits`: made here from the task
+    logits, _, _ = windowed_logits(
+        task, gates.for_blocks(task.L), it.model.query_phases(task.S, "all")
+    )
+    return logits
 
 
 def test_dense_path_with_windows_is_the_literal_model():
@@ -448,10 +517,15 @@ def test_dense_path_with_windows_is_the_literal_model():
         expected.append(
             np.log(np.exp(z - z.max()).sum()) + z.max() - z[flat[(t + 1) % T]]
         )
-    got = it.model.cross_entropy(
-        *it.model.dense_logits(task, geo.embeddings, jnp.asarray(tokens), gates)
-    )
+    got = _dense_losses(task, geo.embeddings, jnp.asarray(tokens), gates)
     np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+@eqx.filter_jit
+def _dense_losses(task, embeddings, tokens, gates):
+    return it.model.cross_entropy(
+        *it.model.dense_logits(task, embeddings, tokens, gates)
+    )
 
 
 def test_an_oracle_gate_answers_one_boundary_query_in_l_at_w_equals_s():
@@ -465,17 +539,14 @@ def test_an_oracle_gate_answers_one_boundary_query_in_l_at_w_equals_s():
     task = quiet(L=L, S=S, H=1, N=64, beta=4.0, queries="all")
     key = jnp.broadcast_to(jnp.eye(S)[0], (1, L, S))
     value = jnp.full((1, L, S), 1.0 / S).at[0, 1].set(jnp.eye(S)[0])
-    correct = np.asarray(
-        it.model.top1_correct(
-            *it.model.exact_logits(task, it.OracleGates(key=key, value=value))
-        )
-    )
+    correct = np.asarray(_exact_top1(task, it.OracleGates(key=key, value=value)))
     boundary = correct.reshape(L, S)[:, S - 1]
     np.testing.assert_array_equal(boundary, [True, False, False, False])
     vertex = it.oracle.vertex_gates(S, jnp.zeros((1, L), int))
     vertex = it.OracleGates(key=key, value=vertex.value.at[0, 1].set(jnp.eye(S)[0]))
-    assert (
-        not np.asarray(it.model.top1_correct(*it.model.exact_logits(task, vertex)))
-        .reshape(L, S)[:, S - 1]
-        .any()
-    )
+    assert not np.asarray(_exact_top1(task, vertex)).reshape(L, S)[:, S - 1].any()
+
+
+@eqx.filter_jit
+def _exact_top1(task, gates):
+    return it.model.top1_correct(*it.model.exact_logits(task, gates))
