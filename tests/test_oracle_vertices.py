@@ -35,6 +35,22 @@ def hand_vertex_loss(task, offsets):
     return total / (L * (S - 1))
 
 
+@jax.jit
+def _vertex_context_loss(task, geo, offsets, tokens):
+    # the library calls of one example as one compiled program per task shape (not op-by-op
+    # dispatch, which compiles every primitive of every new shape on its own)
+    return it.model.context_loss(
+        task, geo, it.oracle.vertex_gates(task.S, offsets), tokens
+    )
+
+
+@jax.jit
+def _exact_and_dense_losses(task, geo, gates, contexts):
+    # every context on both paths in one compiled program per task shape (was eight eager calls)
+    loss = lambda g: jax.vmap(lambda t: it.model.context_loss(task, g, gates, t))
+    return loss(geo)(contexts), loss(geo.dense())(contexts)
+
+
 @settings(max_examples=6, deadline=None)
 @given(data=st.data())
 def test_vertex_loss_matches_hand_formula(data):
@@ -50,14 +66,8 @@ def test_vertex_loss_matches_hand_formula(data):
     )
     offsets = offsets.reshape(task.H, task.L)
     tokens = it.sample_contexts(jax.random.key(0), task, 1)[0]
-    got = float(
-        it.model.context_loss(
-            task,
-            it.ExactGeometry(task.N, task.kappa),
-            it.oracle.vertex_gates(task.S, offsets),
-            tokens,
-        )
-    )
+    geo = it.ExactGeometry(task.N, task.kappa)
+    got = float(_vertex_context_loss(task, geo, offsets, tokens))
     assert got == pytest.approx(hand_vertex_loss(task, offsets), rel=1e-12, abs=1e-12)
 
 
@@ -84,10 +94,10 @@ def test_exact_geometry_all_contexts_equivalent(data, seed):
     task = data.draw(tasks(min_L=2, max_L=5, min_S=2, max_S=4, max_H=3, max_N=64))
     gates = data.draw(oracle_gates(task))
     geo = it.ExactGeometry(task.N, task.kappa)
-    dense = geo.dense()
     ctx = it.sample_contexts(jax.random.key(seed), task, 4)
-    exact = [float(it.model.context_loss(task, geo, gates, t)) for t in ctx]
-    dense_losses = [float(it.model.context_loss(task, dense, gates, t)) for t in ctx]
+    exact, dense_losses = _exact_and_dense_losses(task, geo, gates, ctx)
+    exact, dense_losses = np.asarray(exact).tolist(), np.asarray(dense_losses)
+    assert len(exact) == 4
     assert len(set(map(lambda x: round(x, 12), exact))) == 1
     np.testing.assert_allclose(dense_losses, exact[0], rtol=1e-10)
 
