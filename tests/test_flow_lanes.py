@@ -109,8 +109,11 @@ def test_flows_run_together_are_cached_as_flow_runs(tmp_path, monkeypatch):
     task = it.Task(L=4, S=3, H=2, N=1000, beta=4.0)
     base = it.FlowConfig(rho=0.1, t_max=1e6, n_save=6)
     configs = [base, base.replace(coordination=0.3)]
-    together = _runs.flow_runs_together(task, configs, [2, 3], tmp_path)
-    alone = _flow_run.run_flow(task, configs[1], 3)
+    # 4 + 2 seeds: the penalized family's 6 lanes and the 2-seed run alone are the programs of
+    # test_flow_variants_give_the_runs_of_run_flow (compiled once per run); still two counts
+    counts = [4, 2]
+    together = _runs.flow_runs_together(task, configs, counts, tmp_path)
+    alone = _flow_run.run_flow(task, configs[1], 2)
     np.testing.assert_array_equal(together[1]["selected"], alone.per_seed.selected)
     np.testing.assert_allclose(
         together[1]["final_loss"], alone.per_seed.final["loss"], rtol=1e-10
@@ -121,6 +124,6 @@ def test_flows_run_together_are_cached_as_flow_runs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(_runs, "run_flow", refuse)
     monkeypatch.setattr(_runs, "run_flow_variants", refuse)
-    for config, n, stored in zip(configs, [2, 3], together):
+    for config, n, stored in zip(configs, counts, together):
         assert _runs.flow_runs(task, config, n, tmp_path) == stored
-    assert _runs.flow_runs_together(task, configs, [2, 3], tmp_path) == together
+    assert _runs.flow_runs_together(task, configs, counts, tmp_path) == together

@@ -35,6 +35,47 @@ def hand_vertex_loss(task, offsets):
     return total / (L * (S - 1))
 
 
+@jax.jit
+def _vertex_context_loss(task, geo, offsets, tokens):
+    # the library calls of one example as one compiled program per task shape (not op-by-op
+    # dispatch, which compiles every primitive of every new shape on its own)
+    return it.model.context_loss(
+        task, geo, it.oracle.vertex_gates(task.S, offsets), tokens
+    )
+
+
+@jax.jit
+def _exact_and_dense_losses(task, geo, gates, contexts):
+    # every context on both paths in one compiled program per task shape (was eight eager calls)
+    loss = lambda g: jax.vmap(lambda t: it.model.context_loss(task, g, gates, t))
+    return loss(geo)(contexts), loss(geo.dense())(contexts)
+
+
+@jax.jit
+def _context_and_population_loss(task, geo, vertex, shared, tokens):
+    # a vertex's per-context loss and the closed form of its shared gates, one compiled program
+    return it.model.context_loss(task, geo, vertex, tokens), it.population_loss(
+        task, shared
+    )
+
+
+@jax.jit
+def _context_losses(task, geo, gates, contexts):
+    # the per-context losses of several contexts in one compiled program (was an eager call each)
+    return jax.vmap(lambda t: it.model.context_loss(task, geo, gates, t))(contexts)
+
+
+@jax.jit
+def _dense_and_context_basis_losses(task, geo, gates, tokens):
+    # the loss on the full dense geometry and on its per-context basis, one compiled program
+    small = it.oracle.context_geometry(geo, tokens)
+    return (
+        small.embeddings,
+        it.model.context_loss(task, geo, gates, tokens),
+        it.model.context_loss(task, small, gates, tokens),
+    )
+
+
 @settings(max_examples=6, deadline=None)
 @given(data=st.data())
 def test_vertex_loss_matches_hand_formula(data):
@@ -50,14 +91,8 @@ def test_vertex_loss_matches_hand_formula(data):
     )
     offsets = offsets.reshape(task.H, task.L)
     tokens = it.sample_contexts(jax.random.key(0), task, 1)[0]
-    got = float(
-        it.model.context_loss(
-            task,
-            it.ExactGeometry(task.N, task.kappa),
-            it.oracle.vertex_gates(task.S, offsets),
-            tokens,
-        )
-    )
+    geo = it.ExactGeometry(task.N, task.kappa)
+    got = float(_vertex_context_loss(task, geo, offsets, tokens))
     assert got == pytest.approx(hand_vertex_loss(task, offsets), rel=1e-12, abs=1e-12)
 
 
@@ -67,12 +102,16 @@ def test_block_shared_vertices_match_closed_form():
     tokens = it.sample_contexts(jax.random.key(1), task, 1)[0]
     for sel in itertools.product(range(task.S - 1), repeat=task.H):
         offsets = np.repeat(np.array(sel)[:, None], task.L, axis=1)
-        general = float(
-            it.model.context_loss(
-                task, geo, it.oracle.vertex_gates(task.S, offsets), tokens
-            )
+        general, closed = map(
+            float,
+            _context_and_population_loss(
+                task,
+                geo,
+                it.oracle.vertex_gates(task.S, offsets),
+                it.hard_selection(task.S, sel),
+                tokens,
+            ),
         )
-        closed = float(it.population_loss(task, it.hard_selection(task.S, sel)))
         assert general == pytest.approx(closed, rel=1e-12)
 
 
@@ -84,10 +123,10 @@ def test_exact_geometry_all_contexts_equivalent(data, seed):
     task = data.draw(tasks(min_L=2, max_L=5, min_S=2, max_S=4, max_H=3, max_N=64))
     gates = data.draw(oracle_gates(task))
     geo = it.ExactGeometry(task.N, task.kappa)
-    dense = geo.dense()
     ctx = it.sample_contexts(jax.random.key(seed), task, 4)
-    exact = [float(it.model.context_loss(task, geo, gates, t)) for t in ctx]
-    dense_losses = [float(it.model.context_loss(task, dense, gates, t)) for t in ctx]
+    exact, dense_losses = _exact_and_dense_losses(task, geo, gates, ctx)
+    exact, dense_losses = np.asarray(exact).tolist(), np.asarray(dense_losses)
+    assert len(exact) == 4
     assert len(set(map(lambda x: round(x, 12), exact))) == 1
     np.testing.assert_allclose(dense_losses, exact[0], rtol=1e-10)
 
@@ -100,8 +139,8 @@ def test_approximate_geometry_contexts_differ():
     geo = it.make_geometry(task, jax.random.key(0))
     gates = it.oracle.vertex_gates(task.S, np.zeros((task.H, task.L), int))
     ctx = it.sample_contexts(jax.random.key(1), task, 3)
-    losses = [float(it.model.context_loss(task, geo, gates, t)) for t in ctx]
-    assert max(losses) - min(losses) > 1e-6
+    losses = np.asarray(_context_losses(task, geo, gates, ctx))
+    assert losses.shape == (3,) and max(losses) - min(losses) > 1e-6
 
 
 def test_context_geometry_preserves_dense_loss():
@@ -111,12 +150,11 @@ def test_context_geometry_preserves_dense_loss():
     for tokens in it.sample_contexts(jax.random.key(3), task, 3):
         p = rng.dirichlet(np.ones(task.S), size=(2, task.H, task.L))
         gates = it.OracleGates(key=jnp.asarray(p[0]), value=jnp.asarray(p[1]))
-        small = it.oracle.context_geometry(geo, tokens)
-        assert small.embeddings.shape == (task.N, task.L * task.S)
-        full = float(it.model.context_loss(task, geo, gates, tokens))
-        assert float(
-            it.model.context_loss(task, small, gates, tokens)
-        ) == pytest.approx(full, rel=1e-12)
+        embeddings, full, small = _dense_and_context_basis_losses(
+            task, geo, gates, tokens
+        )
+        assert embeddings.shape == (task.N, task.L * task.S)
+        assert float(small) == pytest.approx(float(full), rel=1e-12)
 
 
 def test_block_multisets_cover_every_configuration_class():

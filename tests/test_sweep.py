@@ -86,6 +86,45 @@ def test_flow_sweep_matches_run_flow_point_by_point():
         assert float(sel.distinct_fraction) == run.summary.distinct_fraction
 
 
+# Before test_k_points_compile_no_more_than_one_point, which clears jax's caches: the command
+# line's sweep (2 points x 3 seeds, the default flow settings) runs in the 6-lane program that
+# run_flow of 6 seeds compiled just above.
+def test_sweep_cli_json_has_one_entry_per_point(capsys, tmp_path):
+    args = [
+        "sweep",
+        "flow",
+        "--L",
+        "4",
+        "--S",
+        "4",
+        "--H",
+        "2",
+        "--N",
+        "256",
+        "--seeds",
+        "3",
+        "--quiet",
+        "--grid",
+        "beta=2,4",
+        "--grid",
+        "rho=0.1",
+        "--out",
+        str(tmp_path),
+        "--json",
+    ]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(p["beta"], p["rho"]) for p in report["points"]] == [(2.0, 0.1), (4.0, 0.1)]
+    for p in report["points"]:
+        assert len(p["key_offsets"]) == 3 and len(p["value_offsets"][0]) == 2
+        assert 0 <= p["distinct_fraction"] <= 1
+    assert {"sweep.nc", "summary.txt", "points.json", "sweep.json"} <= {
+        f.name for f in tmp_path.iterdir()
+    }
+    assert main(["sweep", "oracle", "--grid", "L=4,8", "--quiet"]) == 2
+    assert "not swept" in capsys.readouterr().err
+
+
 def test_oracle_sweep_matches_oracle_point():
     grid = {"beta": [4.0, 8.0], "N": [32, 512]}
     config = it.OracleMinimizer(restarts=8, steps=150, polish_steps=150)
@@ -188,42 +227,6 @@ def test_bad_grids_are_clear_errors():
         it.sweep("loss", TASK, {"N": [8]}, gates=it.uniform_gates(2, 4))
     with pytest.raises(ValueError, match="kind"):
         it.sweep("toy", TASK, {"beta": [1.0]})
-
-
-def test_sweep_cli_json_has_one_entry_per_point(capsys, tmp_path):
-    args = [
-        "sweep",
-        "flow",
-        "--L",
-        "4",
-        "--S",
-        "4",
-        "--H",
-        "2",
-        "--N",
-        "256",
-        "--seeds",
-        "3",
-        "--quiet",
-        "--grid",
-        "beta=2,4",
-        "--grid",
-        "rho=0.1",
-        "--out",
-        str(tmp_path),
-        "--json",
-    ]
-    assert main(args) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert [(p["beta"], p["rho"]) for p in report["points"]] == [(2.0, 0.1), (4.0, 0.1)]
-    for p in report["points"]:
-        assert len(p["key_offsets"]) == 3 and len(p["value_offsets"][0]) == 2
-        assert 0 <= p["distinct_fraction"] <= 1
-    assert {"sweep.nc", "summary.txt", "points.json", "sweep.json"} <= {
-        f.name for f in tmp_path.iterdir()
-    }
-    assert main(["sweep", "oracle", "--grid", "L=4,8", "--quiet"]) == 2
-    assert "not swept" in capsys.readouterr().err
 
 
 def test_sweep_on_a_local_dask_cluster_of_two_workers_matches_the_local_run(tmp_path):
