@@ -17,6 +17,10 @@ equivalence rung compares with the full flow's right-hand side, and the memory o
 
 Ratios are measured side by side in one process (the machine may be loaded): CPU time is the
 steadier measure there. Run with `python benchmarks/bench_train.py [--steps-c 10000]`.
+
+With `--cpu-devices 2` the host CPU is split into two XLA devices (`use_cpu_devices`) before
+anything runs: `train` then steps each device's seeds on its own core, the loop still steps one
+seed at a time, and only (a) is measured.
 """
 
 from __future__ import annotations
@@ -161,7 +165,15 @@ def main():
         action="store_true",
         help="compile with XLA's default options (the programs before their CPU options)",
     )
+    parser.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=1,
+        help="split the CPU into this many XLA devices first (only (a) is measured)",
+    )
     args = parser.parse_args()
+    if args.cpu_devices > 1:
+        it.internal.use_cpu_devices(args.cpu_devices)
     if args.xla_defaults:
         _train._compiler_options = dict
     options = _train._compiler_options()
@@ -195,7 +207,7 @@ def main():
             + ("n/a" if many[2] is None else f"{many[2] / loop[0]:.1f}x wall"),
             flush=True,
         )
-    if args.only == "larger":
+    if args.only == "larger" or args.cpu_devices > 1:
         return
     steps = max(1, round(TASKS[0][2] * args.scale))
     config = TrainConfig(

@@ -328,6 +328,18 @@ for a, b in zip(jax.tree.leaves(eqx.filter(split.models, eqx.is_array)),
                 jax.tree.leaves(eqx.filter(one.models, eqx.is_array))):
     np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 np.testing.assert_allclose(split.statistics.loss, one.statistics.loss, rtol=1e-12)
+# each device steps its own lanes in groups (`CPU_LANE_GROUP`), here 3 a device: a full group and
+# a remainder; a learned model on fresh minibatches with Adam, a few steps (before rounding grows)
+assert _train.CPU_LANE_GROUP == 2
+model = ModelConfig(embeddings="learned", d=8, maps="learned", layers=2)
+config = TrainConfig(optimizer="adam", lr=0.02, steps=4, chunk=2, batch=8, M=48,
+                     log_points=2, eval_contexts=8)
+split = it.train(task, model, config, 5)  # padded to 6 lanes
+one = it.train(task, model, config, 5, devices=jax.devices()[:1])
+for a, b in zip(jax.tree.leaves(eqx.filter(split.models, eqx.is_array)),
+                jax.tree.leaves(eqx.filter(one.models, eqx.is_array))):
+    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+np.testing.assert_allclose(split.statistics.loss, one.statistics.loss, rtol=1e-10)
 print("OK")
 """,
         devices=2,

@@ -36,7 +36,13 @@ from ..internal._io import (
     write_json_atomic,
     write_npz_atomic,
 )
-from ..internal._lanes import lane_mesh, pad_lanes, padded_size, shard_lanes
+from ..internal._lanes import (
+    LANE_AXIS,
+    lane_mesh,
+    pad_lanes,
+    padded_size,
+    shard_lanes,
+)
 from ..internal._progress import Progress
 from ..model._contexts import _sample_contexts, sample_contexts
 from ..model._measures import effective_offsets
@@ -365,9 +371,9 @@ CPU_LANE_GROUP = 2
 
 
 def _lane_group(devices) -> int | None:
-    """`CPU_LANE_GROUP` on one CPU device; None (all lanes in one vmap, split over the devices)
-    otherwise."""
-    if len(devices) == 1 and devices[0].platform == "cpu":
+    """`CPU_LANE_GROUP` on CPU devices (each device steps its own lanes, a group at a time);
+    None (all lanes in one vmap, split over the devices) otherwise."""
+    if all(d.platform == "cpu" for d in devices):
         return CPU_LANE_GROUP
     return None
 
@@ -385,6 +391,8 @@ class _Programs(eqx.Module):
     chunk: int = eqx.field(static=True)
     # lanes stepped at once (None: every lane in one vmap)
     group: int | None = eqx.field(static=True, default=None)
+    # the devices the lanes are split over (None: one)
+    devices: tuple | None = eqx.field(static=True, default=None)
 
     def loss_of(self, model, data, step, lane):
         """The training loss of one seed: on the fixed sample `data`, the population's, or on
@@ -415,15 +423,35 @@ class _Programs(eqx.Module):
             return eqx.filter_vmap(
                 self.step, in_axes=(0, 0, _FIXED_AXES, None, None, 0)
             )(params, opt_state, static, data, step, lanes)
-        # `group` lanes vmapped at a time, the groups one after another in the same program
+        # `group` lanes vmapped at a time, the groups one after another in the same program; over
+        # several devices each steps its own lanes so (a group's program is the one-device one)
         per_seed, shared = static
-        arrays, rest = eqx.partition((params, opt_state, per_seed, lanes), eqx.is_array)
+        arrays, rest = eqx.partition(
+            (params, opt_state, per_seed, lanes, shared, data, step), eqx.is_array
+        )
 
-        def one(lane_arrays):
-            p, state, own, lane = eqx.combine(lane_arrays, rest)
-            return self.step(p, state, (own, shared), data, step, lane)
+        def own_lanes(arrays):
+            def one(lane_arrays):
+                p, state, own, lane, common, d, k = eqx.combine(
+                    (*lane_arrays, *arrays[4:]), rest
+                )
+                return self.step(p, state, (own, common), d, k, lane)
 
-        return jax.lax.map(one, arrays, batch_size=self.group)
+            return jax.lax.map(one, arrays[:4], batch_size=self.group)
+
+        if self.devices is None or len(self.devices) == 1:
+            return own_lanes(arrays)
+        split, whole = PartitionSpec(LANE_AXIS), PartitionSpec()
+        specs = (split,) * 4 + (whole,) * 3
+        return jax.shard_map(
+            own_lanes,
+            mesh=lane_mesh(self.devices),
+            in_specs=(specs,),
+            out_specs=split,
+            # no collectives: each device's lanes are independent (and the minibatch sampler's
+            # loops start from replicated keys, which the varying-axes check would reject)
+            check_vma=False,
+        )(arrays)
 
     def lanes_statistics(self, params, static, contexts):
         return eqx.filter_vmap(self.statistics, in_axes=(0, _FIXED_AXES, None))(
@@ -567,6 +595,7 @@ def train(
         jnp.asarray(config.steps),
         config.chunk,
         _lane_group(devices),
+        devices,
     )
     opt_state = eqx.filter_vmap(optimizer.init)(params)
     lanes = np.arange(size)
