@@ -424,7 +424,8 @@ class _Programs(eqx.Module):
                 self.step, in_axes=(0, 0, _FIXED_AXES, None, None, 0)
             )(params, opt_state, static, data, step, lanes)
         # `group` lanes vmapped at a time, the groups one after another in the same program; over
-        # several devices each steps its own lanes so (a group's program is the one-device one)
+        # several devices, each device steps its own lanes that way (a group's program is the
+        # one-device one, and the devices' cores work side by side)
         per_seed, shared = static
         arrays, rest = eqx.partition(
             (params, opt_state, per_seed, lanes, shared, data, step), eqx.is_array
