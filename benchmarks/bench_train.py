@@ -9,7 +9,11 @@ equivalence rung compares with the full flow's right-hand side, and the memory o
     compiled before the clock starts, with `block_until_ready` after every step as a user's
     loop would. Seed-steps per second, wall and CPU (process time) side by side:
     - `train`: a whole run (setup, chunks, held-out measures) after an identical compiling run;
-    - its chunks alone (`TrainTimings.steps_per_s`, wall, chunks after the first).
+    - its chunks alone (`TrainTimings.steps_per_s`, wall, chunks after the first);
+    - the ceiling: `train`'s step alone (n seeds vmapped, in one jitted `lax.scan`, nothing
+      else), every device stepping its own n seeds side by side, at n from 1 to 8 and all of
+      a device's seeds; the fastest bounds a vmapped run of that step in groups of those sizes,
+      so its ratio to the loop is what vmapping can give on this machine.
 (b) steps per second of one seed of the equivalence rung against evaluations per second of
     `FullDynamics(...).vector_field`, jitted, same N and M (the ladder's task);
 (c) peak resident memory of a 32-seed, 10^4-step run with log-spaced statistics, in a process
@@ -57,10 +61,10 @@ def timed(fn):
     return out, time.perf_counter() - t0, time.process_time() - c0
 
 
-def seed_by_seed(task: it.Task, config: TrainConfig, seeds: int, steps: int):
-    """Seed-steps per second (wall, CPU) of `train`'s own step of one seed, jitted once, in a
-    Python loop over seeds and steps (`block_until_ready` after every step), timed over the
-    steps."""
+def one_seed_step(task: it.Task, config: TrainConfig, steps: int):
+    """`train`'s own step of one seed on the flow's sample, as arrays in and arrays out (the
+    rest of the model, its task, geometry and static fields, closed over): `(start, step)` with
+    `start(key)` the arrays seed `key` starts from and `step(arrays, k)` step k."""
     geometry, contexts = flow_sample(
         task, it.FlowConfig(dynamics="full", M=config.M), 0
     )
@@ -69,7 +73,7 @@ def seed_by_seed(task: it.Task, config: TrainConfig, seeds: int, steps: int):
         task, task.vocabulary, "full", optimizer, jnp.asarray(steps), config.chunk
     )
 
-    def start(key):
+    def arrays_and_rest(key):
         model = init_model(
             task,
             ModelConfig(),
@@ -78,22 +82,33 @@ def seed_by_seed(task: it.Task, config: TrainConfig, seeds: int, steps: int):
             geometry=geometry,
         )
         params, fixed = _train._partition(model)
-        return params, optimizer.init(params), fixed
+        return eqx.partition((params, optimizer.init(params), fixed), eqx.is_array)
 
-    params, state, fixed = start(seed_keys(0, np.arange(1))[0])
-    # arrays in, arrays out; the rest of the model (task, geometry, static fields) closed over
-    dynamic, rest = eqx.partition((params, state, fixed), eqx.is_array)
-    options = _train._compiler_options()
+    rest = arrays_and_rest(seed_keys(0, np.arange(1))[0])[1]
 
-    @jax.jit if not options else (lambda f: jax.jit(f, compiler_options=options))
-    def step(dynamic, k):
-        params, state, fixed = eqx.combine(dynamic, rest)
+    def step(arrays, k):
+        params, state, fixed = eqx.combine(arrays, rest)
         params, state, _ = programs.step(params, state, (fixed,), contexts, k, 0)
         return eqx.partition((params, state, fixed), eqx.is_array)[0]
 
+    return (lambda key: arrays_and_rest(key)[0]), step
+
+
+def _jit(fn):
+    options = _train._compiler_options()
+    return jax.jit(fn, compiler_options=options) if options else jax.jit(fn)
+
+
+def seed_by_seed(task: it.Task, config: TrainConfig, seeds: int, steps: int):
+    """A measurement, compiled before it returns: seed-steps per second (wall, CPU) of
+    `train`'s own step of one seed, jitted once, in a Python loop over seeds and steps
+    (`block_until_ready` after every step), timed over the steps."""
+    start, step = one_seed_step(task, config, steps)
+    step = _jit(step)
+
     def one_seed(key):
         # the clock runs over the steps only (a model's setup is not the loop's cost)
-        d = jax.block_until_ready(eqx.partition(start(key), eqx.is_array)[0])
+        d = jax.block_until_ready(start(key))
         t0, c0 = time.perf_counter(), time.process_time()
         for k in range(steps):
             d = jax.block_until_ready(step(d, k))
@@ -101,22 +116,55 @@ def seed_by_seed(task: it.Task, config: TrainConfig, seeds: int, steps: int):
 
     keys = seed_keys(0, np.arange(seeds))
     one_seed(keys[0])  # compile
-    wall, cpu = np.sum([one_seed(k) for k in keys], axis=0)
-    return seeds * steps / wall, seeds * steps / cpu
+
+    def measure():
+        wall, cpu = np.sum([one_seed(k) for k in keys], axis=0)
+        return seeds * steps / wall, seeds * steps / cpu
+
+    return measure
+
+
+def step_alone(task: it.Task, config: TrainConfig, lanes: int, steps: int):
+    """A measurement, compiled before it returns: seconds per seed-step (wall) of `train`'s own
+    step of `lanes` seeds vmapped at once, `steps` of them in one jitted `lax.scan`, on every
+    device at once (each its own `lanes` seeds, as `train` splits them): the arithmetic of the
+    step with nothing around it (no dispatch per step, no chunk bookkeeping, no statistics),
+    with the devices sharing the machine's caches and memory as they do in `train`."""
+    start, step = one_seed_step(task, config, steps)
+    arrays = jax.tree.map(
+        lambda *a: jnp.stack(a), *[start(k) for k in seed_keys(0, np.arange(lanes))]
+    )
+
+    def body(arrays, k):
+        return jax.vmap(step, in_axes=(0, None))(arrays, k), None
+
+    program = _jit(lambda a: jax.lax.scan(body, a, jnp.arange(steps))[0])
+    per_device = [jax.device_put(arrays, d) for d in jax.devices()]
+
+    def run():
+        # dispatch is asynchronous: the devices run side by side
+        return [program(a) for a in per_device]
+
+    jax.block_until_ready(run())  # compile
+    return lambda: timed(run)[1] / (len(per_device) * lanes * steps)
 
 
 def vmapped(task: it.Task, config: TrainConfig, seeds: int):
-    """Seed-steps per second (wall, CPU) of a whole `train` run (setup and held-out measures
-    included) whose programs an identical run compiled before, and (wall) of its chunks after
-    the first."""
+    """A measurement, compiled before it returns (by an identical run): seed-steps per second
+    (wall, CPU) of a whole `train` run (setup and held-out measures included), and (wall) of its
+    chunks after the first."""
     it.train(task, ModelConfig(), config, seeds)  # compiles
-    run, wall, cpu = timed(lambda: it.train(task, ModelConfig(), config, seeds))
-    chunks = run.timings.steps_per_s
-    return (
-        seeds * config.steps / wall,
-        seeds * config.steps / cpu,
-        None if chunks is None else seeds * chunks,
-    )
+
+    def measure():
+        run, wall, cpu = timed(lambda: it.train(task, ModelConfig(), config, seeds))
+        chunks = run.timings.steps_per_s
+        return (
+            seeds * config.steps / wall,
+            seeds * config.steps / cpu,
+            None if chunks is None else seeds * chunks,
+        )
+
+    return measure
 
 
 def vector_field_rate(evals: int):
@@ -158,6 +206,9 @@ def main():
         "--steps-c", type=int, default=10_000, help="steps of (c); 0: skip"
     )
     parser.add_argument(
+        "--repeats", type=int, default=3, help="interleaved repeats of (a)"
+    )
+    parser.add_argument(
         "--only", choices=[name for name, *_ in TASKS], help="one task of (a)"
     )
     parser.add_argument(
@@ -192,19 +243,44 @@ def main():
             log_points=16,
             eval_contexts=64,
         )
+        devices = jax.device_count()
+        # the ceiling's widths: 1 to 8 seeds, the lane group, all of a device's seeds
+        widths = sorted({1, 2, 4, 8, _train.CPU_LANE_GROUP, -(-args.seeds // devices)})
+        widths = [n for n in widths if n <= -(-args.seeds // devices)]
         loop = seed_by_seed(task, config, args.seeds, loop_steps)
         many = vmapped(task, config, args.seeds)
-        chunks = "n/a" if many[2] is None else f"{many[2]:.0f}"
+        alone = {n: step_alone(task, config, n, steps) for n in widths}
         print(
             f"(a) {name}: L={task.L} S={task.S} H={task.H} N={task.N} M={M}, "
-            f"{args.seeds} seeds\n"
-            f"    vmapped chunks ({steps} steps): {many[0]:.0f} seed-steps/s wall, "
-            f"{many[1]:.0f} CPU (whole run); chunks alone {chunks} wall\n"
-            f"    loop of seeds ({loop_steps} steps each): {loop[0]:.0f} wall, "
-            f"{loop[1]:.0f} CPU\n"
-            f"    ratio: {many[0] / loop[0]:.1f}x wall, {many[1] / loop[1]:.1f}x CPU "
-            f"(whole run); chunks alone "
-            + ("n/a" if many[2] is None else f"{many[2] / loop[0]:.1f}x wall"),
+            f"{args.seeds} seeds, {steps} steps vmapped, {loop_steps} per seed in the loop; "
+            f"seed-steps/s"
+        )
+        ratios = []
+        for rep in range(args.repeats):
+            # interleaved, so that a slow spell of the machine hits all three alike
+            lp, mn, al = loop(), many(), {n: f() for n, f in alone.items()}
+            best = min(al, key=al.get)
+            ceiling = 1 / al[best]
+            ratios.append((mn[0] / lp[0], mn[2] / lp[0], ceiling / lp[0]))
+            print(
+                f"    {rep + 1}: loop {lp[0]:.0f} wall ({lp[1]:.0f} CPU); vmapped whole run "
+                f"{mn[0]:.0f} ({mn[1]:.0f} CPU), chunks {mn[2]:.0f}; the step alone, every device "
+                "busy, per seed-step "
+                + ", ".join(f"{n} at once {al[n] * 1e6:.1f} us" for n in widths)
+                + f", ceiling {ceiling:.0f} ({devices} x {best} at once)"
+                f"\n       ratio to the loop: whole run {ratios[-1][0]:.1f}x, chunks "
+                f"{ratios[-1][1]:.1f}x, ceiling {ratios[-1][2]:.1f}x; chunks at "
+                f"{mn[2] / ceiling:.0%} of the ceiling",
+                flush=True,
+            )
+        r = np.array(ratios)
+        print(
+            f"    over {args.repeats} repeats, median [min, max]: "
+            + "; ".join(
+                f"{what} {np.median(r[:, i]):.1f}x [{r[:, i].min():.1f}, "
+                f"{r[:, i].max():.1f}]"
+                for i, what in enumerate(("whole run", "chunks", "ceiling"))
+            ),
             flush=True,
         )
     if args.only == "larger" or args.cpu_devices > 1:
@@ -213,7 +289,7 @@ def main():
     config = TrainConfig(
         lr=0.5, steps=steps, chunk=steps // 4 or 1, M=M, log_points=16, eval_contexts=64
     )
-    one = vmapped(TASK, config, 1)
+    one = vmapped(TASK, config, 1)()
     field = vector_field_rate(config.steps)
     print(
         f"(b) one seed: {one[0]:.0f} steps/s wall ({one[1]:.0f} CPU), full-flow vector field "
