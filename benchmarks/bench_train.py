@@ -15,7 +15,9 @@ equivalence rung compares with the full flow's right-hand side, and the memory o
       a device's seeds; the fastest bounds a vmapped run of that step in groups of those sizes,
       so its ratio to the loop is what vmapping can give on this machine.
 (b) steps per second of one seed of the equivalence rung against evaluations per second of
-    `FullDynamics(...).vector_field`, jitted, same N and M (the ladder's task);
+    `FullDynamics(...).vector_field`, jitted, same N and M (the ladder's task): like against
+    like, the rung's chunks against the field in a compiled loop (Euler steps), and a whole run
+    against the field called from Python;
 (c) peak resident memory of a 32-seed, 10^4-step run with log-spaced statistics, in a process
     of its own.
 
@@ -168,20 +170,29 @@ def vmapped(task: it.Task, config: TrainConfig, seeds: int):
 
 
 def vector_field_rate(evals: int):
-    """Evaluations per second (wall, CPU) of the full flow's jitted right-hand side."""
+    """Evaluations per second of the full flow's right-hand side, jitted as the flow jits it:
+    called from Python one evaluation at a time (wall, CPU), and inside one compiled loop of
+    `evals` Euler steps (wall), the way `train`'s chunks take their steps."""
     geometry, contexts = flow_sample(TASK, it.FlowConfig(dynamics="full", M=M), 0)
     c = it.flow.initial_gate_vectors(jax.random.key(0), TASK, geometry, 0.1)
-    field = eqx.filter_jit(FullDynamics(TASK, geometry, contexts).vector_field)
-    jax.block_until_ready(field(c))
+    field = FullDynamics(TASK, geometry, contexts).vector_field
+    per_call = eqx.filter_jit(field)
+    scanned = eqx.filter_jit(
+        lambda c: jax.lax.scan(
+            lambda y, _: (y + 1e-3 * field(y), None), c, None, length=evals
+        )[0]
+    )
+    jax.block_until_ready((per_call(c), scanned(c)))
 
     def loop():
         y = c
         for _ in range(evals):
-            y = field(y)
+            y = y + 1e-3 * per_call(y)
         return y
 
     _, wall, cpu = timed(loop)
-    return evals / wall, evals / cpu
+    _, scan_wall, _ = timed(lambda: scanned(c))
+    return evals / wall, evals / cpu, evals / scan_wall
 
 
 MEMORY_SCRIPT = """
@@ -292,9 +303,11 @@ def main():
     one = vmapped(TASK, config, 1)()
     field = vector_field_rate(config.steps)
     print(
-        f"(b) one seed: {one[0]:.0f} steps/s wall ({one[1]:.0f} CPU), full-flow vector field "
-        f"{field[0]:.0f} evaluations/s wall ({field[1]:.0f} CPU): step/field "
-        f"{one[0] / field[0]:.2f} wall, {one[1] / field[1]:.2f} CPU"
+        f"(b) one seed of the equivalence rung: {one[2]:.0f} steps/s in its chunks, "
+        f"{one[0]:.0f} over a whole run (wall); the full flow's vector field {field[2]:.0f} "
+        f"evaluations/s in a compiled loop, {field[0]:.0f} called from Python (wall)\n"
+        f"    step/field, both compiled loops: {one[2] / field[2]:.2f}; whole run against "
+        f"calls from Python: {one[0] / field[0]:.2f} wall, {one[1] / field[1]:.2f} CPU"
     )
 
     if not args.steps_c:
