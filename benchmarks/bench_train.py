@@ -255,9 +255,11 @@ def main():
             eval_contexts=64,
         )
         devices = jax.device_count()
-        # the ceiling's widths: 1 to 8 seeds, the lane group, all of a device's seeds
-        widths = sorted({1, 2, 4, 8, _train.CPU_LANE_GROUP, -(-args.seeds // devices)})
-        widths = [n for n in widths if n <= -(-args.seeds // devices)]
+        share = -(-args.seeds // devices)  # a device's seeds
+        # the ceiling's widths: 1 to 8 seeds, the lane group, a device's share
+        widths = sorted(
+            n for n in {1, 2, 4, 8, _train.CPU_LANE_GROUP, share} if n <= share
+        )
         loop = seed_by_seed(task, config, args.seeds, loop_steps)
         many = vmapped(task, config, args.seeds)
         alone = {n: step_alone(task, config, n, steps) for n in widths}
