@@ -1,0 +1,336 @@
+"""The paper's experiment matrix on the retrieval task (docs/trained.md, "The paper matrix"):
+its table 8's models and its mitigations as rows of one fixed task, each trained from several
+seeds, beside the paper's row where it has one, labelled with the model it comes from.
+
+- `PAPER_TABLE8`: the paper's numbers, each `PaperRow` naming its model.
+- `MatrixRow`: a row's name, its `Architecture` (changes from `REFERENCE`) and its paper row.
+- `MATRIX`: the rows; `MatrixSize` (`FULL_SIZE`, `QUICK_SIZE`): task, width and training.
+- `run_row`: one row's `RowResult` (per-seed, per-context, per-phase counts; loss curves).
+
+May import: `inductheory.internal`, `inductheory.model`, `inductheory.trained`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+
+from ..trained._architecture import (
+    Architecture,
+    Attention,
+    Gate,
+    Payload,
+    RetrievalTask,
+)
+from ..trained._config import TrainConfig
+from ..trained._transformer_train import train_transformer
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperRow:
+    """One model of the paper's table 8 (or a number quoted beside it): validation loss, mean
+    accuracy, worst phase and gap in percent points (None where the paper gives none), and
+    `model`, which of its models the numbers come from."""
+
+    model: str
+    loss: float | None = None
+    mean: float | None = None
+    worst: float | None = None
+    gap: float | None = None
+
+
+# The paper's table 8 and the gaps it quotes beside it (docs/trained.md gives the models).
+PAPER_TABLE8 = {
+    "full-1kv": PaperRow("full attention, 1 KV head", 2.466, 18.8, 17.2, 3.1),
+    "full-4kv": PaperRow("full attention, 4 KV heads", gap=6.1),
+    "full-8kv": PaperRow("full attention, 8 KV heads", 2.437, 61.1, 58.4, 4.3),
+    "reference-42": PaperRow(
+        "W8/S8, 1 KV head, scalar gate, K/V separate, seed 42 (the reference)",
+        2.478,
+        50.6,
+        5.7,
+        75.3,
+    ),
+    "reference-43": PaperRow(
+        "W8/S8, 1 KV head, scalar gate, K/V separate, seed 43", 2.482, 32.1, 2.5, 59.2
+    ),
+    "w8s8-8kv": PaperRow("W8/S8, 8 KV heads", 2.431, 59.4, 9.9, 71.1),
+    "w8s4": PaperRow("W8/S4 (overlapping), 1 KV head", 2.467, 66.9, 46.2, 39.8),
+    "w8s6": PaperRow("W8/S6 (overlapping), 1 KV head", gap=31.9),
+    "uniform": PaperRow("uniform averaging instead of gates", 2.497, 12.5, 4.7, 19.2),
+    "deepseek": PaperRow(
+        "DeepSeek-style kernel (W8/S4, vector gates, K/V tied)", 2.476, 35.6, 18.7, 38.3
+    ),
+}
+# Not from the paper's controlled family: its stride-2 number is another model on another task.
+STRIDE2_NOTE = (
+    "the paper's stride-2 number (gap 6.09) is DeepSeek-V4.1-Flash on the 128K needle task, "
+    "not a model of the controlled family: no paper row"
+)
+
+# The reference architecture of the matrix (the paper's W8/S8 reference: 1 KV head, scalar
+# gates, per-offset payload maps, position bias, K/V separate, every layer compressed).
+REFERENCE = Architecture(
+    d=64,
+    q_heads=8,
+    kv_heads=1,
+    head_dim=16,
+    layers=2,
+    W=8,
+    S=8,
+    gate=Gate.SCALAR,
+    payload=Payload.PER_OFFSET,
+    position_bias=True,
+    tied=False,
+    norm=True,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixRow:
+    """One row: `name`, the changes from the reference architecture, `paper` (a key of
+    `PAPER_TABLE8`, or None), and `mitigation` (a row of the mitigation ordering)."""
+
+    name: str
+    changes: dict
+    paper: str | None = None
+    mitigation: bool = False
+
+    def architecture(self, reference: Architecture) -> Architecture:
+        return dataclasses.replace(reference, **self.changes)
+
+
+MATRIX = (
+    MatrixRow("full attention, 1 KV", {"attention": Attention.FULL}, "full-1kv"),
+    MatrixRow(
+        "full attention, 8 KV",
+        {"attention": Attention.FULL, "kv_heads": 8},
+        "full-8kv",
+    ),
+    MatrixRow("W8/S8, 1 KV (reference)", {}, "reference-42", mitigation=True),
+    MatrixRow("W8/S8, 2 KV", {"kv_heads": 2}),
+    MatrixRow("W8/S8, 4 KV", {"kv_heads": 4}),
+    MatrixRow("W8/S8, 8 KV", {"kv_heads": 8}, "w8s8-8kv"),
+    MatrixRow("W8/S4 (overlap)", {"S": 4}, "w8s4", mitigation=True),
+    MatrixRow("W8/S6 (overlap)", {"S": 6}, "w8s6", mitigation=True),
+    MatrixRow("W4/S4", {"W": 4, "S": 4}),
+    MatrixRow("W12/S12", {"W": 12, "S": 12}),
+    MatrixRow(
+        "uniform averaging",
+        {"gate": Gate.UNIFORM, "position_bias": False},
+        "uniform",
+        mitigation=True,
+    ),
+    MatrixRow(
+        "DeepSeek-style (W8/S4, vector, tied)",
+        {"S": 4, "gate": Gate.VECTOR, "tied": True},
+        "deepseek",
+        mitigation=True,
+    ),
+    MatrixRow("K/V tied", {"tied": True}),
+    MatrixRow("no position bias", {"position_bias": False}),
+    MatrixRow("shared payload", {"payload": Payload.SHARED}),
+    MatrixRow("W8/S2 (stride 2)", {"S": 2}),
+)
+
+
+def matrix_row(name: str) -> MatrixRow:
+    """The row of `MATRIX` called `name` (a one-line error naming the rows otherwise)."""
+    for row in MATRIX:
+        if row.name == name:
+            return row
+    raise ValueError(
+        f"row must be one of {', '.join(r.name for r in MATRIX)}, got {name!r}"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixSize:
+    """The task, reference architecture, training and sample of one size of the matrix."""
+
+    task: RetrievalTask
+    reference: Architecture
+    train: TrainConfig
+    seeds: int
+
+    def to_dict(self) -> dict:
+        fields = lambda m: {f.name: getattr(m, f.name) for f in dataclasses.fields(m)}  # noqa: E731
+        return dict(
+            task=fields(self.task),
+            reference=fields(self.reference),
+            train=fields(self.train),
+            seeds=self.seeds,
+        )
+
+
+# T = 96 positions: 8 entries at the largest stride (12), phases mod 24 (the strides' least
+# common multiple, as the paper groups); 256 held-out contexts give 4 * 256 = 1,024 queries to
+# every phase group.
+TASK = RetrievalTask(T=96, N=128, period=24)
+FULL_SIZE = MatrixSize(
+    task=TASK,
+    reference=REFERENCE,
+    train=TrainConfig(
+        optimizer="adamw",
+        lr=3e-3,
+        schedule="warmup_cosine",
+        steps=3000,
+        batch=8,
+        chunk=250,
+        eval_contexts=256,
+    ),
+    seeds=8,
+)
+QUICK_SIZE = MatrixSize(
+    task=TASK,
+    reference=dataclasses.replace(REFERENCE, d=32, head_dim=8),
+    train=dataclasses.replace(FULL_SIZE.train, steps=200, chunk=100, eval_contexts=64),
+    seeds=2,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class RowResult:
+    """What the matrix keeps of one row's training (numpy; leading axis seeds).
+
+    - `correct` (seeds, contexts, period): held-out correct counts per context and phase, of
+      `queries_per_context` queries each.
+    - `loss` (seeds,): held-out loss; `initial_loss` (seeds,): at step 0.
+    - `phase_loss` (seeds, period).
+    - `curve_steps` (points,), `curve` (seeds, points): the training loss, mean over windows of
+      steps ending at each point.
+    - `plateau_change` (seeds,): the training loss's change over the last fifth of the steps
+      (mean of the last tenth minus mean of the tenth before the last fifth).
+    """
+
+    correct: np.ndarray
+    queries_per_context: int
+    loss: np.ndarray
+    initial_loss: np.ndarray
+    phase_loss: np.ndarray
+    curve_steps: np.ndarray
+    curve: np.ndarray
+    plateau_change: np.ndarray
+    wall_s: float
+
+    @property
+    def phase_accuracy(self) -> np.ndarray:
+        return self.correct.mean(axis=1) / self.queries_per_context
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RowResult:
+        return cls(
+            **{
+                f.name: (
+                    data[f.name]
+                    if f.name in ("queries_per_context", "wall_s")
+                    else np.asarray(data[f.name])
+                )
+                for f in dataclasses.fields(cls)
+            }
+        )
+
+
+# Points of the stored loss curves.
+CURVE_POINTS = 60
+
+
+def loss_curve(loss: np.ndarray, points: int = CURVE_POINTS):
+    """`(steps, curve)`: the per-step losses (seeds, steps) averaged over consecutive windows
+    of steps, each point the window's last step."""
+    seeds, n = loss.shape
+    edges = np.unique(np.linspace(0, n, min(points, n) + 1).astype(int))
+    curve = np.stack(
+        [loss[:, a:b].mean(axis=1) for a, b in zip(edges[:-1], edges[1:])], axis=1
+    )
+    return edges[1:] - 1, curve
+
+
+def plateau_change(loss: np.ndarray) -> np.ndarray:
+    """Per seed, mean loss of the last tenth of the steps minus that of the tenth of steps
+    ending at four fifths: how much the loss still moved over the last fifth."""
+    n = loss.shape[1]
+    tenth = max(1, n // 10)
+    end_early = max(tenth, (4 * n) // 5)
+    return loss[:, n - tenth :].mean(axis=1) - loss[
+        :, end_early - tenth : end_early
+    ].mean(axis=1)
+
+
+def run_row(
+    row: MatrixRow, size: MatrixSize, *, seed: int = 0, progress=False
+) -> RowResult:
+    """Train one row of the matrix at `size` and keep its `RowResult`."""
+    arch = row.architecture(size.reference)
+    run = train_transformer(
+        size.task, arch, size.train, size.seeds, seed=seed, progress=progress
+    )
+    steps, curve = loss_curve(run.loss)
+    m = run.measures
+    return RowResult(
+        correct=m.correct,
+        queries_per_context=m.queries_per_context,
+        loss=m.loss,
+        initial_loss=run.initial_loss,
+        phase_loss=m.phase_loss,
+        curve_steps=steps,
+        curve=curve,
+        plateau_change=plateau_change(run.loss),
+        wall_s=run.wall_s,
+    )
+
+
+def permutation_p_value(values, reference) -> float:
+    """Exact one-sided p-value of Kendall's tau-a between `values` and `reference`: the share of
+    the n! orderings of `values` whose tau with `reference` is at least the observed one (how
+    often a random ordering agrees with the reference this well by chance).
+
+    ```python
+    permutation_p_value([1, 2, 3], [1, 2, 3])  # 1/6
+    ```
+    """
+    a, b = np.asarray(values, float), np.asarray(reference, float)
+    n = a.size
+    if n > 9:
+        raise ValueError(
+            f"values must have at most 9 items for exact enumeration, got {n}"
+        )
+    i, j = np.triu_indices(n, 1)
+    sb = np.sign(b[i] - b[j])
+
+    def tau(x):
+        return np.sum(np.sign(x[i] - x[j]) * sb)
+
+    observed = tau(a)
+    perms = np.array(list(itertools.permutations(range(n))))
+    taus = np.sum(np.sign(a[perms][:, i] - a[perms][:, j]) * sb, axis=1)
+    return float(np.mean(taus >= observed - 1e-12))
+
+
+def boundary_phases(S: int, period: int) -> np.ndarray:
+    """The phases (positions mod `period`) at stride S's boundary offset S - 1."""
+    return np.arange(period)[np.arange(period) % S == S - 1]
+
+
+__all__ = [
+    "FULL_SIZE",
+    "MATRIX",
+    "PAPER_TABLE8",
+    "QUICK_SIZE",
+    "REFERENCE",
+    "MatrixRow",
+    "MatrixSize",
+    "PaperRow",
+    "RowResult",
+    "boundary_phases",
+    "loss_curve",
+    "matrix_row",
+    "permutation_p_value",
+    "plateau_change",
+    "run_row",
+]

@@ -1,0 +1,279 @@
+"""Training the paper's transformers (`trained/_modules.py`) on the retrieval task: every seed
+vmapped in one compiled chunk of `lax.scan` steps, fresh contexts at every step, the training
+loss of every step kept, and per-phase measures on held-out contexts.
+
+Seed i of base seed s starts from `init_transformer(task, arch, fold_in(key(s), i))`; the
+contexts of step k for seed i come from `fold_in(fold_in(fold_in(key(s), BATCH), k), i)` and
+the held-out contexts from `fold_in(key(s), HELD_OUT)` (the same for every seed and every
+architecture of a task): a seed's numbers do not depend on which seeds train beside it.
+
+May import: `inductheory.internal`, `inductheory.model`, `._architecture`, `._modules`,
+`._train` (the optimizer of a `TrainConfig`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jaxtyping import Array, Int, PRNGKeyArray
+
+from ..internal._progress import Progress
+from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, _require_int
+from ._architecture import Architecture, RetrievalTask
+from ._config import TrainConfig
+from ._modules import Transformer, init_transformer
+from ._train import make_optimizer
+
+# Streams of the base seed's key: the seeds' initial models, the training batches, held out.
+INIT_STREAM, BATCH_STREAM, HELD_OUT_STREAM = 1, 2, 3
+# Gradients are clipped to this global norm (the paper's models: clip 1).
+CLIP_NORM = 1.0
+
+
+def sample_retrieval_contexts(
+    key: PRNGKeyArray, task: RetrievalTask, n: int
+) -> Int[Array, "contexts positions"]:
+    """n contexts of `task`: each T distinct tokens drawn uniformly from the N (shape (n, T)).
+
+    ```python
+    sample_retrieval_contexts(jax.random.key(0), RetrievalTask(T=8, N=16, period=4), 2)
+    ```
+    """
+
+    def one(k):
+        return jax.random.permutation(k, task.N)[: task.T]
+
+    return jax.vmap(one)(jax.random.split(key, n)).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class PhaseMeasures:
+    """Held-out measures of each seed (numpy, leading axis seeds).
+
+    - `loss` (seeds,): mean cross-entropy over every held-out query.
+    - `correct` (seeds, contexts, period): per held-out context, how many of its T / period
+      queries of each phase (position mod `period`) are right (top-1, ties wrong).
+    - `phase_loss` (seeds, period): mean cross-entropy per phase.
+    - `queries_per_context`: T / period, the queries of one phase in one context.
+    """
+
+    loss: np.ndarray
+    correct: np.ndarray
+    phase_loss: np.ndarray
+    queries_per_context: int
+
+    @property
+    def phase_accuracy(self) -> np.ndarray:
+        """(seeds, period)."""
+        return self.correct.mean(axis=1) / self.queries_per_context
+
+    @property
+    def mean_accuracy(self) -> np.ndarray:
+        """Mean accuracy over phases (every phase has as many queries), (seeds,)."""
+        return self.phase_accuracy.mean(axis=1)
+
+    @property
+    def worst_accuracy(self) -> np.ndarray:
+        return self.phase_accuracy.min(axis=1)
+
+    @property
+    def gap(self) -> np.ndarray:
+        """max - min over phases, (seeds,)."""
+        return self.phase_accuracy.max(axis=1) - self.phase_accuracy.min(axis=1)
+
+
+def phase_measures(models: Transformer, task: RetrievalTask, contexts):
+    """Loss (seeds,), correct counts per context and phase (seeds, contexts, period) and loss
+    per phase (seeds, period) of stacked models on held-out contexts (every query of every
+    context; phase = position mod `period`)."""
+
+    def one(model):
+        correct = jax.vmap(model.query_correct)(contexts)  # (n, T)
+        losses = jax.vmap(model.query_losses)(contexts)
+        n, T, P = contexts.shape[0], task.T, task.period
+        counts = jnp.sum(correct.reshape(n, T // P, P), axis=1, dtype=jnp.int32)
+        phase_loss = jnp.mean(losses.reshape(n, T // P, P), axis=(0, 1))
+        return jnp.mean(losses), counts, phase_loss
+
+    return eqx.filter_vmap(one)(models)
+
+
+class _Program(eqx.Module):
+    """One compiled chunk of steps for every seed (equal settings: one program per process)."""
+
+    task: RetrievalTask
+    batch: int = eqx.field(static=True)
+    chunk: int = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+
+    def step(self, params, opt_state, static, batch_key, step, lane):
+        key = jax.random.fold_in(jax.random.fold_in(batch_key, step), lane)
+        contexts = sample_retrieval_contexts(key, self.task, self.batch)
+
+        def loss(p):
+            return eqx.combine(p, static).loss(contexts)
+
+        value, grads = jax.value_and_grad(loss)(params)
+        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, value
+
+    @eqx.filter_jit
+    def run_chunk(self, params, opt_state, static, batch_key, lanes, start, steps):
+        def body(carry, i):
+            params, opt_state = carry
+            s = start + i
+
+            def go():
+                return eqx.filter_vmap(self.step, in_axes=(0, 0, 0, None, None, 0))(
+                    params, opt_state, static, batch_key, s, lanes
+                )
+
+            def stay():
+                return params, opt_state, jnp.zeros(lanes.shape, jnp.float32)
+
+            params_, opt_state_, loss = jax.lax.cond(s < steps, go, stay)
+            return (params_, opt_state_), loss
+
+        (params, opt_state), losses = jax.lax.scan(
+            body, (params, opt_state), jnp.arange(self.chunk)
+        )
+        return params, opt_state, losses
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerRun:
+    """The result of `train_transformer`.
+
+    - `task`, `arch`, `train_config`, `seeds`, `seed`: the parameters.
+    - `loss` (seeds, steps): the training loss of every step (its fresh batch's).
+    - `initial_loss` (seeds,): the held-out loss at step 0.
+    - `measures`: `PhaseMeasures` of the final models on the held-out contexts.
+    - `models`: the final models, array leaves with a leading seed axis.
+    - `wall_s`, `first_chunk_s`: the run's wall time and its first chunk's (with compiling).
+    """
+
+    task: RetrievalTask
+    arch: Architecture
+    train_config: TrainConfig
+    seeds: int
+    seed: int
+    loss: np.ndarray
+    initial_loss: np.ndarray
+    measures: PhaseMeasures
+    models: Transformer
+    wall_s: float
+    first_chunk_s: float
+
+
+def train_transformer(
+    task: RetrievalTask,
+    arch: Architecture,
+    config: TrainConfig,
+    seeds: int,
+    *,
+    seed: int = 0,
+    progress: bool = False,
+) -> TransformerRun:
+    """Train `seeds` transformers of `arch` on `task` at once (module docstring).
+
+    The optimizer is `make_optimizer(config)` after clipping the global gradient norm to
+    `CLIP_NORM`; `config.batch` fresh contexts per step (a number); `config.eval_contexts`
+    held-out contexts (each gives T / period queries to every phase group).
+
+    **Arguments:**
+    - `task`, `arch`, `config`: the task, the architecture, the training.
+    - `seeds`: number of seeds; `seed`: the base seed (keyword).
+    - `progress`: a progress line on stderr per chunk.
+
+    **Returns:** a `TransformerRun`.
+
+    ```python
+    task = RetrievalTask(T=24, N=32, period=24)
+    run = train_transformer(task, Architecture(W=4, S=4, d=16), TrainConfig(
+        optimizer="adamw", lr=3e-3, steps=100, batch=8), 2)
+    run.measures.mean_accuracy
+    ```
+    """
+    seeds = _require_int("seeds", seeds, 1, SEEDS_MAX)
+    seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
+    if isinstance(config.batch, str):
+        raise ValueError(
+            f"batch must be a number of fresh contexts per step, got {config.batch!r}"
+        )
+    arch.check_task(task)
+    base = jax.random.key(seed)
+    keys = jax.random.split(jax.random.fold_in(base, INIT_STREAM), seeds)
+    models = eqx.filter_vmap(lambda k: init_transformer(task, arch, k))(keys)
+    params, static = eqx.partition(models, eqx.is_inexact_array)
+    optimizer = optax.chain(
+        optax.clip_by_global_norm(CLIP_NORM), make_optimizer(config)
+    )
+    opt_state = eqx.filter_vmap(optimizer.init)(params)
+    program = _Program(task, config.batch, config.chunk, optimizer)
+    held_out = sample_retrieval_contexts(
+        jax.random.fold_in(base, HELD_OUT_STREAM), task, config.eval_contexts
+    )
+    evaluate = eqx.filter_jit(phase_measures)
+    initial_loss = np.asarray(evaluate(models, task, held_out)[0])
+    batch_key = jax.random.fold_in(base, BATCH_STREAM)
+    lanes = jnp.arange(seeds)
+    n_chunks = math.ceil(config.steps / config.chunk)
+    losses = np.zeros((seeds, n_chunks * config.chunk), np.float32)
+    start_time = time.perf_counter()
+    first = None
+    with Progress(config.steps, "train", enabled=progress) as bar:
+        for c in range(n_chunks):
+            t0 = time.perf_counter()
+            params, opt_state, chunk_loss = program.run_chunk(
+                params,
+                opt_state,
+                static,
+                batch_key,
+                lanes,
+                jnp.asarray(c * config.chunk),
+                jnp.asarray(config.steps),
+            )
+            chunk_loss = np.asarray(chunk_loss)
+            losses[:, c * config.chunk : (c + 1) * config.chunk] = chunk_loss.T
+            if first is None:
+                first = time.perf_counter() - t0
+            n = min(config.chunk, config.steps - c * config.chunk)
+            bar.update(n, f"loss {np.mean(chunk_loss[n - 1]):.4g}")
+    models = eqx.combine(params, static)
+    loss, correct, phase_loss = (
+        np.asarray(a) for a in evaluate(models, task, held_out)
+    )
+    return TransformerRun(
+        task=task,
+        arch=arch,
+        train_config=config,
+        seeds=seeds,
+        seed=seed,
+        loss=losses[:, : config.steps],
+        initial_loss=initial_loss,
+        measures=PhaseMeasures(
+            loss=loss,
+            correct=correct,
+            phase_loss=phase_loss,
+            queries_per_context=task.T // task.period,
+        ),
+        models=models,
+        wall_s=time.perf_counter() - start_time,
+        first_chunk_s=first,
+    )
+
+
+__all__ = [
+    "PhaseMeasures",
+    "TransformerRun",
+    "phase_measures",
+    "sample_retrieval_contexts",
+    "train_transformer",
+]

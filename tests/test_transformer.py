@@ -1,0 +1,276 @@
+"""The paper's compressor family as composed modules (inductheory.trained._modules), checked
+against literal loops written here, and its configuration's validation."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import inductheory  # noqa: F401  (float64 switched on as in the library)
+from inductheory.experiments._paper_matrix import (
+    MATRIX,
+    QUICK_SIZE,
+    permutation_p_value,
+    plateau_change,
+)
+from inductheory.trained._architecture import Architecture, RetrievalTask
+from inductheory.trained._modules import (
+    CompressedAttention,
+    FullAttention,
+    GatedCompressor,
+    UniformCompressor,
+    init_transformer,
+)
+from inductheory.trained._transformer_train import sample_retrieval_contexts
+
+TASK = RetrievalTask(T=12, N=20, period=12)
+
+
+def _compressor_loops(comp, h, T):
+    """Keys and values of every entry by explicit loops over KV heads, entries, offsets and
+    channels (module docstring's formula), in numpy float64."""
+    h = np.asarray(h, np.float64)
+    payload = np.asarray(comp.payload, np.float64)
+    B, K, slots, e, d = payload.shape
+    W, S = comp.window, comp.stride
+    L = T // S
+    out = np.zeros((B, K, L, e))
+    for b in range(B):
+        for k in range(K):
+            for j in range(L):
+                pos = [(j * S + i) % T for i in range(W)]
+                if isinstance(comp, UniformCompressor):
+                    alpha = np.full((W, e), 1.0 / W)
+                else:
+                    gm = np.asarray(comp.gate_map, np.float64)[b, k]  # (W, g, d)
+                    s = np.stack([gm[i] @ h[pos[i]] for i in range(W)])  # (W, g)
+                    if comp.gate_bias is not None:
+                        s = s + np.asarray(comp.gate_bias, np.float64)[b, k]
+                    s = s - s.max(axis=0)
+                    alpha = np.exp(s) / np.exp(s).sum(axis=0)
+                    alpha = np.broadcast_to(alpha, (W, e))
+                for i in range(W):
+                    C = payload[b, k, i if slots > 1 else 0]
+                    out[b, k, j] += alpha[i] * (C @ h[pos[i]])
+    return out[0], out[-1]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"gate": "vector"},
+        {"payload": "shared", "position_bias": False},
+        {"gate": "uniform", "position_bias": False},
+        {"tied": True, "gate": "vector", "S": 2},
+        {"W": 6, "S": 3, "kv_heads": 2, "q_heads": 4},
+    ],
+)
+def test_compressor_matches_loops(changes):
+    arch = Architecture(
+        **(dict(d=5, q_heads=2, kv_heads=1, head_dim=3, W=4, S=4) | changes)
+    )
+    model = init_transformer(TASK, arch, jax.random.key(1))
+    comp = model.blocks[0].attention.compressor
+    # random biases, so the position bias takes part in the comparison
+    if isinstance(comp, GatedCompressor) and comp.gate_bias is not None:
+        comp = eqx.tree_at(
+            lambda c: c.gate_bias,
+            comp,
+            jax.random.normal(jax.random.key(2), comp.gate_bias.shape),
+        )
+        comp = eqx.tree_at(lambda c: c.gate_map, comp, 30 * comp.gate_map)
+    h = jax.random.normal(jax.random.key(3), (TASK.T, arch.d)).astype(jnp.float32)
+    keys, values = comp(h)
+    want_k, want_v = _compressor_loops(comp, h, TASK.T)
+    np.testing.assert_allclose(keys, want_k, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(values, want_v, rtol=2e-5, atol=2e-6)
+    if arch.tied:
+        np.testing.assert_array_equal(keys, values)
+
+
+def _attention_loops(att, h, x, T):
+    """Both streams' head outputs (before O) by loops: query head q reads KV head
+    q // (Q / K), softmax over the memory (plus the local window for the context stream)."""
+    h, x = np.asarray(h, np.float64), np.asarray(x, np.float64)
+    keys, values = (np.asarray(a, np.float64) for a in att.memory(jnp.asarray(h)))
+    Qm = np.asarray(att.query, np.float64)
+    Q, e, _ = Qm.shape
+    K = keys.shape[0]
+
+    def softmax(s):
+        s = s - s.max()
+        return np.exp(s) / np.exp(s).sum()
+
+    def heads(z, context):
+        out = np.zeros((Q, z.shape[0], e))
+        for q in range(Q):
+            g = q // (Q // K)
+            for t in range(z.shape[0]):
+                qv = Qm[q] @ z[t] / math.sqrt(e)
+                s = list(keys[g] @ qv)
+                vs = list(values[g])
+                if context and isinstance(att, FullAttention):
+                    bias = np.asarray(att.relative_bias, np.float64)[q]
+                    s = [s[u] + bias[(t - u) % T] for u in range(T)]
+                if context and isinstance(att, CompressedAttention):
+                    if att.local_bias is not None:
+                        lk = np.asarray(att.local_key, np.float64)[g]
+                        lv = np.asarray(att.local_value, np.float64)[g]
+                        lb = np.asarray(att.local_bias, np.float64)[q]
+                        for slot in range(lb.shape[0]):
+                            u = (t - 1 - slot) % T
+                            s.append((lk @ h[u]) @ qv + lb[slot])
+                            vs.append(lv @ h[u])
+                a = softmax(np.array(s))
+                out[q, t] = a @ np.array(vs)
+        return out
+
+    return heads(h, True), heads(x, False)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"attention": "full", "kv_heads": 2},
+        {"attention": "full", "kv_heads": 1},
+        {"kv_heads": 2, "local_window": 3},
+        {"kv_heads": 4},
+    ],
+)
+def test_attention_matches_loops(changes):
+    arch = Architecture(**(dict(d=6, q_heads=4, head_dim=3, W=4, S=4) | changes))
+    model = init_transformer(TASK, arch, jax.random.key(4))
+    att = model.blocks[0].attention
+    leaves = ("relative_bias",) if isinstance(att, FullAttention) else ("local_bias",)
+    for name in leaves:
+        if getattr(att, name, None) is not None:
+            att = eqx.tree_at(
+                lambda a, n=name: getattr(a, n),
+                att,
+                jax.random.normal(jax.random.key(5), getattr(att, name).shape),
+            )
+    h = jax.random.normal(jax.random.key(6), (TASK.T, arch.d)).astype(jnp.float32)
+    x = jax.random.normal(jax.random.key(7), (TASK.T, arch.d)).astype(jnp.float32)
+    memory = att.memory(h)
+    want_h, want_x = _attention_loops(att, h, x, TASK.T)
+    np.testing.assert_allclose(
+        att.read_context(h, memory), want_h, rtol=1e-4, atol=1e-5
+    )
+    np.testing.assert_allclose(att.read_query(x, memory), want_x, rtol=1e-4, atol=1e-5)
+
+
+def test_scalar_gate_is_vector_gate_with_equal_channels():
+    """A vector gate whose channels all carry the scalar gate's map gives the scalar model."""
+    scalar = Architecture(d=5, q_heads=2, head_dim=3, W=4, S=4)
+    model = init_transformer(TASK, scalar, jax.random.key(8))
+    vector = init_transformer(
+        TASK, dataclasses.replace(scalar, gate="vector"), jax.random.key(8)
+    )
+    for i in range(len(model.blocks)):
+        comp = model.blocks[i].attention.compressor
+        rep = lambda a: jnp.repeat(a, 3, axis=3)  # noqa: E731
+        vector = eqx.tree_at(
+            lambda m, i=i: m.blocks[i],
+            vector,
+            eqx.tree_at(
+                lambda b: (
+                    b.attention.compressor.gate_map,
+                    b.attention.compressor.gate_bias,
+                ),
+                model.blocks[i],
+                (rep(comp.gate_map), rep(comp.gate_bias)),
+            ),
+        )
+    tokens = sample_retrieval_contexts(jax.random.key(9), TASK, 1)[0]
+    np.testing.assert_allclose(
+        vector.logits(tokens)[0], model.logits(tokens)[0], rtol=1e-5, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("row", MATRIX, ids=lambda r: r.name)
+def test_every_row_starts_near_log_n(row):
+    """Models are initialized so that the first loss is near ln N (within 0.05)."""
+    size = QUICK_SIZE
+    arch = row.architecture(size.reference)
+    model = init_transformer(size.task, arch, jax.random.key(0))
+    contexts = sample_retrieval_contexts(jax.random.key(1), size.task, 16)
+    loss = float(eqx.filter_jit(lambda m, c: m.loss(c))(model, contexts))
+    assert abs(loss - math.log(size.task.N)) < 0.05
+
+
+def test_target_is_the_successor_on_the_cycle():
+    tokens = sample_retrieval_contexts(jax.random.key(0), TASK, 1)[0]
+    model = init_transformer(
+        TASK, Architecture(d=4, q_heads=1, head_dim=2, W=4, S=4), jax.random.key(0)
+    )
+    _, _, target = model.logits(tokens)
+    np.testing.assert_array_equal(target, np.asarray(tokens)[(np.arange(12) + 1) % 12])
+    assert len(set(np.asarray(tokens).tolist())) == TASK.T
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(q_heads=6, kv_heads=4), "q_heads must be a multiple of kv_heads = 4"),
+        (dict(W=4, S=8), "S must be <= W = 4"),
+        (dict(gate="soft"), "gate must be one of scalar, vector, uniform"),
+        (dict(payload="x"), "payload must be one of per-offset, shared"),
+        (dict(attention="sparse"), "attention must be one of compressed, full"),
+        (dict(gate="uniform"), "position_bias biases the gate logits"),
+        (dict(attention="full", first_layer_full=True), "first_layer_full"),
+        (dict(d=0), "d must be >= 1"),
+        (dict(local_window=-1), "local_window must be >= 0"),
+        (dict(tied=1), "tied must be a bool"),
+    ],
+)
+def test_architecture_refuses_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message) as err:
+        Architecture(**kwargs)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(T=12, N=10, period=12), "N must be >= 12"),
+        (dict(T=12, N=20, period=5), "period must divide T = 12"),
+    ],
+)
+def test_task_refuses_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RetrievalTask(**kwargs)
+
+
+def test_architecture_refuses_a_stride_that_does_not_tile_the_task():
+    with pytest.raises(ValueError, match="S must divide T = 12"):
+        init_transformer(TASK, Architecture(W=5, S=5), jax.random.key(0))
+
+
+def test_permutation_p_value_counts_inversions():
+    """Kendall's tau-a of 5 items is 1 - 4 inv / 20 (inv: discordant pairs), and the orderings
+    of 5 items with at most k inversions are 1, 1 + 4, 1 + 4 + 9, 1 + 4 + 9 + 15 of 120 for
+    k = 0..3 (Mahonian numbers): tau >= 0.4 (k <= 3) happens by chance with p = 29/120."""
+    reference = [5, 4, 3, 2, 1]
+    cases = {0: [5, 4, 3, 2, 1], 2: [4, 3, 5, 2, 1], 3: [3, 4, 5, 2, 1]}
+    for inv, values in cases.items():
+        pairs = [(i, j) for i in range(5) for j in range(i + 1, 5)]
+        assert sum(values[i] < values[j] for i, j in pairs) == inv
+        want = sum([1, 4, 9, 15][: inv + 1]) / 120
+        assert permutation_p_value(values, reference) == pytest.approx(want)
+    assert permutation_p_value([1, 2, 3, 4, 5], reference) == pytest.approx(1.0)
+
+
+def test_plateau_change_of_a_flat_and_a_falling_curve():
+    flat = np.full((2, 100), 3.0)
+    np.testing.assert_allclose(plateau_change(flat), 0.0)
+    falling = np.tile(np.linspace(5, 1, 100), (1, 1))
+    # last tenth mean minus the tenth ending at step 80: (steps 90..99) - (70..79)
+    want = falling[0, 90:].mean() - falling[0, 70:80].mean()
+    np.testing.assert_allclose(plateau_change(falling), [want])
