@@ -26,7 +26,17 @@ from ._common import (
 )
 
 # Each name is a module inductheory/cli/_<name>.py exposing register(subparsers).
-SUBCOMMANDS = ("loss", "flow", "oracle", "sweep", "train", "reproduce", "toy", "gates")
+SUBCOMMANDS = (
+    "loss",
+    "flow",
+    "oracle",
+    "sweep",
+    "train",
+    "matrix",
+    "reproduce",
+    "toy",
+    "gates",
+)
 DEBUG_ENV = "INDUCTHEORY_DEBUG"
 
 

@@ -12,6 +12,13 @@ measure(model, held_out_contexts).phase_accuracy
 ```
 """
 
+from ._architecture import (
+    Architecture as Architecture,
+    Attention as Attention,
+    Gate as Gate,
+    Payload as Payload,
+    RetrievalTask as RetrievalTask,
+)
 from ._config import ModelConfig as ModelConfig, TrainConfig as TrainConfig
 from ._interventions import (
     Knockout as Knockout,
@@ -24,6 +31,17 @@ from ._interventions import (
 )
 from ._measures import ModelMeasures as ModelMeasures, measure as measure
 from ._model import CompressedModel as CompressedModel, init_model as init_model
+from ._modules import (
+    AbstractAttention as AbstractAttention,
+    AbstractCompressor as AbstractCompressor,
+    Block as Block,
+    CompressedAttention as CompressedAttention,
+    FullAttention as FullAttention,
+    GatedCompressor as GatedCompressor,
+    Transformer as Transformer,
+    UniformCompressor as UniformCompressor,
+    init_transformer as init_transformer,
+)
 from ._train import (
     TrainRun as TrainRun,
     TrainStatistics as TrainStatistics,
@@ -33,4 +51,10 @@ from ._train import (
     log_steps as log_steps,
     make_optimizer as make_optimizer,
     train as train,
+)
+from ._transformer_train import (
+    PhaseMeasures as PhaseMeasures,
+    TransformerRun as TransformerRun,
+    sample_retrieval_contexts as sample_retrieval_contexts,
+    train_transformer as train_transformer,
 )

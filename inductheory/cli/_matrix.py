@@ -1,0 +1,210 @@
+"""`inductheory matrix`: rows of the paper's experiment matrix (the paper's compressor family and
+full-attention baselines on the retrieval task), or any architecture of the family, trained from
+many seeds and measured per phase."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import enum
+
+from ..experiments._paper_matrix import (
+    FULL_SIZE,
+    MATRIX,
+    PAPER_TABLE8,
+    QUICK_SIZE,
+    MatrixRow,
+    MatrixSize,
+    RowResult,
+    matrix_row,
+    run_row,
+)
+from ..internal._io import cached
+from ..trained._architecture import Architecture
+from ._common import (
+    add_json_argument,
+    claim_out,
+    float_type,
+    format_table,
+    int_type,
+    output_dir_type,
+    print_json,
+)
+
+# Architecture fields the command does not expose (the matrix's rows set them).
+_HIDDEN = frozenset()
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def add_architecture_arguments(parser) -> None:
+    """One option per field of `Architecture`, typed from the field's default (enums take their
+    values, booleans `--x/--no-x`); every default None, so that a row's own setting stands
+    unless an option changes it."""
+    group = parser.add_argument_group(
+        "architecture (changes from the row; default: the row's own)"
+    )
+    for f in dataclasses.fields(Architecture):
+        if f.name in _HIDDEN:
+            continue
+        default = f.default
+        help_ = f"(reference: {default.value if isinstance(default, enum.Enum) else default})"
+        if isinstance(default, bool):
+            group.add_argument(
+                _option(f.name),
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_,
+            )
+        elif isinstance(default, enum.Enum):
+            group.add_argument(
+                _option(f.name),
+                choices=[m.value for m in type(default)],
+                default=None,
+                help=help_,
+            )
+        else:
+            group.add_argument(
+                _option(f.name),
+                type=int_type(f.name, 0 if f.name == "local_window" else 1),
+                default=None,
+                help=help_,
+            )
+
+
+def architecture_changes(args) -> dict:
+    """The `Architecture` fields the options set (None: left to the row)."""
+    return {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(Architecture)
+        if getattr(args, f.name, None) is not None
+    }
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "matrix",
+        help="the paper's compressor family and table 8 trained on the retrieval task",
+        description="Train rows of the paper's experiment matrix (full attention with 1 and 8 "
+        "KV heads, the W8/S8 reference with 1-8 KV heads, overlapping windows, uniform "
+        "averaging, the DeepSeek-style kernel, one compressor switch at a time) from many "
+        "seeds, and print per row the held-out loss, mean accuracy, worst phase, gap and "
+        "boundary phase beside the paper's row and the model it comes from. Options of the "
+        "architecture change the chosen rows; with --out every finished row is kept and an "
+        "interrupted run resumes at its first unfinished row.",
+    )
+    p.add_argument(
+        "--rows",
+        default="all",
+        help="comma-separated row names, or 'all' (default); --list shows them",
+    )
+    p.add_argument("--list", action="store_true", help="list the rows and exit")
+    p.add_argument(
+        "--quick", action="store_true", help="the quick size (few steps and seeds)"
+    )
+    p.add_argument("--seeds", type=int_type("seeds", 1), default=None)
+    p.add_argument("--steps", type=int_type("steps", 1), default=None)
+    p.add_argument("--batch", type=int_type("batch", 1), default=None)
+    p.add_argument(
+        "--lr", type=float_type("lr", 0, low_open=True), default=None, help="peak lr"
+    )
+    p.add_argument("--seed", type=int_type("seed", 0), default=0, help="base seed")
+    add_architecture_arguments(p)
+    p.add_argument(
+        "--out",
+        type=output_dir_type,
+        default=None,
+        help="directory keeping every finished row (resume)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    add_json_argument(p)
+    p.set_defaults(
+        func=run,
+        interrupt_message="interrupted; with --out the finished rows are kept",
+    )
+
+
+def _size(args) -> MatrixSize:
+    size = QUICK_SIZE if args.quick else FULL_SIZE
+    train = {
+        k: getattr(args, k)
+        for k in ("steps", "batch", "lr")
+        if getattr(args, k) is not None
+    }
+    if train:
+        size = dataclasses.replace(size, train=dataclasses.replace(size.train, **train))
+    if args.seeds is not None:
+        size = dataclasses.replace(size, seeds=args.seeds)
+    return size
+
+
+def _rows(args) -> list[MatrixRow]:
+    if args.rows.strip() == "all":
+        rows = list(MATRIX)
+    else:
+        rows = [matrix_row(name.strip()) for name in args.rows.split(",")]
+    changes = architecture_changes(args)
+    if changes:
+        rows = [
+            dataclasses.replace(r, changes={**r.changes, **changes}, paper=None)
+            for r in rows
+        ]
+    return rows
+
+
+def run(args) -> int:
+    if args.list:
+        for r in MATRIX:
+            paper = PAPER_TABLE8[r.paper].model if r.paper else "-"
+            changes = ", ".join(f"{k}={v}" for k, v in r.changes.items()) or "none"
+            print(f"{r.name}\n    changes: {changes}; paper: {paper}")
+        return 0
+    size = _size(args)
+    rows = _rows(args)
+    for r in rows:  # every architecture checked before any training
+        r.architecture(size.reference).check_task(size.task)
+    claim_out(args, "matrix", parameters=False)
+    from ..figures.paper_matrix import row_summary
+
+    report = {}
+    for r in rows:
+        params = {
+            "kind": "paper_matrix_row",
+            "row": r.name,
+            "changes": {k: str(v) for k, v in r.changes.items()},
+            "size": size.to_dict(),
+            "seed": args.seed,
+        }
+
+        def one(r=r):
+            return run_row(r, size, seed=args.seed, progress=not args.quiet).to_dict()
+
+        result = RowResult.from_dict(cached(args.out, params, one))
+        report[r.name] = row_summary(
+            r.architecture(size.reference), result, size.task.period
+        )
+    if args.json:
+        print_json({"size": size.to_dict(), "rows": report})
+        return 0
+    table = []
+    for name, s in report.items():
+        pct = lambda m: f"{100 * m['mean']:.1f}"  # noqa: E731
+        table.append(
+            [
+                name,
+                f"{s['loss']['mean']:.3f}",
+                pct(s["mean_accuracy"]),
+                pct(s["worst_phase"]),
+                pct(s["gap"]),
+                pct(s["boundary_phase"]) if "boundary_phase" in s else "n/a",
+            ]
+        )
+    print(
+        format_table(
+            ["row", "loss", "mean %", "worst %", "gap", "boundary %"],
+            table,
+        )
+    )
+    return 0
