@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import inductheory  # noqa: F401
-from inductheory.cli import build_parser, main
-from inductheory.cli import _matrix as cli_matrix
+from inductheory.cli import _matrix as cli_matrix, build_parser, main
 from inductheory.experiments import _paper_matrix as pm
 from inductheory.figures import paper_matrix as fig
 from inductheory.trained._architecture import Architecture, Attention
@@ -37,7 +36,9 @@ def test_paper_table_labels_each_number_with_its_model():
     the 1-KV-head reference (seed 42), 9.9 the 8-KV-head W8/S8 model."""
     t = pm.PAPER_TABLE8
     assert (t["reference-42"].gap, t["reference-42"].worst) == (75.3, 5.7)
-    assert "1 KV head" in t["reference-42"].model and "seed 42" in t["reference-42"].model
+    assert (
+        "1 KV head" in t["reference-42"].model and "seed 42" in t["reference-42"].model
+    )
     assert (t["w8s8-8kv"].worst, t["w8s8-8kv"].gap) == (9.9, 71.1)
     assert "8 KV heads" in t["w8s8-8kv"].model
     assert (t["full-8kv"].loss, t["full-8kv"].mean, t["full-8kv"].worst) == (
@@ -61,7 +62,15 @@ def test_cli_options_are_every_architecture_field_and_default_to_the_row():
         assert getattr(args, f.name) is None, f.name  # the row's own value stands
     assert cli_matrix.architecture_changes(args) == {}
     args = parser.parse_args(
-        ["matrix", "--kv-heads", "4", "--gate", "vector", "--no-position-bias", "--tied"]
+        [
+            "matrix",
+            "--kv-heads",
+            "4",
+            "--gate",
+            "vector",
+            "--no-position-bias",
+            "--tied",
+        ]
     )
     changes = cli_matrix.architecture_changes(args)
     assert changes == {
@@ -77,9 +86,7 @@ def test_cli_options_are_every_architecture_field_and_default_to_the_row():
         if isinstance(f.default, enum.Enum):
             action = next(
                 a
-                for a in parser._subparsers._group_actions[0].choices[
-                    "matrix"
-                ]._actions
+                for a in parser._subparsers._group_actions[0].choices["matrix"]._actions
                 if a.dest == f.name
             )
             assert action.choices == [m.value for m in type(f.default)]
@@ -143,7 +150,9 @@ def test_cli_resumes_finished_rows_from_out(tmp_path, monkeypatch, capsys):
 
 def test_row_result_round_trips_through_json():
     r = _fake_result()
-    back = pm.RowResult.from_dict(json.loads(json.dumps(r.to_dict(), default=np.ndarray.tolist)))
+    back = pm.RowResult.from_dict(
+        json.loads(json.dumps(r.to_dict(), default=np.ndarray.tolist))
+    )
     for f in dataclasses.fields(pm.RowResult):
         np.testing.assert_array_equal(getattr(back, f.name), getattr(r, f.name))
 
@@ -154,9 +163,7 @@ def test_cluster_bootstrap_covers_binomial_truth():
     p, seeds, contexts, period = 0.3, 4, 64, 24
     covered, widths = 0, []
     for s in range(40):
-        share = (
-            np.random.default_rng(s).binomial(4, p, (seeds, contexts, period)) / 4
-        )
+        share = np.random.default_rng(s).binomial(4, p, (seeds, contexts, period)) / 4
         lo, hi = fig.cluster_bootstrap(share, np.mean, resamples=300, seed=s)
         covered += lo <= p <= hi
         widths.append(hi - lo)

@@ -550,8 +550,9 @@ CLAIM = (
     "learned switch alone, under the theorem's gradient descent step, does not train "
     "(loss 6.76 above ln N, mass 0.36). No rung answers the boundary phase: its accuracy "
     "is at most 0.01 on every rung, and with all queries 0/32 [0, 0.11] seeds are "
-    "phase-uniform on every rung: the theorem's weak spot at W=S survives every switch "
-    "here, two layers included."
+    "phase-uniform on every rung. Every rung was trained on within queries only, so its loss "
+    "never contained the boundary phase: this says nothing about whether a model trained on "
+    "it answers it (the figure paper_matrix trains with the boundary phase in the loss)."
 )
 
 FIGURE = Figure(

@@ -1,0 +1,111 @@
+"""The paper matrix's training step against its arithmetic (issue: within 5x of the floor).
+
+For each chosen row: the compiled training step of `seeds` vmapped seeds (one `lax.scan` chunk of
+`train_transformer`'s program, so the measured step is the real one), its FLOPs from XLA's own
+cost analysis of that program, and a float32 matmul of about the same FLOPs timed on the same
+machine in the same run (interleaved, median of the repeats). Prints per row: ms per seed-step,
+MFLOP per seed-step, the matmul's time for those FLOPs (the floor) and the ratio step / floor.
+
+    python benchmarks/bench_matrix.py                      # reference, 8-KV, full attention
+    python benchmarks/bench_matrix.py --rows all --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import inductheory  # noqa: F401  (x64 on, as in the library)
+from inductheory.experiments._paper_matrix import FULL_SIZE, MATRIX, matrix_row
+from inductheory.trained._modules import init_transformer
+from inductheory.trained._train import make_optimizer
+from inductheory.trained._transformer_train import CLIP_NORM, _Program
+
+DEFAULT_ROWS = ("W8/S8 1 KV (reference)", "W8/S8 8 KV", "full attention 8 KV")
+
+
+def _chunk_program(row, seeds, steps):
+    size = FULL_SIZE
+    arch = row.architecture(size.reference)
+    keys = jax.random.split(jax.random.key(0), seeds)
+    models = eqx.filter_vmap(lambda k: init_transformer(size.task, arch, k))(keys)
+    params, static = eqx.partition(models, eqx.is_inexact_array)
+    train = size.train
+    optimizer = optax.chain(optax.clip_by_global_norm(CLIP_NORM), make_optimizer(train))
+    opt_state = eqx.filter_vmap(optimizer.init)(params)
+    program = _Program(size.task, train.batch, steps, optimizer)
+    args = (
+        params,
+        opt_state,
+        static,
+        jax.random.key(1),
+        jnp.arange(seeds),
+        jnp.asarray(0),
+        jnp.asarray(steps),
+    )
+    return program, args
+
+
+def _time(fn, repeats):
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default=",".join(DEFAULT_ROWS))
+    parser.add_argument("--seeds", type=int, default=FULL_SIZE.seeds)
+    parser.add_argument("--steps", type=int, default=50, help="steps per timed chunk")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    names = (
+        [r.name for r in MATRIX]
+        if args.rows == "all"
+        else [n.strip() for n in args.rows.split(",")]
+    )
+    print(
+        f"{'row':40s} {'ms/seed-step':>13s} {'MFLOP/seed-step':>16s} "
+        f"{'matmul floor ms':>16s} {'ratio':>7s}"
+    )
+    for name in names:
+        program, a = _chunk_program(matrix_row(name), args.seeds, args.steps)
+        compiled = _Program.run_chunk.lower(program, *a).compile()
+        cost = compiled.compiled.cost_analysis()
+        cost = cost[0] if isinstance(cost, list) else cost
+        flops = float(cost["flops"]) / (args.seeds * args.steps)
+        # a square float32 matmul of about the step's FLOPs (2 n^3 = flops per seed-step)
+        n = max(8, int(round((flops / 2) ** (1 / 3))))
+        x = jax.random.normal(jax.random.key(2), (n, n), jnp.float32)
+        matmul = jax.jit(lambda x: x @ x).lower(x).compile()
+        jax.block_until_ready(program.run_chunk(*a))  # compiled and warm
+        step_t, mm_t = [], []
+
+        def step_once(program=program, a=a):
+            return program.run_chunk(*a)
+
+        def matmuls(matmul=matmul, x=x):
+            return [matmul(x) for _ in range(20)][-1]
+
+        for _ in range(args.repeats):  # interleaved: the machine's noise hits both
+            step_t += _time(step_once, 1)
+            mm_t += _time(matmuls, 1)
+        step = np.median(step_t) / (args.seeds * args.steps)
+        floor = np.median(mm_t) / 20 * flops / (2 * n**3)
+        print(
+            f"{name:40s} {1e3 * step:13.2f} {flops / 1e6:16.1f} {1e3 * floor:16.3f} "
+            f"{step / floor:7.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
