@@ -6,6 +6,7 @@ estimate with the thing itself: the oracle's own enumeration, the geometry's own
 """
 
 import jax
+import numpy as np
 import pytest
 
 import inductheory as it
@@ -89,3 +90,28 @@ def test_the_estimated_dimension_is_the_geometry_s_own(eps, d):
     geometry = it.model.make_geometry(task, jax.random.key(0))
     assert _counts.embedding_dimension(64, eps, d) == geometry.dim
     assert _counts.is_exact_geometry(eps, d) == task.exact == (geometry.eps == 0)
+
+
+def test_the_model_and_the_trained_model_name_different_functions_differently():
+    """`it.model.rotate_gates` rotates gates, the trained model's rotation rotates a model: one
+    name must not stand for both."""
+    clash = [
+        name
+        for name in dir(it.trained)
+        if not name.startswith("_")
+        and hasattr(it.model, name)
+        and getattr(it.trained, name) is not getattr(it.model, name)
+    ]
+    assert clash == []
+
+
+def test_shared_and_linear_gates_rotate_alike():
+    """Both gate classes of the idealized model rotate along their offsets alike: what sat at
+    offset r sits at (r + delta) mod W (the trained model's: tests/test_trained_interventions)."""
+    W, delta = 5, 2
+    p = np.arange(2 * W, dtype=float).reshape(2, W)
+    shared = it.model.rotate_gates(it.SharedGates(key=p, value=p[::-1]), delta)
+    assert np.array_equal(shared.key[:, (np.arange(W) + delta) % W], p)
+    c = np.arange(2 * 2 * W * 3, dtype=float).reshape(1, 2, W, 6)
+    linear = it.model.rotate_gates(it.LinearGates(c), delta)
+    assert np.array_equal(np.asarray(linear.c)[:, :, (np.arange(W) + delta) % W], c)

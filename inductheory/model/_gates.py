@@ -239,10 +239,18 @@ class LinearGates(AbstractGates):
 
     def rotate(self, delta: int) -> LinearGates:
         """Gate rotation of docs/theory.md §9: $\\tilde c_{h,r} = c_{h,(r - \\delta) \\bmod W}$."""
-        return LinearGates(c=jnp.roll(self.c, delta, axis=2))
+        return LinearGates(c=rotate_offsets(self.c, delta, axis=2))
 
 
 Gates = AbstractGates
+
+
+def rotate_offsets(x: Array, delta: int, axis: int = -1) -> Array:
+    """Gate rotation of docs/theory.md §9 along the offset `axis` of `x`: $\\tilde x_r =
+    x_{(r - \\delta) \\bmod W}$, so what sat at offset r sits at (r + delta) mod W. Every gate
+    rotation (`rotate_gates`, `LinearGates.rotate`, the trained model's `rotate_model_gates`)
+    is this one."""
+    return jnp.roll(x, delta, axis=axis)
 
 
 def hard_selection(W: int, offsets) -> SharedGates:
