@@ -105,11 +105,6 @@ def _device_limit() -> int | None:
 # --- estimates ---------------------------------------------------------------------------------
 
 
-def dense_exact_bytes(N: int) -> int:
-    """The dense N x (N+1) realization of the exact geometry (float64)."""
-    return F64 * N * (N + 1)
-
-
 def approximate_geometry_bytes(N: int, d: int) -> int:
     """An approximate geometry: the N x d embeddings, the random directions they are built from,
     and the eps check (`measure_eps`: a chunk of the Gram matrix, EPS_CHUNK x N, and its copy)."""
@@ -291,7 +286,6 @@ __all__ = [
     "available_bytes",
     "check_memory",
     "contexts_bytes",
-    "dense_exact_bytes",
     "flow_bytes",
     "geometry_bytes",
     "human",
