@@ -17,6 +17,16 @@ loss = it.population_loss(task, it.hard_selection(task.S, [[0, 2]]))
 ```
 """
 
+import sys as _sys
+
+# `python -m inductheory` imports the package before its __main__ runs: the command line's
+# process-wide options are set here, before equinox is imported (see _inductheory_entry.py).
+if _sys.argv[:1] == ["-m"]:
+    import _inductheory_entry
+
+    if _inductheory_entry.run_as_main_module():
+        _inductheory_entry.command_line_environment()
+
 import jax as _jax
 
 _jax.config.update("jax_enable_x64", True)

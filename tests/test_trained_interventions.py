@@ -21,7 +21,7 @@ from inductheory.trained import (
     init_model,
     knockout,
     measure,
-    rotate_gates,
+    rotate_model_gates,
     shift_r_squared,
     shifted_curve,
 )
@@ -79,9 +79,9 @@ def test_knocking_out_every_head_leaves_input_independent_logits():
     task = quiet_task(L=4, S=4, H=2, N=32, beta=4.0, queries="all")
     model = _learned(task)
     contexts = sample_contexts(jax.random.key(5), task, 6)
-    from inductheory.trained import mean_head_outputs
+    from inductheory.trained import mean_compressed_outputs
 
-    mu = mean_head_outputs(model, contexts)
+    mu = mean_compressed_outputs(model, contexts)
     logits = jax.vmap(lambda t: model.ablated_logits(t, jnp.ones(task.H, bool), mu)[0])(
         contexts
     )
@@ -130,17 +130,17 @@ def test_rotation_inverse_and_full_turn_are_identity():
         jax.random.normal(jax.random.key(2), model.gate_biases.shape),
     )
     for delta in (1, -2, 3):
-        back = rotate_gates(rotate_gates(model, delta), -delta)
+        back = rotate_model_gates(rotate_model_gates(model, delta), -delta)
         assert eqx.tree_equal(back, model)
-        moved = rotate_gates(model, delta)
+        moved = rotate_model_gates(model, delta)
         assert not np.array_equal(moved.gate_vectors, model.gate_vectors)
         # the sign convention: offset o takes the parameters of offset o - delta
         np.testing.assert_array_equal(
             moved.gate_biases[..., (np.arange(6) + delta) % 6], model.gate_biases
         )
-    assert eqx.tree_equal(rotate_gates(model, task.W), model)
+    assert eqx.tree_equal(rotate_model_gates(model, task.W), model)
     with pytest.raises(ValueError, match="delta must be an integer"):
-        rotate_gates(model, 1.5)
+        rotate_model_gates(model, 1.5)
 
 
 def test_rotated_hard_selection_shifts_the_accuracy_curve():
@@ -156,7 +156,7 @@ def test_rotated_hard_selection_shifts_the_accuracy_curve():
     np.testing.assert_array_equal(base, [1, 0, 0, 1, 0, 0])
     for delta in (-3, -2, -1, 1, 2, 3):
         rotated = np.asarray(
-            measure(rotate_gates(model, delta), contexts).phase_accuracy
+            measure(rotate_model_gates(model, delta), contexts).phase_accuracy
         )
         want = np.zeros(S)
         for r in (0, 3):

@@ -9,6 +9,8 @@ from deep inside the library.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import inspect
 import math
 import os
 import re
@@ -245,84 +247,104 @@ def check_output_dir(text) -> Path:
 # --- the task --------------------------------------------------------------------------------
 
 
+def config_defaults(cls) -> dict:
+    """The default of every keyword of `cls`'s constructor (a config class or `Task`): where the
+    command line's defaults come from, and what tests/test_cli_defaults.py compares them with."""
+    return {
+        name: p.default
+        for name, p in inspect.signature(cls).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskOption:
+    """One option of the task (`--NAME` sets the `Task` field NAME): its type and help, declared
+    once for every subcommand (`add_task_arguments`, `task_from_args`, the toy's options)."""
+
+    name: str
+    type: object
+    help: str
+    choices: tuple | None = None
+    # whether the help ends in "(default X)" (False: the help says its default itself)
+    show_default: bool = True
+
+    def add(self, group, default) -> None:
+        """Add `--NAME` with `default` to `group` (a parser or an argument group)."""
+        shown = f" (default {default})" if self.show_default else ""
+        extra = {"choices": self.choices} if self.choices else {"type": self.type}
+        group.add_argument(
+            f"--{self.name}", default=default, help=self.help + shown, **extra
+        )
+
+
+TASK_OPTIONS = {
+    o.name: o
+    for o in (
+        TaskOption("L", int_type("L", 2), "blocks per context"),
+        TaskOption("S", int_type("S", 2), "offsets per block, the stride"),
+        TaskOption("H", int_type("H", 1), "heads"),
+        TaskOption("N", int_type("N", 1, EXACT_FLOAT_INT), "vocabulary size"),
+        TaskOption(
+            "gamma",
+            float_type("gamma", 0, low_open=True),
+            "attention inverse temperature, > 0",
+        ),
+        TaskOption(
+            "beta", float_type("beta", 0, low_open=True), "unembedding scale, > 0"
+        ),
+        TaskOption("kappa", float_type("kappa", 0), "shared embedding component, >= 0"),
+        TaskOption(
+            "W",
+            int_type("W", 1),
+            "window: positions each entry summarizes, S <= W <= L*S (default S; "
+            "docs/theory.md §10)",
+            show_default=False,
+        ),
+        TaskOption(
+            "queries",
+            None,
+            "query phases: within (0..S-2, default) or all (0..S-1, with the boundary phase)",
+            choices=QUERY_SETS,
+            show_default=False,
+        ),
+        TaskOption(
+            "eps",
+            float_type("eps", 0, 1, high_open=True),
+            "target geometry error in [0, 1) (approximate geometry)",
+            show_default=False,
+        ),
+        TaskOption(
+            "d",
+            int_type("d", 2),
+            "embedding dimension (approximate geometry)",
+            show_default=False,
+        ),
+    )
+}
+GEOMETRY_OPTIONS = ("eps", "d")
+# The command line's task: `Task`'s own defaults, and the paper's setting for the sizes (which
+# `Task` does not default) and beta (`Task` defaults to 1; the paper's figures use 4).
+TASK_DEFAULTS = {
+    **config_defaults(Task),
+    **{"L": 8, "S": 4, "H": 2, "N": 4096, "beta": 4.0},
+}
+
+
 def add_task_arguments(
-    parser: argparse.ArgumentParser,
-    *,
-    L=8,
-    S=4,
-    H=2,
-    N=4096,
-    gamma=1.0,
-    beta=4.0,
-    kappa=1.0,
-    geometry: bool = True,
+    parser: argparse.ArgumentParser, *, geometry: bool = True, **defaults
 ):
-    """--L --S --H --N --gamma --beta --kappa and the geometry (--eps or --d, --seed)."""
+    """--L --S --H --N --gamma --beta --kappa --W --queries and the geometry (--eps or --d,
+    --seed), from `TASK_OPTIONS`; `defaults` replace `TASK_DEFAULTS` for this command."""
+    defaults = {**TASK_DEFAULTS, **defaults}
     g = parser.add_argument_group("task")
-    g.add_argument(
-        "--L",
-        type=int_type("L", 2),
-        default=L,
-        help=f"blocks per context (default {L})",
-    )
-    g.add_argument(
-        "--S",
-        type=int_type("S", 2),
-        default=S,
-        help=f"offsets per block, the stride (default {S})",
-    )
-    g.add_argument("--H", type=int_type("H", 1), default=H, help=f"heads (default {H})")
-    g.add_argument(
-        "--N",
-        type=int_type("N", 1, EXACT_FLOAT_INT),
-        default=N,
-        help=f"vocabulary size (default {N})",
-    )
-    g.add_argument(
-        "--gamma",
-        type=float_type("gamma", 0, low_open=True),
-        default=gamma,
-        help=f"attention inverse temperature, > 0 (default {gamma})",
-    )
-    g.add_argument(
-        "--beta",
-        type=float_type("beta", 0, low_open=True),
-        default=beta,
-        help=f"unembedding scale, > 0 (default {beta})",
-    )
-    g.add_argument(
-        "--kappa",
-        type=float_type("kappa", 0),
-        default=kappa,
-        help=f"shared embedding component, >= 0 (default {kappa})",
-    )
-    g.add_argument(
-        "--W",
-        type=int_type("W", 1),
-        default=None,
-        help="window: positions each entry summarizes, S <= W <= L*S (default S; "
-        "docs/theory.md §10)",
-    )
-    g.add_argument(
-        "--queries",
-        choices=QUERY_SETS,
-        default="within",
-        help="query phases: within (0..S-2, default) or all (0..S-1, with the boundary phase)",
-    )
+    for name, option in TASK_OPTIONS.items():
+        if name not in GEOMETRY_OPTIONS:
+            option.add(g, defaults[name])
     if geometry:
         geo = parser.add_argument_group("geometry (default: exact, eps = 0)")
-        geo.add_argument(
-            "--eps",
-            type=float_type("eps", 0, 1, high_open=True),
-            default=None,
-            help="target geometry error in [0, 1) (approximate geometry)",
-        )
-        geo.add_argument(
-            "--d",
-            type=int_type("d", 2),
-            default=None,
-            help="embedding dimension (approximate geometry)",
-        )
+        for name in GEOMETRY_OPTIONS:
+            TASK_OPTIONS[name].add(geo, defaults[name])
     parser.add_argument(
         "--seed",
         type=int_type("seed", 0, INT64_MAX),
@@ -332,18 +354,10 @@ def add_task_arguments(
 
 
 def task_from_args(args) -> Task:
+    """The `Task` of parsed `add_task_arguments` options (a field without its option: the
+    command line's default)."""
     return Task(
-        L=args.L,
-        S=args.S,
-        H=args.H,
-        N=args.N,
-        gamma=args.gamma,
-        beta=args.beta,
-        kappa=args.kappa,
-        eps=getattr(args, "eps", None),
-        d=getattr(args, "d", None),
-        W=getattr(args, "W", None),
-        queries=getattr(args, "queries", "within"),
+        **{name: getattr(args, name, TASK_DEFAULTS[name]) for name in TASK_OPTIONS}
     )
 
 

@@ -203,6 +203,8 @@ def _check_memory(args, task) -> None:
             contexts=_contexts(args, task.exact),
             eps=task.eps,
             d=task.d,
+            windowed=task.windowed,
+            tied=args.tied,
         ),
         f"oracle at N = {task.N}",
     )

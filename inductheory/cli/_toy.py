@@ -7,6 +7,8 @@ import dataclasses
 from ..toy._toy import ToyConfig, corner_losses, escape_rates, split_advantage, toy_loss
 from ._common import (
     EXACT_FLOAT_INT,
+    TASK_DEFAULTS,
+    TASK_OPTIONS,
     add_json_argument,
     float_type,
     format_table,
@@ -27,18 +29,8 @@ def register(sub) -> None:
         "escape rates of the logit gradient flow from p = (1/2, 1/2) along (1, 1) and (1, -1).",
     )
     g = p.add_argument_group("toy")
-    g.add_argument(
-        "--beta",
-        type=float_type("beta", 0, low_open=True),
-        default=4.0,
-        help="unembedding scale, > 0 (default 4.0)",
-    )
-    g.add_argument(
-        "--gamma",
-        type=float_type("gamma", 0, low_open=True),
-        default=1.0,
-        help="attention inverse temperature, > 0 (default 1.0)",
-    )
+    for name in ("beta", "gamma"):  # the task's, with the task's defaults
+        TASK_OPTIONS[name].add(g, TASK_DEFAULTS[name])
     g.add_argument(
         "--L",
         type=int_type("L", 2, EXACT_FLOAT_INT),

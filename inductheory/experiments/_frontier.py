@@ -31,7 +31,12 @@ import scipy.optimize
 import threadpoolctl
 from jaxtyping import Array, Float
 
-from ..model._gates import SharedGates, shared_gates_from_logits
+from ..model._gates import (
+    SharedGates,
+    selectable_offsets,
+    selection_one_hots,
+    shared_gates_from_logits,
+)
 from ..model._loss import phase_losses
 from ..model._task import Task
 
@@ -211,13 +216,12 @@ def _simplex_starts(task, rng, n):
     symmetry between heads): a quarter near hard selections, the rest Dirichlet draws at
     concentrations 1, 0.3 and 0.1 (interior to near-vertex)."""
     H, W = task.H, task.W
-    eye = np.eye(W)
-    hard = list(itertools.product(range(W - 1), repeat=H))
+    hard = list(itertools.product(range(selectable_offsets(W)), repeat=H))
     out = []
     for i in range(n):
         if i < n // 4:
             offsets = np.asarray(hard[rng.integers(len(hard))])
-            p = np.stack([eye[offsets], eye[offsets + 1]], axis=1)
+            p = np.stack(selection_one_hots(W, offsets, xp=np), axis=1)
             p = 0.9 * p + 0.1 * rng.dirichlet(np.ones(W), size=(H, 2))
         else:
             p = rng.dirichlet(np.full(W, (1.0, 0.3, 0.1)[i % 3]), size=(H, 2))

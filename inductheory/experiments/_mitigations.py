@@ -496,7 +496,7 @@ def selection_edges(task: Task, offsets, coordination: float = 0.0) -> Selection
     Ab1 = (1 - A1) / (L - 1)
     n = np.bincount(r_h, minlength=W)  # heads per key offset
     m = np.concatenate([[0], n[:-1]])  # heads per value offset
-    phases = range(S - 1) if task.queries == "within" else range(S)
+    phases = range(task.n_phases)
     P = len(phases)
     col, own, oth, target = {}, {}, {}, {}
     for p in phases:

@@ -42,10 +42,12 @@ import numpy as np
 
 from ..flow._config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
 from ..flow._solution import STATUSES, Status
+from ..internal._counts import is_exact_geometry
 from ..internal._io import (
     CacheWarning,
     _atomic_write,
     claimed_output_dir,
+    library_version,
     to_json,
     write_json_atomic,
     write_npz_atomic,
@@ -109,12 +111,6 @@ FLOW_LANES = 4096
 # Most lanes (points x seeds) one explicit block may hold: every block is padded to its size, so
 # a huge block would allocate for points that do not exist.
 MAX_BLOCK_LANES = 2**16
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,7 +222,7 @@ def _split(point: dict) -> tuple[dict, dict]:
 
 def _exact(spec: SweepSpec) -> bool:
     """Whether the template's geometry is exact (no eps, no d): no shape depends on kappa."""
-    return not spec.task.get("eps") and spec.task.get("d") is None
+    return is_exact_geometry(spec.task.get("eps"), spec.task.get("d"))
 
 
 def blocks_of(spec: SweepSpec) -> list[list[int]]:
@@ -737,6 +733,8 @@ class OracleSweep(AbstractSweepKind):
             contexts=spec.extra["contexts"],
             eps=t.get("eps"),
             d=t.get("d"),
+            windowed=_tasks(spec, [{}])[0].windowed,
+            tied=spec.settings["tied"],
         )
         # exact geometry, one context: the block's points are one vectorized program
         vectorized = _exact(spec) and spec.extra["contexts"] == 1
@@ -1029,7 +1027,7 @@ def assemble(spec: SweepSpec, parts: dict[int, dict[str, np.ndarray]]):
     # process assembling the dataset; blocks resumed or computed on a cluster may have had others)
     attrs = {
         "kind": spec.kind,
-        "inductheory_version": _version(),
+        "inductheory_version": library_version(),
         "seed": spec.seed,
         "devices": jax.device_count(),
         "platform": jax.default_backend(),
@@ -1153,7 +1151,8 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
     block_dir = None
     wanted = json.loads(
         to_json(
-            {"spec": spec.to_dict(), "inductheory_version": _version()}, sort_keys=True
+            {"spec": spec.to_dict(), "inductheory_version": library_version()},
+            sort_keys=True,
         )
     )
     record = np.array(to_json(wanted, sort_keys=True))

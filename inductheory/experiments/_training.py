@@ -14,16 +14,16 @@ import dataclasses
 
 import numpy as np
 
+from ..internal._counts import embedding_dimension
 from ..internal._memory import (
     BACKWARD_COPIES,
     F64,
     contexts_bytes,
-    dimension_estimate,
     geometry_bytes,
     loss_bytes,
     with_total,
 )
-from ..model._gates import distinct_within_blocks
+from ..model._gates import distinct_within_blocks, value_follows_key
 from ..trained._config import ModelConfig, TrainConfig
 from ..trained._train import TrainRun, log_steps
 from ._flows import independent_distinct_baseline
@@ -127,7 +127,7 @@ def summarize_training(run: TrainRun) -> TrainingSummary:
         argmax_mass_mean=_pair(mass.mean(axis=0)),
         argmax_mass_std=_pair(mass.std(axis=0)),
         argmax_mass_min=_pair(mass.min(axis=0)),
-        value_follows_key_seeds=int(np.sum(np.all(value == key + 1, axis=-1))),
+        value_follows_key_seeds=int(np.sum(value_follows_key(key, value))),
         distinct_seeds=int(np.sum(distinct)),
         distinct_baseline=independent_distinct_baseline(
             heads, run.task.W, run.model_config.tied
@@ -163,7 +163,7 @@ def train_bytes(
     N, L, W, H = int(task.N), task.L, task.W, task.H
     learned = model_config.embeddings == "learned"
     exact = model_config.embeddings == "exact"
-    dim = model_config.d if learned else dimension_estimate(N, task.eps, task.d)
+    dim = model_config.d if learned else embedding_dimension(N, task.eps, task.d)
     batch = train_config.batch
     # population: the closed form, about one context's loss per query phase
     rows = {"full": train_config.M, "population": task.S}.get(batch, batch)

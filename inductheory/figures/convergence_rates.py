@@ -35,7 +35,7 @@ CLAIM = (
     "interval over seeds, and its range, per rho and for all 80 under Measured), and t (1"
     " - p) at the end is compared with the coefficient C = max_{h,B} sum_{r'} 1/((kappa +"
     " 1/N) S Delta g_{r'}) predicted from the loss gradient gaps Delta g at the selected "
-    "vertex (inductheory.tail_coefficients; median ratio with its 95% order-statistic "
+    "vertex (inductheory.flow.tail_coefficients; median ratio with its 95% order-statistic "
     "interval). Hence the time to delta-selection is about C/delta plus the escape time: "
     "delta in {1e-2, ..., 1e-6} (64 seeds per delta, rho = 0.1; quick mode 3 values, 8 "
     "seeds; every seed selects at every delta, 64/64 [0.94, 1] each in full mode, where "

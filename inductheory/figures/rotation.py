@@ -9,7 +9,7 @@ import numpy as np
 
 from ..internal._io import cached
 from ..internal._progress import announce
-from ..trained._interventions import rotate_gates, shift_r_squared, shifted_curve
+from ..trained._interventions import rotate_model_gates, shift_r_squared, shifted_curve
 from ..trained._measures import measure
 from . import _style, _trained
 from ._figure import Figure, MeasuredTable
@@ -44,7 +44,7 @@ def _evaluate(run, cache_dir) -> dict:
             return m.phase_accuracy, m.mean_accuracy
 
         base, mean = accuracy(run.models)
-        rotated = [accuracy(rotate_gates(run.models, d)) for d in DELTAS]
+        rotated = [accuracy(rotate_model_gates(run.models, d)) for d in DELTAS]
         return {
             "phase_accuracy": np.asarray(base).tolist(),
             "mean_accuracy": np.asarray(mean).tolist(),

@@ -1,5 +1,7 @@
 """Infrastructure, not science: lanes and sharding, caches and atomic files, stored programs,
-devices, memory estimates, progress and tables.
+devices, memory estimates, progress and tables; and the few counts the memory estimates share with
+the model (`_counts`: exact or not, the embedding dimension, selectable offsets, vertex counts),
+written here once so that the model and the estimates both import them.
 
 May import: nothing else in `inductheory`.
 """

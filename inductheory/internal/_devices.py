@@ -35,7 +35,7 @@ def use_cpu_devices(count: int | None = None) -> int:
 
     ```python
     import inductheory as it
-    it.use_cpu_devices()          # e.g. 2 on a 2-core machine
+    it.internal.use_cpu_devices()  # e.g. 2 on a 2-core machine
     ds = it.sweep("flow", it.Task(L=8, S=4, H=2, N=4096, beta=4.0), {"beta": [2.0, 4.0]}, seeds=256)
     ```
     """

@@ -11,8 +11,9 @@ estimate with `available_bytes()`.
 
 from __future__ import annotations
 
-import math
 import os
+
+from ._counts import embedding_dimension, is_exact_geometry, vertex_count
 
 F64, I32 = 8, 4
 # Solver stages and buffers per state (Tsit5/Dopri: 7 stages, y0, y1, error estimate, the saved
@@ -104,20 +105,6 @@ def _device_limit() -> int | None:
 # --- estimates ---------------------------------------------------------------------------------
 
 
-def dense_exact_bytes(N: int) -> int:
-    """The dense N x (N+1) realization of the exact geometry (float64)."""
-    return F64 * N * (N + 1)
-
-
-def dimension_estimate(N: int, eps: float | None, d: int | None) -> int:
-    """The embedding dimension a task will use: N + 1 (exact), d, or the first guess for eps."""
-    if d is not None:
-        return int(d)
-    if not eps:
-        return N + 1
-    return max(2, math.ceil(4 * math.log(max(N, 2)) / eps**2) + 1)
-
-
 def approximate_geometry_bytes(N: int, d: int) -> int:
     """An approximate geometry: the N x d embeddings, the random directions they are built from,
     and the eps check (`measure_eps`: a chunk of the Gram matrix, EPS_CHUNK x N, and its copy)."""
@@ -127,9 +114,9 @@ def approximate_geometry_bytes(N: int, d: int) -> int:
 def geometry_bytes(N: int, eps: float | None, d: int | None) -> int:
     """The geometry of a task: O(1) for the structured exact one (it holds N and kappa; its
     logits are gathers over the context's L*S tokens), else `approximate_geometry_bytes`."""
-    if d is None and not eps:
+    if is_exact_geometry(eps, d):
         return 2 * F64
-    return approximate_geometry_bytes(N, dimension_estimate(N, eps, d))
+    return approximate_geometry_bytes(N, embedding_dimension(N, eps, d))
 
 
 def mean_embedding_bytes(N: int) -> int:
@@ -138,31 +125,20 @@ def mean_embedding_bytes(N: int) -> int:
     return F64 * 2 * (N + 1)
 
 
-def vertex_configurations(S: int, H: int, L: int, exact: bool, cap: int) -> int:
-    """The number of vertex configurations the oracle enumerates, capped at `cap`: block
-    multisets, C((S-1)^H + L - 1, L), under exact geometry, else (S-1)^(H L).
-
-    Computed in logarithms first, so a huge H or L answers at once instead of building an
-    integer with billions of digits.
-    """
-    per_block = max(S - 1, 1)
-    # both counts are >= (S-1)^H (L >= 1): above the cap, it is the answer
-    if per_block > 1 and H * math.log(per_block) > math.log(cap) + 1:
-        return cap
-    base = per_block**H
-    if not exact:
-        if per_block > 1 and H * L * math.log(per_block) > math.log(cap) + 1:
-            return cap
-        return min(cap, base**L)
-    if base == 1:
-        return 1
-    # C(base + L - 1, L) >= L + 1 grows with L: stop multiplying once past the cap
-    count = 1
-    for i in range(1, L + 1):
-        count = count * (base + i - 1) // i
-        if count >= cap:
-            return cap
-    return count
+def vertex_configurations(
+    W: int,
+    H: int,
+    L: int,
+    *,
+    exact: bool,
+    windowed: bool = False,
+    tied: bool = False,
+    cap: int,
+) -> int:
+    """The number of vertex configurations the oracle enumerates (`vertex_configs`), capped at
+    `cap`: the block multisets under exact geometry without windows, else every configuration
+    (`vertex_count`, with W - 1 offsets per head, W for tied gates)."""
+    return vertex_count(H, L, W, tied=tied, multisets=exact and not windowed, cap=cap)
 
 
 def contexts_bytes(M: int, L: int, S: int) -> int:
@@ -214,8 +190,8 @@ def flow_bytes(
         out["solver_state"] = F64 * chunk * SOLVER_STATES * H * 2 * S
         out["loss"] = F64 * chunk * BACKWARD_COPIES * (S - 1) * (2 * S + 1) * H
     else:
-        dim = dimension_estimate(N, eps, d)
-        exact = d is None and not eps
+        dim = embedding_dimension(N, eps, d)
+        exact = is_exact_geometry(eps, d)
         out["geometry"] = geometry_bytes(N, eps, d) + (
             mean_embedding_bytes(N) if exact else 0
         )
@@ -240,8 +216,12 @@ def oracle_bytes(
     contexts: int,
     eps: float | None = None,
     d: int | None = None,
+    windowed: bool = False,
+    tied: bool = False,
 ) -> dict:
-    """Bytes of an `oracle_point`, by part (and `total`).
+    """Bytes of an `oracle_point`, by part (and `total`). `S` is the offsets per gate (the
+    window W); `windowed` (W > S or the boundary phase queried) and `tied` decide, with the
+    geometry, which vertex configurations the oracle enumerates (`vertex_configurations`).
 
     - `geometry` and `contexts`;
     - `starts`: restarts + vertex starts minimized at once (vmap), n = 2*H*L*S parameters each:
@@ -249,18 +229,19 @@ def oracle_bytes(
       BFGS state's n x n inverse-Hessian estimate is smaller), the Hessian's n tangents through a
       loss/gradient evaluation of one context (a row of L*S+1 logits per query exact, N on a dense
       geometry) and the candidate steps' evaluations;
-    - `vertices`: the vertex enumeration, evaluated in batches of 4096 configurations.
+    - `vertices`: the vertex enumeration, evaluated in batches of VERTEX_BATCH configurations.
     """
-    exact = d is None and not eps
+    exact = is_exact_geometry(eps, d)
     columns = L * S + 1 if exact else N
     hidden = (
         L * S + 1 if exact else L * S
     )  # dense: the context's own basis (`context_geometry`)
     n = 2 * H * L * S
     starts = restarts + vertex_starts
-    # vertices evaluated per batch: min(4096, configurations); exact geometry enumerates
-    # block multisets
-    configs = vertex_configurations(S, H, L, exact, VERTEX_BATCH)
+    # vertices evaluated per batch: min(4096, configurations)
+    configs = vertex_configurations(
+        S, H, L, exact=exact, windowed=windowed, tied=tied, cap=VERTEX_BATCH
+    )
     per_start = loss_bytes(1, L, S, H, columns, hidden)
     per_vertex = per_start // BACKWARD_COPIES  # loss values only
     out = {
@@ -305,8 +286,6 @@ __all__ = [
     "available_bytes",
     "check_memory",
     "contexts_bytes",
-    "dense_exact_bytes",
-    "dimension_estimate",
     "flow_bytes",
     "geometry_bytes",
     "human",

@@ -12,6 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
+# written once below the model: the memory estimates count the oracle's vertices with it
+from ..internal._counts import selectable_offsets as selectable_offsets
+
 # annotations only: the geometries import the gates (their logits take `OracleGates`)
 if TYPE_CHECKING:
     from ._geometry import AbstractGeometry
@@ -236,10 +239,18 @@ class LinearGates(AbstractGates):
 
     def rotate(self, delta: int) -> LinearGates:
         """Gate rotation of docs/theory.md §9: $\\tilde c_{h,r} = c_{h,(r - \\delta) \\bmod W}$."""
-        return LinearGates(c=jnp.roll(self.c, delta, axis=2))
+        return LinearGates(c=rotate_offsets(self.c, delta, axis=2))
 
 
 Gates = AbstractGates
+
+
+def rotate_offsets(x: Array, delta: int, axis: int = -1) -> Array:
+    """Gate rotation of docs/theory.md §9 along the offset `axis` of `x`: $\\tilde x_r =
+    x_{(r - \\delta) \\bmod W}$, so what sat at offset r sits at (r + delta) mod W. Every gate
+    rotation (`rotate_gates`, `LinearGates.rotate`, the trained model's `rotate_model_gates`)
+    is this one."""
+    return jnp.roll(x, delta, axis=axis)
 
 
 def hard_selection(W: int, offsets) -> SharedGates:
@@ -261,8 +272,22 @@ def hard_selection(W: int, offsets) -> SharedGates:
             f"selected offsets must lie in 0..W-2 = 0..{W - 2} (the value sits at "
             f"r+1), got {bad.tolist()}"
         )
-    eye = jnp.eye(W)
-    return SharedGates(key=eye[offsets], value=eye[offsets + 1])
+    key, value = selection_one_hots(W, offsets)
+    return SharedGates(key=key, value=value)
+
+
+def value_offset(key_offset, tied: bool = False):
+    """Where a hard selection reads its value when its key sits at offset r: r + 1 (the target
+    is the token after the match), or r itself for a tied gate (one gate for both branches)."""
+    return key_offset if tied else key_offset + 1
+
+
+def selection_one_hots(W: int, offsets, tied: bool = False, xp=jnp):
+    """The one-hot key and value gates of hard selections at `offsets` (an int array of any
+    shape): $e_r$ and $e_{r+1}$ (`value_offset`), each of shape `offsets.shape + (W,)`, built with
+    the array module `xp` (`jax.numpy` or `numpy`)."""
+    eye = xp.eye(W)
+    return eye[offsets], eye[value_offset(offsets, tied)]
 
 
 def uniform_gates(H: int, W: int) -> SharedGates:
@@ -327,17 +352,6 @@ def first_offset(ok: Bool[Array, "*batch offsets"]) -> Int[Array, "*batch"]:
     return jnp.where(jnp.any(ok, axis=-1), jnp.argmax(ok, axis=-1), -1)
 
 
-def selectable_offsets(W: int, tied: bool = False) -> int:
-    """How many offsets one head can hard-select in a window of W slots.
-
-    A (key, value) pair selects r with value at r + 1, so r ranges over 0..W-2 (W - 1
-    choices); a tied gate ($p^K = p^V$) selects any of the W slots.
-
-    **Example:** `selectable_offsets(4) == 3`, `selectable_offsets(4, tied=True) == 4`.
-    """
-    return W if tied else W - 1
-
-
 def value_follows_key(
     key_offsets: Int[ArrayLike, "*batch heads"],
     value_offsets: Int[ArrayLike, "*batch heads"],
@@ -350,7 +364,9 @@ def value_follows_key(
     **Returns:** a boolean array over the leading axes.
     """
     key_offsets, value_offsets = np.asarray(key_offsets), np.asarray(value_offsets)
-    return np.all((key_offsets >= 0) & (value_offsets == key_offsets + 1), axis=-1)
+    return np.all(
+        (key_offsets >= 0) & (value_offsets == value_offset(key_offsets)), axis=-1
+    )
 
 
 def distinct_within_blocks(

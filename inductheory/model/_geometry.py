@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from ..internal._counts import dimension_for_eps as dimension_for_eps
 from ._gates import OracleGates
 from ._logits import dense_logits, exact_logits
 from ._task import Task, _require_int, _require_real, traced_value, welch_bound
@@ -342,18 +343,6 @@ def _random_directions(
 ) -> Float[Array, "vocab dim"]:
     v = jax.random.normal(key, (N, dim))
     return v / jnp.linalg.norm(v, axis=1, keepdims=True)
-
-
-def dimension_for_eps(N: int, eps: float) -> int:
-    """A first guess of d for random directions to reach coherence `eps`.
-
-    A pair of random unit vectors in R^{d'} has $P(|\\langle v, w \\rangle| > t) \\approx 2
-    e^{-d' t^2 / 2}$;
-    a union bound over the N^2/2 pairs gives $d' \\approx 4 \\log N / \\varepsilon^2$, and
-    d = d' + 1
-    adds the shared direction u.
-    """
-    return max(2, math.ceil(4 * math.log(max(N, 2)) / eps**2) + 1)
 
 
 def approximate_geometry(

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from ._gates import Gates, LinearGates, SharedGates
+from ._gates import Gates, LinearGates, SharedGates, rotate_offsets
 from ._geometry import DenseGeometry
 from ._logits import cross_entropy, head_outputs, logits_from_outputs, top1_correct
 from ._loss import per_phase_mean, shared_logits
@@ -26,8 +26,7 @@ def rotate_gates(
     if isinstance(gates, LinearGates):
         return gates.rotate(delta)
     return SharedGates(
-        key=jnp.roll(gates.key, delta, axis=-1),
-        value=jnp.roll(gates.value, delta, axis=-1),
+        key=rotate_offsets(gates.key, delta), value=rotate_offsets(gates.value, delta)
     )
 
 

@@ -14,16 +14,12 @@ from typing import NamedTuple
 import numpy as np
 from jaxtyping import Array, Int
 
-from ._task import QUERY_SETS
+from ._task import n_query_phases
 
 
 def query_phases(S: int, queries: str = "within") -> np.ndarray:
-    """The query phases: 0..S-2 for `within`, 0..S-1 for `all`."""
-    if queries not in QUERY_SETS:
-        raise ValueError(
-            f"queries must be one of {', '.join(QUERY_SETS)}, got {queries!r}"
-        )
-    return np.arange(S - 1 if queries == "within" else S)
+    """The query phases: 0..S-2 for `within`, 0..S-1 for `all` (`n_query_phases` of them)."""
+    return np.arange(n_query_phases(S, queries))
 
 
 def entry_positions(L: int, S: int, W: int) -> np.ndarray:

@@ -12,6 +12,7 @@ import jax
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from ..internal._counts import is_exact_geometry
 from ..internal._warnings import warn_at_caller
 
 # The query sets of docs/theory.md §10.
@@ -65,6 +66,16 @@ def _require_real(name: str, value) -> float:
 def traced_value(value, dtype=np.float64) -> np.ndarray:
     """A validated scalar stored as a 0-d array: a traced leaf under `eqx.filter_jit` and `vmap`."""
     return np.asarray(value, dtype=dtype)
+
+
+def n_query_phases(S: int, queries: str = "within") -> int:
+    """How many query phases a stride of S has: S-1 for `within` (phases 0..S-2, the successor
+    in the same stride), S for `all` (the boundary phase S-1 too)."""
+    if queries not in QUERY_SETS:
+        raise ValueError(
+            f"queries must be one of {', '.join(QUERY_SETS)}, got {queries!r}"
+        )
+    return S - 1 if queries == "within" else S
 
 
 def welch_bound(N: int, dim: int) -> float:
@@ -243,7 +254,7 @@ class Task(eqx.Module):
     @property
     def exact(self) -> bool:
         """Whether the geometry is exact (eps = 0)."""
-        return self.d is None and not self.eps
+        return is_exact_geometry(self.eps, self.d)
 
     @property
     def T(self) -> int:
@@ -257,8 +268,8 @@ class Task(eqx.Module):
 
     @property
     def n_phases(self) -> int:
-        """Number of query phases: S-1 (`within`) or S (`all`)."""
-        return self.S - 1 if self.queries == "within" else self.S
+        """Number of query phases: S-1 (`within`) or S (`all`) (`n_query_phases`)."""
+        return n_query_phases(self.S, self.queries)
 
     @property
     def n_queries(self) -> int:

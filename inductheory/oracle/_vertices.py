@@ -21,7 +21,6 @@ Which configurations must be enumerated:
 from __future__ import annotations
 
 import itertools
-import math
 
 import equinox as eqx
 import jax
@@ -29,7 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ..model._gates import OracleGates, selectable_offsets
+from ..internal._counts import vertex_count
+from ..model._gates import OracleGates, selectable_offsets, selection_one_hots
 from ..model._geometry import AbstractGeometry
 from ..model._loss import context_loss
 from ..model._task import Task
@@ -51,9 +51,8 @@ def vertex_gates(
 
     **Returns:** `OracleGates` of shape (..., H, L, W).
     """
-    offsets = jnp.asarray(offsets)
-    eye = jnp.eye(W)
-    return OracleGates(key=eye[offsets], value=eye[offsets if tied else offsets + 1])
+    key, value = selection_one_hots(W, jnp.asarray(offsets), tied)
+    return OracleGates(key=key, value=value)
 
 
 def all_vertex_configs(
@@ -62,7 +61,7 @@ def all_vertex_configs(
     """Every vertex configuration, $c^{HL}$ of them with c = `selectable_offsets(W, tied)`, as
     (n, H, L)."""
     c = selectable_offsets(W, tied)
-    n = c ** (H * L)
+    n = vertex_count(H, L, W, tied=tied, multisets=False)
     if n > MAX_VERTICES:
         raise ValueError(
             f"{c}^(H*L) = {n} vertex configurations exceed the limit {MAX_VERTICES}"
@@ -75,7 +74,7 @@ def n_block_multisets(H: int, L: int, W: int, tied: bool = False) -> int:
     """$\\binom{c^H + L - 1}{L}$, c = `selectable_offsets(W, tied)`: configurations up to a
     permutation of
     the blocks."""
-    return math.comb(selectable_offsets(W, tied) ** H + L - 1, L)
+    return vertex_count(H, L, W, tied=tied, multisets=True)
 
 
 def block_multiset_configs(

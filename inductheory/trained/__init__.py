@@ -23,9 +23,9 @@ from ._config import ModelConfig as ModelConfig, TrainConfig as TrainConfig
 from ._interventions import (
     Knockout as Knockout,
     knockout as knockout,
+    mean_compressed_outputs as mean_compressed_outputs,
     mean_first_outputs as mean_first_outputs,
-    mean_head_outputs as mean_head_outputs,
-    rotate_gates as rotate_gates,
+    rotate_model_gates as rotate_model_gates,
     shift_r_squared as shift_r_squared,
     shifted_curve as shifted_curve,
 )

@@ -163,10 +163,5 @@ class TrainConfig(eqx.Module):
         _require_int("chunk", self.chunk, 1)
         _require_int("eval_contexts", self.eval_contexts, 1)
 
-    @property
-    def full_batch(self) -> bool:
-        """Every step sees the same data (the fixed sample or the population)."""
-        return isinstance(self.batch, str)
-
 
 __all__ = ["ModelConfig", "TrainConfig"]

@@ -1,9 +1,10 @@
 """The paper's causal interventions on a trained compressed model (docs/theory.md §9, §11):
 head knockout by mean ablation, and gate rotation along the window offsets.
 
-The idealized model's versions are `model/_interventions.py`; these act on any `CompressedModel`
-through its own forward pass (`CompressedModel.ablated_logits`), so the formula of the model
-stays in one place.
+The idealized model's versions are `model/_interventions.py` (`rotate_gates`,
+`mean_head_outputs`: other names for other arguments); these act on any `CompressedModel` through
+its own forward pass (`CompressedModel.ablated_logits`), so the formula of the model stays in one
+place, and rotate along the offsets with the same `rotate_offsets`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from ..model._gates import rotate_offsets
 from ..model._geometry import ExactGeometry
 from ..model._logits import cross_entropy, top1_correct
 from ..model._loss import per_phase_mean
@@ -57,7 +59,7 @@ def _exact(model: CompressedModel) -> bool:
     return isinstance(model.geometry, ExactGeometry)
 
 
-def mean_head_outputs(
+def mean_compressed_outputs(
     model: CompressedModel, contexts: Int[Array, "contexts blocks stride"]
 ) -> Float[Array, "heads dim"]:
     """Each compressed-layer head's output averaged over the prompts (contexts x enumerated
@@ -75,7 +77,7 @@ def mean_head_outputs(
     **Returns:** shape (H, D).
 
     ```python
-    mu = mean_head_outputs(model, sample_contexts(jax.random.key(2), task, 256))
+    mu = mean_compressed_outputs(model, sample_contexts(jax.random.key(2), task, 256))
     ```
     """
     mu = jnp.mean(jax.vmap(model.head_outputs)(contexts), axis=(0, 2))
@@ -109,7 +111,7 @@ def mean_first_outputs(
     and positions (two layers with learned maps: the head's output is the residual minus the
     residual with its output map set to zero, the same forward pass).
 
-    **Arguments:** as `mean_head_outputs`.
+    **Arguments:** as `mean_compressed_outputs`.
 
     **Returns:** shape (H, d).
     """
@@ -148,7 +150,7 @@ def knockout(
     """Mean-ablate every head, one at a time, and measure per-phase accuracy and loss (the
     paper's Figure 4 protocol: a head's output replaced by its mean over many prompts).
 
-    Compressed-layer heads: `mean_head_outputs`. First-layer heads (two layers with learned
+    Compressed-layer heads: `mean_compressed_outputs`. First-layer heads (two layers with learned
     maps): the head's output map set to zero and its mean output (`mean_first_outputs`) added to
     the residual. Every measure, the unablated one included, uses the model's general forward
     pass (`CompressedModel.ablated_logits`).
@@ -167,7 +169,7 @@ def knockout(
     """
     H = model.task.H
     means_from = contexts if mean_contexts is None else mean_contexts
-    mu = mean_head_outputs(model, means_from)
+    mu = mean_compressed_outputs(model, means_from)
     none = jnp.zeros(H, bool)
     base_acc, base_loss = _phase_measures(
         model, contexts, lambda t: model.ablated_logits(t, none, mu)
@@ -207,14 +209,14 @@ def knockout(
     )
 
 
-def rotate_gates(model: CompressedModel, delta: int) -> CompressedModel:
+def rotate_model_gates(model: CompressedModel, delta: int) -> CompressedModel:
     """Rotate every offset-specific gate parameter by `delta` window offsets (appendix H).
 
     $\\tilde c^B_{h,o} = c^B_{h,(o - \\delta) \\bmod W}$ and the same for the biases b, in both
-    branches (`jnp.roll(., delta)` along the offset axis): a gate that peaked at offset r peaks
-    at (r + delta) mod W, so with W = S a head that answered phase r answers phase r + delta.
-    Nothing else moves (maps, embeddings, the first layer, the local branch); uniform gates have
-    nothing to rotate.
+    branches (`rotate_offsets` along the offset axis, as the idealized model's `rotate_gates`):
+    a gate that peaked at offset r peaks at (r + delta) mod W, so with W = S a head that answered
+    phase r answers phase r + delta. Nothing else moves (maps, embeddings, the first layer, the
+    local branch); uniform gates have nothing to rotate.
 
     **Arguments:**
     - `model`: a `CompressedModel` (a leading seed axis is fine: offsets are axis -2 of c and
@@ -224,7 +226,7 @@ def rotate_gates(model: CompressedModel, delta: int) -> CompressedModel:
     **Returns:** the rotated model.
 
     ```python
-    rotate_gates(rotate_gates(model, 2), -2)  # == model
+    rotate_model_gates(rotate_model_gates(model, 2), -2)  # == model
     ```
     """
     if isinstance(delta, bool) or not isinstance(delta, (int, np.integer)):
@@ -234,11 +236,11 @@ def rotate_gates(model: CompressedModel, delta: int) -> CompressedModel:
         model = eqx.tree_at(
             lambda m: m.gate_vectors,
             model,
-            jnp.roll(model.gate_vectors, delta, axis=-2),
+            rotate_offsets(model.gate_vectors, delta, axis=-2),
         )
     if model.gate_biases is not None:
         model = eqx.tree_at(
-            lambda m: m.gate_biases, model, jnp.roll(model.gate_biases, delta, axis=-1)
+            lambda m: m.gate_biases, model, rotate_offsets(model.gate_biases, delta)
         )
     return model
 
@@ -277,8 +279,8 @@ __all__ = [
     "Knockout",
     "knockout",
     "mean_first_outputs",
-    "mean_head_outputs",
-    "rotate_gates",
+    "mean_compressed_outputs",
+    "rotate_model_gates",
     "shift_r_squared",
     "shifted_curve",
 ]
