@@ -607,8 +607,12 @@ def _make_in_workers(
     return results
 
 
+# Where each mode's figures live in the repository when no output directory is named.
+DEFAULT_OUT = {False: Path("figures"), True: Path("figures") / "quick"}
+
+
 def reproduce(
-    out: str | Path = "figures",
+    out: str | Path | None = None,
     *,
     quick: bool = False,
     only: list[str] | None = None,
@@ -620,7 +624,8 @@ def reproduce(
     """Compute, save and draw the theorem figures.
 
     **Arguments:**
-    - `out`: output directory (PNG, PDF, `data/*.json`, `README.md`).
+    - `out`: output directory (PNG, PDF, `data/*.json`, `README.md`); None: the mode's own,
+      `figures/` (full) or `figures/quick/` (`DEFAULT_OUT`).
     - `quick`: small sizes (minutes on 2 cores, used by the tests).
     - `only`: names of the figures to make (default all, see `figure_names()`).
     - `cache_dir`: where finished computations are kept by their parameters (`"default"`:
@@ -644,22 +649,25 @@ def reproduce(
     if jobs is not None:
         _require_jobs(jobs)
     figures = _select(only)
-    out = Path(out)
-    # one mode per directory: quick figures over full ones (or back) are refused, not mixed
-    with claimed_output_dir(out, "reproduce", {"quick": bool(quick)}):
-        return _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs)
-
-
-def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
-    """The body of `reproduce`, in the directory it claimed."""
-    (out / "data").mkdir(parents=True, exist_ok=True)
+    out = DEFAULT_OUT[bool(quick)] if out is None else Path(out)
     if cache_dir == "default":
         cache_dir = default_cache_dir() / "reproduce"
     mode_cache = (
         None if cache_dir is None else Path(cache_dir) / ("quick" if quick else "full")
     )
     if mode_cache is not None:
-        require_cache_dir(mode_cache)
+        require_cache_dir(mode_cache)  # before anything is computed or written
+    # one mode per directory: quick figures over full ones (or back) are refused, not mixed
+    with claimed_output_dir(out, "reproduce", {"quick": bool(quick)}):
+        return _reproduce(
+            figures, out, quick, only, mode_cache, progress, command, jobs
+        )
+
+
+def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
+    """The body of `reproduce`, in the directory it claimed (`mode_cache`: the mode's cache
+    directory, already checked, or None)."""
+    (out / "data").mkdir(parents=True, exist_ok=True)
     # Honest ETA: each figure's wall time in the previous run (kept in the cache), else none.
     timings_path = None if mode_cache is None else mode_cache / "timings.json"
     try:
