@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import queue as queue_module
 import re
 import shlex
@@ -23,6 +24,7 @@ from ..internal._io import (
     write_text_atomic,
 )
 from ..internal._progress import Heartbeat, duration, report_to
+from ..internal._warnings import rewarn, warnings_named
 from . import _style
 from ._figure import Figure
 from ._registry import FIGURES
@@ -125,17 +127,19 @@ def _select(only: list[str] | None) -> list[Figure]:
     return [f for name, f in FIGURES.items() if name in only]
 
 
-def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
+def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> dict:
     """Compute, store and draw one figure; returns its data with the time it took (`wall_s`,
     `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds;
-    `compiles`: its XLA compiles)."""
+    `compiles`: its XLA compiles). Warnings raised meanwhile name the figure (and the run, where
+    `_runs` names it), each distinct one once (`warnings_named`; `report`: see there)."""
     from ..internal._programs import fast_lane_programs
 
     f = FIGURES[name]
     clock = Clock()
     fast_lane_programs(name in FAST_LANES["quick" if quick else "full"])
     try:
-        data = f.compute(quick, mode_cache)
+        with warnings_named(f"figure {name}", report):
+            data = f.compute(quick, mode_cache)
     finally:  # the process's later programs compile as usual
         fast_lane_programs(False)
     write_json_atomic(out / "data" / f"{f.name}.json", data)  # numbers only: no timings
@@ -454,14 +458,20 @@ def _serve(worker: int, caches, fast: bool, tasks, events, progress: bool) -> No
         def beat(line, name=name):
             events.put(("beat", name, line))
 
+        def warn(category, text):
+            try:
+                pickle.dumps(category)
+            except Exception:  # a class the parent cannot import
+                category = UserWarning
+            events.put(("warn", category, text))
+
         try:
             if progress:
                 with Heartbeat(beat, HEARTBEAT) as heart, report_to(heart.sink(sink)):
-                    data = _make(*task)
+                    data = _make(*task, report=warn)
             else:
-                data = _make(*task)
+                data = _make(*task, report=warn)
         except BaseException as err:
-            import pickle
             import traceback
 
             trace = traceback.format_exc()
@@ -552,6 +562,8 @@ def _make_in_workers(
             status.line(*event[1:])
         elif kind == "beat":
             status.beat(*event[1:])
+        elif kind == "warn":  # already named and made distinct by the worker
+            rewarn(*event[1:])
         elif kind == "done":
             _, worker, name, data, retiring = event
             busy.pop(worker, None)
