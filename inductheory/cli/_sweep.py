@@ -75,9 +75,13 @@ def _refuse_loss_seed(args) -> None:
 
 
 def _loss_inputs(args, task) -> dict:
+    from ..experiments._sweep import loss_point_bytes
+    from ..internal._memory import check_memory
     from ._loss import gates_from_args
 
     _refuse_loss_seed(args)
+    # refused with the estimate before the H x W gates are built (H = 1e8: gigabytes)
+    check_memory(loss_point_bytes(task), "sweep loss (one grid point)")
     return {"gates": gates_from_args(args, task)[0]}
 
 

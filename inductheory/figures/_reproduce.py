@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..internal._clock import Clock
 from ..internal._io import (
+    CacheWarning,
     _atomic_write,
     claimed_output_dir,
     default_cache_dir,
@@ -24,7 +25,7 @@ from ..internal._io import (
     write_text_atomic,
 )
 from ..internal._progress import Heartbeat, duration, report_to
-from ..internal._warnings import rewarn, warnings_named
+from ..internal._warnings import rewarn, warn_at_caller, warnings_named
 from . import _style
 from ._figure import Figure
 from ._registry import FIGURES
@@ -719,9 +720,19 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
     status.total(_cpu_seconds() - cpu_start)
     results = {f.name: results[f.name] for f in figures}  # registry order
     if timings_path is not None:
-        write_json_atomic(
-            timings_path, {**previous, **{k: v["wall_s"] for k, v in results.items()}}
-        )
+        try:
+            write_json_atomic(
+                timings_path,
+                {**previous, **{k: v["wall_s"] for k, v in results.items()}},
+            )
+        except (
+            OSError
+        ) as err:  # the figures are written: only the next run's ETA is lost
+            warn_at_caller(
+                f"the figures' times could not be kept in {timings_path} "
+                f"({err.strerror or err}); the next run has no ETA",
+                CacheWarning,
+            )
     path = out / "README.md"
     kept = {}
     if only is not None:
@@ -778,6 +789,16 @@ def require_cache_dir(path: Path) -> None:
             f"the cache directory {path} cannot be written ({err.strerror or err}); choose "
             "a writable one (INDUCTHEORY_CACHE_DIR or --cache) or none (--no-cache)"
         ) from None
+    # what a run writes in it by a fixed name: a directory in the place of a file (or the
+    # reverse) would fail only after the figures were computed
+    for name, directory in (("timings.json", False), ("train", True)):
+        entry = path / name
+        if os.path.lexists(entry) and entry.is_dir() != directory:
+            raise ValueError(
+                f"the cache directory {path} holds {entry}, which must be a "
+                f"{'directory' if directory else 'file'}; delete it or choose another cache "
+                "(--cache) or none (--no-cache)"
+            )
 
 
 def _require_jobs(jobs) -> None:
