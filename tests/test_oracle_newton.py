@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from kkt_floor import rounding_floor
 
 import inductheory as it
 from inductheory.model._gates import OracleGates
@@ -51,27 +52,9 @@ def test_default_newton_matches_bfgs(N, beta):
 
 
 def _rounding_floor(task, record):
-    """sqrt(24 n s eps_f) at a context record's gates, computed here in numpy: n simplices, s the
-    Gershgorin bound (>= 1) of the Hessian on the tangent space of the gates' face, eps_f =
-    (L(S-1) + 1) u max(|f|, 1) the rounding of the mean of L(S-1) cross-entropies."""
+    """`rounding_floor` at a context record's gates (the context of exact geometry)."""
     p = np.stack([np.asarray(record.key_gates), np.asarray(record.value_gates)])
-    f = _loss(task)
-    value = float(f(jnp.asarray(p)))
-    hess = np.asarray(
-        jax.hessian(lambda x: f(x.reshape(p.shape)))(jnp.asarray(p).reshape(-1))
-    )
-    rows = p.reshape(-1, p.shape[-1])
-    blocks = []
-    for row in rows:
-        free = (row > 0).astype(float)
-        blocks.append(np.diag(free) - np.outer(free, free) / max(free.sum(), 1.0))
-    P = np.zeros((p.size, p.size))
-    W = p.shape[-1]
-    for i, block in enumerate(blocks):
-        P[i * W : (i + 1) * W, i * W : (i + 1) * W] = block
-    s = max(1.0, np.abs(P @ hess @ P).sum(axis=1).max())
-    eps_f = (task.L * (task.S - 1) + 1) * np.finfo(float).eps / 2 * max(abs(value), 1.0)
-    return float(np.sqrt(24 * len(rows) * s * eps_f))
+    return rounding_floor(_loss(task), p, task.L * (task.S - 1))
 
 
 def test_verdicts_differ_across_the_points():
