@@ -75,6 +75,11 @@ CASES = [
     E([*TRAIN, "--batch", "population"], "--M sets the fixed sample of --batch full"),
     E([*TRAIN, "--bias", "--gates", "uniform"], "--bias adds a per-offset bias"),
     E([*TRAIN[:-1], "--embeddings", "approximate"], "needs --eps or --d"),
+    E([*TRAIN, "--local-window", "12"], "--local-window must be <= 11, got 12"),
+    E(
+        [*SWEEP, "--local-window", "12", "--out", "{tmp}"],
+        "--local-window must be <= 11",
+    ),
     # sizes that cannot fit: refused before any work, with the estimate
     E([*TRAIN, "--seeds", "100000000"], "needs about"),
     E([*TRAIN, "--M", "1000000000"], "needs about"),

@@ -178,6 +178,12 @@ def _train_inputs(args, task) -> dict:
     model_config, train_config = configs_from_args(args)
     train_task = task_of(args)  # --d of learned embeddings is not the task's geometry
     require_token_ids(train_task, "train (sampled contexts)")
+    if (
+        model_config.local_window > train_task.T - 1
+    ):  # as `train` says it, before the sweep
+        raise CLIError(
+            f"--local-window must be <= {train_task.T - 1}, got {model_config.local_window}"
+        )
     return {
         "task": train_task,
         "config": (model_config, train_config),
