@@ -42,7 +42,9 @@ class OracleMinimizer(eqx.Module):
     shifted to positive definite where it is not) and tries, at once, that step at sizes 1, 1/2,
     ... and projected-gradient steps over a wide range of sizes (which reach faces exactly and
     reopen masses), keeping the lowest loss. Each start stops on its own at a KKT point
-    (Frank-Wolfe gap <= `tol`) or when no candidate lowers the loss; `steps` bounds its
+    (Frank-Wolfe gap <= `tol`) or when no candidate lowers the loss within the rounding floor
+    of the gap (`kkt_floor`, which scales with the loss and the curvature; above it the gradient
+    decides the last Newton steps); `steps` bounds its
     iterations, and `rounds`, `polish_steps` and `reopen` are not used. Quadratic convergence near
     a nondegenerate minimum and the exact snap of strict vertex minima reach each start's local
     minimum in a few iterations where BFGS spends its full budgets. Stationarity is measured by
