@@ -492,3 +492,55 @@ def test_a_fast_compile_worker_sets_the_xla_flags_before_jax_starts(monkeypatch)
         assert names <= set(figure_names()), mode
         for name in names:
             assert fast_compile(name, mode == "quick")
+
+
+def _record_runs(monkeypatch):
+    """Replace the figures' computation by a stub that writes one data file and records where."""
+    import inductheory.figures._reproduce as module
+
+    made = []
+
+    def stub(figures, out, quick, only, mode_cache, progress, command, jobs):
+        (out / "data").mkdir(parents=True, exist_ok=True)
+        (out / "data" / "stub.json").write_text(json.dumps({"quick": quick}))
+        made.append((Path(out), quick))
+        return {}
+
+    monkeypatch.setattr(module, "_reproduce", stub)
+    return made
+
+
+def _files(folder: Path, skip: Path) -> dict:
+    return {
+        p.relative_to(folder): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and skip not in p.parents
+    }
+
+
+def test_quick_without_out_writes_figures_quick_and_leaves_the_full_figures(
+    tmp_path, monkeypatch, capsys
+):
+    """`reproduce --quick` writes the repository's quick home, figures/quick, and does not touch
+    the full figures in figures/; an explicit --out holding the other mode's figures is refused
+    (either way round) with one line naming it."""
+    monkeypatch.chdir(tmp_path)
+    made = _record_runs(monkeypatch)
+    args = ["--only", "coverage", "--no-cache", "--quiet", "--jobs", "1"]
+    assert main(["reproduce", *args]) == 0  # the full figures
+    full = _files(tmp_path / "figures", tmp_path / "figures" / "quick")
+    assert full  # something to protect
+    assert main(["reproduce", "--quick", *args]) == 0
+    assert made == [(Path("figures"), False), (Path("figures") / "quick", True)]
+    assert "figures written to figures/quick/" in capsys.readouterr().out
+    assert _files(tmp_path / "figures", tmp_path / "figures" / "quick") == full
+    assert json.loads((tmp_path / "figures/quick/data/stub.json").read_text()) == {
+        "quick": True
+    }
+    for argv in (["--quick", "--out", "figures"], ["--out", "figures/quick"]):
+        assert main(["reproduce", *argv, *args]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "inductheory reproduce: error:" in err
+        assert argv[-1] in err
+    assert len(made) == 2  # nothing computed for the refused runs
+    assert _files(tmp_path / "figures", tmp_path / "figures" / "quick") == full

@@ -181,10 +181,18 @@ output_dir_type.__name__ = "output directory"
 OUTPUT_NAME_RESERVE = 64
 
 
+def _exists(path: Path) -> bool:
+    """`path.exists()`, False where asking fails (a name too long: ENAMETOOLONG, a loop)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def _path_limit(path: Path, name: str, default: int) -> int:
     """`os.pathconf` of the nearest existing ancestor of `path` (`default` where unknown)."""
     probe = path.absolute()
-    while not probe.exists() and probe != probe.parent:
+    while not _exists(probe) and probe != probe.parent:
         probe = probe.parent
     try:
         return os.pathconf(probe, name)
@@ -233,7 +241,7 @@ def check_output_dir(text) -> Path:
         raise argparse.ArgumentTypeError("the output directory must not be empty")
     path = Path(text)
     check_output_name(path)
-    if path.exists() and not path.is_dir():
+    if _exists(path) and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{path} exists and is not a directory")
     try:
         probe_writable(path)

@@ -40,8 +40,9 @@ def register(sub) -> None:
     p.add_argument(
         "--out",
         type=output_dir_type,
-        default=Path("figures"),
-        help="output directory (default figures/)",
+        default=None,
+        help="output directory (default figures/, and figures/quick/ with --quick); one holding "
+        "the other mode's figures is refused",
     )
     p.add_argument(
         "--quick",
@@ -79,6 +80,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..figures import figure_names, reproduce
+    from ..figures._reproduce import DEFAULT_OUT
 
     if args.list:
         print("\n".join(figure_names()))
@@ -92,21 +94,18 @@ def run(args) -> int:
             )
     if args.no_cache and args.cache is not None:
         raise ValueError("--cache and --no-cache contradict each other")
+    out = DEFAULT_OUT[args.quick] if args.out is None else args.out
     # the canonical command (progress and cache flags do not change the figures), so a rerun as the
     # README says leaves figures/README.md as it is
     command = (
         "inductheory reproduce"
         + (" --quick" if args.quick else "")
-        + (
-            f" --out {shlex.quote(str(args.out))}"
-            if Path(args.out) != Path("figures")
-            else ""
-        )
+        + (f" --out {shlex.quote(str(out))}" if Path(out) != Path("figures") else "")
     )
     cache = None if args.no_cache else (args.cache or "default")
     jobs = args.jobs if args.jobs is not None else default_jobs()
     results = reproduce(
-        args.out,
+        out,
         quick=args.quick,
         only=only,
         cache_dir=cache,
@@ -126,5 +125,5 @@ def run(args) -> int:
     else:
         for name, d in summary.items():
             print(f"{name}: {d['findings']}  [{d['wall_s']:.1f}s]")
-        print(f"figures written to {args.out}/")
+        print(f"figures written to {out}/")
     return 0

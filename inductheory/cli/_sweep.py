@@ -75,9 +75,13 @@ def _refuse_loss_seed(args) -> None:
 
 
 def _loss_inputs(args, task) -> dict:
+    from ..experiments._sweep import loss_point_bytes
+    from ..internal._memory import check_memory
     from ._loss import gates_from_args
 
     _refuse_loss_seed(args)
+    # refused with the estimate before the H x W gates are built (H = 1e8: gigabytes)
+    check_memory(loss_point_bytes(task), "sweep loss (one grid point)")
     return {"gates": gates_from_args(args, task)[0]}
 
 
@@ -174,6 +178,12 @@ def _train_inputs(args, task) -> dict:
     model_config, train_config = configs_from_args(args)
     train_task = task_of(args)  # --d of learned embeddings is not the task's geometry
     require_token_ids(train_task, "train (sampled contexts)")
+    if (
+        model_config.local_window > train_task.T - 1
+    ):  # as `train` says it, before the sweep
+        raise CLIError(
+            f"--local-window must be <= {train_task.T - 1}, got {model_config.local_window}"
+        )
     return {
         "task": train_task,
         "config": (model_config, train_config),

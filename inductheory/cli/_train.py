@@ -370,7 +370,9 @@ def run(args) -> int:
     except ValueError as err:
         if str(err).startswith("population_loss"):  # the model has no closed form
             raise CLIError(f"--batch population: {err}") from None
-        raise
+        raise _flagged(
+            err
+        ) from None  # a setting checked against the task names its option
     report = train_report(result)
     require_finite(report["summary"], "the training summary")
     if args.out is not None:

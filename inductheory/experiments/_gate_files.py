@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import functools
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -376,8 +377,10 @@ def load_gate_tensors(path, tensor: str | None = None) -> dict[str, np.ndarray]:
     `checked_gate_array` (rank >= 1, finite, at least 2 slots on the last axis).
 
     Every problem is a one-line `ValueError` naming the file and the tensor: an unknown suffix,
-    a missing or unreadable file, no tensor matching `tensor` (the available names are listed),
-    a scalar, a non-numeric or non-finite tensor.
+    a missing or unreadable file, a directory, a broken link or a file that is not regular (a
+    link to a regular file is read), an object array (never unpickled), an .npy header declaring
+    more data than the file holds (refused before allocating it), no tensor matching `tensor`
+    (the available names are listed), a scalar, a non-numeric or non-finite tensor.
 
     ```python
     np.savez("gates.npz", layer0=np.zeros((4, 8)), layer1=np.zeros((4, 8)))
@@ -391,19 +394,19 @@ def load_gate_tensors(path, tensor: str | None = None) -> dict[str, np.ndarray]:
             f"{path}: unknown gate file type {path.suffix or '(no suffix)'!r}; expected "
             f"{', '.join(GATE_SUFFIXES)}"
         )
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file")
+    _require_regular_file(path)
     try:
         if suffix == ".safetensors":
             raw = _read_safetensors(path, tensor)
         elif suffix == ".npz":
-            with np.load(path, allow_pickle=False) as store:
+            # our own handle, closed however np.load ends (a damaged archive leaks its own)
+            with open(path, "rb") as f, np.load(f, allow_pickle=False) as store:
                 raw = {n: store[n] for n in _select(list(store.files), tensor, path)}
         else:
-            raw = {
-                n: np.load(path, allow_pickle=False)
-                for n in _select([path.stem], tensor, path)
-            }
+            with open(path, "rb") as f:
+                names = _select([path.stem], tensor, path)
+                _require_npy_data(f, path)
+                raw = {n: np.load(f, allow_pickle=False) for n in names}
     except ValueError as err:
         if str(err).startswith(f"{path}:"):
             raise
@@ -415,6 +418,48 @@ def load_gate_tensors(path, tensor: str | None = None) -> dict[str, np.ndarray]:
             f"{path}: cannot read it as {suffix}: {type(err).__name__}: {_line(err)}"
         ) from None
     return {n: checked_gate_array(a, f"{path}: tensor {n!r}") for n, a in raw.items()}
+
+
+def _require_regular_file(path: Path) -> None:
+    """A one-line `ValueError` unless `path` is (or links to) a regular file: missing, a link to
+    nothing, a directory, or a device, pipe or socket (reading one could block or never end)."""
+    if not os.path.lexists(path):
+        raise ValueError(f"{path}: no such file")
+    if path.is_symlink() and not path.exists():
+        raise ValueError(
+            f"{path}: a link to {os.readlink(path)!r}, which does not exist (a broken link)"
+        )
+    if path.is_dir():
+        raise ValueError(
+            f"{path}: is a directory, not a gate file; name the {'/'.join(GATE_SUFFIXES)} "
+            "file in it"
+        )
+    if not path.is_file():
+        raise ValueError(
+            f"{path}: not a regular file (a device, pipe or socket); gates are read from a "
+            "regular file"
+        )
+
+
+def _require_npy_data(f, path: Path) -> None:
+    """Refuse an .npy file whose header declares more data than the file holds (a truncated or
+    forged file), before numpy allocates the declared size; `f` is left at the start."""
+    fmt = np.lib.format
+    version = fmt.read_magic(f)
+    shape, _, dtype = (
+        fmt.read_array_header_1_0(f)
+        if version == (1, 0)
+        else fmt.read_array_header_2_0(f)
+    )
+    if not dtype.hasobject:  # object arrays are refused by np.load, unread
+        declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        held = os.fstat(f.fileno()).st_size - f.tell()
+        if declared > held:
+            raise ValueError(
+                f"{path}: its header declares shape {shape} of {dtype} ({declared} bytes) "
+                f"but the file holds {held} bytes of data (truncated or damaged)"
+            )
+    f.seek(0)
 
 
 def _line(err) -> str:

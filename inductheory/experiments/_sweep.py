@@ -406,6 +406,8 @@ class LossSweep(AbstractSweepKind):
                 f"{type(gates).__name__}"
             )
         check_gate_shape(task, gates)
+        # before the gates become the spec's JSON lists (a Python float each)
+        check_memory(loss_point_bytes(task), "sweep loss (one grid point)")
         extra = {
             "gates_key": np.asarray(gates.key).tolist(),
             "gates_value": np.asarray(gates.value).tolist(),
@@ -449,6 +451,24 @@ class LossSweep(AbstractSweepKind):
 
     def attributes(self, spec):
         return {}
+
+
+# Bytes of one number in a JSON-able Python list: the float object and its slot in the list.
+LIST_FLOAT = 32
+
+
+def loss_point_bytes(task: Task) -> dict:
+    """Memory of one point of a loss sweep, by part and `total`, before anything is built: the
+    shared gates (H x W, key and value) as arrays and as the spec's JSON lists, and the closed
+    form's logits (`LossSweep.block_bytes` of one point). A huge H is refused at once (the gates
+    alone of H = 1e8 are gigabytes)."""
+    cells = 2 * task.H * task.W
+    logits = loss_bytes(1, task.L, task.W, task.H, task.L * task.S + 1)
+    return with_total(
+        gates=F64 * cells,
+        gates_record=LIST_FLOAT * cells,
+        logits=logits // BACKWARD_COPIES,
+    )
 
 
 @jax.jit

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import queue as queue_module
 import re
 import shlex
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from ..internal._clock import Clock
 from ..internal._io import (
+    CacheWarning,
     _atomic_write,
     claimed_output_dir,
     default_cache_dir,
@@ -23,6 +25,7 @@ from ..internal._io import (
     write_text_atomic,
 )
 from ..internal._progress import Heartbeat, duration, report_to
+from ..internal._warnings import rewarn, warn_at_caller, warnings_named
 from . import _style
 from ._figure import Figure
 from ._registry import FIGURES
@@ -125,17 +128,19 @@ def _select(only: list[str] | None) -> list[Figure]:
     return [f for name, f in FIGURES.items() if name in only]
 
 
-def _make(name: str, quick: bool, mode_cache, out: Path) -> dict:
+def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> dict:
     """Compute, store and draw one figure; returns its data with the time it took (`wall_s`,
     `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds;
-    `compiles`: its XLA compiles)."""
+    `compiles`: its XLA compiles). Warnings raised meanwhile name the figure (and the run, where
+    `_runs` names it), each distinct one once (`warnings_named`; `report`: see there)."""
     from ..internal._programs import fast_lane_programs
 
     f = FIGURES[name]
     clock = Clock()
     fast_lane_programs(name in FAST_LANES["quick" if quick else "full"])
     try:
-        data = f.compute(quick, mode_cache)
+        with warnings_named(f"figure {name}", report):
+            data = f.compute(quick, mode_cache)
     finally:  # the process's later programs compile as usual
         fast_lane_programs(False)
     write_json_atomic(out / "data" / f"{f.name}.json", data)  # numbers only: no timings
@@ -454,14 +459,20 @@ def _serve(worker: int, caches, fast: bool, tasks, events, progress: bool) -> No
         def beat(line, name=name):
             events.put(("beat", name, line))
 
+        def warn(category, text):
+            try:
+                pickle.dumps(category)
+            except Exception:  # a class the parent cannot import
+                category = UserWarning
+            events.put(("warn", category, text))
+
         try:
             if progress:
                 with Heartbeat(beat, HEARTBEAT) as heart, report_to(heart.sink(sink)):
-                    data = _make(*task)
+                    data = _make(*task, report=warn)
             else:
-                data = _make(*task)
+                data = _make(*task, report=warn)
         except BaseException as err:
-            import pickle
             import traceback
 
             trace = traceback.format_exc()
@@ -552,6 +563,8 @@ def _make_in_workers(
             status.line(*event[1:])
         elif kind == "beat":
             status.beat(*event[1:])
+        elif kind == "warn":  # already named and made distinct by the worker
+            rewarn(*event[1:])
         elif kind == "done":
             _, worker, name, data, retiring = event
             busy.pop(worker, None)
@@ -607,8 +620,12 @@ def _make_in_workers(
     return results
 
 
+# Where each mode's figures live in the repository when no output directory is named.
+DEFAULT_OUT = {False: Path("figures"), True: Path("figures") / "quick"}
+
+
 def reproduce(
-    out: str | Path = "figures",
+    out: str | Path | None = None,
     *,
     quick: bool = False,
     only: list[str] | None = None,
@@ -620,7 +637,8 @@ def reproduce(
     """Compute, save and draw the theorem figures.
 
     **Arguments:**
-    - `out`: output directory (PNG, PDF, `data/*.json`, `README.md`).
+    - `out`: output directory (PNG, PDF, `data/*.json`, `README.md`); None: the mode's own,
+      `figures/` (full) or `figures/quick/` (`DEFAULT_OUT`).
     - `quick`: small sizes (minutes on 2 cores, used by the tests).
     - `only`: names of the figures to make (default all, see `figure_names()`).
     - `cache_dir`: where finished computations are kept by their parameters (`"default"`:
@@ -644,22 +662,25 @@ def reproduce(
     if jobs is not None:
         _require_jobs(jobs)
     figures = _select(only)
-    out = Path(out)
-    # one mode per directory: quick figures over full ones (or back) are refused, not mixed
-    with claimed_output_dir(out, "reproduce", {"quick": bool(quick)}):
-        return _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs)
-
-
-def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
-    """The body of `reproduce`, in the directory it claimed."""
-    (out / "data").mkdir(parents=True, exist_ok=True)
+    out = DEFAULT_OUT[bool(quick)] if out is None else Path(out)
     if cache_dir == "default":
         cache_dir = default_cache_dir() / "reproduce"
     mode_cache = (
         None if cache_dir is None else Path(cache_dir) / ("quick" if quick else "full")
     )
     if mode_cache is not None:
-        require_cache_dir(mode_cache)
+        require_cache_dir(mode_cache)  # before anything is computed or written
+    # one mode per directory: quick figures over full ones (or back) are refused, not mixed
+    with claimed_output_dir(out, "reproduce", {"quick": bool(quick)}):
+        return _reproduce(
+            figures, out, quick, only, mode_cache, progress, command, jobs
+        )
+
+
+def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
+    """The body of `reproduce`, in the directory it claimed (`mode_cache`: the mode's cache
+    directory, already checked, or None)."""
+    (out / "data").mkdir(parents=True, exist_ok=True)
     # Honest ETA: each figure's wall time in the previous run (kept in the cache), else none.
     timings_path = None if mode_cache is None else mode_cache / "timings.json"
     try:
@@ -699,9 +720,19 @@ def _reproduce(figures, out, quick, only, cache_dir, progress, command, jobs):
     status.total(_cpu_seconds() - cpu_start)
     results = {f.name: results[f.name] for f in figures}  # registry order
     if timings_path is not None:
-        write_json_atomic(
-            timings_path, {**previous, **{k: v["wall_s"] for k, v in results.items()}}
-        )
+        try:
+            write_json_atomic(
+                timings_path,
+                {**previous, **{k: v["wall_s"] for k, v in results.items()}},
+            )
+        except (
+            OSError
+        ) as err:  # the figures are written: only the next run's ETA is lost
+            warn_at_caller(
+                f"the figures' times could not be kept in {timings_path} "
+                f"({err.strerror or err}); the next run has no ETA",
+                CacheWarning,
+            )
     path = out / "README.md"
     kept = {}
     if only is not None:
@@ -758,6 +789,16 @@ def require_cache_dir(path: Path) -> None:
             f"the cache directory {path} cannot be written ({err.strerror or err}); choose "
             "a writable one (INDUCTHEORY_CACHE_DIR or --cache) or none (--no-cache)"
         ) from None
+    # what a run writes in it by a fixed name: a directory in the place of a file (or the
+    # reverse) would fail only after the figures were computed
+    for name, directory in (("timings.json", False), ("train", True)):
+        entry = path / name
+        if os.path.lexists(entry) and entry.is_dir() != directory:
+            raise ValueError(
+                f"the cache directory {path} holds {entry}, which must be a "
+                f"{'directory' if directory else 'file'}; delete it or choose another cache "
+                "(--cache) or none (--no-cache)"
+            )
 
 
 def _require_jobs(jobs) -> None:

@@ -18,6 +18,7 @@ from ..flow._config import FlowConfig
 from ..flow._solution import STATUSES
 from ..internal._io import cached, load_cached, parameter_key, store_cached
 from ..internal._progress import announce
+from ..internal._warnings import warnings_named
 from ..model._gates import shared_gates_from_logits
 from ..model._task import Task, assumptions_silenced, quiet_task
 from ..trained._train import _parameters, load_run, train
@@ -88,8 +89,9 @@ def flow_runs(
     """Per-seed outcomes of `run_flow` (and trajectories if asked), cached by every parameter."""
 
     def compute():
-        announce(f"computing a {config.dynamics} flow, {_shape(task)}, {seeds} seeds")
-        with assumptions_silenced():
+        name = f"a {config.dynamics} flow, {_shape(task)}, {seeds} seeds"
+        announce(f"computing {name}")
+        with warnings_named(name), assumptions_silenced():
             run = run_flow(task, config, seeds, seed=seed)
         return _flow_result(run, trajectories)
 
@@ -112,8 +114,9 @@ def trained_run(
     directory under `cache_dir/train/` (final models, statistics and held-out measures;
     interrupted runs resume from their last chunk), loaded back with `load_run`. Figures that
     train the same configuration share one run."""
+    named = warnings_named(f"training {label}, {_shape(task)}, {seeds} seeds")
     if cache_dir is None:
-        with assumptions_silenced():
+        with named, assumptions_silenced():
             return train(task, model_config, train_config, seeds, seed=seed)
     params = _parameters(task, model_config, train_config, seeds, seed)
     directory = Path(cache_dir) / "train" / parameter_key(params)
@@ -122,7 +125,7 @@ def trained_run(
     except ValueError:
         pass
     announce(f"training {label}, {_shape(task)}, {seeds} seeds")
-    with assumptions_silenced():
+    with named, assumptions_silenced():
         train(task, model_config, train_config, seeds, seed=seed, out=directory)
     # the loaded run, so that a fresh and a cached run are the very same numbers
     return load_run(directory)
@@ -146,11 +149,12 @@ def flow_runs_together(
     found = [load_cached(cache_dir, p) for p in params]
     todo = [i for i, f in enumerate(found) if f is None]
     if todo:
-        announce(
-            f"computing {len(todo)} reduced flows together, {_shape(task)}, "
+        run = (
+            f"{len(todo)} reduced flows together, {_shape(task)}, "
             f"{sum(counts[i] for i in todo)} seeds in all"
         )
-        with assumptions_silenced():
+        announce(f"computing {run}")
+        with warnings_named(run), assumptions_silenced():
             runs = run_flow_variants(
                 task, [configs[i] for i in todo], [counts[i] for i in todo], seed=seed
             )
@@ -170,11 +174,12 @@ def padded_flow_runs(
     todo = [i for i, f in enumerate(found) if f is None]
     if todo:
         dims = ", ".join(str(tasks[i].d) for i in todo)
-        announce(
-            f"computing {config.dynamics} flows, {_shape(tasks[0])}, d in ({dims}), "
-            f"{seeds} seeds each, in one program"
+        run = (
+            f"{config.dynamics} flows, {_shape(tasks[0])}, d in ({dims}), "
+            f"{seeds} seeds each"
         )
-        with assumptions_silenced():
+        announce(f"computing {run}, in one program")
+        with warnings_named(run), assumptions_silenced():
             runs = run_flows([tasks[i] for i in todo], config, seeds, seed=seed)
         for i, run in zip(todo, runs):
             found[i] = store_cached(cache_dir, params[i], _flow_result(run, False))
@@ -196,10 +201,12 @@ def oracle_point(
     params = point_params(task, config, seed=seed, contexts=contexts, seeds=seeds)
 
     def compute():
-        announce(f"computing an oracle point, {_shape(task)}, {contexts} context(s)")
-        return compute_point(
-            task, jax.random.key(seed), config, contexts=contexts, seeds=seeds
-        ).to_dict()
+        run = f"an oracle point, {_shape(task)}, {contexts} context(s), {seeds} vertex seeds"
+        announce(f"computing {run}")
+        with warnings_named(run):
+            return compute_point(
+                task, jax.random.key(seed), config, contexts=contexts, seeds=seeds
+            ).to_dict()
 
     return OraclePoint.from_dict(cached(cache_dir, params, compute))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
@@ -50,6 +51,55 @@ def warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:
         warnings.warn(
             message, category, stacklevel=_caller_stacklevel(SKIPPED_PREFIXES)
         )
+
+
+def rewarn(category: type[Warning], message: str) -> None:
+    """`warn_at_caller(message, category)`, as `UserWarning` for a category that cannot be made
+    from a message alone."""
+    try:
+        category(message)
+    except Exception:
+        category = UserWarning
+    warn_at_caller(message, category)
+
+
+@contextlib.contextmanager
+def warnings_named(prefix: str, report=None):
+    """Warnings raised in the body say where they came from: each distinct one (category and
+    text) once, as `"{prefix}: {message}"`.
+
+    Without `report` they are raised again when the body ends (also when it raises), attributed
+    to the caller's line (`warn_at_caller`), so the caller's filters and handlers apply; with
+    `report`, `report(category, text)` gets each one as it occurs (a worker process sends them to
+    its parent). Filters set inside the body (`assumptions_silenced`) still silence theirs.
+
+    ```python
+    with warnings_named("figure weak_spots"):
+        compute()  # NoSelectionWarning("figure weak_spots: no seed selected ...")
+    ```
+    """
+    seen: set = set()
+    pending: list = []
+
+    def collect(message, category, filename, lineno, file=None, line=None):
+        key = (category, str(message))
+        if key in seen:
+            return
+        seen.add(key)
+        text = f"{prefix}: {message}"
+        if report is None:
+            pending.append((category, text))
+        else:
+            report(category, text)
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = collect
+            yield
+    finally:
+        for category, text in pending:
+            rewarn(category, text)
 
 
 __all__ = ["warn_at_caller"]

@@ -1,0 +1,141 @@
+"""Warnings raised while `reproduce` computes a figure name the figure and the run (task, seed
+count), each distinct one once, in a worker process as in this one."""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import inductheory.figures._reproduce as module
+import inductheory.figures._runs as runs
+from inductheory.experiments import NoSelectionWarning
+from inductheory.figures._figure import Figure
+from inductheory.flow import FlowConfig
+
+MESSAGE = "no seed selected (max_steps: 4 of 4), so distinct_fraction is NaN"
+
+
+@pytest.fixture
+def warning_figure(monkeypatch):
+    """A registered figure "stub" whose one flow batch (L4 S3 H2 N64, 5 seeds) warns three times
+    with one message and once with another, computing nothing."""
+
+    def run_flow(task, config, seeds, seed=0):
+        for _ in range(3):
+            warnings.warn(MESSAGE, NoSelectionWarning, stacklevel=2)
+        warnings.warn("a second, different warning", UserWarning, stacklevel=2)
+        return None
+
+    monkeypatch.setattr(runs, "run_flow", run_flow)
+    monkeypatch.setattr(runs, "_flow_result", lambda run, trajectories: {})
+
+    def compute(quick, cache_dir):
+        runs.flow_runs(runs.task_of(L=4, S=3, H=2, N=64), FlowConfig(), 5, cache_dir)
+        return {"parameters": {}, "findings": "none"}
+
+    def draw(data):
+        import matplotlib.pyplot as plt
+
+        return plt.figure(figsize=(1, 1))
+
+    figure = Figure(name="stub", title="Stub", claim="none", compute=compute, draw=draw)
+    monkeypatch.setitem(module.FIGURES, "stub", figure)
+
+
+def _check(texts):
+    """Two distinct warnings, each once, naming the figure, the task and the seed count."""
+    assert len(texts) == 2, texts
+    (selection,) = [t for t in texts if MESSAGE in t]
+    assert selection.startswith("figure stub: ")
+    assert "L=4 S=3 H=2 N=64" in selection and "5 seeds" in selection
+    assert selection.endswith(MESSAGE)
+    assert "multiprocessing" not in " ".join(texts)
+
+
+def test_a_worker_sends_each_distinct_warning_once_named(warning_figure, tmp_path):
+    """The worker loop (`_serve`, run here in this process with its queues) reports warnings as
+    events for the parent, named and deduplicated, with their categories."""
+    tasks, events = queue.Queue(), queue.Queue()
+    (tmp_path / "data").mkdir()
+    tasks.put(("stub", True, None, tmp_path))
+    tasks.put(None)
+    module._serve(0, (None, None), False, tasks, events, False)
+    sent = []
+    while not events.empty():
+        sent.append(events.get())
+    warned = [e for e in sent if e[0] == "warn"]
+    _check([text for _, _, text in warned])
+    assert {category for _, category, _ in warned} == {NoSelectionWarning, UserWarning}
+    assert [e[0] for e in sent][-1] == "done"
+
+
+def test_warnings_in_this_process_are_named_once(warning_figure, tmp_path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module.reproduce(
+            tmp_path / "out", quick=True, only=["stub"], cache_dir=None, progress=False
+        )
+    _check([str(w.message) for w in caught])
+    assert not any("multiprocessing" in w.filename for w in caught)
+
+
+# The figure "stub" of `warning_figure`, registered in every process of a command line that
+# imports this (sitecustomize), so that the spawned workers have it too.
+STUB = """
+import warnings
+import inductheory.figures._reproduce as module
+import inductheory.figures._runs as runs
+from inductheory.experiments import NoSelectionWarning
+from inductheory.figures._figure import Figure
+from inductheory.flow import FlowConfig
+
+def run_flow(task, config, seeds, seed=0):
+    for _ in range(3):
+        warnings.warn(MESSAGE, NoSelectionWarning, stacklevel=2)
+    warnings.warn("a second, different warning", UserWarning, stacklevel=2)
+
+def compute(quick, cache_dir):
+    runs.flow_runs(runs.task_of(L=4, S=3, H=2, N=64), FlowConfig(), 5, cache_dir)
+    return {"parameters": {}, "findings": "none"}
+
+def draw(data):
+    import matplotlib.pyplot as plt
+    return plt.figure(figsize=(1, 1))
+
+runs.run_flow = run_flow
+runs._flow_result = lambda run, trajectories: {}
+module.FIGURES["stub"] = Figure(name="stub", title="Stub", claim="none", compute=compute, draw=draw)
+"""
+
+
+def test_the_command_line_prints_worker_warnings_one_line_each(tmp_path):
+    """End to end: `inductheory reproduce --jobs 1` computes the figure in a spawned worker process
+    and prints each distinct warning once, as one line naming the figure and the run."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(f"MESSAGE = {MESSAGE!r}\n{STUB}")
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+    )
+    argv = ["reproduce", "--quick", "--only", "stub", "--no-cache", "--quiet"]
+    argv += ["--jobs", "1", "--out", str(tmp_path / "out")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "inductheory", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    prefix = "inductheory: warning: "
+    lines = [x for x in proc.stderr.splitlines() if x.startswith(prefix)]
+    _check([x.removeprefix(prefix) for x in lines])
+    assert "multiprocessing" not in proc.stderr
