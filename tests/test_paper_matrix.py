@@ -15,6 +15,7 @@ from inductheory.cli import _matrix as cli_matrix, build_parser, main
 from inductheory.experiments import _paper_matrix as pm
 from inductheory.figures import paper_matrix as fig
 from inductheory.trained._architecture import Architecture, Attention
+from inductheory.trained._transformer_train import PhaseMeasures
 
 
 def test_rows_are_distinct_architectures_with_paper_rows_that_exist():
@@ -119,11 +120,13 @@ def _fake_result(seeds=2, contexts=8, period=24, acc=0.5, seed=0):
     loss = rng.normal(4.0, 0.1, (seeds, 50))
     steps, curve = pm.loss_curve(loss)
     return pm.RowResult(
-        correct=correct,
-        queries_per_context=4,
-        loss=loss[:, -1],
+        measures=PhaseMeasures(
+            loss=loss[:, -1],
+            correct=correct,
+            phase_loss=np.full((seeds, period), 4.0),
+            queries_per_context=4,
+        ),
         initial_loss=np.full(seeds, 4.85),
-        phase_loss=np.full((seeds, period), 4.0),
         curve_steps=steps,
         curve=curve,
         plateau_change=pm.plateau_change(loss),
@@ -154,7 +157,12 @@ def test_row_result_round_trips_through_json():
         json.loads(json.dumps(r.to_dict(), default=np.ndarray.tolist))
     )
     for f in dataclasses.fields(pm.RowResult):
-        np.testing.assert_array_equal(getattr(back, f.name), getattr(r, f.name))
+        if f.name != "measures":
+            np.testing.assert_array_equal(getattr(back, f.name), getattr(r, f.name))
+    for f in dataclasses.fields(PhaseMeasures):
+        np.testing.assert_array_equal(
+            getattr(back.measures, f.name), getattr(r.measures, f.name)
+        )
 
 
 def test_cluster_bootstrap_covers_binomial_truth():
@@ -179,7 +187,10 @@ def test_row_summary_boundary_and_within_phases():
     period = 24
     correct = np.full((2, 8, period), 4)
     correct[:, :, 7::8] = 0
-    r = dataclasses.replace(_fake_result(), correct=correct)
+    fake = _fake_result()
+    r = dataclasses.replace(
+        fake, measures=dataclasses.replace(fake.measures, correct=correct)
+    )
     s = fig.row_summary(pm.REFERENCE, r, period)
     assert s["boundary_phases"] == [7, 15, 23]
     assert s["boundary_phase"]["mean"] == 0
@@ -190,3 +201,29 @@ def test_row_summary_boundary_and_within_phases():
         dataclasses.replace(pm.REFERENCE, attention="full"), r, period
     )
     assert "boundary_phase" not in full
+
+
+@pytest.mark.parametrize(
+    "folder, size", [("figures", pm.FULL_SIZE), ("figures/quick", pm.QUICK_SIZE)]
+)
+def test_committed_data_agree_with_their_rows(folder, size):
+    """The committed figure data: every row of the size, its summary numbers recomputed from its
+    per-seed phase accuracies, the findings recomputed from the rows, and the tables and the
+    drawing made from the data alone."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    data = json.loads((root / folder / "data" / "paper_matrix.json").read_text())
+    assert list(data["rows"]) == [r.name for r in size.matrix]
+    for name, r in data["rows"].items():
+        acc = np.asarray(r["phase_accuracy_per_seed"])
+        assert acc.shape == (size.seeds, size.task.period)
+        assert r["mean_accuracy"]["mean"] == pytest.approx(acc.mean())
+        assert r["worst_phase"]["mean"] == pytest.approx(acc.min(axis=1).mean())
+        assert r["gap"]["mean"] == pytest.approx(np.ptp(acc, axis=1).mean())
+        # loss starts near ln N (the initialization's promise)
+        assert abs(r["initial_loss"] - np.log(size.task.N)) < 0.05, name
+    again = fig.analyze(data["rows"], size)
+    assert json.loads(json.dumps(again)) == data["analysis"]
+    assert fig.tables(data)
+    fig.draw(data)

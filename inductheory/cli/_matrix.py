@@ -13,6 +13,7 @@ from ..experiments._paper_matrix import (
     MATRIX,
     PAPER_TABLE8,
     QUICK_SIZE,
+    REFERENCE,
     MatrixRow,
     MatrixSize,
     RowResult,
@@ -49,8 +50,9 @@ def add_architecture_arguments(parser) -> None:
     for f in dataclasses.fields(Architecture):
         if f.name in _HIDDEN:
             continue
-        default = f.default
-        help_ = f"(reference: {default.value if isinstance(default, enum.Enum) else default})"
+        default = f.default  # the class's default: its type gives the option's
+        ref = getattr(REFERENCE, f.name)
+        help_ = f"(reference row: {ref.value if isinstance(ref, enum.Enum) else ref})"
         if isinstance(default, bool):
             group.add_argument(
                 _option(f.name),

@@ -25,7 +25,7 @@ from ..trained._architecture import (
     RetrievalTask,
 )
 from ..trained._config import TrainConfig
-from ..trained._transformer_train import train_transformer
+from ..trained._transformer_train import PhaseMeasures, train_transformer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,44 +214,51 @@ QUICK_SIZE = MatrixSize(
 class RowResult:
     """What the matrix keeps of one row's training (numpy; leading axis seeds).
 
-    - `correct` (seeds, contexts, period): held-out correct counts per context and phase, of
-      `queries_per_context` queries each.
-    - `loss` (seeds,): held-out loss; `initial_loss` (seeds,): at step 0.
-    - `phase_loss` (seeds, period).
+    - `measures`: the held-out `PhaseMeasures` (loss, correct counts per context and phase,
+      loss per phase).
+    - `initial_loss` (seeds,): the held-out loss at step 0.
     - `curve_steps` (points,), `curve` (seeds, points): the training loss, mean over windows of
       steps ending at each point.
     - `plateau_change` (seeds,): the training loss's change over the last fifth of the steps
       (mean of the last tenth minus mean of the tenth before the last fifth).
     """
 
-    correct: np.ndarray
-    queries_per_context: int
-    loss: np.ndarray
+    measures: PhaseMeasures
     initial_loss: np.ndarray
-    phase_loss: np.ndarray
     curve_steps: np.ndarray
     curve: np.ndarray
     plateau_change: np.ndarray
     wall_s: float
 
-    @property
-    def phase_accuracy(self) -> np.ndarray:
-        return self.correct.mean(axis=1) / self.queries_per_context
-
     def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Flat and JSON-able: the measures' fields beside the others."""
+        own = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name != "measures"
+        }
+        return dataclasses.asdict(self.measures) | own
 
     @classmethod
     def from_dict(cls, data: dict) -> RowResult:
+        def field(name):
+            value = data[name]
+            return (
+                value
+                if name in ("queries_per_context", "wall_s")
+                else np.asarray(value)
+            )
+
+        measures = PhaseMeasures(
+            **{f.name: field(f.name) for f in dataclasses.fields(PhaseMeasures)}
+        )
         return cls(
+            measures=measures,
             **{
-                f.name: (
-                    data[f.name]
-                    if f.name in ("queries_per_context", "wall_s")
-                    else np.asarray(data[f.name])
-                )
+                f.name: field(f.name)
                 for f in dataclasses.fields(cls)
-            }
+                if f.name != "measures"
+            },
         )
 
 
@@ -290,13 +297,9 @@ def run_row(
         size.task, arch, size.train, size.seeds, seed=seed, progress=progress
     )
     steps, curve = loss_curve(run.loss)
-    m = run.measures
     return RowResult(
-        correct=m.correct,
-        queries_per_context=m.queries_per_context,
-        loss=m.loss,
+        measures=run.measures,
         initial_loss=run.initial_loss,
-        phase_loss=m.phase_loss,
         curve_steps=steps,
         curve=curve,
         plateau_change=plateau_change(run.loss),

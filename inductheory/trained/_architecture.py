@@ -55,6 +55,16 @@ def _enum(kind: type[enum.Enum], name: str, value):
         raise ValueError(f"{name} must be one of {choices}, got {value!r}") from None
 
 
+def _mode(kind: type[enum.Enum], name: str, default):
+    """A static field holding a member of `kind` (its value as a string is converted)."""
+    return eqx.field(
+        default=default,
+        static=True,
+        kw_only=True,
+        converter=lambda v: _enum(kind, name, v),
+    )
+
+
 class RetrievalTask(eqx.Module):
     """The retrieval task of the paper matrix: a context of T distinct tokens of a vocabulary of
     N on a cycle; the query is the token at position t (every t), the target its successor at
@@ -117,27 +127,12 @@ class Architecture(eqx.Module):
     kv_heads: int = eqx.field(default=1, static=True, kw_only=True)
     head_dim: int = eqx.field(default=8, static=True, kw_only=True)
     layers: int = eqx.field(default=2, static=True, kw_only=True)
-    attention: Attention = eqx.field(
-        default=Attention.COMPRESSED,
-        static=True,
-        kw_only=True,
-        converter=lambda v: _enum(Attention, "attention", v),
-    )
+    attention: Attention = _mode(Attention, "attention", Attention.COMPRESSED)
     first_layer_full: bool = eqx.field(default=False, static=True, kw_only=True)
     W: int = eqx.field(default=8, static=True, kw_only=True)
     S: int = eqx.field(default=8, static=True, kw_only=True)
-    gate: Gate = eqx.field(
-        default=Gate.SCALAR,
-        static=True,
-        kw_only=True,
-        converter=lambda v: _enum(Gate, "gate", v),
-    )
-    payload: Payload = eqx.field(
-        default=Payload.PER_OFFSET,
-        static=True,
-        kw_only=True,
-        converter=lambda v: _enum(Payload, "payload", v),
-    )
+    gate: Gate = _mode(Gate, "gate", Gate.SCALAR)
+    payload: Payload = _mode(Payload, "payload", Payload.PER_OFFSET)
     position_bias: bool = eqx.field(default=True, static=True, kw_only=True)
     tied: bool = eqx.field(default=False, static=True, kw_only=True)
     local_window: int = eqx.field(default=0, static=True, kw_only=True)
