@@ -214,7 +214,7 @@ def test_committed_data_agree_with_their_rows(folder, size):
 
     root = Path(__file__).resolve().parents[1]
     data = json.loads((root / folder / "data" / "paper_matrix.json").read_text())
-    assert list(data["rows"]) == [r.name for r in size.matrix]
+    assert sorted(data["rows"]) == sorted(r.name for r in size.matrix)
     for name, r in data["rows"].items():
         acc = np.asarray(r["phase_accuracy_per_seed"])
         assert acc.shape == (size.seeds, size.task.period)
