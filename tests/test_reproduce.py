@@ -203,6 +203,7 @@ def test_figures_are_one_module_each_and_the_library_does_not_import_them():
         "regime_boundary",
         "approximate_geometry",
         "relaxation_ladder",
+        "paper_matrix",
         "trained_mitigations",
         "trained_effective_offsets",
         "previous_token",

@@ -283,7 +283,15 @@ def test_sigint_and_sigkill_then_resume_give_the_numbers_of_a_straight_run(
 def test_two_concurrent_runs_on_one_out_never_interleave(straight, tmp_path):
     """Both writers finish; every file is whole (atomic writes) and holds the straight run's
     numbers; a concurrent run of other parameters is refused in one line, before any work."""
-    first, second = _start(tmp_path), _start(tmp_path)
+    first = _start(tmp_path)
+    # the run of other parameters starts once the first has claimed --out (else whichever
+    # process the scheduler runs first claims it, and the test would depend on the load)
+    record = tmp_path / ".inductheory-out"
+    deadline = time.monotonic() + 300
+    while not record.exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert record.exists()
+    second = _start(tmp_path)
     other = _start(tmp_path, "--rho", "0.2")
     for proc in (first, second):
         _, err = proc.communicate(timeout=600)
