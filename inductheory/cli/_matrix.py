@@ -32,9 +32,6 @@ from ._common import (
     print_json,
 )
 
-# Architecture fields the command does not expose (the matrix's rows set them).
-_HIDDEN = frozenset()
-
 
 def _option(name: str) -> str:
     return "--" + name.replace("_", "-")
@@ -48,8 +45,6 @@ def add_architecture_arguments(parser) -> None:
         "architecture (changes from the row; default: the row's own)"
     )
     for f in dataclasses.fields(Architecture):
-        if f.name in _HIDDEN:
-            continue
         default = f.default  # the class's default: its type gives the option's
         ref = getattr(REFERENCE, f.name)
         help_ = f"(reference row: {ref.value if isinstance(ref, enum.Enum) else ref})"

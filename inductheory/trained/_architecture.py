@@ -12,7 +12,6 @@ May import: `inductheory.model` (validation helpers).
 from __future__ import annotations
 
 import enum
-import math
 
 import equinox as eqx
 
@@ -184,17 +183,6 @@ class Architecture(eqx.Module):
             raise ValueError(
                 f"local_window must be < T = {task.T}, got {self.local_window}"
             )
-
-    def parameter_count(self, task: RetrievalTask) -> int:
-        """Learnable scalars of a model of this architecture on `task` (the arrays of
-        `init_transformer`, counted from their shapes)."""
-        import jax
-
-        from ._modules import init_transformer
-
-        model = jax.eval_shape(lambda: init_transformer(task, self, jax.random.key(0)))
-        leaves = jax.tree.leaves(eqx.filter(model, eqx.is_array))
-        return int(sum(math.prod(x.shape) for x in leaves))
 
 
 __all__ = ["Architecture", "Attention", "Gate", "Payload", "RetrievalTask"]
