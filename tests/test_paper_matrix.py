@@ -227,3 +227,18 @@ def test_committed_data_agree_with_their_rows(folder, size):
     assert json.loads(json.dumps(again)) == data["analysis"]
     assert fig.tables(data)
     fig.draw(data)
+
+
+def test_kendall_tau_against_scipy_without_ties():
+    from scipy import stats
+
+    from inductheory.figures._stats import kendall_tau
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a, b = rng.permutation(6), rng.normal(size=6)
+        got = kendall_tau(a, b)
+        assert got["tau"] == pytest.approx(stats.kendalltau(a, b).statistic)
+        assert got["concordant"] + got["discordant"] == got["pairs"] == 15
+    with pytest.raises(ValueError, match="1-d of one length"):
+        kendall_tau([1.0], [2.0])

@@ -204,11 +204,7 @@ def test_figures_are_one_module_each_and_the_library_does_not_import_them():
         "approximate_geometry",
         "relaxation_ladder",
         "paper_matrix",
-        "trained_mitigations",
-        "trained_effective_offsets",
-        "previous_token",
-        "knockout",
-        "rotation",
+        "paper_mechanisms",
     ]
     for name, f in FIGURES.items():
         assert (

@@ -7,7 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from inductheory.figures import _trained
 from inductheory.figures._trained import (
     PAPER_SETTINGS,
     model_correct,
@@ -16,9 +15,9 @@ from inductheory.figures._trained import (
     paper_task,
     phase_accuracy_by_position,
 )
-from inductheory.model import hard_selection, uniform_gates
+from inductheory.model import hard_selection
 from inductheory.model._contexts import sample_contexts
-from inductheory.model._loss import phase_accuracy, population_loss
+from inductheory.model._loss import phase_accuracy
 from inductheory.model._positions import query_positions
 from inductheory.model._task import quiet_task
 from inductheory.trained import ModelConfig, init_model
@@ -137,29 +136,3 @@ def test_regrouped_phases_of_a_hand_made_model_against_the_closed_form():
         np.testing.assert_allclose(
             phase_accuracy_by_position(correct, positions, S), want
         )
-
-
-def test_a_quick_theorem_run_measures_what_the_regrouping_gives(tmp_path):
-    run = _trained.paper_run("W8/S8", "theorem", quick=True, cache_dir=tmp_path)
-    got = _trained.phase_accuracy_at(run, 8)
-    np.testing.assert_allclose(got, np.asarray(run.measures.phase_accuracy))
-    # cached: the second call reads the same run back
-    again = _trained.paper_run("W8/S8", "theorem", quick=True, cache_dir=tmp_path)
-    np.testing.assert_array_equal(
-        np.asarray(again.measures.key_offsets), np.asarray(run.measures.key_offsets)
-    )
-
-
-def test_uniform_averaging_at_the_theorem_rung_has_nothing_to_learn_and_ties_everywhere():
-    task = paper_task(8, 8)
-    rung = paper_rung("theorem", task, gates="uniform")
-    assert not _trained.learns(rung)
-    assert _trained.learns(paper_rung("realistic", task, gates="uniform"))
-    m = _trained.paper_measures("uniform", "theorem", quick=True, cache_dir=None)
-    # the closed form of uniform gates (p = 1/W): every phase a tie, so top-1 accuracy 0
-    want = np.asarray(phase_accuracy(task, uniform_gates(task.H, task.W)))
-    assert m.phase_accuracy.shape == (_trained.QUICK_SEEDS, 8)
-    np.testing.assert_array_equal(m.phase_accuracy, np.broadcast_to(want, (4, 8)))
-    np.testing.assert_allclose(
-        m.loss, float(population_loss(task, uniform_gates(task.H, task.W))), rtol=1e-12
-    )

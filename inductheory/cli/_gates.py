@@ -9,6 +9,7 @@ from ..experiments._gate_files import (
     SHARP_BELOW,
     analyze_gates,
     load_gate_tensors,
+    load_paper_gates,
 )
 from ._common import (
     add_json_argument,
@@ -73,6 +74,15 @@ def register(sub) -> None:
         help=f"a head is sharp when its effective offsets are <= X, X >= 1 (default "
         f"{SHARP_BELOW}: the argmax slot then holds >= 2/3 of the mass)",
     )
+    p.add_argument(
+        "--paper",
+        action="store_true",
+        help="the file holds the paper's gate parameterization (written by `inductheory "
+        "matrix --export-gates`): per layer PREFIX.BRANCH.gate_map Z (kv, W, channels, d), "
+        "optional PREFIX.BRANCH.gate_bias b (kv, W, channels) and the inputs PREFIX.windows "
+        "h (windows, W, d); the gates softmax(Z h + b) of --branch are analysed per KV head "
+        "and channel over the windows (static and average effective offsets)",
+    )
     add_json_argument(p)
     p.set_defaults(func=run)
 
@@ -82,13 +92,28 @@ def _phase(p) -> str:
 
 
 def run(args) -> int:
-    tensors = load_gate_tensors(args.file, args.tensor)
+    if args.paper:
+        for option in ("tensor", "window_axis"):
+            if getattr(args, option) is not None:
+                raise ValueError(
+                    f"--{option.replace('_', '-')} does not apply with --paper (the "
+                    "gates and their window axis come from the parameterization)"
+                )
+        if args.probabilities:
+            raise ValueError(
+                "--probabilities does not apply with --paper (logits Z h + b)"
+            )
+        tensors = load_paper_gates(args.file, args.branch)
+        window_axis = 0
+    else:
+        tensors = load_gate_tensors(args.file, args.tensor)
+        window_axis = args.window_axis
     analysis = analyze_gates(
         tensors,
         probabilities=args.probabilities,
         stride=args.stride,
         branch=args.branch,
-        window_axis=args.window_axis,
+        window_axis=window_axis,
         sharp_below=args.sharp,
     )
     if args.json:

@@ -16,12 +16,11 @@ from ..experiments._paper_matrix import (
     REFERENCE,
     MatrixRow,
     MatrixSize,
-    RowResult,
     matrix_row,
+    matrix_row_result,
     run_row,
 )
-from ..internal._io import cached
-from ..trained._architecture import Architecture
+from ..trained._architecture import Architecture, Attention, Gate
 from ._common import (
     add_json_argument,
     claim_out,
@@ -115,6 +114,14 @@ def register(sub) -> None:
         default=None,
         help="directory keeping every finished row (resume)",
     )
+    p.add_argument(
+        "--export-gates",
+        default=None,
+        metavar="FILE.safetensors",
+        help="train one row with learned gates (not from --out's cache) and write every "
+        "seed's gate parameterization and its inputs on held-out windows to FILE, for "
+        "`inductheory gates FILE --paper`",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress display")
     add_json_argument(p)
     p.set_defaults(
@@ -151,6 +158,32 @@ def _rows(args) -> list[MatrixRow]:
     return rows
 
 
+def _check_export(path: str, rows, size) -> None:
+    """One-line refusals before training: one row, with learned gates, a writable
+    .safetensors path."""
+    import os
+    from pathlib import Path
+
+    if len(rows) != 1:
+        raise ValueError(
+            f"--export-gates needs exactly one row (--rows NAME), got {len(rows)}"
+        )
+    arch = rows[0].architecture(size.reference)
+    if arch.attention is not Attention.COMPRESSED or arch.gate is Gate.UNIFORM:
+        raise ValueError(
+            f"--export-gates needs a row with learned gates, not {rows[0].name!r}"
+        )
+    target = Path(path)
+    if target.suffix != ".safetensors":
+        raise ValueError(f"--export-gates must name a .safetensors file, got {path!r}")
+    if target.is_dir() or not target.parent.is_dir():
+        raise ValueError(
+            f"--export-gates must be a file in an existing directory, got {path!r}"
+        )
+    if not os.access(target.parent, os.W_OK):
+        raise ValueError(f"--export-gates: cannot write in {str(target.parent)!r}")
+
+
 def run(args) -> int:
     if args.list:
         for r in MATRIX:
@@ -162,23 +195,25 @@ def run(args) -> int:
     rows = _rows(args)
     for r in rows:  # every architecture checked before any training
         r.architecture(size.reference).check_task(size.task)
+    if args.export_gates is not None:
+        _check_export(args.export_gates, rows, size)
     claim_out(args, "matrix", parameters=False)
     from ..figures.paper_matrix import row_summary
 
     report = {}
     for r in rows:
-        params = {
-            "kind": "paper_matrix_row",
-            "row": r.name,
-            "changes": {k: str(v) for k, v in r.changes.items()},
-            "size": size.to_dict(),
-            "seed": args.seed,
-        }
-
-        def one(r=r):
-            return run_row(r, size, seed=args.seed, progress=not args.quiet).to_dict()
-
-        result = RowResult.from_dict(cached(args.out, params, one))
+        if args.export_gates is not None:
+            result = run_row(
+                r,
+                size,
+                seed=args.seed,
+                progress=not args.quiet,
+                export_gates=args.export_gates,
+            )
+        else:
+            result = matrix_row_result(
+                r, size, args.out, seed=args.seed, progress=not args.quiet
+            )
         report[r.name] = row_summary(
             r.architecture(size.reference), result, size.task.period
         )

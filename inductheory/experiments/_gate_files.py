@@ -388,6 +388,12 @@ def load_gate_tensors(path, tensor: str | None = None) -> dict[str, np.ndarray]:
     ```
     """
     path = Path(path)
+    raw = _read_tensors(path, tensor)
+    return {n: checked_gate_array(a, f"{path}: tensor {n!r}") for n, a in raw.items()}
+
+
+def _read_tensors(path: Path, tensor: str | None) -> dict[str, np.ndarray]:
+    """The named arrays of a gate file, unchecked (every read problem one `ValueError` line)."""
     suffix = path.suffix.lower()
     if suffix not in GATE_SUFFIXES:
         raise ValueError(
@@ -397,16 +403,15 @@ def load_gate_tensors(path, tensor: str | None = None) -> dict[str, np.ndarray]:
     _require_regular_file(path)
     try:
         if suffix == ".safetensors":
-            raw = _read_safetensors(path, tensor)
-        elif suffix == ".npz":
+            return _read_safetensors(path, tensor)
+        if suffix == ".npz":
             # our own handle, closed however np.load ends (a damaged archive leaks its own)
             with open(path, "rb") as f, np.load(f, allow_pickle=False) as store:
-                raw = {n: store[n] for n in _select(list(store.files), tensor, path)}
-        else:
-            with open(path, "rb") as f:
-                names = _select([path.stem], tensor, path)
-                _require_npy_data(f, path)
-                raw = {n: np.load(f, allow_pickle=False) for n in names}
+                return {n: store[n] for n in _select(list(store.files), tensor, path)}
+        with open(path, "rb") as f:
+            names = _select([path.stem], tensor, path)
+            _require_npy_data(f, path)
+            return {n: np.load(f, allow_pickle=False) for n in names}
     except ValueError as err:
         if str(err).startswith(f"{path}:"):
             raise
@@ -417,7 +422,80 @@ def load_gate_tensors(path, tensor: str | None = None) -> dict[str, np.ndarray]:
         raise ValueError(
             f"{path}: cannot read it as {suffix}: {type(err).__name__}: {_line(err)}"
         ) from None
-    return {n: checked_gate_array(a, f"{path}: tensor {n!r}") for n, a in raw.items()}
+
+
+# Names of the paper parameterization's tensors (`paper_gate_tensors` writes them).
+MAP_SUFFIX, BIAS_SUFFIX, WINDOWS_SUFFIX = ".gate_map", ".gate_bias", ".windows"
+
+
+def load_paper_gates(path, branch: str = "key") -> dict[str, np.ndarray]:
+    """Gate logits computed from the paper's parameterization read from a file: for every
+    tensor `P.{branch}.gate_map` $Z$ (kv, W, channels, d), with `P.{branch}.gate_bias` $b$
+    (kv, W, channels) if present and the inputs `P.windows` $h$ (windows, W, d),
+    $s_{j,k,c,o} = Z_{k,o,c} \\cdot h_{j,o} + b_{k,o,c}$ (float64).
+
+    **Arguments:**
+    - `path`: an .npz or .safetensors file (e.g. written by `inductheory matrix
+      --export-gates`, from `paper_gate_tensors`).
+    - `branch`: `"key"`, `"value"` or `"tied"`.
+
+    **Returns:** `{P.branch: logits (windows, kv, channels, W)}`, for `analyze_gates` with
+    `window_axis=0`.
+
+    Every problem is a one-line `ValueError` naming the file and the tensor: no gate map of the
+    branch (the available ones are listed), a missing `windows` tensor, shapes that do not fit.
+    """
+    if branch not in BRANCHES:
+        raise ValueError(f"branch must be one of {', '.join(BRANCHES)}, got {branch!r}")
+    path = Path(path)
+    raw = _read_tensors(path, None)
+    maps = [n for n in raw if n.endswith(f".{branch}{MAP_SUFFIX}")]
+    if not maps:
+        found = sorted({n.rsplit(".", 2)[-2] for n in raw if n.endswith(MAP_SUFFIX)})
+        raise ValueError(
+            f"{path}: no {branch} gate map (tensors named PREFIX.{branch}{MAP_SUFFIX}); "
+            f"branches in the file: {', '.join(found) or 'none'}"
+        )
+    out = {}
+    for name in maps:
+        prefix = name[: -len(f".{branch}{MAP_SUFFIX}")]
+        Z = _finite(raw[name], path, name, 4)
+        K, W, g, d = Z.shape
+        windows = f"{prefix}{WINDOWS_SUFFIX}"
+        if windows not in raw:
+            raise ValueError(
+                f"{path}: {name} needs the inputs {windows!r}, not in the file"
+            )
+        h = _finite(raw[windows], path, windows, 3)
+        if h.shape[1:] != (W, d):
+            raise ValueError(
+                f"{path}: tensor {windows!r} must have shape (windows, {W}, {d}) to fit "
+                f"{name} {Z.shape}, got {h.shape}"
+            )
+        logits = np.einsum("kocd,jod->jkco", Z, h)
+        bias = f"{prefix}.{branch}{BIAS_SUFFIX}"
+        if bias in raw:
+            b = _finite(raw[bias], path, bias, 3)
+            if b.shape != (K, W, g):
+                raise ValueError(
+                    f"{path}: tensor {bias!r} must have shape {(K, W, g)}, got {b.shape}"
+                )
+            logits = logits + np.moveaxis(b, 1, 2)[None]
+        out[f"{prefix}.{branch}"] = logits
+    return out
+
+
+def _finite(a, path: Path, name: str, ndim: int) -> np.ndarray:
+    a = np.asarray(a)
+    if a.ndim != ndim or not np.issubdtype(a.dtype, np.number):
+        raise ValueError(
+            f"{path}: tensor {name!r} must be a numeric array of {ndim} axes, got "
+            f"{a.dtype} of shape {a.shape}"
+        )
+    a = a.astype(np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{path}: tensor {name!r} holds non-finite values")
+    return a
 
 
 def _require_regular_file(path: Path) -> None:
@@ -498,6 +576,7 @@ def _select(names: list[str], tensor: str | None, path: Path) -> list[str]:
 
 __all__ = [
     "BRANCHES",
+    "load_paper_gates",
     "SHARP_BELOW",
     "GateAnalysis",
     "GateHead",

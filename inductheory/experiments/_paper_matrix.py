@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from pathlib import Path
 
+import equinox as eqx
+import jax
 import numpy as np
 
+from ..internal._io import _atomic_write, cached
 from ..trained._architecture import (
     Architecture,
     Attention,
@@ -25,7 +29,21 @@ from ..trained._architecture import (
     RetrievalTask,
 )
 from ..trained._config import TrainConfig
-from ..trained._transformer_train import PhaseMeasures, train_transformer
+from ..trained._mechanisms import (
+    gate_offsets,
+    knockout_heads,
+    paper_gate_tensors,
+    phase_curves,
+    rotate_transformer_gates,
+)
+from ..trained._transformer_train import (
+    MEANS_STREAM,
+    PhaseMeasures,
+    TransformerRun,
+    held_out_contexts,
+    sample_retrieval_contexts,
+    train_transformer,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,6 +228,90 @@ QUICK_SIZE = MatrixSize(
 )
 
 
+# The matrix's reference runs on which the paper's mechanism measures are taken.
+MECHANISM_ROWS = ("W8/S8 1 KV (reference)", "W8/S8 4 KV", "W8/S8 8 KV")
+# Gate rotations measured (appendix H), log-spaced points of the gate trajectories.
+ROTATIONS = (-3, -2, -1, 1, 2, 3)
+TRAJECTORY_POINTS = 12
+
+
+@dataclasses.dataclass(frozen=True)
+class RowMechanisms:
+    """The paper's mechanism measures of one row's final models (numpy; leading axis seeds;
+    gates (layers, branches, kv, channels) over the gated layers, phases mod the period).
+
+    - `trajectory_steps` (points,), `trajectory` (seeds, points, *gates, 2): static and
+      average effective offsets during training (`TransformerRun.trajectory`).
+    - `peak`, `mass`, `static`, `avg` (seeds, *gates): the final gates on the held-out
+      contexts (`gate_offsets`).
+    - `knockout_accuracy`, `knockout_loss` (seeds, layers, q_heads, period): with one query
+      head mean-ablated (`knockout_heads`; means over as many fresh prompts as held-out
+      contexts); `base_accuracy`, `base_loss` (seeds, period): unablated.
+    - `rotations` (deltas,), `rotated_accuracy` (seeds, deltas, period): with every gate rotated
+      by delta offsets (`rotate_transformer_gates`).
+    """
+
+    trajectory_steps: np.ndarray
+    trajectory: np.ndarray
+    peak: np.ndarray
+    mass: np.ndarray
+    static: np.ndarray
+    avg: np.ndarray
+    knockout_accuracy: np.ndarray
+    knockout_loss: np.ndarray
+    base_accuracy: np.ndarray
+    base_loss: np.ndarray
+    rotations: np.ndarray
+    rotated_accuracy: np.ndarray
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RowMechanisms:
+        return cls(
+            **{f.name: np.asarray(data[f.name]) for f in dataclasses.fields(cls)}
+        )
+
+
+def row_mechanisms(run: TransformerRun, size: MatrixSize, seed: int) -> RowMechanisms:
+    """The `RowMechanisms` of a finished run (its models, its held-out contexts)."""
+    task, models = run.task, run.models
+    held_out = held_out_contexts(task, size.train, seed)
+    prompts = sample_retrieval_contexts(
+        jax.random.fold_in(jax.random.key(seed), MEANS_STREAM),
+        task,
+        size.train.eval_contexts,
+    )
+    gates = eqx.filter_jit(eqx.filter_vmap(gate_offsets, in_axes=(0, None)))(
+        models, held_out
+    )
+    knocked = eqx.filter_vmap(
+        lambda m: knockout_heads(m, held_out, prompts, task.period)
+    )(models)
+    curves = eqx.filter_jit(
+        eqx.filter_vmap(lambda m: phase_curves(m, held_out, task.period))
+    )
+    rotated = np.stack(
+        [
+            np.asarray(curves(rotate_transformer_gates(models, d)).accuracy)
+            for d in ROTATIONS
+        ],
+        axis=1,
+    )
+    return RowMechanisms(
+        trajectory_steps=run.trajectory_steps,
+        trajectory=run.trajectory,
+        peak=np.asarray(gates.peak),
+        mass=np.asarray(gates.mass),
+        static=np.asarray(gates.static),
+        avg=np.asarray(gates.avg),
+        knockout_accuracy=np.asarray(knocked.ablated.accuracy),
+        knockout_loss=np.asarray(knocked.ablated.loss),
+        base_accuracy=np.asarray(knocked.base.accuracy),
+        base_loss=np.asarray(knocked.base.loss),
+        rotations=np.asarray(ROTATIONS),
+        rotated_accuracy=rotated,
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class RowResult:
     """What the matrix keeps of one row's training (numpy; leading axis seeds).
@@ -221,6 +323,7 @@ class RowResult:
       steps ending at each point.
     - `plateau_change` (seeds,): the training loss's change over the last fifth of the steps
       (mean of the last tenth minus mean of the tenth before the last fifth).
+    - `mechanisms`: the `RowMechanisms` where asked for (`run_row(..., mechanisms=True)`).
     """
 
     measures: PhaseMeasures
@@ -229,14 +332,18 @@ class RowResult:
     curve: np.ndarray
     plateau_change: np.ndarray
     wall_s: float
+    mechanisms: RowMechanisms | None = None
 
     def to_dict(self) -> dict:
-        """Flat and JSON-able: the measures' fields beside the others."""
+        """Flat and JSON-able: the measures' fields beside the others (`mechanisms` nested,
+        and only where measured)."""
         own = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
-            if f.name != "measures"
+            if f.name not in ("measures", "mechanisms")
         }
+        if self.mechanisms is not None:
+            own["mechanisms"] = dataclasses.asdict(self.mechanisms)
         return dataclasses.asdict(self.measures) | own
 
     @classmethod
@@ -252,12 +359,16 @@ class RowResult:
         measures = PhaseMeasures(
             **{f.name: field(f.name) for f in dataclasses.fields(PhaseMeasures)}
         )
+        mechanisms = data.get("mechanisms")
         return cls(
             measures=measures,
+            mechanisms=None
+            if mechanisms is None
+            else RowMechanisms.from_dict(mechanisms),
             **{
                 f.name: field(f.name)
                 for f in dataclasses.fields(cls)
-                if f.name != "measures"
+                if f.name not in ("measures", "mechanisms")
             },
         )
 
@@ -289,13 +400,34 @@ def plateau_change(loss: np.ndarray) -> np.ndarray:
 
 
 def run_row(
-    row: MatrixRow, size: MatrixSize, *, seed: int = 0, progress=False
+    row: MatrixRow,
+    size: MatrixSize,
+    *,
+    seed: int = 0,
+    progress=False,
+    mechanisms: bool = False,
+    export_gates=None,
 ) -> RowResult:
-    """Train one row of the matrix at `size` and keep its `RowResult`."""
+    """Train one row of the matrix at `size` and keep its `RowResult` (with its
+    `RowMechanisms` when `mechanisms`); `export_gates`, a .safetensors path, receives every
+    seed's gate parameterization (`write_gate_file`). Both need a row with gates."""
     arch = row.architecture(size.reference)
+    ungated = arch.gate is Gate.UNIFORM or arch.attention is Attention.FULL
+    if (mechanisms or export_gates is not None) and ungated:
+        raise ValueError(
+            f"mechanisms and gate files need a row with learned gates, not {row.name!r}"
+        )
     run = train_transformer(
-        size.task, arch, size.train, size.seeds, seed=seed, progress=progress
+        size.task,
+        arch,
+        size.train,
+        size.seeds,
+        seed=seed,
+        progress=progress,
+        trajectory_points=TRAJECTORY_POINTS if mechanisms else 0,
     )
+    if export_gates is not None:
+        write_gate_file(run, size, seed, export_gates)
     steps, curve = loss_curve(run.loss)
     return RowResult(
         measures=run.measures,
@@ -304,7 +436,72 @@ def run_row(
         curve=curve,
         plateau_change=plateau_change(run.loss),
         wall_s=run.wall_s,
+        mechanisms=row_mechanisms(run, size, seed) if mechanisms else None,
     )
+
+
+# Held-out contexts whose windows a gate file carries (12 windows each at S = 8).
+GATE_FILE_CONTEXTS = 32
+
+
+def write_gate_file(run: TransformerRun, size: MatrixSize, seed: int, path) -> None:
+    """Write every seed's `paper_gate_tensors` on the first `GATE_FILE_CONTEXTS` held-out
+    contexts to the .safetensors file `path` (atomically), names prefixed `seed{i}.`: what
+    `inductheory gates --paper` reads."""
+    from safetensors.numpy import save_file
+
+    contexts = held_out_contexts(run.task, size.train, seed)[:GATE_FILE_CONTEXTS]
+    tensors = {}
+    for i in range(run.seeds):
+        model = jax.tree.map(lambda a, i=i: a[i] if eqx.is_array(a) else a, run.models)
+        for name, a in paper_gate_tensors(model, contexts).items():
+            tensors[f"seed{i}.{name}"] = np.ascontiguousarray(a, np.float32)
+    _atomic_write(Path(path), lambda tmp: save_file(tensors, tmp))
+
+
+def row_parameters(
+    row: MatrixRow, size: MatrixSize, *, seed: int = 0, mechanisms: bool = False
+) -> dict:
+    """The cache key of a row's `RowResult`, the same for the figures and the command line:
+    the row's name, its changes where they differ from `MATRIX`'s row of that name, the size
+    (not which rows it trains), the base seed where not 0, and whether mechanisms are kept."""
+    params = {
+        "kind": "paper_matrix_row",
+        "row": row.name,
+        "size": {k: v for k, v in size.to_dict().items() if k != "rows"},
+    }
+    named = [r for r in MATRIX if r.name == row.name]
+    if not named or named[0].changes != row.changes:
+        params["changes"] = {k: str(v) for k, v in row.changes.items()}
+    if seed:
+        params["seed"] = seed
+    if mechanisms:
+        params["mechanisms"] = True
+    return params
+
+
+def matrix_row_result(
+    row: MatrixRow,
+    size: MatrixSize,
+    cache_dir,
+    *,
+    seed: int = 0,
+    mechanisms: bool = False,
+    progress: bool = False,
+    announce=None,
+) -> RowResult:
+    """`run_row`, read from `cache_dir` where a run of the same `row_parameters` finished
+    (None: always trained); `announce(message)` is called before training."""
+
+    def one():
+        if announce is not None:
+            announce(f"training matrix row {row.name!r}, {size.seeds} seeds")
+        return run_row(
+            row, size, seed=seed, progress=progress, mechanisms=mechanisms
+        ).to_dict()
+
+    params = row_parameters(row, size, seed=seed, mechanisms=mechanisms)
+    return RowResult.from_dict(cached(cache_dir, params, one))
 
 
 def permutation_p_value(values, reference) -> float:
@@ -342,17 +539,23 @@ def boundary_phases(S: int, period: int) -> np.ndarray:
 __all__ = [
     "FULL_SIZE",
     "MATRIX",
+    "MECHANISM_ROWS",
     "PAPER_TABLE8",
     "QUICK_SIZE",
     "REFERENCE",
     "MatrixRow",
     "MatrixSize",
     "PaperRow",
+    "RowMechanisms",
     "RowResult",
     "boundary_phases",
     "loss_curve",
     "matrix_row",
+    "matrix_row_result",
     "permutation_p_value",
     "plateau_change",
+    "row_mechanisms",
+    "row_parameters",
     "run_row",
+    "write_gate_file",
 ]

@@ -9,19 +9,15 @@ from . import (
     coverage,
     coverage_map,
     effective_offsets,
-    knockout,
     mitigations,
     paper_matrix,
+    paper_mechanisms,
     phase_uniformity,
-    previous_token,
     regime_boundary,
     relaxation_ladder,
-    rotation,
     theorem1_oracle,
     theorem2_trajectories,
     toy_stability,
-    trained_effective_offsets,
-    trained_mitigations,
     weak_spots,
 )
 from ._figure import Figure
@@ -44,11 +40,7 @@ FIGURES: dict[str, Figure] = {
         approximate_geometry,
         relaxation_ladder,
         paper_matrix,
-        trained_mitigations,
-        trained_effective_offsets,
-        previous_token,
-        knockout,
-        rotation,
+        paper_mechanisms,
     )
 }
 

@@ -221,3 +221,34 @@ def quartile_median_coverage(n: int) -> float:
     if n < 2:
         raise ValueError(f"quartile_median_coverage: n must be >= 2, got {n}")
     return order_statistic_coverage(n, math.ceil((n - 1) / 4) + 1)
+
+
+def kendall_tau(values, reference) -> dict:
+    """Kendall's tau-a between two rankings of the same items.
+
+    **Arguments:**
+    - `values`, `reference`: numbers per item (equal length >= 2).
+
+    **Returns:** a dict: `tau` = (concordant - discordant) / pairs, `concordant`, `discordant`,
+    `ties` (pairs tied in either ranking, counted in neither), `pairs`.
+
+    ```python
+    kendall_tau([3, 2, 1], [30, 20, 10])["tau"]  # 1.0
+    ```
+    """
+    a, b = np.asarray(values, float), np.asarray(reference, float)
+    if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+        raise ValueError(
+            "values and reference must be 1-d of one length >= 2, got shapes "
+            f"{a.shape} and {b.shape}"
+        )
+    i, j = np.triu_indices(a.size, 1)
+    s = np.sign(a[i] - a[j]) * np.sign(b[i] - b[j])
+    c, d = int(np.sum(s > 0)), int(np.sum(s < 0))
+    return dict(
+        tau=(c - d) / i.size,
+        concordant=c,
+        discordant=d,
+        ties=int(i.size - c - d),
+        pairs=int(i.size),
+    )

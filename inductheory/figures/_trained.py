@@ -27,7 +27,6 @@ import jax
 import numpy as np
 
 from ..experiments._ladder import (
-    LABELS,
     SELECTED_MASS,
     SWITCHES,
     LadderSettings,
@@ -38,10 +37,8 @@ from ..experiments._mitigations import PAPER
 from ..flow._config import FlowConfig
 from ..model._contexts import sample_contexts
 from ..model._logits import top1_correct
-from ..model._positions import query_positions
 from ..model._task import Task, _require_int, assumptions_silenced
 from ..trained._config import ModelConfig
-from ..trained._measures import ModelMeasures, measure
 from ..trained._model import init_model
 from ..trained._train import HELD_OUT_STREAM, TrainRun, _partition
 from . import _runs
@@ -207,17 +204,6 @@ def _config(rung: Rung) -> dict:
     return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
 
 
-def rung_label(name: str) -> str:
-    """A short name of a rung of `RUNGS` for tables and figures."""
-    if name in CUMULATIVE:
-        return "+ " + LABELS[name.split(":")[1]]
-    return {
-        "theorem": LABELS["theorem"],
-        "realistic": "realistic (every switch)",
-        "baseline": "full attention (baseline)",
-    }[name]
-
-
 def paper_run(setting, rung: str, *, quick: bool, cache_dir, seed: int = 0) -> TrainRun:
     """The trained run of `rung` at `setting`, cached and shared between figures
     (`_runs.trained_run`).
@@ -263,33 +249,6 @@ def learns(rung: Rung) -> bool:
     with assumptions_silenced():
         model = init_model(rung.task, rung.model_config, jax.random.key(0))
     return bool(jax.tree.leaves(_partition(model)[0]))
-
-
-def paper_measures(
-    setting, rung: str, *, quick: bool, cache_dir, seed: int = 0
-) -> ModelMeasures:
-    """The held-out measures of `paper_run(setting, rung)`, with a leading seed axis; for a rung
-    with nothing to learn (`learns`) the fixed model measured on the held-out contexts a run
-    would use, once per seed (the seeds are then identical).
-
-    **Returns:** a `ModelMeasures` of numpy arrays (seeds, ...).
-    """
-    s = paper_setting(setting)
-    task = paper_task(s.S, s.W, quick=quick)
-    r = paper_rung(rung, task, quick=quick, gates=s.gates)
-    if learns(r) or rung == "baseline":
-        run = paper_run(s, rung, quick=quick, cache_dir=cache_dir, seed=seed)
-        return jax.tree.map(np.asarray, run.measures)
-    seeds = QUICK_SEEDS if quick else SEEDS
-    with assumptions_silenced():
-        model = init_model(r.task, r.model_config, jax.random.key(seed))
-        contexts = sample_contexts(
-            jax.random.fold_in(jax.random.key(seed), HELD_OUT_STREAM),
-            r.task,
-            r.train_config.eval_contexts,
-        )
-        m = measure(model, contexts)
-    return jax.tree.map(lambda a: np.repeat(np.asarray(a)[None], seeds, axis=0), m)
 
 
 def theorem_flow(rung: Rung, seeds: int, cache_dir, *, seed: int = 0) -> dict:
@@ -353,11 +312,6 @@ def flow_check(rung: Rung, run: TrainRun, cache_dir) -> dict:
     }
 
 
-def ordered_rungs(data: dict, names) -> list[tuple[str, dict]]:
-    """`(name, data["rungs"][name])` in the order of `names` (stored JSON sorts its keys)."""
-    return [(n, data["rungs"][n]) for n in names if n in data["rungs"]]
-
-
 def phase_accuracy_by_position(correct, positions, S: int) -> np.ndarray:
     """Per-phase top-1 accuracy with queries grouped by position mod `S`.
 
@@ -400,40 +354,6 @@ def held_out_contexts(run: TrainRun):
     )
 
 
-def seed_model(run: TrainRun, i: int):
-    """The final model of seed `i` of a run."""
-    return jax.tree.map(lambda a: a[i] if eqx.is_array(a) else a, run.models)
-
-
-def run_correct(run: TrainRun) -> np.ndarray:
-    """Top-1 correctness of every seed's final model on the run's held-out contexts.
-
-    **Returns:** booleans (seeds, contexts, queries), queries at `query_positions` of the run's
-    task.
-    """
-    contexts = held_out_contexts(run)
-    return np.stack(
-        [
-            np.asarray(model_correct(seed_model(run, i), contexts))
-            for i in range(run.seeds)
-        ]
-    )
-
-
-def phase_accuracy_at(run: TrainRun, S: int) -> np.ndarray:
-    """Per-seed per-phase accuracy of a run's final models with its queries grouped by position
-    mod `S` (a compressed setting's stride; for the run's own S, its measured
-    `phase_accuracy`).
-
-    **Returns:** (seeds, S).
-    """
-    task = run.task
-    if task.queries != "all":
-        raise ValueError("the run must measure every query (queries='all')")
-    positions = query_positions(task.L, task.S, task.queries)
-    return phase_accuracy_by_position(run_correct(run), positions, S)
-
-
 __all__ = [
     "CUMULATIVE",
     "PAPER_SETTINGS",
@@ -442,16 +362,11 @@ __all__ = [
     "PaperSetting",
     "flow_check",
     "learns",
-    "paper_measures",
     "held_out_contexts",
     "model_correct",
-    "run_correct",
-    "seed_model",
     "paper_rung",
     "paper_run",
     "paper_setting",
     "paper_task",
-    "phase_accuracy_at",
     "phase_accuracy_by_position",
-    "rung_label",
 ]

@@ -12,21 +12,20 @@ import numpy as np
 from ..experiments._paper_matrix import (
     FULL_SIZE,
     MATRIX,
+    MECHANISM_ROWS,
     PAPER_TABLE8,
     QUICK_SIZE,
     STRIDE2_NOTE,
     RowResult,
     boundary_phases,
+    matrix_row_result,
     permutation_p_value,
-    run_row,
 )
-from ..internal._io import cached
 from ..internal._progress import announce
 from ..trained._architecture import Attention
 from . import _style
 from ._figure import Figure, MeasuredTable
-from ._stats import interval_text, share_text
-from .trained_mitigations import kendall_tau
+from ._stats import interval_text, kendall_tau, share_text
 
 # Resamples of the two-level (seeds, then contexts) bootstrap of every interval.
 RESAMPLES = 1000
@@ -106,25 +105,19 @@ def row_summary(arch, result: RowResult, period: int) -> dict:
     return out
 
 
-def _params(row, size) -> dict:
-    # a row's result does not depend on which other rows a size trains
-    return {
-        "kind": "paper_matrix_row",
-        "row": row.name,
-        "size": {k: v for k, v in size.to_dict().items() if k != "rows"},
-    }
-
-
 def compute(quick: bool, cache_dir) -> dict:
     size = QUICK_SIZE if quick else FULL_SIZE
     rows = {}
     for row in size.matrix:
-
-        def one(row=row):
-            announce(f"training matrix row {row.name!r}, {size.seeds} seeds")
-            return run_row(row, size).to_dict()
-
-        result = RowResult.from_dict(cached(cache_dir, _params(row, size), one))
+        # the mechanism rows keep their models' measures for the figure paper_mechanisms:
+        # one training serves both figures
+        result = matrix_row_result(
+            row,
+            size,
+            cache_dir,
+            mechanisms=row.name in MECHANISM_ROWS,
+            announce=announce,
+        )
         rows[row.name] = row_summary(
             row.architecture(size.reference), result, size.task.period
         )

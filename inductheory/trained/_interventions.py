@@ -267,7 +267,12 @@ def shift_r_squared(accuracy, rotated, delta: int, *, exclude=(-1,)) -> np.ndarr
     keep = np.ones(y.shape[-1], bool)
     keep[list(exclude)] = False
     y, yhat = y[..., keep], shifted_curve(accuracy, delta)[..., keep]
-    total = np.sum((y - y.mean(axis=-1, keepdims=True)) ** 2, axis=-1)
+    # flat by its range, not by the sum of squares about a mean that rounds off the values
+    total = np.where(
+        np.ptp(y, axis=-1) > 0,
+        np.sum((y - y.mean(axis=-1, keepdims=True)) ** 2, axis=-1),
+        0.0,
+    )
     resid = np.sum((y - yhat) ** 2, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(

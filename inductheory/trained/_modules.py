@@ -227,6 +227,25 @@ class FullAttention(AbstractAttention):
         return _read(self._queries(h), *memory, bias=self.relative_bias[:, lag])
 
 
+class BlockTrace(eqx.Module):
+    """What one block computed on one context: its normed context stream `normed` (T, d), the
+    input of its compressor, and its heads' reads before the output map, `query_heads` and
+    `context_heads` (Q, T, d_h; the last block's context heads are None)."""
+
+    normed: Float[Array, "positions d"]
+    query_heads: Float[Array, "q_heads positions head_dim"]
+    context_heads: Float[Array, "q_heads positions head_dim"] | None
+
+
+def _ablate(heads, ablation, stream: int):
+    """Heads with those of `ablation = (mask (Q,), means)` replaced by their mean output;
+    `means` is (2, Q, d_h): the query stream's mean first, the context stream's second."""
+    if ablation is None:
+        return heads
+    mask, means = ablation
+    return jnp.where(mask[:, None, None], means[stream][:, None, :], heads)
+
+
 @final
 class Block(eqx.Module):
     """Pre-norm residual block: $z \\leftarrow z + O\\,\\mathrm{attn}(\\mathrm{norm}(z))$, then
@@ -237,17 +256,27 @@ class Block(eqx.Module):
     mlp: eqx.nn.MLP | None
     mlp_norm: eqx.nn.RMSNorm | None
 
-    def __call__(self, h, x, *, last: bool):
+    def forward(self, h, x, *, last: bool, ablation=None):
+        """`(h, x, BlockTrace)`; `ablation = (mask, means)` mean-ablates the masked query heads
+        in both streams (the paper's knockout), None for the model itself."""
         hn, xn = _norm(self.attention_norm, h), _norm(self.attention_norm, x)
         memory = self.attention.memory(hn)
-        x = x + self.attention.project(self.attention.read_query(xn, memory))
+        query_heads = _ablate(self.attention.read_query(xn, memory), ablation, 0)
+        x = x + self.attention.project(query_heads)
+        context_heads = None
         if not last:
-            h = h + self.attention.project(self.attention.read_context(hn, memory))
+            context_heads = _ablate(
+                self.attention.read_context(hn, memory), ablation, 1
+            )
+            h = h + self.attention.project(context_heads)
         if self.mlp is not None:
             x = x + jax.vmap(self.mlp)(_norm(self.mlp_norm, x))
             if not last:
                 h = h + jax.vmap(self.mlp)(_norm(self.mlp_norm, h))
-        return h, x
+        return h, x, BlockTrace(hn, query_heads, context_heads)
+
+    def __call__(self, h, x, *, last: bool):
+        return self.forward(h, x, last=last)[:2]
 
 
 def _norm(norm, z):
@@ -269,18 +298,31 @@ class Transformer(eqx.Module):
     final_norm: eqx.nn.RMSNorm | None
     unembedding: Float[Array, "vocab d"]
 
+    def forward(self, tokens: Int[Array, " positions"], ablations=None):
+        """`(x, traces)`: the normed query stream after the last block (T, d; query t holds
+        token t) and each block's `BlockTrace`. `ablations`, one per block (None or `(mask,
+        means)`, see `Block.forward`), mean-ablates heads."""
+        h = x = self.embedding[tokens]
+        traces = []
+        for i, block in enumerate(self.blocks):
+            h, x, trace = block.forward(
+                h,
+                x,
+                last=i == len(self.blocks) - 1,
+                ablation=None if ablations is None else ablations[i],
+            )
+            traces.append(trace)
+        return _norm(self.final_norm, x), traces
+
     def streams(self, tokens: Int[Array, " positions"]):
         """The query stream after the last block, (T, d) (query t holds token t)."""
-        h = x = self.embedding[tokens]
-        for i, block in enumerate(self.blocks):
-            h, x = block(h, x, last=i == len(self.blocks) - 1)
-        return _norm(self.final_norm, x)
+        return self.forward(tokens)[0]
 
-    def logits(self, tokens: Int[Array, " positions"]):
+    def logits(self, tokens: Int[Array, " positions"], ablations=None):
         """`(logits, log_multiplicity, target)` of every query of one context (the library's
         convention: `cross_entropy` and `top1_correct` apply): logits (T, N), target
-        $x_{t+1 \\bmod T}$."""
-        z = self.streams(tokens) @ self.unembedding.T
+        $x_{t+1 \\bmod T}$; `ablations` as in `forward`."""
+        z = self.forward(tokens, ablations)[0] @ self.unembedding.T
         return z, jnp.zeros(z.shape[1], z.dtype), jnp.roll(tokens, -1)
 
     def query_losses(
@@ -300,20 +342,15 @@ class Transformer(eqx.Module):
         return jnp.mean(jax.vmap(self.query_losses)(contexts))
 
     def gate_probabilities(self, tokens: Int[Array, " positions"]) -> list:
-        """Per compressed layer, its compressor's $\\alpha$ on one context,
-        (branches, kv, entries, W, channels); None for an exact layer."""
-        h = x = self.embedding[tokens]
-        out = []
-        for i, block in enumerate(self.blocks):
-            att = block.attention
-            hn = _norm(block.attention_norm, h)
-            out.append(
-                att.compressor.gates(hn)
-                if isinstance(att, CompressedAttention)
-                else None
-            )
-            h, x = block(h, x, last=i == len(self.blocks) - 1)
-        return out
+        """Per layer, its compressor's $\\alpha$ on one context, (branches, kv, entries, W,
+        channels); None for an exact layer."""
+        traces = self.forward(tokens)[1]
+        return [
+            block.attention.compressor.gates(trace.normed)
+            if isinstance(block.attention, CompressedAttention)
+            else None
+            for block, trace in zip(self.blocks, traces)
+        ]
 
 
 def _compressor(key, task: RetrievalTask, arch: Architecture) -> AbstractCompressor:
@@ -434,6 +471,7 @@ __all__ = [
     "AbstractAttention",
     "AbstractCompressor",
     "Block",
+    "BlockTrace",
     "CompressedAttention",
     "FullAttention",
     "GatedCompressor",

@@ -22,17 +22,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jaxtyping import Array, Int, PRNGKeyArray
+from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from ..internal._progress import Progress
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, _require_int
 from ._architecture import Architecture, RetrievalTask
 from ._config import TrainConfig
+from ._mechanisms import gate_offsets, gated_layers
 from ._modules import Transformer, init_transformer
-from ._train import make_optimizer
+from ._train import log_steps, make_optimizer
 
-# Streams of the base seed's key: the seeds' initial models, the training batches, held out.
-INIT_STREAM, BATCH_STREAM, HELD_OUT_STREAM = 1, 2, 3
+# Streams of the base seed's key: the seeds' initial models, the training batches, held out,
+# the probe contexts of the gate trajectories, the prompts of knockout means.
+INIT_STREAM, BATCH_STREAM, HELD_OUT_STREAM, PROBE_STREAM, MEANS_STREAM = 1, 2, 3, 4, 5
+# Contexts on which the gates' effective offsets are measured during training.
+PROBE_CONTEXTS = 32
 # Gradients are clipped to this global norm (the paper's models: clip 1).
 CLIP_NORM = 1.0
 
@@ -105,6 +109,17 @@ def phase_measures(models: Transformer, task: RetrievalTask, contexts):
     return eqx.filter_vmap(one)(models)
 
 
+def gate_trajectory_point(models: Transformer, probe) -> Float[Array, "seeds ..."]:
+    """Static and average effective offsets of every gate of stacked models on the `probe`
+    contexts, (seeds, layers, branches, kv, channels, 2) (`gate_offsets`)."""
+
+    def one(model):
+        g = gate_offsets(model, probe)
+        return jnp.stack([g.static, g.avg], axis=-1)
+
+    return eqx.filter_vmap(one)(models)
+
+
 class _Program(eqx.Module):
     """One compiled chunk of steps for every seed (equal settings: one program per process)."""
 
@@ -125,10 +140,25 @@ class _Program(eqx.Module):
         return optax.apply_updates(params, updates), opt_state, value
 
     @eqx.filter_jit
-    def run_chunk(self, params, opt_state, static, batch_key, lanes, start, steps):
+    def run_chunk(
+        self, params, opt_state, static, batch_key, lanes, start, steps, trace=None
+    ):
+        """`trace = (record_steps, probe, points)` keeps the gate trajectory: before the
+        update of a step in `record_steps`, its `gate_trajectory_point` on `probe` goes to
+        `points[:, slot]` (None: the chunk trains only)."""
+
         def body(carry, i):
-            params, opt_state = carry
+            params, opt_state, points = carry
             s = start + i
+            if trace is not None:
+                record, probe = trace[:2]
+                hit = record == s
+
+                def keep():
+                    point = gate_trajectory_point(eqx.combine(params, static), probe)
+                    return points.at[:, jnp.argmax(hit)].set(point)
+
+                points = jax.lax.cond(jnp.any(hit), keep, lambda: points)
 
             def go():
                 return eqx.filter_vmap(self.step, in_axes=(0, 0, 0, None, None, 0))(
@@ -139,12 +169,13 @@ class _Program(eqx.Module):
                 return params, opt_state, jnp.zeros(lanes.shape, jnp.float32)
 
             params_, opt_state_, loss = jax.lax.cond(s < steps, go, stay)
-            return (params_, opt_state_), loss
+            return (params_, opt_state_, points), loss
 
-        (params, opt_state), losses = jax.lax.scan(
-            body, (params, opt_state), jnp.arange(self.chunk)
+        points = None if trace is None else trace[2]
+        (params, opt_state, points), losses = jax.lax.scan(
+            body, (params, opt_state, points), jnp.arange(self.chunk)
         )
-        return params, opt_state, losses
+        return params, opt_state, losses, points
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +188,10 @@ class TransformerRun:
     - `measures`: `PhaseMeasures` of the final models on the held-out contexts.
     - `models`: the final models, array leaves with a leading seed axis.
     - `wall_s`, `first_chunk_s`: the run's wall time and its first chunk's (with compiling).
+    - `trajectory_steps` (points,), `trajectory` (seeds, points, layers, branches, kv,
+      channels, 2): static and average effective offsets of every gate on `PROBE_CONTEXTS`
+      probe contexts at log-spaced steps, the last after training (`gate_trajectory_point`);
+      None unless asked for and the model has gates.
     """
 
     task: RetrievalTask
@@ -170,6 +205,15 @@ class TransformerRun:
     models: Transformer
     wall_s: float
     first_chunk_s: float
+    trajectory_steps: np.ndarray | None = None
+    trajectory: np.ndarray | None = None
+
+
+def held_out_contexts(task: RetrievalTask, config: TrainConfig, seed: int):
+    """The `config.eval_contexts` held-out contexts of base seed `seed` (every seed and every
+    architecture of a task is measured on these)."""
+    key = jax.random.fold_in(jax.random.key(seed), HELD_OUT_STREAM)
+    return sample_retrieval_contexts(key, task, config.eval_contexts)
 
 
 def train_transformer(
@@ -180,6 +224,7 @@ def train_transformer(
     *,
     seed: int = 0,
     progress: bool = False,
+    trajectory_points: int = 0,
 ) -> TransformerRun:
     """Train `seeds` transformers of `arch` on `task` at once (module docstring).
 
@@ -191,6 +236,8 @@ def train_transformer(
     - `task`, `arch`, `config`: the task, the architecture, the training.
     - `seeds`: number of seeds; `seed`: the base seed (keyword).
     - `progress`: a progress line on stderr per chunk.
+    - `trajectory_points`: keep the gates' effective offsets at `log_steps(steps,
+      trajectory_points)` (0: none; ignored without gated layers).
 
     **Returns:** a `TransformerRun`.
 
@@ -217,12 +264,20 @@ def train_transformer(
     )
     opt_state = eqx.filter_vmap(optimizer.init)(params)
     program = _Program(task, config.batch, config.chunk, optimizer)
-    held_out = sample_retrieval_contexts(
-        jax.random.fold_in(base, HELD_OUT_STREAM), task, config.eval_contexts
-    )
+    held_out = held_out_contexts(task, config, seed)
     evaluate = eqx.filter_jit(phase_measures)
     initial_loss = np.asarray(evaluate(models, task, held_out)[0])
     batch_key = jax.random.fold_in(base, BATCH_STREAM)
+    trace, record = None, None
+    if trajectory_points and gated_layers(models):
+        record = log_steps(config.steps, trajectory_points)
+        probe = sample_retrieval_contexts(
+            jax.random.fold_in(base, PROBE_STREAM), task, PROBE_CONTEXTS
+        )
+        point = eqx.filter_jit(gate_trajectory_point)
+        shape = point(models, probe).shape
+        points = jnp.zeros((shape[0], record.size - 1, *shape[1:]), jnp.float32)
+        trace = (jnp.asarray(record[:-1]), probe, points)
     lanes = jnp.arange(seeds)
     n_chunks = math.ceil(config.steps / config.chunk)
     losses = np.zeros((seeds, n_chunks * config.chunk), np.float32)
@@ -231,7 +286,7 @@ def train_transformer(
     with Progress(config.steps, "train", enabled=progress) as bar:
         for c in range(n_chunks):
             t0 = time.perf_counter()
-            params, opt_state, chunk_loss = program.run_chunk(
+            params, opt_state, chunk_loss, points = program.run_chunk(
                 params,
                 opt_state,
                 static,
@@ -239,7 +294,10 @@ def train_transformer(
                 lanes,
                 jnp.asarray(c * config.chunk),
                 jnp.asarray(config.steps),
+                trace,
             )
+            if trace is not None:
+                trace = (*trace[:2], points)
             chunk_loss = np.asarray(chunk_loss)
             losses[:, c * config.chunk : (c + 1) * config.chunk] = chunk_loss.T
             if first is None:
@@ -250,6 +308,10 @@ def train_transformer(
     loss, correct, phase_loss = (
         np.asarray(a) for a in evaluate(models, task, held_out)
     )
+    trajectory = None
+    if trace is not None:
+        last = np.asarray(point(models, trace[1]))[:, None]
+        trajectory = np.concatenate([np.asarray(trace[2]), last], axis=1)
     return TransformerRun(
         task=task,
         arch=arch,
@@ -267,12 +329,17 @@ def train_transformer(
         models=models,
         wall_s=time.perf_counter() - start_time,
         first_chunk_s=first,
+        trajectory_steps=record,
+        trajectory=trajectory,
     )
 
 
 __all__ = [
+    "MEANS_STREAM",
     "PhaseMeasures",
     "TransformerRun",
+    "gate_trajectory_point",
+    "held_out_contexts",
     "phase_measures",
     "sample_retrieval_contexts",
     "train_transformer",

@@ -1,0 +1,268 @@
+"""The paper's mechanism measures on its transformers (`trained/_modules.py`; docs/theory.md §9):
+effective offsets of every gate (its Figure 5a and 5b), head knockout by mean ablation (its
+Figure 4) and gate rotation along the window offsets (its appendix H).
+
+The idealized model's versions act on a `CompressedModel` (`trained/_measures.py`,
+`trained/_interventions.py`); these use the same formulas (`effective_offsets`,
+`rotate_offsets`) through the transformer's own forward pass (`Transformer.forward`).
+
+May import: `inductheory.model`, `._architecture`, `._modules`.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from ..model._gates import rotate_offsets
+from ..model._logits import cross_entropy, top1_correct
+from ..model._measures import effective_offsets
+from ._modules import CompressedAttention, GatedCompressor, Transformer
+
+
+class GateOffsets(eqx.Module):
+    """The gates of every gated compressed layer pooled over held-out windows (`gate_offsets`);
+    each field (layers, branches, kv, channels), branches keys first (one when K/V are tied),
+    channels 1 for scalar gates and d_h for vector gates.
+
+    - `peak`: the offset of the mean gate's largest mass; `mass`: that mass.
+    - `static`, `avg`: effective numbers of offsets, $\\exp H(\\mathbb{E}_j \\alpha_j)$ and
+      $\\mathbb{E}_j \\exp H(\\alpha_j)$ over the windows j (`effective_offsets`).
+    """
+
+    peak: Int[Array, "layers branches kv channels"]
+    mass: Float[Array, "layers branches kv channels"]
+    static: Float[Array, "layers branches kv channels"]
+    avg: Float[Array, "layers branches kv channels"]
+
+
+def gated_layers(model: Transformer) -> list[int]:
+    """Indices of the blocks whose compressor has learned gates."""
+    return [
+        i
+        for i, block in enumerate(model.blocks)
+        if isinstance(block.attention, CompressedAttention)
+        and isinstance(block.attention.compressor, GatedCompressor)
+    ]
+
+
+def gate_offsets(
+    model: Transformer, contexts: Int[Array, "contexts positions"]
+) -> GateOffsets:
+    """Peak offset, its mass and the effective numbers of offsets of every gate of `model`
+    (no seed axis) over the windows of `contexts` (M contexts give M T / S windows each).
+
+    **Arguments:**
+    - `model`: a `Transformer` with at least one gated compressed layer.
+    - `contexts`: token ids (M, T).
+
+    **Returns:** a `GateOffsets`.
+
+    ```python
+    g = gate_offsets(model, sample_retrieval_contexts(jax.random.key(1), task, 32))
+    g.static[:, 0]  # the key gates
+    ```
+    """
+    layers = gated_layers(model)
+    if not layers:
+        raise ValueError("model has no gated compressed layer: no gates to measure")
+
+    def one(tokens):
+        gates = model.gate_probabilities(tokens)
+        return jnp.stack([gates[i] for i in layers])  # (n, B, K, L, W, g)
+
+    alpha = jax.vmap(one)(contexts)  # (M, n, B, K, L, W, g)
+    M, n, B, K, L, W, g = alpha.shape
+    windows = jnp.moveaxis(alpha, (0, 4, 5), (4, 5, 6)).reshape(n, B, K, g, M * L, W)
+    mean = jnp.mean(windows, axis=-2)
+    static, avg = effective_offsets(windows)
+    return GateOffsets(
+        peak=jnp.argmax(mean, axis=-1),
+        mass=jnp.max(mean, axis=-1),
+        static=static,
+        avg=avg,
+    )
+
+
+class PhaseCurves(eqx.Module):
+    """Per-phase accuracy and loss (phase = position mod `period`), ablated or not."""
+
+    accuracy: Float[Array, "*batch period"]
+    loss: Float[Array, "*batch period"]
+
+
+def phase_curves(
+    model: Transformer, contexts, period: int, ablations=None
+) -> PhaseCurves:
+    """Per-phase accuracy (top-1, ties wrong) and loss of `model` on `contexts` (M, T), every
+    position a query, phase = position mod `period`; `ablations` as `Transformer.forward`."""
+
+    def one(tokens):
+        logits = model.logits(tokens, ablations)
+        return top1_correct(*logits), cross_entropy(*logits)
+
+    correct, losses = jax.vmap(one)(contexts)
+    M, T = correct.shape
+
+    def per_phase(a):
+        return jnp.mean(a.astype(jnp.float32).reshape(M, T // period, period), (0, 1))
+
+    return PhaseCurves(per_phase(correct), per_phase(losses))
+
+
+def mean_head_outputs(
+    model: Transformer, contexts: Int[Array, "contexts positions"]
+) -> list[Float[Array, "2 q_heads head_dim"]]:
+    """Per block, every head's read before the output map averaged over the prompts and their
+    positions: the query stream's mean and the context stream's (zeros for the last block,
+    whose context stream is read no further), (2, Q, d_h)."""
+
+    def one(tokens):
+        traces = model.forward(tokens)[1]
+        return [
+            jnp.stack(
+                [
+                    jnp.mean(t.query_heads, axis=1),
+                    jnp.zeros_like(t.query_heads[:, 0])
+                    if t.context_heads is None
+                    else jnp.mean(t.context_heads, axis=1),
+                ]
+            )
+            for t in traces
+        ]
+
+    return [jnp.mean(m, axis=0) for m in jax.vmap(one)(contexts)]
+
+
+class HeadKnockout(eqx.Module):
+    """Per-phase accuracy and loss with one query head mean-ablated at a time
+    (`knockout_heads`): `ablated` (layers, q_heads, period), `base` (period,)."""
+
+    ablated: PhaseCurves
+    base: PhaseCurves
+
+    @property
+    def accuracy_change(self) -> Float[Array, "layers q_heads period"]:
+        """Ablated minus unablated accuracy (negative: the head helped that phase)."""
+        return self.ablated.accuracy - self.base.accuracy[..., None, None, :]
+
+
+@eqx.filter_jit
+def knockout_heads(
+    model: Transformer,
+    contexts: Int[Array, "contexts positions"],
+    mean_contexts: Int[Array, "prompts positions"],
+    period: int,
+) -> HeadKnockout:
+    """The paper's Figure 4 protocol on every query head of every layer: its output (in both
+    streams) replaced by its mean over `mean_contexts` (`mean_head_outputs`), one head at a
+    time, and the per-phase accuracy and loss measured on `contexts`.
+
+    **Arguments:**
+    - `model`: a `Transformer` (no seed axis).
+    - `contexts`: held-out token ids (M, T); `mean_contexts`: the prompts of the means.
+    - `period`: phases are positions mod `period` (static).
+
+    **Returns:** a `HeadKnockout`.
+    """
+    means = mean_head_outputs(model, mean_contexts)
+    Q = means[0].shape[1]
+    none = [None] * len(model.blocks)
+
+    def layer(i):
+        def head(q):
+            ablations = list(none)
+            ablations[i] = (jnp.arange(Q) == q, means[i])
+            return phase_curves(model, contexts, period, ablations)
+
+        return jax.lax.map(head, jnp.arange(Q))
+
+    per_layer = [layer(i) for i in range(len(model.blocks))]
+    return HeadKnockout(
+        ablated=jax.tree.map(lambda *a: jnp.stack(a), *per_layer),
+        base=phase_curves(model, contexts, period),
+    )
+
+
+def rotate_transformer_gates(model: Transformer, delta: int) -> Transformer:
+    """Rotate every offset-specific gate parameter by `delta` window offsets (appendix H):
+    $\\tilde Z_o = Z_{(o - \\delta) \\bmod W}$ and the same for the biases b, in both branches
+    of every gated layer (`rotate_offsets`); payload maps and everything else stay. A leading
+    seed axis is fine (offsets are axis -3 of Z and -2 of b).
+
+    ```python
+    rotate_transformer_gates(rotate_transformer_gates(model, 2), -2)  # == model
+    ```
+    """
+    if isinstance(delta, bool) or not isinstance(delta, int):
+        raise ValueError(f"delta must be an integer, got {delta!r}")
+    for i in gated_layers(model):
+
+        def compressor(m, i=i):
+            return m.blocks[i].attention.compressor
+
+        c = compressor(model)
+        model = eqx.tree_at(
+            lambda m: compressor(m).gate_map,
+            model,
+            rotate_offsets(c.gate_map, delta, axis=-3),
+        )
+        if c.gate_bias is not None:
+            model = eqx.tree_at(
+                lambda m: compressor(m).gate_bias,
+                model,
+                rotate_offsets(c.gate_bias, delta, axis=-2),
+            )
+    return model
+
+
+BRANCH_NAMES = {2: ("key", "value"), 1: ("tied",)}
+
+
+def paper_gate_tensors(
+    model: Transformer, contexts: Int[Array, "contexts positions"]
+) -> dict[str, np.ndarray]:
+    """The paper's gate parameterization of every gated layer of `model` (no seed axis) with
+    the inputs it acts on, as named float32 arrays (what `inductheory gates --paper` reads):
+
+    - `layer{i}.{branch}.gate_map` (kv, W, channels, d): $Z^B_o$; `layer{i}.{branch}.gate_bias`
+      (kv, W, channels): $b^B_o$ where the model has position biases; branch `key` and
+      `value`, or `tied`.
+    - `layer{i}.windows` (windows, W, d): the normed context stream $h_{j,o}$ at the slots of
+      every window of `contexts` (M contexts, T / S windows each).
+
+    The gates are $\\alpha_{j} = \\mathrm{softmax}_o (Z_o h_{j,o} + b_o)$.
+    """
+    out = {}
+    layers = gated_layers(model)
+    traces = jax.vmap(lambda t: model.forward(t)[1])(contexts)
+    for i in layers:
+        c = model.blocks[i].attention.compressor
+        h = traces[i].normed  # (M, T, d)
+        windows = c.windows(h.shape[1])  # (L, W)
+        out[f"layer{i}.windows"] = np.asarray(h[:, windows]).reshape(
+            -1, c.window, h.shape[-1]
+        )
+        for b, branch in enumerate(BRANCH_NAMES[c.gate_map.shape[0]]):
+            out[f"layer{i}.{branch}.gate_map"] = np.asarray(c.gate_map[b])
+            if c.gate_bias is not None:
+                out[f"layer{i}.{branch}.gate_bias"] = np.asarray(c.gate_bias[b])
+    return out
+
+
+__all__ = [
+    "BRANCH_NAMES",
+    "GateOffsets",
+    "HeadKnockout",
+    "PhaseCurves",
+    "gate_offsets",
+    "gated_layers",
+    "knockout_heads",
+    "mean_head_outputs",
+    "paper_gate_tensors",
+    "phase_curves",
+    "rotate_transformer_gates",
+]
