@@ -22,10 +22,8 @@ PENDING = {
     "previous_token",
     "paper_matrix",
     # not converted yet
-    "weak_spots",
     "boundary",
     "mitigations",
-    "coverage",
     "coverage_map",
     "phase_uniformity",
     "convergence_rates",
