@@ -22,7 +22,6 @@ PENDING = {
     "previous_token",
     "paper_matrix",
     # not converted yet
-    "boundary",
     "mitigations",
     "coverage_map",
     "phase_uniformity",
