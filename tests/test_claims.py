@@ -27,7 +27,6 @@ PENDING = {
     "phase_uniformity",
     "convergence_rates",
     "toy_stability",
-    "theorem1_oracle",
     "regime_boundary",
     "approximate_geometry",
     "relaxation_ladder",

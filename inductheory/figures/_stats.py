@@ -105,10 +105,11 @@ def compact(x: float, digits: int = 3, sci: bool | None = None) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
-def span_text(values, fmt=compact) -> str:
-    """The range of `values` as `low-high` with `fmt` (one value when both ends read alike)."""
+def span_text(values, fmt=compact, sep: str = "-") -> str:
+    """The range of `values` as `low-high` (`sep` between) with `fmt`, one value when both ends
+    read alike."""
     low, high = fmt(float(np.min(values))), fmt(float(np.max(values)))
-    return low if low == high else f"{low}-{high}"
+    return low if low == high else f"{low}{sep}{high}"
 
 
 def plural(n: int, noun: str) -> str:
