@@ -23,7 +23,6 @@ PENDING = {
     "paper_matrix",
     # not converted yet
     "mitigations",
-    "coverage_map",
     "phase_uniformity",
     "convergence_rates",
     "toy_stability",

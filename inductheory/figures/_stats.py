@@ -112,6 +112,15 @@ def span_text(values, fmt=compact, sep: str = "-") -> str:
     return low if low == high else f"{low}{sep}{high}"
 
 
+def grid_text(values) -> str:
+    """A grid as `{16, ..., 4096} (powers of 2)` when it doubles at each step, else every value."""
+    values = [compact(float(v)) for v in values]
+    doubling = all(float(b) == 2 * float(a) for a, b in zip(values, values[1:]))
+    if doubling and len(values) > 4:
+        return f"{{{values[0]}, ..., {values[-1]}}} (powers of 2)"
+    return "{" + ", ".join(values) + "}"
+
+
 def plural(n: int, noun: str) -> str:
     """`n` and `noun`, plural unless n is 1: `1 seed`, `2 seeds`."""
     return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -9,18 +9,9 @@ from ..experiments._regime import BoundaryBracket, log_boundary, regime_map
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import compact, plural, span_text
+from ._stats import compact, grid_text, plural, span_text
 
 BRANCHES = ("key", "value")
-
-
-def _grid_text(values) -> str:
-    """A grid as `{16, ..., 4096} (powers of 2)` when it doubles at each step, else every value."""
-    values = [compact(float(v)) for v in values]
-    doubling = all(float(b) == 2 * float(a) for a, b in zip(values, values[1:]))
-    if doubling and len(values) > 4:
-        return f"{{{values[0]}, ..., {values[-1]}}} (powers of 2)"
-    return "{" + ", ".join(values) + "}"
 
 
 def claim(data: dict) -> str:
@@ -33,8 +24,8 @@ def claim(data: dict) -> str:
     refined = data["parameters"]["boundary"].partition(", ")[2]
     return (
         "Theorem 1 (docs/theory.md §7), checked numerically, not proved, at L=4, S=4, H=2, "
-        f"gamma=1, kappa=1, exact geometry, over N in {_grid_text(data['N_grid'])} and beta "
-        f"in {_grid_text(data['beta_grid'])} ({len(data['N_grid'])} x "
+        f"gamma=1, kappa=1, exact geometry, over N in {grid_text(data['N_grid'])} and beta "
+        f"in {grid_text(data['beta_grid'])} ({len(data['N_grid'])} x "
         f"{len(data['beta_grid'])} points), one context per point (all contexts are "
         f"equivalent under exact geometry), best of {restarts}: for N above a boundary "
         "N*(beta) the best minimizer found is a hard selection (key e_r, value e_{r+1}) "
