@@ -27,7 +27,6 @@ PENDING = {
     "convergence_rates",
     "toy_stability",
     "regime_boundary",
-    "approximate_geometry",
     "relaxation_ladder",
 }
 
