@@ -12,16 +12,18 @@ from inductheory.figures import FIGURES
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("figures", "figures/quick")
 
-# Figures whose claim is still a plain string with hand-typed numbers, being rewritten or retired
-# separately; each leaves this set when its claim becomes a function of its data.
-PENDING = {
+# Figures whose claim is still a plain string with hand-typed numbers; each leaves its set when its
+# claim becomes a function of its data. Being rewritten or retired separately:
+REWRITTEN = {
     "trained_mitigations",
     "trained_effective_offsets",
     "knockout",
     "rotation",
     "previous_token",
     "paper_matrix",
-    # not converted yet
+}
+# Not converted yet (long claims whose every number is still to be traced to the data):
+NOT_CONVERTED = {
     "mitigations",
     "phase_uniformity",
     "convergence_rates",
@@ -29,6 +31,7 @@ PENDING = {
     "regime_boundary",
     "relaxation_ladder",
 }
+PENDING = REWRITTEN | NOT_CONVERTED
 
 
 def committed(folder: str, name: str) -> dict:
