@@ -68,9 +68,10 @@ def test_the_count_check_finds_a_share_without_an_interval():
     )
 
 
+@pytest.mark.parametrize("folder", FOLDERS)
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_every_claim_states_an_interval_for_each_count(name):
-    missing = counts_without_interval(FIGURES[name].claim)
+def test_every_claim_states_an_interval_for_each_count(name, folder):
+    missing = counts_without_interval(FIGURES[name].claim_text(committed(folder, name)))
     assert not missing, f"{name}: counts without an interval in the claim: {missing}"
 
 

@@ -213,9 +213,12 @@ def test_figures_are_one_module_each_and_the_library_does_not_import_them():
             == f.draw.__module__
             == f"inductheory.figures.{name}"
         )
-        assert "THEORY.md" not in f.claim and "docs/theory.md §" in f.claim
-        if name.startswith("theorem"):
-            assert "checked numerically, not proved" in f.claim
+        for folder in ("figures", "figures/quick"):
+            data = json.loads((ROOT / folder / "data" / f"{name}.json").read_text())
+            claim = f.claim_text(data)
+            assert "THEORY.md" not in claim and "docs/theory.md §" in claim
+            if name.startswith("theorem"):
+                assert "checked numerically, not proved" in claim
     code = (
         "import sys, inductheory; "
         "print(any(m.startswith('inductheory.figures') for m in sys.modules))"

@@ -13,7 +13,9 @@ class Figure:
 
     - `name`: file stem of `<out>/<name>.png|.pdf` and `<out>/data/<name>.json`.
     - `title`, `claim`: the heading and the claim printed in figures/README.md (the claim states the
-      parameter range and the number of seeds or contexts behind it).
+      parameter range and the number of seeds or contexts behind it). `claim(data) -> str` formats
+      every measured number from the figure's data, so the claim in a README is that of the data
+      beside it; a plain string (a claim not yet written that way) is printed as it is.
     - `compute(quick, cache_dir) -> dict`: JSON-able numbers, with `parameters` (dict of
       strings) and
       `findings` (one line of measured values); expensive parts are cached by their parameters.
@@ -31,11 +33,15 @@ class Figure:
 
     name: str
     title: str
-    claim: str
+    claim: str | Callable[[dict], str]
     compute: Callable[[bool, Path | None], dict]
     draw: Callable[[dict], object]
     cost: float = 0.0
     tables: Callable[[dict], list[MeasuredTable]] | None = None
+
+    def claim_text(self, data: dict) -> str:
+        """The claim printed beside `data`: `claim(data)`, or `claim` when it is a string."""
+        return self.claim if isinstance(self.claim, str) else self.claim(data)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -91,7 +91,7 @@ def readme(
             "",
             f"![{f.name}]({f.name}.png) ([PDF]({f.name}.pdf))",
             "",
-            f"**Claim.** {f.claim}",
+            f"**Claim.** {f.claim_text(d)}",
             "",
         ]
         if d.get("parameters"):

@@ -12,6 +12,7 @@ share_text(67, 256)  # '67/256 = 0.262 [0.212, 0.319]'
 from __future__ import annotations
 
 import math
+import re
 import typing
 
 import numpy as np
@@ -78,6 +79,59 @@ def share_text(k: int, n: int, digits: int | None = None) -> str:
     if k in (0, n):
         return f"{k}/{n} {ci}"
     return f"{k}/{n} = {k / n:.{digits}f} {ci}"
+
+
+def compact(x: float, digits: int = 3, sci: bool | None = None) -> str:
+    """`x` to `digits` significant digits, as a claim writes it: `4`, `0.1`, `4096`, `1e-3`
+    (and with `sci=True` `3.7e3`); a plain number keeps every digit of its integer part.
+
+    **Arguments:**
+
+    - `digits`: significant digits (trailing zeros dropped).
+    - `sci`: the exponent form; by default for |x| < 0.01 or |x| >= 1e5 (and never for 0).
+
+    **Returns:** the text, with the exponent unpadded (`1e-3`, `1e6`).
+    """
+    if sci is None:
+        sci = x != 0 and not 1e-2 <= abs(x) < 1e5
+    # no exponent form for the integer part of a plain number (4096, not 4.1e3)
+    whole = len(str(int(abs(x))))
+    text = f"{x:.{digits - 1}e}" if sci else f"{x:.{max(digits, whole)}g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def span_text(values, fmt=compact, sep: str = "-") -> str:
+    """The range of `values` as `low-high` (`sep` between) with `fmt`, one value when both ends
+    read alike."""
+    low, high = fmt(float(np.min(values))), fmt(float(np.max(values)))
+    return low if low == high else f"{low}{sep}{high}"
+
+
+def grid_text(values) -> str:
+    """A grid as `{16, ..., 4096} (powers of 2)` when it doubles at each step, else every value."""
+    values = [compact(float(v)) for v in values]
+    doubling = all(float(b) == 2 * float(a) for a, b in zip(values, values[1:]))
+    if doubling and len(values) > 4:
+        return f"{{{values[0]}, ..., {values[-1]}}} (powers of 2)"
+    return "{" + ", ".join(values) + "}"
+
+
+def plural(n: int, noun: str) -> str:
+    """`n` and `noun`, plural unless n is 1: `1 seed`, `2 seeds`."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def stored_parameter(text: str, name: str) -> str:
+    """The value of `name=value` in a stored parameters line such as `'L=8 S=4 N=1024'`."""
+    found = re.search(rf"(?<![\w.]){re.escape(name)}=([^\s,;)]+)", text)
+    if found is None:
+        raise KeyError(f"no {name}= in the parameters {text!r}")
+    return found.group(1)
 
 
 class MedianInterval(typing.NamedTuple):

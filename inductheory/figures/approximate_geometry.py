@@ -16,50 +16,83 @@ from ..model._task import welch_bound
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import share_text, wilson_interval
+from ._stats import plural, share_text, wilson_interval
 
 SHAPE = dict(L=4, S=3, H=2, N=240, gamma=1.0, beta=4.0, kappa=1.0)
 # Largest d whose flows are padded into one program with the smaller ones: the scores cost
 # O(padded d) per token, small next to the logits' O(L S N) up to about this width.
 PADDED_DIM_MAX = 128
-CLAIM = (
-    "With eps > 0 (docs/theory.md §3): embeddings x_i = sqrt(kappa) u + v_i with "
-    "random unit v_i in dimension "
-    "d - 1, d in {12, 16, 24, 32, 64, 1024} (quick mode 16, 128); L=4, S=3, H=2, "
-    "N=240, beta=4, gamma=1, kappa=1. "
-    "The figure sets d and draws one geometry per d for the oracle and another for the "
-    "flows; the x axes are "
-    "two coherences of that very geometry (re-created from the runs' keys): the "
-    "realized eps = max_{i != j} "
-    "|<v_i, v_j>| and the mean coherence mean_{i != j} |<v_i, v_j>| over all token "
-    "pairs (Welch bound: the "
-    "smallest max possible at that d). Oracle minimizers: 24 contexts per d, 8 random "
-    "restarts plus the 4 best "
-    "vertices as starts (quick mode 2 contexts); 8 instead of 16 restarts gave the "
-    "same per-context hard and "
-    "distinct verdicts in 8 contexts at each of d = 12, 24, 32 and 4 at d = 16. Full "
-    "gradient flows: 20 seeds "
-    "per d on one balanced sample of N/L contexts, rho=0.1, t_max=1e6 (quick mode 2 "
-    "seeds). Error bars are 95% "
-    "Wilson intervals over the contexts or seeds of one geometry per d (they do not "
-    "cover the spread between "
-    "geometries of the same d). Measured: at max coherence <= 0.70 (d >= 32) every "
-    "oracle context is hard "
-    "(24/24, interval [0.86, 1]); at 0.91-0.95 (d = 12, 16) 20/24 are ([0.64, 0.93]), "
-    "at 0.70 (d = 24) 21/24 ([0.69, 0.96]): "
-    "the share falls at large eps, but the intervals overlap and d = 24 and 32 have "
-    "the same max coherence "
-    "0.70 with different shares (mean coherence 0.169 vs 0.143), so neither coherence "
-    "orders the shares "
-    "exactly. Distinct heads (Theorem 1 at eps = 0) hold in 24/24 contexts ([0.86, 1]) only "
-    "at d = 1024 (eps 0.13) and in "
-    "14/24 ([0.39, 0.76]) to 21/24 ([0.69, 0.96]) elsewhere, lowest at d = 64, eps 0.43: not "
-    "monotone in either "
-    "coherence. Full flows end hard in 20/20 seeds ([0.84, 1]) at d = 12, 16, 64, 1024 "
-    "and 19/20 ([0.76, 0.99]) "
-    "at d = 24, 32 (max coherence 0.72, 0.61); the seed that does not end hard ran to "
-    "t_max without selecting."
-)
+
+
+def _orders(rows: list, share: str, eps: str) -> bool:
+    """Whether the share `share` never rises as the coherence `eps` grows over the rows."""
+    values = [r[share]["share"] for r in sorted(rows, key=lambda r: r[eps])]
+    return all(b <= a for a, b in zip(values, values[1:]))
+
+
+def _shares(rows: list, share: str, source: str) -> str:
+    """Each row's share as text with its d and max coherence; rows of equal count grouped."""
+    groups: dict[str, list] = {}
+    key = f"{source}_eps_max"
+    for r in rows:
+        groups.setdefault(share_text(r[share]["k"], r[share]["n"]), []).append(r)
+    return "; ".join(
+        f"{text} at d = {', '.join(str(r['d']) for r in group)} (max coherence "
+        f"{', '.join(f'{r[key]:.2f}' for r in group)})"
+        for text, group in groups.items()
+    )
+
+
+def claim(data: dict) -> str:
+    """The claim, its dimensions, contexts, seeds, shares and coherences from `data`."""
+    rows, parameters = data["rows"], data["parameters"]
+    ordered = [
+        _orders(rows, "oracle_hard", f"oracle_eps_{kind}") for kind in ("max", "mean")
+    ]
+    unselected = sum(
+        r["flow_statuses"].count("selected") < r["flow_hard"]["n"] for r in rows
+    )
+    missed = sum(r["flow_hard"]["n"] - r["flow_hard"]["k"] for r in rows)
+    return (
+        "With eps > 0 (docs/theory.md §3): embeddings x_i = sqrt(kappa) u + v_i with random "
+        "unit v_i in dimension d - 1, d in {"
+        + ", ".join(str(r["d"]) for r in rows)
+        + "}; L=4, S=3, H=2, N=240, beta=4, gamma=1, kappa=1. The figure sets d and draws "
+        "one geometry per d for the oracle and another for the flows; the x axes are two "
+        "coherences of that very geometry (re-created from the runs' keys): the realized "
+        "eps = max_{i != j} |<v_i, v_j>| and the mean coherence mean_{i != j} |<v_i, v_j>| "
+        "over all token pairs (Welch bound: the smallest max possible at that d). Oracle "
+        f"minimizers: {parameters['oracle'].replace(' of one geometry per d', ' per d')}. "
+        f"Full gradient flows: {rows[0]['flow_hard']['n']} seeds per d on one balanced "
+        "sample of N/L contexts, rho=0.1, t_max=1e6. Error bars are 95% Wilson intervals "
+        "over the contexts or seeds of one geometry per d (they do not cover the spread "
+        "between geometries of the same d). Measured: the oracle's minimizer is hard in "
+        f"{_shares(rows, 'oracle_hard', 'oracle')}: "
+        + (
+            "the share never rises with either coherence"
+            if all(ordered)
+            else "neither coherence orders the shares exactly"
+            if not any(ordered)
+            else f"the share never rises with the {'max' if ordered[0] else 'mean'} "
+            f"coherence, but does with the {'mean' if ordered[0] else 'max'} one"
+        )
+        + ". Distinct heads (Theorem 1 at eps = 0) hold in "
+        f"{_shares(rows, 'oracle_hard_distinct', 'oracle')}"
+        + (
+            ""
+            if _orders(rows, "oracle_hard_distinct", "oracle_eps_max")
+            else ": not monotone in the max coherence"
+        )
+        + f". Full flows end hard in {_shares(rows, 'flow_hard', 'flow')}"
+        + (
+            f"; the {plural(missed, 'seed')} that did not end hard ran to t_max without "
+            "selecting."
+            if missed
+            and unselected
+            == sum(r["flow_hard"]["k"] < r["flow_hard"]["n"] for r in rows)
+            else "."
+        )
+    )
 
 
 def coherence(embeddings, kappa: float) -> tuple[float, float]:
@@ -314,7 +347,7 @@ def tables(data: dict) -> list[MeasuredTable]:
 FIGURE = Figure(
     "approximate_geometry",
     "Approximate geometry: hard selection as eps grows",
-    CLAIM,
+    claim,
     compute,
     draw,
     cost=540,

@@ -14,37 +14,7 @@ from ..model._loss import phase_accuracy, phase_losses
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import share_text
-
-CLAIM = (
-    "The boundary phase S-1 with windows (docs/theory.md §10), all S query phases. "
-    "Learned: converged reduced "
-    "flows (exact geometry, L=8, S=4, H=2, N=4096, beta=4, gamma=1, kappa=1, rho=0.1, "
-    "delta=1e-3, 256 seeds per "
-    "window; quick mode 16 seeds), shared gates softmax(b) at the end; all 256 seeds "
-    "delta-select at every W (256/256 each, Wilson 95% interval [0.985, 1]; quick mode "
-    "16/16 [0.81, 1]), "
-    "always with value = key + 1. Shares of seeds below are of 256 (Wilson 95% intervals). "
-    "W=S=4: keys in 0..2, the boundary phase is answered "
-    "by no seed (0/256 [0, 0.015]), and by no gate "
-    "rotation delta=0..3 of seed 0 (the §10 tie). W=S+1=5: keys in {1, 2} only (key "
-    "pairs 1,2: 136/256 [0.47, 0.59]; 1,1: "
-    "63/256 [0.20, 0.30]; 2,2: 57/256 [0.18, 0.28]), so no seed answers the boundary phase "
-    "(0/256 [0, 0.015]) although a head at key 3, "
-    "value 4 would; rotating seed "
-    "0's gates (keys 1, 1) by delta=2 puts them there and answers it. W=2S=8: both "
-    "heads of every seed (256/256 [0.985, 1]) select "
-    "key 3, value 4 (across the stride): every seed (256/256 [0.985, 1]) answers the boundary "
-    "phase "
-    "and no "
-    "other phase; rotating seed 0 by delta=1..3 moves that to "
-    "phases 0..2, delta=4 (key 7, value 0) answers nothing. Oracle optimum "
-    "(per-entry gates, `oracle_point` with queries=all: exhaustive vertices plus 8 "
-    "random BFGS starts, at L=3, S=4, "
-    "H=2 because exhaustive vertex search at L=8 is infeasible; quick mode H=1): the "
-    "same loss at every W, "
-    "boundary-phase accuracy (share of the L=3 boundary queries) 0 at W=4, 2/3 at W=5, 1/3 at W=8."
-)
+from ._stats import share_text, stored_parameter
 
 
 def _windows(S: int) -> list[int]:
@@ -255,6 +225,101 @@ def _phases(accuracy) -> str:
     return ", ".join(answered) if answered else "none"
 
 
+def _keys(pair: str) -> list[int]:
+    """The key offsets of a selection named `'1->2 2->3'`."""
+    return [int(head.split("->")[0]) for head in pair.split()]
+
+
+def _answering(m: dict, phase: int) -> str:
+    """The learned seeds of window `m` answering query `phase`, as a share with its interval."""
+    n = m["converged"]
+    return share_text(int(round(m["accuracy_mean"][phase] * n)), n)
+
+
+def _deltas(rotation: list, phase: int) -> list[int]:
+    """The rotations delta of seed 0 whose gates answer query `phase`."""
+    return [d for d, acc in enumerate(rotation) if acc[phase] == 1.0]
+
+
+def _window_text(m: dict, S: int) -> str:
+    """What the learned seeds at window W select and answer, from their data `m`."""
+    W, n, boundary = m["W"], m["converged"], S - 1
+    pairs = sorted(m["pairs"].items(), key=lambda kv: -kv[1])
+    keys = sorted({k for pair, _ in pairs for k in _keys(pair)})
+    rotate = _deltas(m["rotation"], boundary)
+    seed0 = ", ".join(map(str, m["rotation_selected"][0]))
+    if len(pairs) == 1:  # every seed the same selection
+        others = [a for a in m["accuracy_mean"][:boundary] if a > 0]
+        return (
+            f"W={W}: both heads of every seed ({share_text(pairs[0][1], n)}) select key "
+            f"{keys[0]}, value {keys[0] + 1}: {_answering(m, boundary)} seeds answer the "
+            "boundary phase and "
+            + ("no other phase" if not others else "some other phases too")
+            + "; rotating seed 0 by delta moves that to phases "
+            + ", ".join(
+                f"{_phases(a)} (delta={d})" for d, a in enumerate(m["rotation"])
+            )
+        )
+    text = f"W={W}: keys in {{{', '.join(map(str, keys))}}}"
+    if len(pairs) <= 3:  # few enough to list (all of them under Measured)
+        text += " (key pairs " + "; ".join(
+            f"{','.join(map(str, _keys(pair)))}: {share_text(k, n)}"
+            for pair, k in pairs
+        )
+        text += ")"
+    text += f"; the boundary phase is answered by {_answering(m, boundary)} seeds"
+    if rotate:
+        return text + (
+            f"; rotating seed 0's gates (keys {seed0}) by delta="
+            f"{', '.join(map(str, rotate))} answers it"
+        )
+    return text + f", and by no gate rotation delta=0..{W - 1} of seed 0 (the §10 tie)"
+
+
+def claim(data: dict) -> str:
+    """The claim, its seeds, selections, rotations and oracle accuracies from `data`."""
+    S, learned, oracle = data["S"], data["learned"], data["oracle"]
+    n = {sum(m["status_counts"].values()) for m in learned}
+    selected = [m["status_counts"].get("selected", 0) for m in learned]
+    value_follows = all(m["value_is_key_plus_one"] == 1.0 for m in learned)
+    restarts = stored_parameter(data["parameters"]["oracle"], "restarts")
+    o = oracle[0]
+    losses = [x["best_loss"] for x in oracle]
+    return (
+        "The boundary phase S-1 with windows (docs/theory.md §10), all S query phases. "
+        f"Learned: converged reduced flows (exact geometry, L=8, S={S}, H={data['H']}, "
+        f"N=4096, beta=4, gamma=1, kappa=1, rho=0.1, delta=1e-3, {'/'.join(map(str, n))} "
+        "seeds per window), shared gates softmax(b) at the end; delta-selected at W="
+        + ", ".join(
+            f"{m['W']}: {share_text(k, sum(m['status_counts'].values()))}"
+            for m, k in zip(learned, selected)
+        )
+        + " (Wilson 95% intervals, as every share of seeds below), "
+        + ("always" if value_follows else "not always")
+        + " with value = key + 1. "
+        + ". ".join(_window_text(m, S) for m in learned)
+        + ". Oracle optimum (per-entry gates, `oracle_point` with queries=all: exhaustive "
+        f"vertices plus {restarts} random BFGS starts, at L={o['L']}, S={S}, H={o['H']} "
+        "because exhaustive vertex search at L=8 is infeasible): "
+        + (
+            "the same loss at every W"
+            if max(losses) - min(losses) < 1e-9
+            else f"losses {', '.join(f'{x:.4f}' for x in losses)}"
+        )
+        + f", boundary-phase accuracy (share of the L={o['L']} boundary queries) "
+        + ", ".join(
+            f"{_fraction(x['accuracy'][S - 1], x['L'])} at W={x['W']}" for x in oracle
+        )
+        + "."
+    )
+
+
+def _fraction(share: float, L: int) -> str:
+    """A share of L queries as `k/L` (`0` and `1` plain)."""
+    k = int(round(share * L))
+    return str(k // L) if k in (0, L) else f"{k}/{L}"
+
+
 def tables(data: dict) -> list[MeasuredTable]:
     """Per window: the learned seeds' selections and per-phase accuracy (Wilson 95% intervals of
     the shares of seeds), the oracle optimum's accuracy, and the rotation of seed 0."""
@@ -314,7 +379,7 @@ def tables(data: dict) -> list[MeasuredTable]:
 FIGURE = Figure(
     "boundary",
     "The boundary phase with windows: learned vs optimal, and gate rotation",
-    CLAIM,
+    claim,
     compute,
     draw,
     cost=100,

@@ -18,40 +18,16 @@ from ..model._task import assumptions_silenced
 from ..toy._toy import ToyConfig, split_advantage
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import interval_text, wilson_interval
+from ._stats import (
+    compact,
+    grid_text,
+    interval_text,
+    share_text,
+    span_text,
+    wilson_interval,
+)
 
 L, S, H = 8, 4, 2
-
-CLAIM = (
-    "Reduced flows (exact geometry, L=8, S=4, H=2, gamma=1, kappa=1, delta=1e-3; full "
-    "mode N = 32..4096 in powers "
-    "of 2, beta in {2, 4, 8}, rho in {0.01, 0.1}, 128 seeds per point, the same seeds "
-    "at every point, at least 127/128 [0.957, 0.999] selected per point; quick mode 3 x 2 x 1 "
-    "points, 16 seeds, 16/16 [0.81, 1] selected). Share of the selected seeds whose two heads "
-    "chose distinct offsets (bars and Measured: "
-    "95% Wilson intervals, about "
-    "+-0.08 at 0.7): it falls from 0.98-1.00 at N=32 (125/128 [0.933, 0.992] to 128/128 "
-    "[0.971, 1]) to 0.69-0.72 at N=4096 (88/128 [0.603, 0.761] to 92/128 [0.635, 0.789]; "
-    "quick mode 16/16 [0.81, 1] to 11/16 [0.44, 0.86]) on every "
-    "(beta, rho) line, "
-    "non-increasing in N on all 6 lines, towards the independent-choice baseline 2/3; "
-    "the fall comes at larger N "
-    "for larger beta (at N=512, beta=2: 90/128 [0.619, 0.775] and 92/128 [0.635, 0.789], vs "
-    "beta=8: 114/128 [0.825, 0.934] and 121/128 [0.891, 0.973]) and at "
-    "smaller rho (with the same seeds, the share at rho=0.01 is at least the one at rho=0.1 "
-    "at all 24 (N, beta) pairs, by at most 0.055, within the intervals). Prediction from "
-    "the two-head toy (docs/theory.md §8), mapping K = N - 1 (every competing token at "
-    "logit about 0) or "
-    "K = N - L*S (outside tokens only; 0 at N=32): its split advantage D(beta, K) "
-    "falls like 1/K and grows with "
-    "beta, so it predicts both directions. It does not predict the curves: at equal D "
-    "the share is much higher "
-    "at beta=2 than at beta=8 (the fall happens near D ~ 1e-3 at beta=2 and D ~ 2e-2 "
-    "at beta=8), so D alone does "
-    "not collapse the data (Spearman rank correlation of the normalized excess with D "
-    "over all 48 points: 0.86, "
-    "carried by the trends within each line)."
-)
 
 
 def distinct_intervals(distinct, n_selected) -> tuple[np.ndarray, np.ndarray]:
@@ -270,14 +246,93 @@ def draw(data: dict):
     return fig
 
 
-def tables(data: dict) -> list[MeasuredTable]:
-    """The distinct share at every grid point (Wilson 95% intervals) and the toy's split
-    advantage at the same N and beta."""
-    Ns, betas, rhos = data["N"], data["beta"], data["rho"]
+def _counts(data: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(selected seeds, of them distinct), each (N, beta, rho), from the stored fractions."""
     n_sel = np.rint(
         np.asarray(data["selected_fraction"], float) * data["seeds"]
     ).astype(int)
     k = np.rint(np.asarray(data["distinct_fraction"], float) * n_sel).astype(int)
+    return n_sel, k
+
+
+def _fall_D(data: dict, j: int) -> float:
+    """The toy's D (K = N - 1) at the first N where beta j's share, averaged over rho, is below
+    half-way from 1 to the baseline (the fall), or NaN if it never is."""
+    share = np.asarray(data["distinct_fraction"], float)[:, j].mean(axis=1)
+    below = np.flatnonzero(share < (1 + data["baseline"]) / 2)
+    return float(data["toy_D_K_all"][below[0]][j]) if below.size else float("nan")
+
+
+def claim(data: dict) -> str:
+    """The claim, its grid, seeds, shares, intervals and correlation from `data`."""
+    Ns, betas, rhos, seeds = data["N"], data["beta"], data["rho"], data["seeds"]
+    n_sel, k = _counts(data)
+    share = np.asarray(data["distinct_fraction"], float)
+    low = np.unravel_index(np.argmin(n_sel), n_sel.shape)
+
+    def shares_at(i: int) -> str:
+        at = [
+            (share[i].flat[m], k[i].flat[m], n_sel[i].flat[m]) for m in range(k[i].size)
+        ]
+        ends = [share_text(x[1], x[2]) for x in (min(at), max(at))]
+        return (
+            f"{span_text([min(at)[0], max(at)[0]], lambda x: f'{x:.2f}')} at N={Ns[i]} "
+            f"({ends[0] if ends[0] == ends[1] else ' to '.join(ends)})"
+        )
+
+    seventy = wilson_interval(round(0.7 * seeds), seeds)
+    mid = len(Ns) // 2
+    text = (
+        f"Reduced flows (exact geometry, L={L}, S={S}, H={H}, gamma=1, kappa=1, "
+        f"delta=1e-3; N in {grid_text(Ns)}, beta in {grid_text(betas)}, rho in "
+        f"{grid_text(rhos)}, {seeds} seeds per point, the same seeds "
+        f"at every point, at least {share_text(int(n_sel[low]), seeds)} selected per "
+        "point). Share of the selected seeds whose two heads chose distinct offsets (bars "
+        "and Measured: 95% Wilson intervals, about "
+        f"+-{(seventy[1] - seventy[0]) / 2:.2f} at 0.7): it falls from {shares_at(0)} to "
+        f"{shares_at(len(Ns) - 1)} on every (beta, rho) line, non-increasing in N on "
+        f"{sum(data['monotone_in_N'])} of {len(data['monotone_in_N'])} lines, towards the "
+        f"independent-choice baseline {data['baseline']:.3f}; the fall comes at larger N "
+        f"for larger beta (at N={Ns[mid]}, "
+        + ", vs ".join(
+            f"beta={betas[j]:g}: "
+            + " and ".join(
+                share_text(k[mid, j, r], n_sel[mid, j, r]) for r in range(len(rhos))
+            )
+            for j in (0, len(betas) - 1)
+        )
+        + ")"
+    )
+    if len(rhos) == 2:
+        a, b = share[..., 0], share[..., 1]
+        lo, hi = distinct_intervals(share, n_sel)
+        overlap = np.all((lo[..., 0] <= hi[..., 1]) & (lo[..., 1] <= hi[..., 0]))
+        text += (
+            f" and at smaller rho (with the same seeds, the share at rho={rhos[0]:g} is at "
+            f"least the one at rho={rhos[1]:g} at {int(np.sum(a >= b))} of {a.size} "
+            f"(N, beta) pairs, by at most {np.max(a - b):.3f}"
+            + (", within the intervals)" if overlap else ")")
+        )
+    D_low, D_high = _fall_D(data, 0), _fall_D(data, len(betas) - 1)
+    return text + (
+        ". Prediction from the two-head toy (docs/theory.md §8), mapping K = N - 1 (every "
+        f"competing token at logit about 0) or K = N - L*S (outside tokens only; 0 at "
+        f"N={L * S}): its split advantage D(beta, K) falls like 1/K and grows with beta, so "
+        "it predicts both directions. It does not predict the curves: at equal D the share "
+        f"is much higher at beta={betas[0]:g} than at beta={betas[-1]:g} (the fall happens "
+        f"near D ~ {compact(D_low, 1, True)} at beta={betas[0]:g} and D ~ "
+        f"{compact(D_high, 1, True)} at "
+        f"beta={betas[-1]:g}), so D alone does not collapse the data (Spearman rank "
+        f"correlation of the normalized excess with D over all {share.size} points: "
+        f"{data['spearman_excess_vs_D']:.2f}, carried by the trends within each line)."
+    )
+
+
+def tables(data: dict) -> list[MeasuredTable]:
+    """The distinct share at every grid point (Wilson 95% intervals) and the toy's split
+    advantage at the same N and beta."""
+    Ns, betas, rhos = data["N"], data["beta"], data["rho"]
+    n_sel, k = _counts(data)
     lines = [(j, b, r_i, r) for j, b in enumerate(betas) for r_i, r in enumerate(rhos)]
     shares = [
         [str(N)]
@@ -326,7 +381,7 @@ def tables(data: dict) -> list[MeasuredTable]:
 FIGURE = Figure(
     "coverage_map",
     "Coverage vs N, beta and rho, with the two-head toy's prediction",
-    CLAIM,
+    claim,
     compute,
     draw,
     cost=60,

@@ -8,39 +8,37 @@ from matplotlib.lines import Line2D
 
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
+from ._stats import compact, plural, stored_parameter
 
 BRANCHES = ("key", "value")
 
-CLAIM = (
-    "Along the full gradient flow of the linear gate class (exact geometry, L=8, S=4, "
-    "H=2, N=1024, beta=4, "
-    "gamma=1, rho=0.1, M=128 balanced contexts, 4 seeds; quick mode N=256, M=32, 2 "
-    "seeds) the static "
-    "effective number of offsets exp(H(E[alpha])) and the average one E[exp(H(alpha))] "
-    "(docs/theory.md §9, "
-    "measured on the training contexts) both fall from S=4 to 1 for key and value "
-    "gates, and they coincide "
-    "along the whole trajectory: their largest difference over seeds, heads, gates and "
-    "saved times is below "
-    "1e-6 in full mode (4e-6 in quick mode; value under Measured), largest at t=0 and "
-    "shrinking as the flow "
-    "proceeds. This is a property of "
-    "exact geometry, not a finding about training: the tokens share only the mean "
-    "direction m, so the only "
-    "input-dependent part of a linear gate's score is one coordinate per token, which "
-    "stays at the size of "
-    "the initialization; the gates are static, and the concentration is static selection, not "
-    "input-dependent concentration (which would show as static near S with average near 1). Under "
-    "approximate geometry (eps > 0: same flow with N=256, d=32, realized eps 0.62, 2 "
-    "seeds; quick mode N=128, "
-    "1 seed) the two separate by at most 1.2e-3 (quick mode 6e-3), most during the "
-    "selection and less after "
-    "it: in this setting linear gates stay nearly static too, so the figure does not "
-    "reproduce the paper's "
-    "input-dependent concentration (both measures are taken on the training contexts, "
-    "not on held-out "
-    "windows)."
-)
+
+def claim(data: dict) -> str:
+    """The claim, its sizes, seeds and largest differences from `data`."""
+    task, approx = data["parameters"]["task"], data["approximate"]
+    M = stored_parameter(data["parameters"]["flow"], "M")
+    return (
+        "Along the full gradient flow of the linear gate class (exact geometry, L=8, "
+        f"S={data['S']}, H=2, N={stored_parameter(task, 'N')}, beta=4, gamma=1, rho=0.1, "
+        f"M={M} balanced contexts, {plural(len(data['static']), 'seed')}) the static "
+        "effective number of offsets exp(H(E[alpha])) and the average one E[exp(H(alpha))] "
+        "(docs/theory.md §9, measured on the training contexts) both fall from "
+        f"S={data['S']} to 1 for key and value gates, and they coincide along the whole "
+        "trajectory: their largest difference over seeds, heads, gates and saved times is "
+        f"{compact(data['max_static_avg_difference'], 2)} (under Measured), largest at t=0 "
+        "and shrinking as the flow proceeds. This is a property of exact geometry, not a "
+        "finding about training: the tokens share only the mean direction m, so the only "
+        "input-dependent part of a linear gate's score is one coordinate per token, which "
+        "stays at the size of the initialization; the gates are static, and the "
+        "concentration is static selection, not input-dependent concentration (which would "
+        "show as static near S with average near 1). Under approximate geometry (eps > 0: "
+        f"same flow with N={approx['N']}, d={approx['d']}, realized eps "
+        f"{approx['eps']:.2f}, {plural(len(approx['status']), 'seed')}) the two separate by "
+        f"at most {compact(approx['max_static_avg_difference'], 2)}, most during the "
+        "selection and less after it: in this setting linear gates stay nearly static too, "
+        "so the figure does not reproduce the paper's input-dependent concentration (both "
+        "measures are taken on the training contexts, not on held-out windows)."
+    )
 
 
 def _approximate_setup(quick: bool):
@@ -289,7 +287,7 @@ def tables(data: dict) -> list[MeasuredTable]:
 FIGURE = Figure(
     "effective_offsets",
     "The paper's Figure 5a in the idealized model",
-    CLAIM,
+    claim,
     compute,
     draw,
     cost=60,

@@ -14,33 +14,59 @@ from ..model._interventions import (
 from ..model._loss import phase_accuracy, phase_gap, phase_losses
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import share_text
+from ._stats import compact, share_text, span_text
 
-CLAIM = (
-    "Periodic weak spots (docs/theory.md §9), measured on converged reduced flows "
-    "(exact geometry, L=8, "
-    "N=4096, beta=4, gamma=1, kappa=1, rho=0.1, "
-    "delta=1e-3; (H, S) in {(1,4), (2,4), (3,4), (2,6), (3,6), (3,8)}, 256 seeds each; "
-    "quick mode (1,4), "
-    "(2,4) with 16 seeds). The drawn models (3 per (H, S)) answer (top-1 over the "
-    "whole vocabulary) exactly "
-    "the query phases their heads selected and no other. Over all seeds: with H < S-1 "
-    "the phase gap is 1 in "
-    "every seed (1280/1280 over the five such (H, S), Wilson 95% interval [0.997, 1]; quick "
-    "mode 32/32 [0.89, 1]; some "
-    "phase is always wrong); at H = S-1 (H=3, S=4) it is 0 in 67/256 = 26% of "
-    "the seeds (Wilson 95% [0.21, 0.32]), the share "
-    "whose heads selected distinct "
-    "offsets. On one converged model (H=2, S=6; quick mode H=2, S=4), rotating the "
-    "gates by delta moves the "
-    "answered phases by delta (a head rotated onto offset S-1 answers no query phase: "
-    "that phase's successor "
-    "lies in the next block), and mean-ablating one head makes exactly the phase that "
-    "head selected wrong "
-    "(full mode: loss +1.12 there, changes of about 1e-3 at the other phases; in quick mode "
-    "both heads of that model select offset 0, so ablating either leaves phase 0 answered "
-    "at loss +1.11)."
-)
+
+def _knockout_text(data: dict) -> str:
+    """What mean-ablating a head of the rotated model does, with its loss changes from `data`."""
+    knock, selected = data["knockout"], data["rotation_selected"]
+    base = np.asarray(knock["base_loss"])
+    change = np.asarray(knock["loss"]) - base  # (heads, phases)
+    own = [change[h, r] for h, r in enumerate(selected)]
+    if len(set(selected)) == 1:
+        return (
+            f"both heads of that model select offset {selected[0]}, so ablating either "
+            f"leaves phase {selected[0]} answered at loss +{max(own):.2f}"
+        )
+    others = [np.delete(change[h], r) for h, r in enumerate(selected)]
+    return (
+        "mean-ablating one head makes exactly the phase that head selected wrong (loss "
+        f"{span_text(own, lambda x: f'+{x:.2f}')} there, changes of at most "
+        f"{compact(float(np.max(np.abs(others))), 2)} at the other phases)"
+    )
+
+
+def claim(data: dict) -> str:
+    """The claim, its shapes, seeds, shares and knockout losses from `data`."""
+    models = data["models"]
+    shapes = ", ".join(f"({m['H']},{m['S']})" for m in models)
+    seeds = {len(m["gap"]) for m in models}
+    below = [m for m in models if m["H"] < m["S"] - 1]
+    gap_one = sum(int(np.sum(np.asarray(m["gap"]) == 1)) for m in below)
+    text = (
+        "Periodic weak spots (docs/theory.md §9), measured on converged reduced flows "
+        "(exact geometry, L=8, N=4096, beta=4, gamma=1, kappa=1, rho=0.1, delta=1e-3; "
+        f"(H, S) in {{{shapes}}}, {'/'.join(map(str, sorted(seeds)))} seeds each). The "
+        f"drawn models ({len(models[0]['accuracy'])} per (H, S)) answer (top-1 over the "
+        "whole vocabulary) exactly the query phases their heads selected and no other. "
+        "Over all seeds: with H < S-1 the phase gap is 1 in "
+        f"{share_text(gap_one, sum(len(m['gap']) for m in below))} seeds over the "
+        f"{len(below)} such (H, S) (Wilson 95% interval; some phase is always wrong)"
+    )
+    for m in models:
+        if m["H"] == m["S"] - 1:
+            gap = np.asarray(m["gap"])
+            text += (
+                f"; at H = S-1 (H={m['H']}, S={m['S']}) it is 0 in "
+                f"{share_text(int(np.sum(gap == 0)), gap.size, 2)} of the seeds (Wilson "
+                "95%), the share whose heads selected distinct offsets"
+            )
+    H, S = len(data["rotation_selected"]), len(data["rotation"]) + 1
+    return text + (
+        f". On one converged model (H={H}, S={S}), rotating the gates by delta moves the "
+        "answered phases by delta (a head rotated onto offset S-1 answers no query phase: "
+        f"that phase's successor lies in the next block), and {_knockout_text(data)}."
+    )
 
 
 def compute(quick: bool, cache_dir) -> dict:
@@ -252,7 +278,7 @@ def tables(data: dict) -> list[MeasuredTable]:
 FIGURE = Figure(
     "weak_spots",
     "Periodic weak spots: per-phase accuracy of converged models",
-    CLAIM,
+    claim,
     compute,
     draw,
     cost=105,
