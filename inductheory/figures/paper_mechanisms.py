@@ -208,7 +208,7 @@ def compute(quick: bool, cache_dir) -> dict:
 
 
 def _share_line(s: dict) -> str:
-    return share_text(s["k"], s["n"])
+    return share_text(s["k"], s["n"]) if s["n"] else "none of 0"
 
 
 def _gates_line(g: dict) -> str:
@@ -373,7 +373,21 @@ def draw(data: dict):
         )
         ax.set_xlabel("rotation delta (offsets)")
         ax.set_ylabel("R^2 of the shifted curve (boundary excluded)")
-        ax.set_ylim(-1.05, 1.05)
+        low = min(
+            [-1.0]
+            + [
+                float(
+                    np.nanmin(
+                        np.asarray(data["rows"][n]["rotation"]["r_squared"], float)
+                    )
+                )
+                for n in names
+                if np.isfinite(
+                    np.asarray(data["rows"][n]["rotation"]["r_squared"], float)
+                ).any()
+            ]
+        )
+        ax.set_ylim(low - 0.1, 1.05)
         ax.set_title("Gate rotation (appendix H), per seed")
         ax.legend(fontsize=7, loc="lower left")
         fig.tight_layout()
