@@ -20,6 +20,7 @@ import numpy as np
 
 import inductheory as it
 from inductheory.experiments import _sweep as sw
+from inductheory.experiments._sweep import _driver, _loss, _spec, _store
 from inductheory.internal._lanes import stack_lanes
 from inductheory.model._gates import hard_selection
 
@@ -30,7 +31,7 @@ def _old_compute_block(spec, indices):
 
 
 def _old_stacked_tasks(spec, points):
-    return stack_lanes(sw._tasks(spec, points))
+    return stack_lanes(_spec._tasks(spec, points))
 
 
 def _old_points_of(ds):
@@ -57,8 +58,8 @@ def _run(n: int, old: bool) -> tuple[dict, object, list]:
     gates = hard_selection(3, [0])
     patches = (
         [
-            mock.patch.object(sw, "compute_block", _old_compute_block),
-            mock.patch.object(sw, "_stacked_tasks", _old_stacked_tasks),
+            mock.patch.object(_driver, "compute_block", _old_compute_block),
+            mock.patch.object(_loss, "_stacked_tasks", _old_stacked_tasks),
         ]
         if old
         else []
@@ -72,7 +73,7 @@ def _run(n: int, old: bool) -> tuple[dict, object, list]:
         points = (_old_points_of if old else sw.points_of)(ds)
         t2 = time.perf_counter()
         if old:
-            with mock.patch.object(sw, "points_of", _old_points_of):
+            with mock.patch.object(_store, "points_of", _old_points_of):
                 sw.summary_table(ds)
         else:
             sw.summary_table(ds)

@@ -438,13 +438,14 @@ def test_sweep_too_big_is_refused_before_anything_runs(monkeypatch, tmp_path):
     import time
 
     from inductheory.experiments import _sweep
+    from inductheory.experiments._sweep import _driver
 
     task = it.Task(L=4, S=3, H=1, N=64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # H >= S: outside the theorems, refused anyway
         many_heads = it.Task(L=4, S=3, H=10**8, N=64)
     monkeypatch.setattr(  # nothing may be computed
-        _sweep, "compute_block", lambda *a: pytest.fail("a block was computed")
+        _driver, "compute_block", lambda *a: pytest.fail("a block was computed")
     )
     start = time.perf_counter()
     for kwargs in (
@@ -490,6 +491,7 @@ def _points_by_selection(ds):
 
 def test_vectorized_assembly_gives_the_per_point_results():
     from inductheory.experiments import _sweep
+    from inductheory.experiments._sweep import _driver, _spec
     from inductheory.internal._lanes import stack_lanes
 
     task = it.Task(L=4, S=3, H=1, N=64)
@@ -498,12 +500,12 @@ def test_vectorized_assembly_gives_the_per_point_results():
     ds = _sweep.sweep("loss", task, grid, gates=gates, block=4)
     assert _sweep.points_of(ds) == _points_by_selection(ds)
     spec = _sweep.SweepSpec(
-        "loss", task.to_dict(), {}, _sweep._check_grid("loss", task, grid), 0, 0, 4, {}
+        "loss", task.to_dict(), {}, _driver._check_grid("loss", task, grid), 0, 0, 4, {}
     )
     points = _sweep.grid_points(spec.grid)
     assert [_sweep.grid_point(spec.grid, i) for i in range(len(points))] == points
-    stacked = _sweep._stacked_tasks(spec, points)
-    reference = stack_lanes(_sweep._tasks(spec, points))
+    stacked = _spec._stacked_tasks(spec, points)
+    reference = stack_lanes(_spec._tasks(spec, points))
     assert jax.tree.structure(stacked) == jax.tree.structure(reference)
     for a, b in zip(jax.tree.leaves(stacked), jax.tree.leaves(reference)):
         assert a.dtype == b.dtype and np.array_equal(a, b)

@@ -308,12 +308,12 @@ def test_an_interrupted_train_sweep_resumes_with_the_numbers_of_a_straight_one(
 ):
     """Ctrl-C in the second grid point: exit 130 with one line, the first point kept; the same
     command then computes only what is left and reports the straight sweep's points."""
-    import inductheory.experiments._sweep as _sweep
+    from inductheory.experiments._sweep import _driver
 
     argv = [*SWEEP[:-2], "--grid", "beta=1,2,3", "--block", "1", "--json"]
     assert main([*argv, "--out", str(tmp_path / "straight")]) == 0
     straight = json.loads(capsys.readouterr().out)["points"]
-    real, calls = _sweep.compute_block, []
+    real, calls = _driver.compute_block, []
 
     def interrupted(spec, indices):
         calls.append(indices)
@@ -321,13 +321,13 @@ def test_an_interrupted_train_sweep_resumes_with_the_numbers_of_a_straight_one(
             raise KeyboardInterrupt
         return real(spec, indices)
 
-    monkeypatch.setattr(_sweep, "compute_block", interrupted)
+    monkeypatch.setattr(_driver, "compute_block", interrupted)
     assert main([*argv, "--out", str(tmp_path / "run")]) == 130
     err = capsys.readouterr().err
     assert _one_error(err).startswith("inductheory sweep: error: interrupted")
     calls.clear()
     monkeypatch.setattr(
-        _sweep, "compute_block", lambda s, i: (calls.append(i), real(s, i))[1]
+        _driver, "compute_block", lambda s, i: (calls.append(i), real(s, i))[1]
     )
     assert main([*argv, "--out", str(tmp_path / "run")]) == 0
     assert calls == [[1], [2]]  # the finished point was kept, not recomputed

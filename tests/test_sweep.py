@@ -11,6 +11,7 @@ import pytest
 import inductheory as it
 from inductheory.cli import main
 from inductheory.experiments import _sweep
+from inductheory.experiments._sweep import _driver, _oracle
 
 TASK = it.Task(L=4, S=4, H=2, N=1024, beta=4.0)
 
@@ -53,7 +54,7 @@ def test_loss_sweep_equals_the_closed_form_at_every_point():
     }
     ds = it.sweep("loss", TASK, grid, gates=gates)
     assert list(ds.loss.dims) == ["beta", "N", "kappa", "gamma"]
-    for point in _sweep.grid_points(_sweep._check_grid("loss", TASK, grid)):
+    for point in _sweep.grid_points(_driver._check_grid("loss", TASK, grid)):
         task = it.model.quiet_task(**{**TASK.to_dict(), **point})
         sel = ds.sel(point)
         np.testing.assert_allclose(
@@ -178,7 +179,7 @@ def test_sweep_resumes_from_its_blocks(tmp_path, monkeypatch):
     grid = {"beta": [1.0, 2.0, 3.0, 4.0, 5.0]}
     full = it.sweep("loss", TASK, grid, gates=gates, block=2)
     calls = []
-    real = _sweep.compute_block
+    real = _driver.compute_block
 
     class Interrupted(Exception):
         """Stands for Ctrl-C or a killed process in the middle of the second block."""
@@ -192,7 +193,7 @@ def test_sweep_resumes_from_its_blocks(tmp_path, monkeypatch):
             raise Interrupted
         return real(spec, indices)
 
-    monkeypatch.setattr(_sweep, "compute_block", interrupted)
+    monkeypatch.setattr(_driver, "compute_block", interrupted)
     with pytest.raises(Interrupted):
         it.sweep("loss", TASK, grid, gates=gates, block=2, out=tmp_path)
     assert sorted(p.name for p in (tmp_path / "blocks").iterdir()) == [
@@ -259,10 +260,12 @@ def test_sweep_on_a_local_dask_cluster_of_two_workers_matches_the_local_run(tmp_
 def test_default_oracle_block_is_one_point_per_device(monkeypatch):
     # padding a block of one point to the device count left the other devices idle
     seen = []
-    monkeypatch.setattr(_sweep, "run_spec", lambda spec, **kw: seen.append(spec.block))
+    monkeypatch.setattr(_driver, "run_spec", lambda spec, **kw: seen.append(spec.block))
     for devices in (1, 2, 4):
         monkeypatch.setattr(
-            _sweep, "padded_size", lambda n, devices=devices: devices * -(-n // devices)
+            _oracle,
+            "padded_size",
+            lambda n, devices=devices: devices * -(-n // devices),
         )
         _sweep.sweep(
             "oracle", it.Task(L=4, S=4, H=2, N=64, beta=4.0), {"beta": [4.0, 8.0, 9.0]}

@@ -15,14 +15,12 @@ from ..experiments._sweep import (
     FlowSweep,
     LossSweep,
     OracleSweep,
+    PointChecks,
+    SweepFailureWarning,
     TrainSweep,
     points_of,
     summary_table,
     sweep,
-)
-from ..experiments._sweep_checks import (
-    PointChecks,
-    SweepFailureWarning,
     sweep_problems,
 )
 from ..internal._io import write_json_atomic

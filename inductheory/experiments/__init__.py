@@ -87,15 +87,13 @@ from ._sweep import (
     FlowSweep as FlowSweep,
     LossSweep as LossSweep,
     OracleSweep as OracleSweep,
+    SweepFailureWarning as SweepFailureWarning,
+    SweepProblems as SweepProblems,
     TrainSweep as TrainSweep,
+    check_grid_points as check_grid_points,
     points_of as points_of,
     summary_table as summary_table,
     sweep as sweep,
-)
-from ._sweep_checks import (
-    SweepFailureWarning as SweepFailureWarning,
-    SweepProblems as SweepProblems,
-    check_grid_points as check_grid_points,
     sweep_problems as sweep_problems,
 )
 from ._training import (

@@ -559,9 +559,63 @@ def train(
     seeds = _require_int("seeds", seeds, 1, SEEDS_MAX)
     seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
     devices = tuple(jax.devices() if devices is None else devices)
-    config = train_config
-    parameters = _parameters(task, model_config, config, seeds, seed)
+    parameters = _parameters(task, model_config, train_config, seeds, seed)
+    setup, state = _prepare_run(task, model_config, train_config, seeds, seed, devices)
+    with claimed_output_dir(out, "train", parameters) as directory:
+        checkpoint = None if directory is None else Path(directory) / CHECKPOINT
+        if checkpoint is not None and checkpoint.exists():
+            state = _load_checkpoint(checkpoint, state)
+        setup, state = _placed(setup, state)
+        start_time = time.perf_counter()
+        loop_timings = _run_chunks(setup, state, checkpoint, progress)
+        run = _finish_run(setup, state, loop_timings, start_time)
+        if directory is not None:
+            _write_result(Path(directory), run)
+    return run
 
+
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """What a `train` run fixes before its first step: its parameters, the compiled programs,
+    the training data (`_Programs.loss_of`), the held-out contexts, the fixed parts of the models
+    `(per_seed, shared)`, the lanes, the logged steps and which steps of the chunks log. After
+    `_placed`, the arrays are on the devices (`log_mask_device` set)."""
+
+    task: Task
+    model_config: ModelConfig
+    config: TrainConfig
+    seeds: int
+    seed: int
+    devices: tuple
+    programs: _Programs
+    M: int | None
+    data: object
+    held_out: jax.Array
+    static: tuple
+    lanes: np.ndarray | jax.Array  # 0..n-1, the seeds padded to the devices
+    logged: np.ndarray
+    log_mask: np.ndarray
+    log_mask_device: jax.Array | None = None
+
+
+@dataclasses.dataclass
+class _State:
+    """What a run changes as it steps: the steps done, every seed's trainable parameters and
+    optimizer state, and the statistics buffers of the logged steps (what a checkpoint holds)."""
+
+    done: int
+    params: object
+    opt_state: object
+    buffers: dict
+
+
+def _prepare_run(
+    task, model_config, config, seeds: int, seed: int, devices: tuple
+) -> tuple[_Setup, _State]:
+    """The run's `_Setup` and its state at step 0: the full flow's sample and geometry, the
+    held-out contexts, the seeds' initial models split into trainable and fixed parts, the
+    optimizer's initial state and empty statistics buffers. Raises the one-line `ValueError`s
+    of `train` (no closed-form population loss, nothing to train)."""
     geometry, contexts = flow_sample(
         task, FlowConfig(dynamics="full", M=config.M), seed
     )
@@ -599,119 +653,175 @@ def train(
         devices,
     )
     opt_state = eqx.filter_vmap(optimizer.init)(params)
-    lanes = np.arange(size)
+    logged, log_mask, buffers = _logging(
+        config, programs, params, static, held_out, seeds
+    )
+    setup = _Setup(
+        task=task,
+        model_config=model_config,
+        config=config,
+        seeds=seeds,
+        seed=seed,
+        devices=devices,
+        programs=programs,
+        M=int(contexts.shape[0]) if config.batch == "full" else None,
+        data=data,
+        held_out=held_out,
+        static=static,
+        lanes=np.arange(size),
+        logged=logged,
+        log_mask=log_mask,
+    )
+    return setup, _State(0, params, opt_state, buffers)
 
+
+def _logging(config, programs, params, static, held_out, seeds: int):
+    """`(logged, log_mask, buffers)`: the logged steps (`log_steps`), whether each step of the
+    chunks logs its statistics (steps before the last; the last is logged by `evaluate`), and
+    zeroed buffers (seeds, logged steps, ...) of the loss and every gate statistic."""
     logged = log_steps(config.steps, config.log_points)
     n_chunks = math.ceil(config.steps / config.chunk)
     log_mask = np.zeros(n_chunks * config.chunk, bool)
     log_mask[logged[logged < config.steps]] = True
-    row = {int(s): j for j, s in enumerate(logged)}
     stat_shapes = jax.eval_shape(programs.lanes_statistics, params, static, held_out)
     buffers = {"loss": np.zeros((seeds, logged.size))} | {
         k: np.zeros((seeds, logged.size) + v.shape[1:], v.dtype)
         for k, v in stat_shapes.items()
     }
-    done = 0
+    return logged, log_mask, buffers
 
-    with claimed_output_dir(out, "train", parameters) as directory:
-        checkpoint = None if directory is None else Path(directory) / CHECKPOINT
-        if checkpoint is not None and checkpoint.exists():
-            like = (np.zeros((), np.int64), params, opt_state, buffers)
-            loaded = eqx.tree_deserialise_leaves(checkpoint, like)
-            done, params, opt_state, buffers = int(loaded[0]), *loaded[1:]
-            buffers = {k: np.array(v) for k, v in buffers.items()}
 
-        def place(tree):
-            arrays, rest = eqx.partition(tree, eqx.is_array)
-            arrays = jax.tree.map(jnp.asarray, pad_lanes(arrays, size))
-            return eqx.combine(shard_lanes(arrays, devices), rest)
+def _load_checkpoint(path: Path, state: _State) -> _State:
+    """The state stored in the checkpoint at `path` (`_write_checkpoint`), shaped like `state`."""
+    like = (np.zeros((), np.int64), state.params, state.opt_state, state.buffers)
+    done, params, opt_state, buffers = eqx.tree_deserialise_leaves(path, like)
+    return _State(
+        int(done), params, opt_state, {k: np.array(v) for k, v in buffers.items()}
+    )
 
-        params, opt_state, per_seed = (place(t) for t in (params, opt_state, static[0]))
-        static = (per_seed, _replicated(static[1], devices))
-        data, held_out = _replicated((data, held_out), devices)
-        lanes = shard_lanes(jnp.asarray(lanes), devices)
-        log_mask_device = jnp.asarray(log_mask)
 
-        start_time, first, rest_s, rest_steps = time.perf_counter(), None, 0.0, 0
-        with Progress(config.steps, "train", enabled=progress) as bar:
-            if done:
-                bar.update(done)
-            for start in range(done, config.steps, config.chunk):
-                t0 = time.perf_counter()
-                params, opt_state, (loss, stats) = programs.run_chunk(
-                    params,
-                    opt_state,
-                    static,
-                    data,
-                    held_out,
-                    lanes,
-                    jnp.asarray(start),
-                    log_mask_device,
+def _placed(setup: _Setup, state: _State) -> tuple[_Setup, _State]:
+    """`setup` and `state` on the devices: every per-seed array padded to the lanes and split
+    over the devices, the arrays every lane shares replicated."""
+    size, devices = setup.lanes.size, setup.devices
+
+    def place(tree):
+        arrays, rest = eqx.partition(tree, eqx.is_array)
+        arrays = jax.tree.map(jnp.asarray, pad_lanes(arrays, size))
+        return eqx.combine(shard_lanes(arrays, devices), rest)
+
+    params, opt_state, per_seed = (
+        place(t) for t in (state.params, state.opt_state, setup.static[0])
+    )
+    static = (per_seed, _replicated(setup.static[1], devices))
+    data, held_out = _replicated((setup.data, setup.held_out), devices)
+    setup = dataclasses.replace(
+        setup,
+        static=static,
+        data=data,
+        held_out=held_out,
+        lanes=shard_lanes(jnp.asarray(setup.lanes), devices),
+        log_mask_device=jnp.asarray(setup.log_mask),
+    )
+    return setup, dataclasses.replace(state, params=params, opt_state=opt_state)
+
+
+def _run_chunks(setup: _Setup, state: _State, checkpoint, progress: bool) -> tuple:
+    """Step `state` (in place) from its `done` steps to the last in chunks of
+    `setup.config.chunk` steps, filling its buffers at the logged steps and writing
+    `checkpoint` (when not None) after every chunk.
+
+    **Returns:** `(first, rest_s, rest_steps)`: the seconds of the first chunk (None when no
+    chunk ran), and the seconds and steps of the others."""
+    config, seeds, programs = setup.config, setup.seeds, setup.programs
+    row = {int(s): j for j, s in enumerate(setup.logged)}
+    first, rest_s, rest_steps = None, 0.0, 0
+    with Progress(config.steps, "train", enabled=progress) as bar:
+        if state.done:
+            bar.update(state.done)
+        for start in range(state.done, config.steps, config.chunk):
+            t0 = time.perf_counter()
+            state.params, state.opt_state, (loss, stats) = programs.run_chunk(
+                state.params,
+                state.opt_state,
+                setup.static,
+                setup.data,
+                setup.held_out,
+                setup.lanes,
+                jnp.asarray(start),
+                setup.log_mask_device,
+            )
+            loss, stats = jax.device_get((loss, stats))
+            for i in np.flatnonzero(setup.log_mask[start : start + config.chunk]):
+                j = row[start + int(i)]
+                state.buffers["loss"][:, j] = loss[i, :seeds]
+                for k, v in stats.items():
+                    state.buffers[k][:, j] = v[i, :seeds]
+            n = min(config.chunk, config.steps - start)
+            state.done = start + n
+            if checkpoint is not None:
+                _write_checkpoint(
+                    checkpoint,
+                    state.done,
+                    _lanes(jax.device_get(state.params), seeds),
+                    _lanes(jax.device_get(state.opt_state), seeds),
+                    state.buffers,
                 )
-                loss, stats = jax.device_get((loss, stats))
-                for i in np.flatnonzero(log_mask[start : start + config.chunk]):
-                    j = row[start + int(i)]
-                    buffers["loss"][:, j] = loss[i, :seeds]
-                    for k, v in stats.items():
-                        buffers[k][:, j] = v[i, :seeds]
-                n = min(config.chunk, config.steps - start)
-                done = start + n
-                if checkpoint is not None:
-                    _write_checkpoint(
-                        checkpoint,
-                        done,
-                        _lanes(jax.device_get(params), seeds),
-                        _lanes(jax.device_get(opt_state), seeds),
-                        buffers,
-                    )
-                elapsed = time.perf_counter() - t0
-                if first is None:
-                    first = elapsed
-                else:
-                    rest_s, rest_steps = rest_s + elapsed, rest_steps + n
-                bar.update(n, f"loss {np.mean(loss[n - 1, :seeds]):.4g}")
+            elapsed = time.perf_counter() - t0
+            if first is None:
+                first = elapsed
+            else:
+                rest_s, rest_steps = rest_s + elapsed, rest_steps + n
+            bar.update(n, f"loss {np.mean(loss[n - 1, :seeds]):.4g}")
+    return first, rest_s, rest_steps
 
-        loss, stats = jax.device_get(
-            programs.evaluate(params, static, data, held_out, lanes)
+
+def _finish_run(
+    setup: _Setup, state: _State, loop_timings: tuple, start_time: float
+) -> TrainRun:
+    """The `TrainRun` of the trained `state`: the loss and statistics after the last step in
+    its buffers' last column, the final models of every seed and their held-out measures, and
+    the timings (`loop_timings` of `_run_chunks`, the wall time since `start_time`)."""
+    seeds, static, buffers = setup.seeds, setup.static, state.buffers
+    loss, stats = jax.device_get(
+        setup.programs.evaluate(
+            state.params, static, setup.data, setup.held_out, setup.lanes
         )
-        buffers["loss"][:, -1] = loss[:seeds]
-        for k, v in stats.items():
-            buffers[k][:, -1] = v[:seeds]
-        final = eqx.combine(
-            _map_arrays(
-                jnp.asarray,
-                _lanes(jax.device_get(eqx.combine(params, static[0])), seeds),
-            ),
-            _map_arrays(lambda a: jnp.broadcast_to(a, (seeds,) + a.shape), static[1]),
-        )
-        per_seed = [
-            measure(_map_arrays(lambda a, i=i: a[i], final), held_out)
-            for i in range(seeds)
-        ]
-        measures = jax.tree.map(
-            lambda *a: np.stack([np.asarray(x) for x in a]), *per_seed
-        )
-        run = TrainRun(
-            task=task,
-            model_config=model_config,
-            train_config=config,
-            seed=seed,
-            seeds=seeds,
-            M=int(contexts.shape[0]) if config.batch == "full" else None,
-            steps=logged,
-            statistics=TrainStatistics(**buffers),
-            measures=measures,
-            models=final,
-            timings=TrainTimings(
-                wall_s=time.perf_counter() - start_time,
-                first_chunk_s_including_compile=first,
-                steps_per_s=rest_steps / rest_s if rest_s else None,
-                devices=len(devices),
-            ),
-        )
-        if directory is not None:
-            _write_result(Path(directory), run)
-    return run
+    )
+    buffers["loss"][:, -1] = loss[:seeds]
+    for k, v in stats.items():
+        buffers[k][:, -1] = v[:seeds]
+    final = eqx.combine(
+        _map_arrays(
+            jnp.asarray,
+            _lanes(jax.device_get(eqx.combine(state.params, static[0])), seeds),
+        ),
+        _map_arrays(lambda a: jnp.broadcast_to(a, (seeds,) + a.shape), static[1]),
+    )
+    per_seed = [
+        measure(_map_arrays(lambda a, i=i: a[i], final), setup.held_out)
+        for i in range(seeds)
+    ]
+    measures = jax.tree.map(lambda *a: np.stack([np.asarray(x) for x in a]), *per_seed)
+    first, rest_s, rest_steps = loop_timings
+    return TrainRun(
+        task=setup.task,
+        model_config=setup.model_config,
+        train_config=setup.config,
+        seed=setup.seed,
+        seeds=seeds,
+        M=setup.M,
+        steps=setup.logged,
+        statistics=TrainStatistics(**buffers),
+        measures=measures,
+        models=final,
+        timings=TrainTimings(
+            wall_s=time.perf_counter() - start_time,
+            first_chunk_s_including_compile=first,
+            steps_per_s=rest_steps / rest_s if rest_s else None,
+            devices=len(setup.devices),
+        ),
+    )
 
 
 def _initial_models(task, model_config, config, seeds: int, seed: int, geometry):

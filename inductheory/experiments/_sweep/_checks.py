@@ -20,10 +20,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..flow._config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
-from ..internal._warnings import warn_at_caller
-from ..model._task import Task
-from ._flows import FAILURES
+from ...flow._config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
+from ...internal._warnings import warn_at_caller
+from ...model._task import Task
+from .._flows import FAILURES
 
 TASK_FIELDS = ("N", "gamma", "beta", "kappa")
 # Failure statuses of a flow by label (t_max is an outcome, not a failure).
