@@ -18,6 +18,7 @@ import inductheory  # noqa: F401
 from inductheory.cli import main
 from inductheory.experiments._gate_files import analyze_gates, load_paper_gates
 from inductheory.experiments._paper_matrix import (
+    MECHANISMS_VERSION,
     QUICK_SIZE,
     MatrixSize,
     RowMechanisms,
@@ -180,6 +181,17 @@ def test_rotation_moves_a_bias_only_first_layer_gate_by_delta():
     )
     with pytest.raises(ValueError, match="delta must be an integer"):
         rotate_transformer_gates(model, 1.5)
+    # with the payload maps: they move along their offset axis too, and W turns back
+    moved = rotate_transformer_gates(model, 1, payloads=True)
+    for i in (0, 1):
+        before_c = np.asarray(model.blocks[i].attention.compressor.payload)
+        after_c = np.asarray(moved.blocks[i].attention.compressor.payload)
+        np.testing.assert_array_equal(after_c, np.roll(before_c, 1, axis=-3))
+    full = rotate_transformer_gates(model, 4, payloads=True)
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(jax.tree.leaves(full), jax.tree.leaves(model))
+    )
 
 
 def _run(arch=SMALL, steps=6, seeds=2, points=0):
@@ -326,7 +338,7 @@ def test_mechanism_rows_share_the_matrix_rows_cache_key_but_for_the_flag():
     assert set(plain) == {"kind", "row", "size"}
     assert row_parameters(row, QUICK_SIZE, mechanisms=True) == {
         **plain,
-        "mechanisms": True,
+        "mechanisms": MECHANISMS_VERSION,
     }
     assert row_parameters(row, QUICK_SIZE, seed=3)["seed"] == 3
     changed = dataclasses.replace(row, changes={**row.changes, "tied": True})
@@ -363,6 +375,7 @@ def _mechanisms(seeds=2, S=4, Q=4, K=2):
         base_loss=np.zeros_like(base),
         rotations=np.array([-1, 1]),
         rotated_accuracy=rotated,
+        rotated_all_accuracy=rotated,
     )
 
 
@@ -377,7 +390,9 @@ def test_figure_summaries_on_a_hand_made_row():
     # 2 seeds x 2 layers x 4 heads; the 8 of the last layer damage (0.5), all aligned
     assert (k["heads"], k["damaging"]["k"], k["aligned"]["k"]) == (16, 8, 8)
     assert k["spread_median"] == 1 and k["top_share_mean"] == 1.0
-    r = fig.rotation_summary(m, m.base_accuracy, S=4)
+    # every phase has base accuracy 0.8, so chance is one in S = 4
+    assert k["chance"] == pytest.approx(0.25)
+    r = fig.rotation_summary(m.base_accuracy, m.rotated_accuracy, m.rotations, S=4)
     # a flat curve: R^2 undefined everywhere
     assert r["undefined"] == 4
     # a curve with structure that rotates exactly: R^2 = 1
@@ -387,7 +402,9 @@ def test_figure_summaries_on_a_hand_made_row():
         base_accuracy=base,
         rotated_accuracy=np.stack([np.roll(base, d, -1) for d in (-1, 1)], 1),
     )
-    r = fig.rotation_summary(exact, exact.base_accuracy, S=4)
+    r = fig.rotation_summary(
+        exact.base_accuracy, exact.rotated_accuracy, exact.rotations, S=4
+    )
     assert r["r_squared_range"] == pytest.approx([1.0, 1.0]) and r["undefined"] == 0
 
 

@@ -233,6 +233,8 @@ MECHANISM_ROWS = ("W8/S8 1 KV (reference)", "W8/S8 4 KV", "W8/S8 8 KV")
 # Gate rotations measured (appendix H), log-spaced points of the gate trajectories.
 ROTATIONS = (-3, -2, -1, 1, 2, 3)
 TRAJECTORY_POINTS = 12
+# Bumped when `RowMechanisms` gains a measure, so cached rows without it are trained again.
+MECHANISMS_VERSION = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,7 +250,8 @@ class RowMechanisms:
       head mean-ablated (`knockout_heads`; means over as many fresh prompts as held-out
       contexts); `base_accuracy`, `base_loss` (seeds, period): unablated.
     - `rotations` (deltas,), `rotated_accuracy` (seeds, deltas, period): with every gate rotated
-      by delta offsets (`rotate_transformer_gates`).
+      by delta offsets (`rotate_transformer_gates`); `rotated_all_accuracy`: with the per-offset
+      payload maps rotated beside them.
     """
 
     trajectory_steps: np.ndarray
@@ -263,6 +266,7 @@ class RowMechanisms:
     base_loss: np.ndarray
     rotations: np.ndarray
     rotated_accuracy: np.ndarray
+    rotated_all_accuracy: np.ndarray
 
     @classmethod
     def from_dict(cls, data: dict) -> RowMechanisms:
@@ -289,13 +293,20 @@ def row_mechanisms(run: TransformerRun, size: MatrixSize, seed: int) -> RowMecha
     curves = eqx.filter_jit(
         eqx.filter_vmap(lambda m: phase_curves(m, held_out, task.period))
     )
-    rotated = np.stack(
-        [
-            np.asarray(curves(rotate_transformer_gates(models, d)).accuracy)
-            for d in ROTATIONS
-        ],
-        axis=1,
-    )
+
+    def rotated(payloads):
+        return np.stack(
+            [
+                np.asarray(
+                    curves(
+                        rotate_transformer_gates(models, d, payloads=payloads)
+                    ).accuracy
+                )
+                for d in ROTATIONS
+            ],
+            axis=1,
+        )
+
     return RowMechanisms(
         trajectory_steps=run.trajectory_steps,
         trajectory=run.trajectory,
@@ -308,7 +319,8 @@ def row_mechanisms(run: TransformerRun, size: MatrixSize, seed: int) -> RowMecha
         base_accuracy=np.asarray(knocked.base.accuracy),
         base_loss=np.asarray(knocked.base.loss),
         rotations=np.asarray(ROTATIONS),
-        rotated_accuracy=rotated,
+        rotated_accuracy=rotated(False),
+        rotated_all_accuracy=rotated(True),
     )
 
 
@@ -476,7 +488,7 @@ def row_parameters(
     if seed:
         params["seed"] = seed
     if mechanisms:
-        params["mechanisms"] = True
+        params["mechanisms"] = MECHANISMS_VERSION
     return params
 
 

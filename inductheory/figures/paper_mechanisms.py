@@ -107,6 +107,10 @@ def knockout_summary(m, S: int, kv_heads: int) -> dict:
     where = drop.argmax(axis=-1)
     damaging = largest >= DAMAGE
     aligned = damaging & (where == key_peak)
+    # chance of alignment for a damaging head: one over the phases (mod S) whose accuracy
+    # could fall by DAMAGE at all (a phase the model never answers cannot be damaged)
+    able = (_fold(m.base_accuracy, S) >= DAMAGE).sum(axis=-1)  # (seeds,)
+    chance = np.broadcast_to(1.0 / np.maximum(able, 1)[:, None, None], damaging.shape)
     spread = (drop >= DAMAGE).sum(axis=-1)
     positive = np.clip(drop, 0, None)
     total = positive.sum(axis=-1)
@@ -125,7 +129,7 @@ def knockout_summary(m, S: int, kv_heads: int) -> dict:
         "heads": int(largest.size),
         "damaging": _share(damaging.sum(), largest.size),
         "aligned": _share(aligned.sum(), damaging.sum()),
-        "chance": 1.0 / S,
+        "chance": float(chance[damaging].mean()) if damaging.any() else 1.0 / S,
         "spread_median": float(np.median(spread[damaging])) if damaging.any() else 0.0,
         "top_share_mean": float(top_share[damaging].mean()) if damaging.any() else 0.0,
         "spearman_static_drop": rho,
@@ -142,12 +146,12 @@ def knockout_summary(m, S: int, kv_heads: int) -> dict:
     }
 
 
-def rotation_summary(m, base_phase_accuracy, S: int) -> dict:
+def rotation_summary(base_phase_accuracy, rotated_accuracy, deltas, S: int) -> dict:
     """Appendix H: the rotated per-phase curves (folded mod S) against the unrotated curve
     shifted by delta, R^2 over the phases but the boundary one (`shift_r_squared`)."""
     base = _fold(base_phase_accuracy, S)  # (seeds, S)
-    rotated = _fold(m.rotated_accuracy, S)  # (seeds, deltas, S)
-    deltas = np.asarray(m.rotations).tolist()
+    rotated = _fold(rotated_accuracy, S)  # (seeds, deltas, S)
+    deltas = np.asarray(deltas).tolist()
     r2 = np.stack(
         [shift_r_squared(base, rotated[:, i], d) for i, d in enumerate(deltas)], axis=1
     )
@@ -162,9 +166,8 @@ def rotation_summary(m, base_phase_accuracy, S: int) -> dict:
         "undefined": int(r2.size - finite.size),
         "boundary_unrotated": float(base[:, S - 1].mean()),
         "boundary_rotated_max": float(rotated[:, :, S - 1].max()),
-        "mean_change": (rotated.mean(axis=-1) - base.mean(axis=-1)[:, None])
-        .mean(axis=0)
-        .tolist(),
+        "mean_unrotated": float(base.mean()),
+        "mean_rotated": float(rotated.mean()),
         "base": base.mean(axis=0).tolist(),
         "rotated": rotated.mean(axis=0).tolist(),
     }
@@ -185,7 +188,12 @@ def compute(quick: bool, cache_dir) -> dict:
             "mean_accuracy": float(result.measures.mean_accuracy.mean()),
             "gates": gate_summary(m, arch.W),
             "knockout": knockout_summary(m, arch.S, arch.kv_heads),
-            "rotation": rotation_summary(m, m.base_accuracy, arch.S),
+            "rotation": rotation_summary(
+                m.base_accuracy, m.rotated_accuracy, m.rotations, arch.S
+            ),
+            "rotation_with_payloads": rotation_summary(
+                m.base_accuracy, m.rotated_all_accuracy, m.rotations, arch.S
+            ),
         }
     ref = size.reference
     return {

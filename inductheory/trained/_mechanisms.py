@@ -187,11 +187,14 @@ def knockout_heads(
     )
 
 
-def rotate_transformer_gates(model: Transformer, delta: int) -> Transformer:
+def rotate_transformer_gates(
+    model: Transformer, delta: int, *, payloads: bool = False
+) -> Transformer:
     """Rotate every offset-specific gate parameter by `delta` window offsets (appendix H):
     $\\tilde Z_o = Z_{(o - \\delta) \\bmod W}$ and the same for the biases b, in both branches
-    of every gated layer (`rotate_offsets`); payload maps and everything else stay. A leading
-    seed axis is fine (offsets are axis -3 of Z and -2 of b).
+    of every gated layer (`rotate_offsets`); with `payloads`, the per-offset payload maps $C_o$
+    too (the whole offset-specific compressor moves). Everything else stays. A leading seed
+    axis is fine (offsets are axis -3 of Z and C, -2 of b).
 
     ```python
     rotate_transformer_gates(rotate_transformer_gates(model, 2), -2)  # == model
@@ -205,17 +208,13 @@ def rotate_transformer_gates(model: Transformer, delta: int) -> Transformer:
             return m.blocks[i].attention.compressor
 
         c = compressor(model)
-        model = eqx.tree_at(
-            lambda m: compressor(m).gate_map,
-            model,
-            rotate_offsets(c.gate_map, delta, axis=-3),
-        )
+        moved = [(lambda m: compressor(m).gate_map, c.gate_map, -3)]
         if c.gate_bias is not None:
-            model = eqx.tree_at(
-                lambda m: compressor(m).gate_bias,
-                model,
-                rotate_offsets(c.gate_bias, delta, axis=-2),
-            )
+            moved.append((lambda m: compressor(m).gate_bias, c.gate_bias, -2))
+        if payloads and c.payload.shape[-3] == c.window:  # per-offset maps only
+            moved.append((lambda m: compressor(m).payload, c.payload, -3))
+        for where, value, axis in moved:
+            model = eqx.tree_at(where, model, rotate_offsets(value, delta, axis=axis))
     return model
 
 
