@@ -413,3 +413,20 @@ def test_shift_r_squared_of_a_curve_flat_up_to_rounding_is_undefined():
 
     flat = np.full(4, 0.8)  # its mean rounds to 0.8000000000000002
     assert np.isnan(shift_r_squared(flat, flat, 1))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"mlp": True},
+        {"local_window": 2},
+        {"first_layer_full": True},
+        {"gate": Gate.VECTOR, "tied": True},
+        {"norm": False},
+    ],
+)
+def test_every_switch_trains_with_its_trajectory(changes):
+    """Each switch of the family through the compiled training chunk (an MLP's activation
+    function once broke the seeds' vmap)."""
+    run = _run(dataclasses.replace(SMALL, **changes), steps=2, seeds=2, points=2)
+    assert np.all(np.isfinite(run.loss)) and run.trajectory is not None

@@ -161,7 +161,7 @@ class _Program(eqx.Module):
                 points = jax.lax.cond(jnp.any(hit), keep, lambda: points)
 
             def go():
-                return eqx.filter_vmap(self.step, in_axes=(0, 0, 0, None, None, 0))(
+                return eqx.filter_vmap(self.step, in_axes=(0, 0, None, None, None, 0))(
                     params, opt_state, static, batch_key, s, lanes
                 )
 
