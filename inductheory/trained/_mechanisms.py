@@ -94,17 +94,25 @@ class PhaseCurves(eqx.Module):
     loss: Float[Array, "*batch period"]
 
 
+def query_outcomes(model: Transformer, contexts, ablations=None):
+    """`(correct, losses)`, each (M, T): top-1 correctness (ties wrong) and cross-entropy of
+    every query of every context, from one forward pass each; `ablations` as
+    `Transformer.forward`."""
+
+    def one(tokens):
+        logits = model.logits(tokens, ablations)
+        return top1_correct(*logits), cross_entropy(*logits)
+
+    return jax.vmap(one)(contexts)
+
+
 def phase_curves(
     model: Transformer, contexts, period: int, ablations=None
 ) -> PhaseCurves:
     """Per-phase accuracy (top-1, ties wrong) and loss of `model` on `contexts` (M, T), every
     position a query, phase = position mod `period`; `ablations` as `Transformer.forward`."""
 
-    def one(tokens):
-        logits = model.logits(tokens, ablations)
-        return top1_correct(*logits), cross_entropy(*logits)
-
-    correct, losses = jax.vmap(one)(contexts)
+    correct, losses = query_outcomes(model, contexts, ablations)
     M, T = correct.shape
 
     def per_phase(a):
@@ -263,5 +271,6 @@ __all__ = [
     "mean_head_outputs",
     "paper_gate_tensors",
     "phase_curves",
+    "query_outcomes",
     "rotate_transformer_gates",
 ]

@@ -28,7 +28,7 @@ from ..internal._progress import Progress
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, _require_int
 from ._architecture import Architecture, RetrievalTask
 from ._config import TrainConfig
-from ._mechanisms import gate_offsets, gated_layers
+from ._mechanisms import gate_offsets, gated_layers, query_outcomes
 from ._modules import Transformer, init_transformer
 from ._train import log_steps, make_optimizer
 
@@ -99,8 +99,7 @@ def phase_measures(models: Transformer, task: RetrievalTask, contexts):
     context; phase = position mod `period`)."""
 
     def one(model):
-        correct = jax.vmap(model.query_correct)(contexts)  # (n, T)
-        losses = jax.vmap(model.query_losses)(contexts)
+        correct, losses = query_outcomes(model, contexts)  # (n, T) each
         n, T, P = contexts.shape[0], task.T, task.period
         counts = jnp.sum(correct.reshape(n, T // P, P), axis=1, dtype=jnp.int32)
         phase_loss = jnp.mean(losses.reshape(n, T // P, P), axis=(0, 1))
