@@ -249,6 +249,7 @@ def tables(data: dict) -> list[MeasuredTable]:
     body = []
     for name, r in rows.items():
         g, k, rot = r["gates"], r["knockout"], r["rotation"]
+        both = r["rotation_with_payloads"]
         body.append(
             [
                 name,
@@ -265,6 +266,10 @@ def tables(data: dict) -> list[MeasuredTable]:
                 f"{rot['r_squared_range'][1]:.2f}]",
                 f"{100 * rot['boundary_unrotated']:.1f} / "
                 f"{100 * rot['boundary_rotated_max']:.1f}",
+                f"{100 * rot['mean_unrotated']:.1f} / {100 * rot['mean_rotated']:.1f}",
+                f"{both['r_squared_median']:.2f} [{both['r_squared_range'][0]:.2f}, "
+                f"{both['r_squared_range'][1]:.2f}]",
+                f"{100 * both['mean_rotated']:.1f}",
             ]
         )
     return [
@@ -277,7 +282,9 @@ def tables(data: dict) -> list[MeasuredTable]:
             "seed, knockout (damaging: a phase loses >= 0.05; aligned: the largest loss on "
             "the phase its KV head's key gate answers), Spearman of key-gate static offsets "
             "with the largest loss, rotation R^2 (median [range] over seeds and delta in "
-            "+-1..3, boundary phase excluded), boundary phase unrotated / best rotated (%). "
+            "+-1..3, boundary phase excluded; gates rotated alone, then with the per-offset "
+            "payload maps), boundary phase unrotated / best rotated (%), mean accuracy unrotated / "
+            "rotated (%, over seeds and deltas). "
             "The paper (its rotated models; W8/S8 reference): R^2 0.88-1.00, boundary below "
             "2.9% under every rotation; Figure 5a: gates start near (W, W); Figure 4: the "
             "largest losses from statically concentrated heads, aligned with their peaks.",
@@ -294,6 +301,9 @@ def tables(data: dict) -> list[MeasuredTable]:
                 "Spearman",
                 "R^2",
                 "boundary",
+                "mean % rotated",
+                "R^2 with payloads",
+                "mean % with payloads",
             ],
             body,
         )
@@ -367,37 +377,40 @@ def draw(data: dict):
         ax.legend(fontsize=7)
 
         ax = axes[1, 1]
-        for i, name in enumerate(names):
-            r = data["rows"][name]["rotation"]
-            r2 = np.asarray(r["r_squared"], float)
-            for j, d in enumerate(r["deltas"]):
-                y = r2[:, j]
-                x = d + 0.12 * (i - 1) + np.zeros_like(y)
-                ax.scatter(
-                    x, y, s=10, color=_style.color(i), label=name if j == 0 else None
-                )
-        ax.axhline(
-            0.88, color="0.6", lw=0.8, ls=":", label="paper's lowest (reference)"
+        name = names[-1]
+        S = data["S"]
+        gates = data["rows"][name]["rotation"]
+        both = data["rows"][name]["rotation_with_payloads"]
+        delta = 1
+        j = gates["deltas"].index(delta)
+        offsets = np.arange(S)
+        base = 100 * np.asarray(gates["base"])
+        ax.plot(offsets, base, color="k", marker="o", label="unrotated")
+        ax.plot(
+            offsets,
+            np.roll(base, delta),
+            color="0.5",
+            ls="--",
+            label=f"predicted: shifted by {delta}",
         )
-        ax.set_xlabel("rotation delta (offsets)")
-        ax.set_ylabel("R^2 of the shifted curve (boundary excluded)")
-        low = min(
-            [-1.0]
-            + [
-                float(
-                    np.nanmin(
-                        np.asarray(data["rows"][n]["rotation"]["r_squared"], float)
-                    )
-                )
-                for n in names
-                if np.isfinite(
-                    np.asarray(data["rows"][n]["rotation"]["r_squared"], float)
-                ).any()
-            ]
+        ax.plot(
+            offsets,
+            100 * np.asarray(gates["rotated"][j]),
+            color=_style.color(0),
+            marker="s",
+            label=f"gates rotated by {delta}",
         )
-        ax.set_ylim(low - 0.1, 1.05)
-        ax.set_title("Gate rotation (appendix H), per seed")
-        ax.legend(fontsize=7, loc="lower left")
+        ax.plot(
+            offsets,
+            100 * np.asarray(both["rotated"][j]),
+            color=_style.color(1),
+            marker="^",
+            label=f"gates and payload maps rotated by {delta}",
+        )
+        ax.set_xlabel(f"phase mod {S} (offset of the source in its window)")
+        ax.set_ylabel("held-out accuracy (%), mean over seeds")
+        ax.set_title(f"Rotation (appendix H), {name}")
+        ax.legend(fontsize=7)
         fig.tight_layout()
     return fig
 
