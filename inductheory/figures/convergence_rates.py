@@ -3,13 +3,22 @@ then a 1/t tail."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..flow import _rates
 from ..flow._config import FlowConfig
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import bootstrap_interval, median_interval, wilson_interval
+from ._stats import (
+    bootstrap_interval,
+    compact,
+    interval_text,
+    median_interval,
+    stored_parameter,
+    wilson_interval,
+)
 
 SHAPE = dict(L=8, S=4, H=2, N=4096, gamma=1.0, beta=4.0, kappa=1.0)
 TAIL_DELTA = 1e-6
@@ -21,34 +30,98 @@ ROOT_FINDER = "bisection"
 LEVEL = 0.95  # of every interval
 BOOTSTRAP = dict(resamples=2000, seed=0)
 
-CLAIM = (
-    "Convergence of the reduced flow (docs/theory.md §6). Reduced flows (exact geometry, "
-    "L=8, S=4, H=2, N=4096, beta=4, gamma=1, kappa=1), the selection time located by "
-    "bisection (with Newton's root find, 10 of the 80 full-mode tail seeds end in solver "
-    "errors at delta = 1e-6). Tail: 16 seeds for each rho in {1e-4, 1e-3, 1e-2, 0.1, 0.5}"
-    " (80 in all; quick mode 3 seeds, rho in {1e-3, 0.1}), run to delta = 1e-6 with 160 "
-    "log-spaced saves in [1, 1e9] (quick mode 80); every seed selects (n/n with its "
-    "Wilson 95% interval under Measured: 80/80 [0.95, 1] in full mode). The unselected "
-    "mass 1 - p(t) (largest mass off the final selection over heads and branches) is "
-    "fitted on log-log axes over 1 - p in (2e-6, 1e-4]: the exponent is close to -1, a "
-    "little below it, and nearer -1 the larger rho (mean over seeds with a 95% bootstrap "
-    "interval over seeds, and its range, per rho and for all 80 under Measured), and t (1"
-    " - p) at the end is compared with the coefficient C = max_{h,B} sum_{r'} 1/((kappa +"
-    " 1/N) S Delta g_{r'}) predicted from the loss gradient gaps Delta g at the selected "
-    "vertex (inductheory.flow.tail_coefficients; median ratio with its 95% order-statistic "
-    "interval). Hence the time to delta-selection is about C/delta plus the escape time: "
-    "delta in {1e-2, ..., 1e-6} (64 seeds per delta, rho = 0.1; quick mode 3 values, 8 "
-    "seeds; every seed selects at every delta, 64/64 [0.94, 1] each in full mode, where "
-    "Newton's root find left 7 of 64 out at delta = 1e-6), the median time and median "
-    "time x delta / C with 95% order-statistic intervals, and the log-log slope of the "
-    "median time against delta with a 95% bootstrap interval over seeds, under Measured. "
-    "Escape: b = 0 is not a fixed point (key mass drifts off offset S-1, value mass off "
-    "offset 0, equally for all phases), but on the symmetry-breaking directions the "
-    "Jacobian has the closed-form rate lambda (proofs/escape_rate.py); the time at which "
-    "the symmetry-breaking norm of the logits reaches 1 is compared with "
+
+def _small(x: float) -> str:
+    """A rho or delta as the claim writes it: `1e-2`, `0.1`, `0.5`."""
+    return compact(x, sci=x < 0.1)
+
+
+def _grid(values) -> str:
+    """A grid of deltas: `{1e-2, ..., 1e-6}` when it steps by decades over more than three
+    values, else every value."""
+    values = [float(v) for v in values]
+    decades = all(np.isclose(a / b, 10) for a, b in zip(values, values[1:]))
+    if decades and len(values) > 3:
+        return f"{{{_small(values[0])}, ..., {_small(values[-1])}}}"
+    return "{" + ", ".join(map(_small, values)) + "}"
+
+
+def _selects(rows) -> str:
+    """Whether every seed of `rows` (with `selected`, `seeds`, `selected_ci95`) selects."""
+    return all(r["selected"] == r["seeds"] for r in rows)
+
+
+def claim(data: dict) -> str:
+    """The claim, its shapes, seeds, grids, saves and selections from `data`."""
+    params, summary = data["parameters"], data["summary"]
+    task, tail = params["task"], params["tail"]
+    per_rho, by_delta = data["per_rho"], data["by_delta"]
+    lo, hi = re.search(r"1-p in \(([^,]+), ([^)]+)\)", tail).groups()
+    saves = re.search(r"saves in \[([^\]]+)\]", tail).group(1)
+    n_rho = sorted({r["seeds"] for r in per_rho})
+    n_delta = sorted({r["seeds"] for r in by_delta})
+    exponents = [r["exponent_mean"] for r in sorted(per_rho, key=lambda r: r["rho"])]
+    below = all(-1.05 < e < -1 for e in exponents)
+    nearer = all(a < b for a, b in zip(exponents, exponents[1:]))
+    n, k = summary["seeds"], summary["selected"]
+    delta_rows = ", ".join(
+        sorted(
+            {
+                f"{r['selected']}/{r['seeds']} {interval_text(*r['selected_ci95'])}"
+                for r in by_delta
+            }
+        )
+    )
+    return (
+        "Convergence of the reduced flow (docs/theory.md §6). Reduced flows (exact geometry, "
+        + ", ".join(
+            f"{p}={stored_parameter(task, p)}"
+            for p in ("L", "S", "H", "N", "beta", "gamma", "kappa")
+        )
+        + f"), the selection time located by {params['root_finder']}. Tail: "
+        f"{'/'.join(map(str, n_rho))} seeds for each rho in "
+        f"{{{', '.join(_small(r['rho']) for r in per_rho)}}} ({n} in all), run to delta = "
+        f"{_small(float(stored_parameter(tail, 'delta')))} with "
+        f"{len(data['tails'][0]['t']) - 1} log-spaced saves in [{saves}]; "
+        + ("every seed selects" if _selects(per_rho) else "not every seed selects")
+        + f" (n/n with its Wilson 95% interval under Measured: {k}/{n} "
+        f"{interval_text(*summary['selected_ci95'])}). The unselected mass 1 - p(t) (largest "
+        "mass off the final selection over heads and branches) is fitted on log-log axes over "
+        f"1 - p in ({_small(float(lo))}, {_small(float(hi))}]: the exponent is "
+        + ("close to -1, a little below it" if below else "not just below -1")
+        + (
+            ", and nearer -1 the larger rho"
+            if nearer
+            else ", not always nearer -1 the larger rho"
+        )
+        + " (mean over seeds with a 95% bootstrap interval over seeds, and its range, per rho "
+        f"and for all {n} under Measured), and t (1 - p) at the end is compared with the "
+        "coefficient C = max_{h,B} sum_{r'} 1/((kappa + 1/N) S Delta g_{r'}) predicted from the "
+        "loss gradient gaps Delta g at the selected vertex (inductheory.flow.tail_coefficients; "
+        "median ratio with its 95% order-statistic interval). Hence the time to "
+        f"delta-selection is about C/delta plus the escape time: delta in "
+        f"{_grid([r['delta'] for r in by_delta])} ({'/'.join(map(str, n_delta))} seeds per "
+        f"delta, rho = {_small(float(stored_parameter(params['delta'], 'rho')))}; "
+        + (
+            f"every seed selects at every delta, {delta_rows} each"
+            if _selects(by_delta)
+            else f"selected: {delta_rows}"
+        )
+        + ")"
+        + _TAIL
+    )
+
+
+_TAIL = (
+    ", the median time and median time x delta / C with 95% order-statistic intervals, and "
+    "the log-log slope of the median time against delta with a 95% bootstrap interval over "
+    "seeds, under Measured. Escape: b = 0 is not a fixed point (key mass drifts off offset "
+    "S-1, value mass off offset 0, equally for all phases), but on the symmetry-breaking "
+    "directions the Jacobian has the closed-form rate lambda (proofs/escape_rate.py); the time "
+    "at which the symmetry-breaking norm of the logits reaches 1 is compared with "
     "log(1/rho_eff)/lambda, rho_eff its initial value (median ratio with its 95% "
-    "order-statistic interval under Measured). log(1/rho) enters only through this escape"
-    " time, which is why the time to selection hardly depends on rho."
+    "order-statistic interval under Measured). log(1/rho) enters only through this escape "
+    "time, which is why the time to selection hardly depends on rho."
 )
 
 
@@ -426,7 +499,7 @@ def draw(data: dict):
 FIGURE = Figure(
     "convergence_rates",
     "Convergence rates: escape from uniform gates, then a 1/t tail",
-    CLAIM,
+    claim,
     compute,
     draw,
     cost=35,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -18,62 +19,578 @@ from ..experiments._mitigations import (
 from ..flow._config import FlowConfig
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import share_text
-
-CLAIM = (
-    "Exact per-phase measures (docs/theory.md §9, §10) on exact-geometry tasks with T "
-    "= L*S = 48 positions, H=2, N=4096, beta=4, gamma=1, kappa=1 and all queries (the "
-    "boundary phase S-1 included), for (S, W) in {(2,2), (2,3), (2,4), (2,8), (4,4), "
-    "(4,6), (4,8), (6,8), (8,8), (8,12), (8,16)} (quick mode (4,4) only). Learned "
-    "gates: the final gates of 256 reduced flows per setting (rho=0.1, delta=1e-3; "
-    "every seed selected: 256/256 per setting (Wilson 95% lower bound 0.985), "
-    "2816/2816 in all (lower bound 0.9986); quick mode 4 seeds); hard optimum: the "
-    "one-hot shared gate of least population loss, by exhaustive enumeration of key "
-    "and value offsets of both heads (a vertex, not shown to be optimal among all "
-    "gates); uniform gates 1/W. Every learned seed has phase gap 1 at every setting "
-    "(2816/2816, Wilson 95% lower bound 0.9986; per-seed accuracy is 0 or 1 per "
-    "phase). Uniform gates tie at every phase: gap 0, mean accuracy 0, and the lowest "
-    "target probability (2.9-3.0e-4 against 3.7-7.2e-4). With windows the flows "
-    "collapse: at (2,3), (2,4), (4,6), (4,8), (8,16) all 256 seeds put both heads on "
-    "one offset ((4,8), (8,16): offset S-1, answering only the boundary phase), so at "
-    "S=4 the mean accuracy falls from 0.42 (W=4) to 0.25 (W=6, 8); the learned loss is "
-    "above the hard optimum's at every setting, and the hard optimum answers both "
-    "phases of S=2 once W >= 3. Against the paper's gaps on trained models (W8/S8 "
-    "75.3% > W8/S4 39.8% > W8/S6 31.9% > uniform 19.2% > S=2 6.09%): only 'uniform "
-    "averaging has the smaller gap and a low mean accuracy' is reproduced; the "
-    "per-seed gap is 100% for every learned setting, and the gap of the seed-mean "
-    "accuracy curve orders the strides the other way (W=8: S=8 29%, S=6 59%, S=4 and "
-    "S=2 100%). Coordination (W=S=4, H in {2, 3}, queries within and all; 256 seeds "
-    "per variant, 64 for the worst-phase objective at tau < 1; quick mode H=2, all, "
-    "lambda in {0, 0.1} and 0.8, 1.2 lambda*, 4 seeds). The threshold lambda*, above "
-    "which no hard selection with two heads on one offset is a local minimum of the "
-    "penalized loss (closed-form edge derivatives, checked against sympy and autodiff "
-    "in proofs/coordination_threshold.py), is 0.106 with within queries and 0.079 with "
-    "all (H = 2 and 3; a triple of heads 0.053 and 0.040). Above it (1.2 lambda*, 0.3 "
-    "and 1; with all queries also 0.1) every seed ended on distinct offsets: 256/256 "
-    "per run, Wilson 95% lower bound 0.985, 3584/3584 pooled over the 14 runs, lower "
-    "bound 0.9989. Below it the overlapped selections with a pair of heads are strict "
-    "local minima (at 0.8 lambda*: all 3 overlapped selections at H=2 and 6 of the 9 "
-    "at H=3, the triples not; every one enumerated, not a sample) and some H=3 seeds "
-    "end there: 5/256 [0.008, 0.045] (within) and 4/256 [0.006, 0.039] (all) at 0.8 "
-    "lambda*, 1/256 [0.001, 0.022] within at lambda=0.1 (255/256 distinct, [0.978, "
-    "0.999]); lambda=0.03: H=3 218/256 [0.80, 0.89] within and 226/256 [0.84, 0.92] "
-    "all distinct. At H=2 no seed ended overlapped at any lambda >= 0.03 (256/256 "
-    "distinct per run, lower bound 0.985; 0/512 [0, 0.007] overlapped at 0.8 lambda*), "
-    "although the pair is then a strict local minimum. The mean objective: 173/256 "
-    "[0.62, 0.73] (within) and 171/256 [0.61, 0.72] (all) distinct at H=2, 66/256 "
-    "[0.21, 0.31] and 64/256 [0.20, 0.31] at H=3. The penalty costs no population loss "
-    "(mean over seeds no higher than the mean flow's in every group); at H = S-1 = 3 "
-    "with within queries the worst-phase accuracy (mean over seeds) rises from 0.26 to "
-    "1 at lambda >= 0.3, with all queries it stays 0 (the boundary phase). The "
-    "worst-phase objective at tau=1 ends distinct in every selected seed (256/256 in "
-    "three groups, lower bound 0.985; H=3, all: 254/256 [0.972, 0.998] selected, "
-    "254/254 distinct, lower bound 0.985); at tau in {0.3, 0.1} (budget t_max=1e6, "
-    "20,000 steps, 64 seeds) the flows ended unselected except at H=3, within (64/64 "
-    "selected and distinct, [0.943, 1]); at H=2, within, tau=0.3 the unselected gates "
-    "answered all three within phases (worst accuracy 1) at a higher loss (7.903 "
-    "against 7.793 for the mean flow)."
+from ._stats import (
+    compact,
+    interval_text,
+    kendall_tau,
+    share_text,
+    span_text,
+    stored_parameter,
+    wilson_interval,
 )
+
+
+def _lower(n: int) -> str:
+    """The Wilson 95% lower bound of n/n, to 2 decimals below 100 trials, 3 below 1000, else 4."""
+    digits = 2 if n < 100 else 3 if n < 1000 else 4
+    return f"{wilson_interval(n, n)[0]:.{digits}f}"
+
+
+def _count(k: int, n: int) -> str:
+    """`k/n [low, high]` (Wilson 95%), 3 decimals where an end lies within 0.05 of 0 or 1 (from
+    20 trials on), else 2."""
+    lo, hi = wilson_interval(k, n)
+    near = (lo < 0.05 or hi > 0.95) and n >= 20
+    return f"{k}/{n} {interval_text(lo, hi, 3 if near else 2)}"
+
+
+def _sci_span(values) -> str:
+    """A range of small numbers on one power of ten: `2.9-3.0e-4`."""
+    e = math.floor(math.log10(max(values)))
+    return span_text([v / 10**e for v in values], lambda x: f"{x:.1f}") + f"e{e}"
+
+
+def _and(items) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _pair(S, W) -> str:
+    return f"({S},{W})"
+
+
+def _tau(r) -> float:
+    return r["variant"].get("tau", 1.0) if r["variant"].get("objective") else 1.0
+
+
+def _lam(r) -> float:
+    return r["variant"].get("coordination", 0.0)
+
+
+def _settings_claim(data: dict) -> str:
+    """The mitigation table's part of the claim."""
+    table, task = data["table"], data["parameters"]["task"]
+    flow = data["parameters"]["flow"]
+    rows = {(r["S"], r["W"], r["gates"]): r for r in table}
+    settings = list(dict.fromkeys((r["S"], r["W"]) for r in table))
+    learned = [rows[(S, W, "learned")] for S, W in settings]
+    hard = [rows[(S, W, "hard optimum")] for S, W in settings]
+    uniform = [rows[(S, W, "uniform")] for S, W in settings]
+    seeds = sorted({r["seeds"] for r in learned})
+    total = sum(r["seeds"] for r in learned)
+    selected = sum(r["status"]["selected"] for r in learned)
+    gap_one = sum(round(r["gap"]["mean"] * r["seeds"]) for r in learned)
+    (T,) = {r["L"] * r["S"] for r in table}
+    (H,) = {r["H"] for r in table}
+    if selected == total:
+        per = "/".join(f"{n}/{n}" for n in seeds)
+        sel = f"every seed selected: {per} per setting (Wilson 95% lower bound " + (
+            f"{'/'.join(_lower(n) for n in seeds)})"
+            + (
+                f", {total}/{total} in all (lower bound {_lower(total)})"
+                if len(learned) > 1
+                else ""
+            )
+        )
+    else:
+        sel = f"selected: {share_text(selected, total)} seeds (Wilson 95%)"
+    text = (
+        "Exact per-phase measures (docs/theory.md §9, §10) on exact-geometry tasks with T "
+        f"= L*S = {T} positions, H={H}, N={stored_parameter(task, 'N')}, beta="
+        f"{stored_parameter(task, 'beta')}, gamma={stored_parameter(task, 'gamma')}, kappa="
+        f"{stored_parameter(task, 'kappa')} and all queries (the boundary phase S-1 included), "
+        f"for (S, W) in {{{', '.join(_pair(S, W) for S, W in settings)}}}. Learned gates: the "
+        f"final gates of {'/'.join(map(str, seeds))} reduced flows per setting (rho="
+        f"{compact(float(stored_parameter(flow, 'rho')))}, delta="
+        f"{compact(float(stored_parameter(flow, 'delta')))}; {sel}); hard optimum: the one-hot "
+        "shared gate of least population loss, by exhaustive enumeration of key and value "
+        "offsets of both heads (a vertex, not shown to be optimal among all gates); uniform "
+        "gates 1/W. "
+    )
+    if gap_one == total:
+        text += (
+            "Every learned seed has phase gap 1 at every setting "
+            f"({total}/{total}, Wilson 95% lower bound {_lower(total)}; "
+        )
+    else:
+        text += f"Learned seeds with phase gap 1: {share_text(gap_one, total)} (Wilson 95%; "
+    text += "per-seed accuracy is 0 or 1 per phase). "
+    ties = all(
+        r["gap"]["mean"] == 0 and r["mean_accuracy"]["mean"] == 0 for r in uniform
+    )
+    p_uniform = [r["mean_target_probability"]["mean"] for r in uniform]
+    p_other = [r["mean_target_probability"]["mean"] for r in learned + hard]
+    text += (
+        "Uniform gates "
+        + (
+            "tie at every phase: gap 0, mean accuracy 0, and "
+            if ties
+            else f"have gaps {span_text([r['gap']['mean'] for r in uniform])} and "
+        )
+        + ("the lowest" if max(p_uniform) < min(p_other) else "not always the lowest")
+        + f" target probability ({_sci_span(p_uniform)} against {_sci_span(p_other)})."
+    )
+    # learned flows whose every seed put both heads on one offset, under a window W > S
+    collapsed = []
+    for r in learned:
+        ((choice, k),) = (
+            r["selections"].items() if len(r["selections"]) == 1 else ((0, 0),)
+        )
+        offsets = set(str(choice).split(","))
+        if r["W"] > r["S"] and k == r["seeds"] and len(offsets) == 1:
+            collapsed.append((r, int(offsets.pop())))
+    if collapsed:
+        boundary = [
+            r
+            for r, offset in collapsed
+            if offset == r["S"] - 1 and r["accuracy"] == [0.0] * (r["S"] - 1) + [1.0]
+        ]
+        counts = sorted({r["seeds"] for r, _ in collapsed})
+        text += (
+            " With windows the flows collapse: at "
+            + ", ".join(_pair(r["S"], r["W"]) for r, _ in collapsed)
+            + f" all {'/'.join(map(str, counts))} seeds put both heads on one offset"
+            + (
+                " ("
+                + ", ".join(_pair(r["S"], r["W"]) for r in boundary)
+                + ": offset S-1, answering only the boundary phase)"
+                if boundary
+                else ""
+            )
+        )
+        at4 = {r["W"]: r["mean_accuracy"]["mean"] for r in learned if r["S"] == 4}
+        if 4 in at4 and len(at4) > 1:
+            wider: dict[str, list[int]] = {}
+            for W, a in at4.items():
+                if W > 4:
+                    wider.setdefault(f"{a:.2f}", []).append(W)
+            text += (
+                ", so at S=4 the mean accuracy "
+                + (
+                    "falls"
+                    if all(at4[4] > a for a in at4.values() if a != at4[4])
+                    else "moves"
+                )
+                + f" from {at4[4]:.2f} (W=4) to "
+                + ", ".join(
+                    f"{a} (W={', '.join(map(str, Ws))})" for a, Ws in wider.items()
+                )
+            )
+        text += ";"
+    above = sum(
+        a["mean_loss"]["mean"] > h["mean_loss"]["mean"] for a, h in zip(learned, hard)
+    )
+    text += (
+        (" the" if collapsed else " The")
+        + " learned loss is above the hard optimum's at "
+        + (
+            "every setting"
+            if above == len(learned)
+            else f"{above} of the {len(learned)} settings"
+        )
+    )
+    both = {r["W"]: all(a == 1 for a in r["accuracy"]) for r in hard if r["S"] == 2}
+    if len(both) > 1:
+        from_W = [W for W in sorted(both) if all(both[w] for w in both if w >= W)]
+        text += ", and the hard optimum answers both phases of S=2 " + (
+            f"once W >= {from_W[0]}" if from_W else "at no W"
+        )
+    return text + "."
+
+
+def _paper_claim(data: dict) -> str:
+    """The comparison with the paper's gaps, where the data have it."""
+    paper = data["paper"]
+    if not paper:
+        return ""
+    learned = [p for p in paper if p["gates"] == "learned"]
+    uniform = [p for p in paper if p["gates"] == "uniform"]
+    order = sorted(paper, key=lambda p: -p["paper_gap"])
+    reproduced = all(u["gap"] < min(p["gap"] for p in learned) for u in uniform)
+    curve: dict[str, list[int]] = {}
+    for p in sorted(learned, key=lambda p: p["gap_of_mean_curve"]):
+        curve.setdefault(f"{p['gap_of_mean_curve']:.0f}", []).append(p["S"])
+    tau = kendall_tau(
+        [p["gap_of_mean_curve"] for p in learned], [p["paper_gap"] for p in learned]
+    )["tau"]
+    (W,) = {p["W"] for p in learned}
+    gaps = {p["gap"] for p in learned}
+    return (
+        " Against the paper's gaps on trained models ("
+        + " > ".join(f"{p['setting']} {compact(p['paper_gap'])}%" for p in order)
+        + "): only 'uniform averaging has the smaller gap and a low mean accuracy' is "
+        + ("reproduced" if reproduced else "reproduced, and not even that")
+        + "; the per-seed gap is "
+        + (
+            f"{gaps.pop():.0f}% for every learned setting"
+            if len(gaps) == 1
+            else f"{span_text(sorted(gaps), lambda x: f'{x:.0f}')}% over the learned settings"
+        )
+        + ", and the gap of the seed-mean accuracy curve orders the strides "
+        + (
+            "the other way"
+            if tau < 0
+            else "as the paper does"
+            if tau > 0
+            else "differently"
+        )
+        + f" (W={W}: "
+        + ", ".join(f"{_and(f'S={S}' for S in Ss)} {g}%" for g, Ss in curve.items())
+        + ")."
+    )
+
+
+def _coordination_claim(data: dict) -> str:
+    """The coordination part: lambda*, the overlap penalty and the worst-phase objective."""
+    coord, threshold = data["coordination"], data["threshold"]
+    Hs = sorted({r["H"] for r in coord})
+    queries = list(dict.fromkeys(r["queries"] for r in coord))
+    (S,) = {r["S"] for r in coord}
+    star = {(r["H"], r["queries"]): r["lambda_star"] for r in threshold}
+    lowest = {(r["H"], r["queries"]): r["lambda_star_lowest"] for r in threshold}
+    full = sorted({r["seeds"] for r in coord if _tau(r) >= 1})
+    budget = sorted({r["seeds"] for r in coord if _tau(r) < 1})
+    text = (
+        f" Coordination (W=S={S}, H "
+        + (f"in {{{', '.join(map(str, Hs))}}}" if len(Hs) > 1 else f"= {Hs[0]}")
+        + f", queries {_and(queries)}; {'/'.join(map(str, full))} seeds per variant"
+        + (
+            f", {'/'.join(map(str, budget))} for the worst-phase objective at tau < 1"
+            if budget
+            else ""
+        )
+        + "). The threshold lambda*, above which no hard selection with two heads on one "
+        "offset is a local minimum of the penalized loss (closed-form edge derivatives, checked "
+        "against sympy and autodiff in proofs/coordination_threshold.py), is "
+    )
+
+    def by_queries(values: dict) -> list[str]:
+        out = []
+        for i, q in enumerate(queries):
+            v = "/".join(
+                sorted({f"{x:.3f}" for (_, q2), x in values.items() if q2 == q})
+            )
+            out.append(f"{v} with {q}" + (" queries" if i == 0 else ""))
+        return out
+
+    triple = {k: v for k, v in lowest.items() if v < star[k] * (1 - 1e-6)}
+    text += (
+        _and(by_queries(star))
+        + f" (H = {_and(map(str, Hs))}"
+        + (
+            "; a triple of heads "
+            + _and(
+                f"{triple[k]:.3f}" for k in sorted(triple, key=_query_order(queries))
+            )
+            if triple
+            else ""
+        )
+        + ")."
+    )
+
+    # runs above lambda*: the threshold rows above 1 and the penalties above their group's
+    above_thr = [r for r in threshold if r["factor"] > 1]
+    penalties = [r for r in coord if _lam(r) > 0]
+    above_pen = [r for r in penalties if _lam(r) > star[(r["H"], r["queries"])]]
+    runs = above_thr + above_pen
+    lams = {q: {_lam(r) for r in above_pen if r["queries"] == q} for q in queries}
+    common = set.intersection(*lams.values())
+    extra = {q: sorted(v - common) for q, v in lams.items() if v - common}
+    seeds = sorted({r["seeds"] for r in runs})
+    pooled = sum(r["seeds"] for r in runs)
+    distinct = sum(_distinct_seeds(r) for r in runs)
+    factors = sorted({r["factor"] for r in above_thr})
+    text += (
+        " Above it ("
+        + _and(
+            [f"{'/'.join(f'{f:g}' for f in factors)} lambda*"]
+            + [f"{x:g}" for x in sorted(common)]
+        )
+        + "".join(
+            f"; with {q} queries also {_and(f'{x:g}' for x in v)}"
+            for q, v in extra.items()
+        )
+        + ") "
+        + (
+            f"every seed ended on distinct offsets: {'/'.join(f'{n}/{n}' for n in seeds)} per "
+            f"run, Wilson 95% lower bound {'/'.join(_lower(n) for n in seeds)}, "
+            f"{pooled}/{pooled} pooled over the {len(runs)} runs, lower bound {_lower(pooled)}."
+            if distinct == pooled
+            else f"{_count(distinct, pooled)} seeds ended on distinct offsets, pooled over the "
+            f"{len(runs)} runs."
+        )
+    )
+
+    below = [r for r in threshold if r["factor"] < 1]
+    (factor,) = {r["factor"] for r in below}
+    strict = []
+    for H in Hs:
+        counts = {
+            (len(r["strict_minima"]), r["overlapped_selections"])
+            for r in below
+            if r["H"] == H
+        }
+        (k, n), *_ = sorted(counts)
+        strict.append(
+            (f"all {n}" if k == n else f"{k} of the {n}")
+            + (" overlapped selections" if not strict else "")
+            + f" at H={H}"
+        )
+    triples_strict = any(
+        len(set(c)) == 1 for r in below for c in r["strict_minima"] if len(c) > 2
+    )
+    text += (
+        " Below it the overlapped selections with a pair of heads are strict local minima "
+        f"(at {factor:g} lambda*: {_and(strict)}"
+        + (
+            ", the triples not"
+            if any(r["H"] > 2 for r in below) and not triples_strict
+            else ""
+        )
+        + "; every one enumerated, not a sample)"
+    )
+    # seeds of more than two heads that ended overlapped below lambda*
+    many = [H for H in Hs if H > 2]
+    for H in many:
+        thr = [r for r in below if r["H"] == H]
+        pen = [
+            r for r in penalties if r["H"] == H and _lam(r) <= star[(H, r["queries"])]
+        ]
+        stuck = [r for r in thr + pen if _overlapped(r)]
+        if not stuck:
+            text += f" and no H={H} seed ends there"
+            continue
+        text += (
+            f" and some H={H} seeds end there: "
+            + _and(
+                f"{_count(_overlapped(r), r['selected_seeds'])} ({r['queries']})"
+                for r in thr
+            )
+            + f" at {factor:g} lambda*"
+        )
+        for lam in sorted({_lam(r) for r in pen}, reverse=True):
+            at = [r for r in pen if _lam(r) == lam]
+            if len(at) == 1:
+                (r,) = at
+                k, n = _distinct_seeds(r), r["selected_seeds"]
+                text += (
+                    f", {_count(_overlapped(r), n)} {r['queries']} at lambda={lam:g} "
+                    f"({k}/{n} distinct, {_count(k, n).split(' ', 1)[1]})"
+                )
+            else:
+                text += (
+                    f"; lambda={lam:g}: H={H} "
+                    + _and(
+                        f"{_count(_distinct_seeds(r), r['selected_seeds'])} {r['queries']}"
+                        for r in at
+                    )
+                    + " distinct"
+                )
+    text += "."
+    return (
+        text + _two_heads_claim(data, star, penalties, below) + _objective_claim(data)
+    )
+
+
+def _query_order(queries):
+    """A sort key of (H, queries) pairs: by the order of `queries`, then H."""
+    return lambda k: (queries.index(k[1]), k[0])
+
+
+def _overlapped(r) -> int:
+    """Selected seeds whose heads did not all select distinct offsets."""
+    return r["selected_seeds"] - _distinct_seeds(r)
+
+
+def _two_heads_claim(data, star, penalties, below) -> str:
+    """H=2 under the penalty, the mean objective's shares and what the penalty costs."""
+    coord = data["coordination"]
+    text = ""
+    pen2 = [r for r in penalties if r["H"] == 2]
+    below2 = [r for r in below if r["H"] == 2]
+    if pen2 and below2:
+        seeds = sorted({r["seeds"] for r in pen2})
+        stuck = sum(r["overlapped_seeds"] for r in below2)
+        n_below = sum(r["selected_seeds"] for r in below2)
+        clean = all(_distinct_seeds(r) == r["seeds"] for r in pen2)
+        strict = all(
+            len(r["strict_minima"]) == r["overlapped_selections"] for r in below2
+        )
+        factor = below2[0]["factor"]
+        text += (
+            " At H=2 "
+            + (
+                f"no seed ended overlapped at any lambda >= {min(_lam(r) for r in pen2):g} "
+                f"({'/'.join(f'{n}/{n}' for n in seeds)} distinct per run, lower bound "
+                f"{'/'.join(_lower(n) for n in seeds)}; "
+                if clean
+                else "some seeds ended overlapped under the penalty ("
+            )
+            + f"{_count(stuck, n_below)} overlapped at {factor:g} lambda*)"
+            + (", although the pair is then a strict local minimum." if strict else ".")
+        )
+    means = {(r["H"], r["queries"]): r for r in coord if not r["variant"]}
+    Hs = sorted({H for H, _ in means})
+    parts = []
+    for i, H in enumerate(Hs):
+        rows = [r for (H2, _), r in means.items() if H2 == H]
+        parts.append(
+            _and(
+                f"{_count(_distinct_seeds(r), r['selected_seeds'])}"
+                + (f" ({r['queries']})" if i == 0 else "")
+                for r in rows
+            )
+            + (" distinct" if i == 0 else "")
+            + f" at H={H}"
+        )
+    text += " The mean objective: " + ", ".join(parts) + "."
+    cheap = all(
+        r["mean_loss"]["mean"] <= means[(r["H"], r["queries"])]["mean_loss"]["mean"]
+        for r in penalties
+    )
+    text += (
+        " The penalty costs no population loss (mean over seeds no higher than the mean "
+        "flow's in every group)"
+        if cheap
+        else " The penalty raises the population loss (mean over seeds) in some group"
+    )
+    (S,) = {r["S"] for r in coord}
+    last = [q for H, q in means if H == S - 1]
+    if last:
+        said = []
+        for q in last:
+            rows = sorted(
+                (r for r in penalties if (r["H"], r["queries"]) == (S - 1, q)), key=_lam
+            )
+            start = means[(S - 1, q)]["worst_accuracy"]["mean"]
+            if all(r["worst_accuracy"]["mean"] == start for r in rows):
+                said.append(f"with {q} queries it stays {start:.2g}")
+                continue
+            ones = [
+                _lam(r)
+                for i, r in enumerate(rows)
+                if all(x["worst_accuracy"]["mean"] == 1 for x in rows[i:])
+            ]
+            said.append(
+                f"with {q} queries the worst-phase accuracy (mean over seeds) rises from "
+                f"{start:.2f} to "
+                + (
+                    f"1 at lambda >= {ones[0]:g}"
+                    if ones
+                    else f"{max(r['worst_accuracy']['mean'] for r in rows):.2f}"
+                )
+            )
+        text += f"; at H = S-1 = {S - 1} " + ", ".join(said)
+        if any("stays 0" in s for s in said):
+            text += " (the boundary phase)"
+    return text + "."
+
+
+def _objective_claim(data) -> str:
+    """The worst-phase objective, where the data have it."""
+    coord = data["coordination"]
+    worst = [r for r in coord if r["variant"].get("objective") == "worst-phase"]
+    if not worst:
+        return ""
+    means = {(r["H"], r["queries"]): r for r in coord if not r["variant"]}
+    sharp = [r for r in worst if _tau(r) >= 1]
+    clauses = []
+    if sharp:
+        whole = [r for r in sharp if r["selected_seeds"] == r["seeds"]]
+        n_whole = sorted({r["seeds"] for r in whole})
+        every = all(_distinct_seeds(r) == r["selected_seeds"] for r in sharp)
+        items = (
+            [
+                f"{'/'.join(f'{n}/{n}' for n in n_whole)} in "
+                f"{_NUMBERS.get(len(whole), len(whole))} groups, lower bound "
+                f"{'/'.join(_lower(n) for n in n_whole)}"
+            ]
+            if whole
+            else []
+        )
+        items += [
+            f"H={r['H']}, {r['queries']}: {_count(r['selected_seeds'], r['seeds'])} selected, "
+            f"{_distinct_seeds(r)}/{r['selected_seeds']} distinct"
+            + (
+                f", lower bound {_lower(r['selected_seeds'])}"
+                if _distinct_seeds(r) == r["selected_seeds"] > 0
+                else ""
+            )
+            for r in sharp
+            if r["selected_seeds"] < r["seeds"]
+        ]
+        clauses.append(
+            f"at tau={'/'.join(sorted({f'{_tau(r):g}' for r in sharp}))} ends distinct in "
+            + ("every" if every else "not every")
+            + f" selected seed ({'; '.join(items)})"
+        )
+    soft = [r for r in worst if _tau(r) < 1]
+    if soft:
+        clauses.append(_unselected_clause(soft))
+    for r in soft:
+        if r["selected_seeds"] == 0 and r["worst_accuracy"]["mean"] == 1:
+            mean = means[(r["H"], r["queries"])]["mean_loss"]["mean"]
+            loss = r["mean_loss"]["mean"]
+            clauses.append(
+                f"at H={r['H']}, {r['queries']}, tau={_tau(r):g} the unselected gates answered "
+                f"all {_phases(r)} {r['queries']} phases (worst accuracy 1) at a "
+                f"{'higher' if loss > mean else 'lower'} loss ({loss:.3f} against {mean:.3f} "
+                "for the mean flow)"
+            )
+    return " The worst-phase objective " + "; ".join(clauses) + "."
+
+
+def _unselected_clause(soft) -> str:
+    """What the worst-phase flows at tau < 1 (`soft`, their step budget) ended on."""
+    taus = sorted({_tau(r) for r in soft}, reverse=True)
+    budget = soft[0]["variant"]
+    groups = list(dict.fromkeys((r["H"], r["queries"]) for r in soft))
+    rows = {g: [r for r in soft if (r["H"], r["queries"]) == g] for g in groups}
+    none = [g for g in groups if all(r["selected_seeds"] == 0 for r in rows[g])]
+    seeds = sorted({r["seeds"] for r in soft})
+    text = (
+        f"at tau in {{{', '.join(f'{t:g}' for t in taus)}}} (budget t_max="
+        f"{compact(budget['t_max'])}, {budget['max_steps']:,} steps, "
+        f"{'/'.join(map(str, seeds))} seeds) the flows ended unselected"
+    )
+    parts = []
+    for H, q in (g for g in groups if g not in none):
+        rs = rows[(H, q)]
+        n = rs[0]["seeds"]
+        if all(
+            _distinct_seeds(r) == r["selected_seeds"] == r["seeds"] == n for r in rs
+        ):
+            parts.append(
+                f"H={H}, {q} ({n}/{n} selected and distinct, {_count(n, n).split(' ', 1)[1]})"
+            )
+        else:
+            parts.append(
+                f"H={H}, {q} ("
+                + ", ".join(
+                    f"tau={_tau(r):g}: {r['selected_seeds']}/{r['seeds']} selected, "
+                    f"{_distinct_seeds(r)} distinct"
+                    for r in rs
+                )
+                + ")"
+            )
+    if parts:
+        text += (" except at " if none else " nowhere: ") + _and(parts)
+    return text
+
+
+_NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+
+
+def claim(data: dict) -> str:
+    """The claim, its settings, seeds, shares, thresholds and losses from `data`."""
+    return _settings_claim(data) + _paper_claim(data) + _coordination_claim(data)
+
+
+def _phases(r) -> str:
+    """The number of query phases of a coordination row, in words where short."""
+    n = r["S"] - 1 if r["queries"] == "within" else r["S"]
+    return _NUMBERS.get(n, str(n))
+
 
 KINDS = ("learned", "hard optimum", "uniform")
 # worst-phase flows often end unselected (stiff at small tau): a smaller budget
@@ -753,7 +1270,7 @@ def draw(data: dict):
 FIGURE = Figure(
     "mitigations",
     "Mitigations: window, stride, uniform gates and coordination",
-    CLAIM,
+    claim,
     compute,
     draw,
     cost=490,

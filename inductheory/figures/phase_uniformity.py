@@ -5,6 +5,7 @@ block-shared gates, with the learned, uniform and coordinated points placed on i
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 
@@ -19,7 +20,14 @@ from ..internal._io import cached
 from ..model._gates import hard_selection, selectable_offsets, uniform_gates
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import share_text
+from ._stats import (
+    compact,
+    interval_text,
+    share_text,
+    span_text,
+    stored_parameter,
+    wilson_interval,
+)
 
 S = 4
 HEADS = (2, 3)  # H < S - 1 and H = S - 1
@@ -32,44 +40,243 @@ COORDINATED = (
     ),
 )
 
-CLAIM = (
-    "Exact per-phase losses of block-shared gates (docs/theory.md §4, §9), L=8, S=4, "
-    "N=4096, beta=4, gamma=1. Left end of the frontier (the least achievable worst-phase "
-    "loss): min over gates of max_p l_p by two solvers, SLSQP on the simplices and the "
-    "library's augmented Lagrangian (AL) in logits, 24 starts each drawn independently per "
-    "head and branch (quick mode 8), the best polished by Newton on its KKT equations and "
-    "checked by them (inductheory.experiments.minimax_end). The frontier F(c) = min mean "
-    "loss subject to worst-phase loss <= c, by the AL with BFGS from 32 starts per bound "
-    "(the end and the best-mean gates start every bound; 16 grid bounds plus the worst phase "
-    "of every placed point; quick mode H=2 only, 8 starts, 6 bounds, 16/8 flow seeds), "
-    "checked at every bound by SLSQP on the simplices; every bound was solved, the two "
-    "solvers agree within 2e-9 at every bound and F is non-increasing. H=2 < S-1: the end "
-    "is worst 7.787109 with all three phases equal (mean 7.787109), reached by SLSQP from "
-    "24/24 starts (Wilson 95% [0.86, 1]) and by the AL from 4/24 ([0.07, 0.36]; its best "
-    "1e-11 above SLSQP's), KKT residual 8e-16 with phase multipliers (0.47, 0.27, 0.27) "
-    "and every zero gate entry pushing into its bound: neither hard nor symmetric between "
-    "heads, each head puts key 0.846 on an offset of its own (value 0.534 on its successor) "
-    "and key 0.154 on the offset both heads share (value 0.466 on its successor). That is "
-    "0.0051 below the end the soft-maximum annealing of earlier versions reported (7.7923, "
-    "a local minimum). F runs from the end to the best mean 7.5745 at worst 8.3203 (a hard "
-    "selection with distinct heads, one phase uncovered); making the worst phase as small as "
-    "possible costs 0.2126 in mean loss (the price of uniformity: F at the least worst phase "
-    "minus the best mean; 0.2112 with the earlier end). Uniform gates (8.010, 8.010) lie "
-    "0.32 above F. Plain reduced flows (rho=0.1, delta=1e-3, 256 seeds) all end at the "
-    "mean-optimal end: 174/256 ([0.62, 0.73]) with distinct heads (7e-4 above F, the flow "
-    "stops within delta of the vertex), 82/256 ([0.27, 0.38]) with both heads on one offset "
-    "(2e-3 above). The overlap penalty lambda=0.1 (32/32 seeds, [0.89, 1]) ends there too "
-    "(6e-4 above): with two heads it cannot cover three phases. The worst-phase objective "
-    "tau=0.1 (32/32 seeds, [0.89, 1]) moves along F to (7.821, 7.778), 0.005 above it: "
-    "0.50 off the "
-    "worst phase for 0.20 of mean loss. H=3 = S-1: the end is the distinct hard selection "
-    "(7.2028, 7.2028), reached from 24/24 starts ([0.86, 1]) by both solvers, KKT "
-    "residual 4e-16, and F "
-    "is that single point, so uniformity is free; uniform gates lie 0.65 above it; plain "
-    "flows reach it (within 1.3e-3) in 67/256 seeds ([0.21, 0.32]) and otherwise leave a "
-    "phase uncovered (worst 8.32, mean only 0.001-0.006 above F); both coordinations reach "
-    "it in 32/32 seeds ([0.89, 1]; within 1.2e-3 and 1.3e-3)."
-)
+_WORDS = {2: "two", 3: "three", 4: "four"}
+
+
+def _hits(k: int, n: int) -> str:
+    """`k/n` with its Wilson 95% interval to 2 decimals, `[0.86, 1]`."""
+    return f"{k}/{n}", interval_text(*wilson_interval(k, n), 2)
+
+
+def _nearest_vertex(point: dict, vertices: list[dict]) -> dict:
+    """The hard selection nearest a placed point in (worst, mean)."""
+    return min(
+        vertices,
+        key=lambda v: (
+            (v["worst"] - point["worst"]) ** 2 + (v["mean"] - point["mean"]) ** 2
+        ),
+    )
+
+
+def _end_text(end: dict, H: int) -> str:
+    """The left end's gates in words: hard and distinct, or each head's own and shared
+    offsets (key mass, and the value mass on the successor)."""
+    key, value = np.asarray(end["key"]), np.asarray(end["value"])
+    if np.isin(key, (0.0, 1.0)).all() and len(set(key.argmax(1))) == H:
+        return "the distinct hard selection"
+    shared = np.flatnonzero((key > 0).all(0))
+    own = [[o for o in np.flatnonzero(row > 0) if o not in shared] for row in key]
+    if len(shared) != 1 or any(len(o) != 1 for o in own):
+        return "a soft selection"
+    (s,) = shared
+
+    def masses(offsets):
+        k = {f"{key[h, o]:.3f}" for h, o in enumerate(offsets)}
+        v = {f"{value[h, o + 1]:.3f}" for h, o in enumerate(offsets)}
+        return "/".join(sorted(k)), "/".join(sorted(v))
+
+    (k_own, v_own), (k_sh, v_sh) = masses([o[0] for o in own]), masses([s] * H)
+    return (
+        "neither hard nor symmetric between heads, each head puts key "
+        f"{k_own} on an offset of its own (value {v_own} on its successor) and key {k_sh} "
+        f"on the offset both heads share (value {v_sh} on its successor)"
+    )
+
+
+def _panel_text(p: dict, S: int, rho: str, delta: str) -> str:
+    """One H's part of the claim."""
+    H, fr, end = p["H"], p["frontier"], p["frontier"]["end"]
+    phases = len(end["losses"])
+    equal = max(end["losses"]) - min(end["losses"]) < 1e-9
+    hard = _end_text(end, H).startswith("the distinct hard")
+    n = end["starts"]
+    slsqp, al = _hits(end["slsqp_hits"], n), _hits(end["al_hits"], n)
+    kkt = end["kkt"]
+    text = f" H={H} {'<' if H < S - 1 else '='} S-1: the end is "
+    if hard:
+        text += (
+            f"{_end_text(end, H)} ({end['worst']:.4f}, {end['mean']:.4f}), reached from "
+            + (
+                f"{slsqp[0]} starts ({slsqp[1]}) by both solvers"
+                if end["slsqp_hits"] == end["al_hits"]
+                else f"{slsqp[0]} starts ({slsqp[1]}) by SLSQP and {al[0]} ({al[1]}) by the AL"
+            )
+            + f", KKT residual {compact(kkt['residual'], 1)}"
+        )
+    else:
+        text += (
+            f"worst {end['worst']:.6f} with "
+            + (
+                f"all {_WORDS.get(phases, phases)} phases equal"
+                if equal
+                else "unequal phases"
+            )
+            + f" (mean {end['mean']:.6f}), reached by SLSQP from {slsqp[0]} starts (Wilson 95% "
+            f"{slsqp[1]}) and by the AL from {al[0]} ({al[1]}; its best "
+            f"{compact(end['al_worst'] - end['slsqp_worst'], 1)} above SLSQP's), KKT residual "
+            f"{compact(kkt['residual'], 1)} with phase multipliers ("
+            + ", ".join(f"{x:.2f}" for x in kkt["phase_multipliers"])
+            + ")"
+            + (
+                " and every zero gate entry pushing into its bound"
+                if kkt["dual_feasibility"] == 0
+                else ""
+            )
+            + f": {_end_text(end, H)}."
+        )
+    if p["price"] < 1e-9:
+        text += ", and F is that single point, so uniformity is free"
+    else:
+        best = _nearest_vertex(
+            {"worst": fr["unconstrained_worst"], "mean": fr["unconstrained_mean"]},
+            p["vertices"],
+        )
+        distinct = len(set(best["offsets"])) == H
+        text += (
+            f" F runs from the end to the best mean {fr['unconstrained_mean']:.4f} at worst "
+            f"{fr['unconstrained_worst']:.4f} (a hard selection with "
+            + ("distinct heads" if distinct else "heads on one offset")
+            + (", one phase uncovered)" if H < phases else ")")
+            + f"; making the worst phase as small as possible costs {p['price']:.4f} in mean "
+            "loss (the price of uniformity: F at the least worst phase minus the best mean)."
+        )
+    u = p["uniform"]
+    text += (
+        f" Uniform gates ({u['worst']:.3f}, {u['mean']:.3f}) lie {u['above_frontier']:.2f} "
+        "above F."
+        if not hard
+        else f"; uniform gates lie {u['above_frontier']:.2f} above it"
+    )
+    return text + _flows_text(p, hard, rho, delta)
+
+
+def _flows_text(p: dict, hard: bool, rho: str, delta: str) -> str:
+    """Where the plain and coordinated flows of one H end."""
+    fr, end = p["frontier"], p["frontier"]["end"]
+    learned = p["learned"]
+    total = sum(g["seeds"] for g in learned)
+    coord, worst = (
+        p["coordinated"]["coordination"][0],
+        p["coordinated"]["worst_phase"][0],
+    )
+    if hard:
+        at_end = [g for g in learned if g["worst"] - end["worst"] < 0.01]
+        rest = [g for g in learned if g not in at_end]
+        k = sum(g["seeds"] for g in at_end)
+        text = "; plain flows reach it"
+        if at_end:
+            within = span_text(
+                [g["above_frontier"] for g in at_end], lambda x: compact(x, 2)
+            )
+            text += f" (within {within}) in {k}/{total} seeds ({_hits(k, total)[1]})"
+        else:
+            text += f" in 0/{total} seeds ({_hits(0, total)[1]})"
+        if rest:
+            text += (
+                " and otherwise leave a phase uncovered (worst "
+                f"{span_text([g['worst'] for g in rest], lambda x: f'{x:.2f}')}, mean only "
+                f"{span_text([g['above_frontier'] for g in rest], lambda x: f'{x:.3f}')} "
+                "above F)"
+            )
+        both = [coord, worst]
+        reach = all(g["worst"] - end["worst"] < 0.01 for g in both)
+        seeds = {g["seeds"] for g in both}
+        n = seeds.pop() if len(seeds) == 1 else None
+        return text + (
+            f"; both coordinations {'reach' if reach else 'do not both reach'} it in "
+            + (f"{n}/{n} seeds ({_hits(n, n)[1]}; " if n else "their seeds (")
+            + f"within {compact(coord['above_frontier'], 2)} and "
+            f"{compact(worst['above_frontier'], 2)})."
+        )
+    phases = len(end["losses"])
+    rows = []
+    for g in learned:
+        v = _nearest_vertex(g, p["vertices"])
+        rows.append((g, len(set(v["offsets"])) == len(v["offsets"])))
+    at_best = all(abs(g["worst"] - fr["unconstrained_worst"]) < 0.01 for g in learned)
+    text = (
+        " Plain reduced flows ("
+        + f"rho={compact(float(rho))}, delta={compact(float(delta))}"
+        + f", {total} seeds) "
+        + ("all end at the mean-optimal end: " if at_best else "end: ")
+        + ", ".join(
+            f"{g['seeds']}/{total} ({_hits(g['seeds'], total)[1]}) with "
+            + ("distinct heads" if distinct else "both heads on one offset")
+            + f" ({compact(g['above_frontier'], 1)} above"
+            + (" F, the flow stops within delta of the vertex)" if i == 0 else ")")
+            for i, (g, distinct) in enumerate(rows)
+        )
+        + "."
+    )
+    ends = abs(coord["worst"] - fr["unconstrained_worst"]) < 0.01
+    n_c, n_w = coord["seeds"], worst["seeds"]
+    text += (
+        f" The overlap penalty lambda=0.1 ({n_c}/{n_c} seeds, {_hits(n_c, n_c)[1]}) "
+        + (
+            f"ends there too ({compact(coord['above_frontier'], 1)} above): with "
+            f"{_WORDS.get(p['H'], p['H'])} heads it cannot cover "
+            f"{_WORDS.get(phases, phases)} phases."
+            if ends
+            else f"ends at ({coord['worst']:.3f}, {coord['mean']:.3f})."
+        )
+        + f" The worst-phase objective tau=0.1 ({n_w}/{n_w} seeds, {_hits(n_w, n_w)[1]}) "
+        f"moves along F to ({worst['worst']:.3f}, {worst['mean']:.3f}), "
+        f"{worst['above_frontier']:.3f} above it: "
+        f"{fr['unconstrained_worst'] - worst['worst']:.2f} off the worst phase for "
+        f"{worst['mean'] - fr['unconstrained_mean']:.2f} of mean loss."
+    )
+    return text
+
+
+def claim(data: dict) -> str:
+    """The claim, its starts, bounds, ends, frontier, placed points and seeds from `data`."""
+    params = data["parameters"]
+    task, frontier, flows = params["task"], params["frontier"], params["flows"]
+    S = data["S"]
+    panels = data["panels"]
+    bounds, starts = re.search(r"(\d+) bounds x (\d+) starts", frontier).groups()
+    plain, coordinated = re.search(
+        r"plain (\d+) seeds, coordinated (\d+) seeds", flows
+    ).groups()
+    (n_end,) = {p["frontier"]["end"]["starts"] for p in panels}
+    agree = max(
+        float(
+            np.max(
+                np.abs(np.subtract(p["frontier"]["mean"], p["frontier"]["slsqp_mean"]))
+            )
+        )
+        for p in panels
+    )
+    solved = all(np.isfinite(p["frontier"]["mean"]).all() for p in panels)
+    monotone = all(
+        (
+            np.diff(
+                np.asarray(p["frontier"]["mean"])[np.argsort(p["frontier"]["bounds"])]
+            )
+            <= 0
+        ).all()
+        for p in panels
+    )
+    text = (
+        "Exact per-phase losses of block-shared gates (docs/theory.md §4, §9), "
+        + ", ".join(
+            f"{k}={stored_parameter(task, k)}" for k in ("L", "S", "N", "beta", "gamma")
+        )
+        + ". Left end of the frontier (the least achievable worst-phase loss): min over gates "
+        "of max_p l_p by two solvers, SLSQP on the simplices and the library's augmented "
+        f"Lagrangian (AL) in logits, {n_end} starts each drawn independently per head and "
+        "branch, the best polished by Newton on its KKT equations and checked by them "
+        "(inductheory.experiments.minimax_end). The frontier F(c) = min mean loss subject to "
+        f"worst-phase loss <= c, by the AL with BFGS from {starts} starts per bound (the end "
+        f"and the best-mean gates start every bound; {bounds} grid bounds plus the worst phase "
+        f"of every placed point; H in {{{', '.join(str(p['H']) for p in panels)}}}, "
+        f"{plain}/{coordinated} flow seeds), checked at every bound by SLSQP on the simplices; "
+        + ("every bound was solved, " if solved else "not every bound was solved, ")
+        + f"the two solvers agree within {compact(agree, 1)} at every bound and F is "
+        + ("non-increasing." if monotone else "not monotone.")
+    )
+    rho, delta = stored_parameter(flows, "rho"), stored_parameter(flows, "delta")
+    return text + "".join(_panel_text(p, S, rho, delta) for p in panels)
 
 
 def _frontier(task, quick, cache_dir, placed):
@@ -483,7 +690,7 @@ def draw(data: dict):
 FIGURE = Figure(
     "phase_uniformity",
     "The price of phase-uniformity: mean vs worst-phase loss",
-    CLAIM,
+    claim,
     compute,
     draw,
     cost=180,
