@@ -131,12 +131,14 @@ def _select(only: list[str] | None) -> list[Figure]:
 def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> dict:
     """Compute, store and draw one figure; returns its data with the time it took (`wall_s`,
     `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds;
-    `compiles`: its XLA compiles). Warnings raised meanwhile name the figure (and the run, where
+    `compiles`: its XLA compiles, `cache_hits` of which the persistent compilation cache served).
+    Warnings raised meanwhile name the figure (and the run, where
     `_runs` names it), each distinct one once (`warnings_named`; `report`: see there)."""
+    from ..internal._compiles import CompileCount
     from ..internal._programs import fast_lane_programs
 
     f = FIGURES[name]
-    clock = Clock()
+    clock, counter = Clock(), CompileCount()
     fast_lane_programs(name in FAST_LANES["quick" if quick else "full"])
     try:
         with warnings_named(f"figure {name}", report):
@@ -151,6 +153,7 @@ def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> dict:
         cpu_s=round(spent.cpu_s, 3),
         compile_s=round(spent.compile_s, 3),
         compiles=spent.compiles,
+        cache_hits=counter.count().hits,
     )
     return data
 
