@@ -474,6 +474,7 @@ def test_measured_tables_render_as_markdown_and_reject_ragged_rows():
 def test_a_fast_compile_worker_sets_the_xla_flags_before_jax_starts(monkeypatch):
     import os
 
+    from inductheory.figures import _reproduce
     from inductheory.figures._reproduce import (
         FAST_COMPILE,
         FAST_COMPILE_FLAGS,
@@ -482,6 +483,13 @@ def test_a_fast_compile_worker_sets_the_xla_flags_before_jax_starts(monkeypatch)
     )
 
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    # this process has started jax: flags set now would not be applied, yet key the programs
+    # compiled as usual in the persistent cache as if they were
+    monkeypatch.setattr(_reproduce, "_backend_started", lambda: True)
+    with pytest.raises(RuntimeError, match="before jax starts its backend"):
+        _start_worker(None, None, fast=True)
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false"
+    monkeypatch.setattr(_reproduce, "_backend_started", lambda: False)  # a fresh worker
     _start_worker(None, None, fast=False)
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false"
     _start_worker(None, None, fast=True)

@@ -412,8 +412,17 @@ def _start_worker(
 ) -> None:
     """A worker process takes the parent's persistent caches (the command line turns them on);
     `fast`: it compiles with `FAST_COMPILE_FLAGS` (XLA reads them when jax starts its backend,
-    which importing this package does not)."""
+    which importing this package does not).
+
+    Refuses to set the flags in a process whose backend has started: XLA would not apply them,
+    but jax keys its persistent cache on the `XLA_FLAGS` of the environment, so programs compiled
+    as usual would be kept under the flags' key and served to later workers that do apply them.
+    """
     if fast and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        if _backend_started():
+            raise RuntimeError(
+                "a fast-compile worker must set XLA_FLAGS before jax starts its backend"
+            )
         os.environ["XLA_FLAGS"] = (
             f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}".strip()
         )
@@ -428,6 +437,13 @@ def _start_worker(
         from ..internal._programs import enable_program_store
 
         enable_program_store(program_store)
+
+
+def _backend_started() -> bool:
+    """Whether jax has started its backend in this process (XLA has read its flags)."""
+    from jax._src import xla_bridge
+
+    return xla_bridge.backends_are_initialized()
 
 
 def _worn_out() -> bool:
