@@ -116,7 +116,10 @@ def run(args) -> int:
     summary = {
         name: {
             "findings": d.get("findings"),
-            **{k: d.get(k) for k in ("wall_s", "cpu_s", "compile_s", "compiles")},
+            **{
+                k: d.get(k)
+                for k in ("wall_s", "cpu_s", "compile_s", "compiles", "cache_hits")
+            },
         }
         for name, d in results.items()
     }

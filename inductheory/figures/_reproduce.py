@@ -14,6 +14,12 @@ import time
 from pathlib import Path
 
 from ..internal._clock import Clock
+from ..internal._eta import (
+    Eta,
+    basis as eta_basis,
+    describe as eta_words,
+    estimate as eta_estimate,
+)
 from ..internal._io import (
     CacheWarning,
     _atomic_write,
@@ -131,12 +137,14 @@ def _select(only: list[str] | None) -> list[Figure]:
 def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> dict:
     """Compute, store and draw one figure; returns its data with the time it took (`wall_s`,
     `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds;
-    `compiles`: its XLA compiles). Warnings raised meanwhile name the figure (and the run, where
+    `compiles`: its XLA compiles, `cache_hits` of which the persistent compilation cache served).
+    Warnings raised meanwhile name the figure (and the run, where
     `_runs` names it), each distinct one once (`warnings_named`; `report`: see there)."""
+    from ..internal._compiles import CompileCount
     from ..internal._programs import fast_lane_programs
 
     f = FIGURES[name]
-    clock = Clock()
+    clock, counter = Clock(), CompileCount()
     fast_lane_programs(name in FAST_LANES["quick" if quick else "full"])
     try:
         with warnings_named(f"figure {name}", report):
@@ -151,6 +159,7 @@ def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> dict:
         cpu_s=round(spent.cpu_s, 3),
         compile_s=round(spent.compile_s, 3),
         compiles=spent.compiles,
+        cache_hits=counter.count().hits,
     )
     return data
 
@@ -160,12 +169,14 @@ class _Status:
     with its name, at most every `every` seconds), a line at least every `quiet` seconds while
     figures run, when each is done, an ETA once it means something, and the total time.
 
-    The ETA rests on the work expected of each figure (its nominal cost in the mode, `quick` or
-    full, see `expected_cost`, or its wall time in a previous run), scaled by how long the
-    figures done so far took against their expectation; it is printed only once the finished
+    The ETA (`_eta.estimate`) rests on the work expected of each figure (its wall time in an
+    earlier run, kept in the cache, else its nominal cost in the mode, `quick` or full, see
+    `expected_cost`; the line says which), scaled by how long the figures done so far took
+    against their expectation (never below half of it); it is printed only once the finished
     figures hold `eta_after` of the expected work: before that the scale is a guess (nominal
     costs are off by factors of two, and a previous run's times say nothing of what its cache
-    now saves). `clock` gives the seconds (tests pass a fake one)."""
+    now saves). A running figure past its expectation is named as such, never counted as
+    nearly done. `clock` gives the seconds (tests pass a fake one)."""
 
     def __init__(
         self,
@@ -184,6 +195,7 @@ class _Status:
             f.name: float(previous.get(f.name, expected_cost(f, quick))) or 1.0
             for f in figures
         }
+        self.basis = eta_basis([f.name for f in figures], previous)
         self.enabled, self.every, self.stream = enabled, every, sys.stderr
         self.jobs, self.quiet, self.eta_after, self.clock = (
             jobs,
@@ -230,11 +242,11 @@ class _Status:
                     + (f"; last: {last}" if last else "")
                     + ")"
                 )
-            eta = self.eta()
+            eta = self.eta_text()
             self._write(
                 "still running: "
                 + ", ".join(parts)
-                + ("" if eta is None else f"; about {duration(eta)} left")
+                + ("" if eta is None else f"; {eta}")
             )
 
     def line(self, name: str, text: str, finished: bool = False) -> None:
@@ -253,27 +265,28 @@ class _Status:
         if name in self.running:
             self._write(f"  {name}: {text}")
 
-    def eta(self) -> float | None:
-        """Seconds left, or None while the finished figures hold less than `eta_after` of the
-        expected work (or nothing is left but figures already past their expectation)."""
-        total = sum(self.expected.values())
-        finished = sum(self.expected[n] for n in self.done)
-        if finished < self.eta_after * total or len(self.done) == len(self.expected):
-            return None
-        # how long the finished figures took against their expectation
-        scale = sum(self.done.values()) / finished
+    def estimate(self) -> Eta:
+        """The `_eta.Eta` of the figures left (see `_eta.estimate`)."""
         now = self.clock()
-        left = [
-            max(scale * self.expected[n] - (now - self.started_at[n]), 0.0)
-            if n in self.running
-            else scale * self.expected[n]
-            for n in self.expected
-            if n not in self.done
-        ]
-        if max(left) <= 0:  # only figures already past their expectation: no estimate
-            return None
-        # `jobs` figures at a time, and never less than the longest one left
-        return max(sum(left) / self.jobs, max(left))
+        return eta_estimate(
+            self.expected,
+            self.done,
+            {n: now - self.started_at[n] for n in self.running},
+            jobs=self.jobs,
+            after=self.eta_after,
+            source=self.basis,
+        )
+
+    def eta(self) -> float | None:
+        """Seconds left for the figures within their expectation, or None while the finished
+        figures hold less than `eta_after` of the expected work (or nothing is left but figures
+        already past their expectation)."""
+        return self.estimate().seconds
+
+    def eta_text(self) -> str | None:
+        """The ETA in words (how long, on what basis, which figures are past their estimate),
+        or None when there is none yet."""
+        return eta_words(self.estimate(), duration)
 
     def finished(
         self, name: str, wall_s: float, cpu_s: float = 0.0, compile_s: float = 0.0
@@ -285,9 +298,9 @@ class _Status:
         text = (
             f"done {name} ({duration(wall_s)}); {len(self.done)}/{len(self.expected)}"
         )
-        eta = self.eta()
+        eta = self.eta_text()
         if eta is not None:
-            text += f", about {duration(eta)} left"
+            text += f", {eta}"
         self._write(text)
 
     def total(self, cpu_s: float | None = None) -> None:
@@ -399,8 +412,17 @@ def _start_worker(
 ) -> None:
     """A worker process takes the parent's persistent caches (the command line turns them on);
     `fast`: it compiles with `FAST_COMPILE_FLAGS` (XLA reads them when jax starts its backend,
-    which importing this package does not)."""
+    which importing this package does not).
+
+    Refuses to set the flags in a process whose backend has started: XLA would not apply them,
+    but jax keys its persistent cache on the `XLA_FLAGS` of the environment, so programs compiled
+    as usual would be kept under the flags' key and served to later workers that do apply them.
+    """
     if fast and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        if _backend_started():
+            raise RuntimeError(
+                "a fast-compile worker must set XLA_FLAGS before jax starts its backend"
+            )
         os.environ["XLA_FLAGS"] = (
             f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}".strip()
         )
@@ -415,6 +437,13 @@ def _start_worker(
         from ..internal._programs import enable_program_store
 
         enable_program_store(program_store)
+
+
+def _backend_started() -> bool:
+    """Whether jax has started its backend in this process (XLA has read its flags)."""
+    from jax._src import xla_bridge
+
+    return xla_bridge.backends_are_initialized()
 
 
 def _worn_out() -> bool:
@@ -721,10 +750,7 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
     results = {f.name: results[f.name] for f in figures}  # registry order
     if timings_path is not None:
         try:
-            write_json_atomic(
-                timings_path,
-                {**previous, **{k: v["wall_s"] for k, v in results.items()}},
-            )
+            write_json_atomic(timings_path, kept_timings(previous, results))
         except (
             OSError
         ) as err:  # the figures are written: only the next run's ETA is lost
@@ -755,6 +781,22 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
     ):  # unchanged figures leave the file untouched
         write_text_atomic(path, text)
     return results
+
+
+def kept_timings(previous: dict[str, float], results: dict[str, dict]) -> dict:
+    """The figures' wall seconds kept for the next run's ETA: this run's, except for figures it
+    read whole from the figure cache (no jax program at all: their seconds say nothing of a
+    computation), which keep the earlier run's.
+
+    ```python
+    kept_timings({"a": 50.0}, {"a": {"wall_s": 0.4, "compiles": 0}})  # {"a": 50.0}
+    ```
+    """
+    kept = dict(previous)
+    for name, d in results.items():
+        if d.get("compiles", 1) or name not in kept:
+            kept[name] = d["wall_s"]
+    return kept
 
 
 def _cpu_seconds() -> float:

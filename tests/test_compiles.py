@@ -1,0 +1,106 @@
+"""The compile counter (internal/_compiles.py) and the persistent compilation cache across
+processes, set up as `reproduce`'s workers set it up (`_start_worker`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from inductheory.internal._compiles import CompileCount, compiles_between
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A worker's setup, then a jitted function, an equinox module through `eqx.filter_jit` and an
+# eager operation; prints the counts and the cache directory in use.
+SCRIPT = """
+import json, sys
+from inductheory.figures._reproduce import _start_worker
+cache, fast = sys.argv[1], sys.argv[2] == "fast"
+_start_worker(cache or None, None, fast=fast)
+if not cache:
+    from inductheory.internal._paths import enable_compilation_cache
+    enable_compilation_cache()
+import equinox as eqx, jax, jax.numpy as jnp
+from inductheory.internal._compiles import CompileCount
+counter = CompileCount()
+jax.jit(lambda x: jnp.sin(x) * 3.0 + 1.0)(jnp.ones(7))
+linear = eqx.nn.Linear(7, 5, key=jax.random.PRNGKey(0))
+eqx.filter_jit(lambda m, x: m(x))(linear, jnp.ones(7))
+jnp.ones(9) * 2.0
+print(json.dumps({**counter.count()._asdict(), "dir": jax.config.jax_compilation_cache_dir}))
+"""
+
+
+def _run(cache: str, fast: bool, tmp_path: Path, flags: str = "") -> dict:
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        INDUCTHEORY_COMPILATION_CACHE="1",
+        INDUCTHEORY_CACHE_DIR=str(tmp_path / "user-cache"),
+        XLA_FLAGS=flags,
+        JAX_PLATFORMS="cpu",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, cache, "fast" if fast else "default"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_reads_every_program_from_the_compilation_cache(tmp_path):
+    cache = str(tmp_path / "jax")
+    cold = _run(cache, False, tmp_path)
+    assert cold["compiles"] >= 3 and cold["hits"] == 0
+    assert cold["misses"] == cold["writes"] == cold["compiles"]  # every program kept
+    warm = _run(cache, False, tmp_path)
+    assert warm["compiles"] == cold["compiles"] and warm["hits"] == warm["compiles"]
+    assert warm["writes"] == 0 and warm["uncached"] == 0
+    # a worker compiling with FAST_COMPILE_FLAGS keys its programs apart: nothing compiled
+    # under the other flags is served to it, and its own are served to the next such worker
+    fast = _run(cache, True, tmp_path)
+    assert fast["hits"] == 0 and fast["writes"] == fast["compiles"]
+    assert _run(cache, True, tmp_path)["hits"] == fast["compiles"]
+
+
+def test_the_command_line_cache_has_a_folder_per_jaxlib_and_processor(tmp_path):
+    from jax._src.lib import version_str
+
+    from inductheory.internal._paths import compilation_cache_name
+
+    name = compilation_cache_name()
+    assert (
+        name.startswith(f"jaxlib-{version_str}-") and name == compilation_cache_name()
+    )
+    cold = _run("", False, tmp_path)
+    assert Path(cold["dir"]) == tmp_path / "user-cache" / "jax" / name
+    assert _run("", False, tmp_path)["hits"] == cold["compiles"]
+
+
+def test_a_compile_count_counts_the_programs_of_a_stretch_of_work():
+    x = jnp.ones(3)
+    counter = CompileCount()
+    # a program of its own (a constant no other test uses), then the same again: one compile
+    f = jax.jit(lambda x: x * 1.2345678 + 7.654321)
+    f(x)
+    f(x)
+    count = counter.count()
+    assert count.compiles == 1
+    assert count.hits + count.misses + count.uncached == count.compiles
+    assert count.compiled == count.compiles - count.hits
+
+
+def test_compiles_between_two_snapshots():
+    before = {"compiles": 2, "requests": 2, "hits": 1, "writes": 1, "seconds": 1.0}
+    after = {"compiles": 7, "requests": 6, "hits": 3, "writes": 3, "seconds": 3.5}
+    count = compiles_between(before, after)
+    assert count == (5, 2, 2, 1, 2, 2.5)
+    assert count.compiled == 3
