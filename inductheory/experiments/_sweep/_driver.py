@@ -293,7 +293,8 @@ def sweep(
 
     Each kind is a final `AbstractSweepKind` registered in `SWEEP_KINDS` (`LossSweep`,
     `FlowSweep`, `OracleSweep`, `TrainSweep`); this function checks the inputs, builds the
-    `SweepSpec` and runs its blocks.
+    `SweepSpec` and runs its blocks. The `"matrix"` kind (`MatrixSweep`: rows of the paper
+    matrix, whose template is a `MatrixSize`) is run by `matrix_sweep`.
 
     **Arguments:**
     - `kind`: `"loss"` (exact population loss and per-phase accuracy of shared `gates`), `"flow"`
