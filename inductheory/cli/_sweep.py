@@ -1,10 +1,12 @@
-"""`inductheory sweep {loss,flow,oracle,train}`: one subcommand's computation over a grid of
-parameters."""
+"""`inductheory sweep {loss,flow,oracle,train,matrix}`: one subcommand's computation over a grid
+of parameters (`matrix`: rows of the paper's experiment matrix)."""
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import itertools
+import json
 import math
 import warnings
 from collections.abc import Callable
@@ -14,10 +16,12 @@ from ..experiments._sweep import (
     AbstractSweepKind,
     FlowSweep,
     LossSweep,
+    MatrixSweep,
     OracleSweep,
     PointChecks,
     SweepFailureWarning,
     TrainSweep,
+    matrix_sweep,
     points_of,
     summary_table,
     sweep,
@@ -25,6 +29,7 @@ from ..experiments._sweep import (
 )
 from ..internal._io import write_json_atomic
 from ..model._task import task_with
+from ..trained._architecture import Architecture
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -35,6 +40,7 @@ from ._common import (
     add_task_arguments,
     claim_out,
     eprint,
+    float_type,
     int_type,
     output_dir_type,
     print_json,
@@ -43,6 +49,7 @@ from ._common import (
 )
 from ._flow import add_flow_arguments, check_radius_resolution, flow_config_from_args
 from ._loss import add_gate_arguments
+from ._matrix import _size
 from ._oracle import _config as minimizer_from_args, add_minimizer_arguments
 from ._train import add_train_arguments, configs_from_args, task_of
 
@@ -207,11 +214,154 @@ _OPTIONS: dict[type[AbstractSweepKind], _KindOptions] = {
 }
 
 
+def _add_sweep_options(k, kind: type[AbstractSweepKind], *, grid_required: bool):
+    g = k.add_argument_group("sweep")
+    g.add_argument(
+        "--grid",
+        action="append",
+        required=grid_required,
+        default=None if grid_required else [],
+        metavar="NAME=V1,V2,...",
+        help="values of one parameter (repeat for a cartesian product): "
+        + ", ".join(kind.grid_names),
+    )
+    g.add_argument(
+        "--block",
+        type=int_type("block", 1),
+        default=None,
+        help="grid points per compiled call (default automatic)",
+    )
+    g.add_argument(
+        "--out",
+        type=output_dir_type,
+        default=None,
+        help="directory: sweep.nc, summary.txt, resumable blocks",
+    )
+    g.add_argument(
+        "--scheduler",
+        type=str,
+        default=None,
+        help="Dask distributed scheduler address (needs the 'distributed' extra)",
+    )
+    g.add_argument("--quiet", action="store_true", help="no progress display")
+    return g
+
+
+def _register_matrix(kinds) -> None:
+    k = kinds.add_parser(
+        "matrix",
+        help=MatrixSweep.description,
+        description="Train rows of the paper's experiment matrix (as `inductheory "
+        "matrix`), each row a point of a sweep: --grid row=NAME1,NAME2 chooses the rows "
+        "(row names separated by commas; quote them, they hold '/' and spaces; default every "
+        "row of the size), --grid FIELD=V1,V2 crosses them with values of an architecture "
+        "field (kv_heads, S, gate, tied, ...) or of lr and steps. With --out every finished "
+        "row is a block (an interrupted sweep resumes at the first unfinished one); with "
+        "--scheduler the rows are trained by a Dask cluster's workers.",
+    )
+    k.add_argument(
+        "--quick", action="store_true", help="the quick size (few steps and seeds)"
+    )
+    k.add_argument("--seeds", type=int_type("seeds", 1), default=None)
+    k.add_argument("--steps", type=int_type("steps", 1), default=None)
+    k.add_argument("--batch", type=int_type("batch", 1), default=None)
+    k.add_argument(
+        "--lr", type=float_type("lr", 0, low_open=True), default=None, help="peak lr"
+    )
+    k.add_argument("--seed", type=int_type("seed", 0), default=0, help="base seed")
+    _add_sweep_options(k, MatrixSweep, grid_required=False)
+    add_json_argument(k)
+    k.set_defaults(
+        func=run_matrix,
+        interrupt_message="interrupted; with --out the finished rows are kept",
+    )
+
+
+def _matrix_value(name: str, text: str):
+    """One --grid value of a matrix sweep, typed as its parameter (row names as given)."""
+    text = text.strip()
+    if name == "row":
+        return text
+    default = next(
+        (f.default for f in dataclasses.fields(Architecture) if f.name == name), None
+    )
+    try:
+        if name == "lr":
+            return float(text)
+        if isinstance(default, bool):
+            return {"true": True, "false": False}[text.lower()]
+        if isinstance(default, enum.Enum):
+            return text  # checked against the enum's values by the sweep
+        return int(text)
+    except (KeyError, ValueError):
+        expected = (
+            "true or false"
+            if isinstance(default, bool)
+            else "numbers"
+            if name == "lr"
+            else "integers"
+        )
+        raise ValueError(
+            f"--grid {name}: values must be {expected}, got {text!r}"
+        ) from None
+
+
+def _matrix_grid(args) -> dict[str, list]:
+    grid = {}
+    for item in args.grid:
+        name, sep, values = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name or not values.strip():
+            raise ValueError(f"--grid expects NAME=V1,V2,..., got {item!r}")
+        if name not in MatrixSweep.grid_names:
+            raise ValueError(
+                f"--grid {name}: not swept by a matrix sweep; choose from "
+                f"{', '.join(MatrixSweep.grid_names)}"
+            )
+        if name in grid:
+            raise ValueError(f"--grid {name} given twice")
+        if name in ("lr", "steps") and getattr(args, name) is not None:
+            raise ValueError(f"--grid {name} and --{name} both given: give one")
+        grid[name] = [_matrix_value(name, v) for v in values.split(",")]
+    return grid
+
+
+def run_matrix(args) -> int:
+    """`inductheory sweep matrix`: `matrix_sweep` of the size and grid of the options."""
+    size = _size(args)
+    grid = _matrix_grid(args)
+    claim_out(args, "sweep matrix", parameters=False)
+    with warnings.catch_warnings():  # said below, in one line with the exit status
+        warnings.simplefilter("ignore", SweepFailureWarning)
+        ds = matrix_sweep(
+            size,
+            grid,
+            seed=args.seed,
+            block=args.block,
+            out=args.out,
+            scheduler=args.scheduler,
+            progress=not args.quiet,
+        )
+    dims = _grid_order(ds)
+    report = {
+        "kind": "matrix",
+        "size": size.to_dict(),
+        "grid": {d: ds.coords[d].values.tolist() for d in dims},
+        "points": points_of(ds),
+        "attrs": {k: v for k, v in ds.attrs.items() if k != "parameters"},
+    }
+    return _report(args, ds, report)
+
+
+def _grid_order(ds) -> list[str]:
+    return json.loads(ds.attrs["parameters"])["extra"]["grid_order"]
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "sweep",
-        help="run loss, flow, oracle or train over a grid of parameters (vectorized, "
-        "resumable)",
+        help="run loss, flow, oracle, train or matrix rows over a grid of parameters "
+        "(vectorized, resumable)",
         description="Run one subcommand's computation at every point of a grid (--grid "
         "NAME=V1,V2,... "
         "repeated: the cartesian product), vectorized and compiled once per shape. "
@@ -222,38 +372,14 @@ def register(sub) -> None:
     )
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
     for name, kind in SWEEP_KINDS.items():
+        if kind is MatrixSweep:  # its template is a matrix size, not a task
+            _register_matrix(kinds)
+            continue
         options = _OPTIONS[kind]
         k = kinds.add_parser(name, help=kind.description)
         add_task_arguments(k)
         options.add(k)
-        g = k.add_argument_group("sweep")
-        g.add_argument(
-            "--grid",
-            action="append",
-            required=True,
-            metavar="NAME=V1,V2,...",
-            help="values of one parameter (repeat for a cartesian product): "
-            + ", ".join(kind.grid_names),
-        )
-        g.add_argument(
-            "--block",
-            type=int_type("block", 1),
-            default=None,
-            help="grid points per compiled call (default automatic)",
-        )
-        g.add_argument(
-            "--out",
-            type=output_dir_type,
-            default=None,
-            help="directory: sweep.nc, summary.txt, resumable blocks",
-        )
-        g.add_argument(
-            "--scheduler",
-            type=str,
-            default=None,
-            help="Dask distributed scheduler address (needs the 'distributed' extra)",
-        )
-        g.add_argument("--quiet", action="store_true", help="no progress display")
+        g = _add_sweep_options(k, kind, grid_required=True)
         add_cpu_devices_argument(g)
         add_json_argument(k)
         k.set_defaults(func=run, sweep_inputs=options.inputs)
@@ -289,6 +415,12 @@ def run(args) -> int:
         "points": points_of(ds),
         "attrs": {k: v for k, v in ds.attrs.items() if k != "parameters"},
     }
+    return _report(args, ds, report)
+
+
+def _report(args, ds, report: dict) -> int:
+    """Write points.json (with --out), print the report (--json) or the summary table; the exit
+    status of the sweep's problems."""
     if args.out is not None:
         write_json_atomic(args.out / "points.json", report)
     if args.json:

@@ -22,7 +22,8 @@ allocated, the memory of the largest block and of every point's results is estim
 programs, same numbers).
 
 The family's modules: `_spec` (the spec and its grid), `_kind` (`AbstractSweepKind`), one module
-per kind (`_loss`, `_flow`, `_oracle`, `_train`), `_registry` (`SWEEP_KINDS`, `sweep_kind`),
+per kind (`_loss`, `_flow`, `_oracle`, `_train`, `_matrix`: rows of the paper's matrix, run by
+`matrix_sweep`), `_registry` (`SWEEP_KINDS`, `sweep_kind`),
 `_store` (blocks, manifest, the assembled dataset), `_driver` (`run_spec`, Dask, `sweep`) and
 `_checks` (what a sweep checks before and after it runs).
 """
@@ -36,6 +37,7 @@ from ._checks import (
 )
 from ._driver import (
     check_sweep_memory as check_sweep_memory,
+    matrix_sweep as matrix_sweep,
     run_spec as run_spec,
     sweep as sweep,
     sweep_bytes as sweep_bytes,
@@ -43,6 +45,7 @@ from ._driver import (
 from ._flow import FlowSweep as FlowSweep
 from ._kind import AbstractSweepKind as AbstractSweepKind
 from ._loss import LossSweep as LossSweep, loss_point_bytes as loss_point_bytes
+from ._matrix import MatrixSweep as MatrixSweep
 from ._oracle import OracleSweep as OracleSweep
 from ._registry import (
     KINDS as KINDS,

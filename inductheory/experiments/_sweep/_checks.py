@@ -303,6 +303,11 @@ def sweep_problems(ds) -> SweepProblems:
         }
     else:
         checks = {name: None for name in ds.data_vars}
+        if ds.attrs["kind"] == "matrix":  # curves padded with NaN past their last point
+            kept = np.asarray(ds.curve_steps.values) >= 0
+            checks["curve"] = np.broadcast_to(
+                np.expand_dims(kept, -2), ds.curve.transpose(*dims, ...).shape
+            )
     nonfinite = []
     for name, due in checks.items():
         values = np.asarray(ds[name].values)

@@ -29,7 +29,9 @@ from ...model._gates import SharedGates
 from ...model._task import N_MAX, SEED_MAX, SEED_MIN, Task, _require_int
 from ...oracle._minimize import OracleMinimizer
 from ...trained._config import ModelConfig, TrainConfig
+from .._paper_matrix import MatrixSize
 from ._checks import SweepFailureWarning, sweep_problems
+from ._matrix import check_matrix_grid, plain_fields
 from ._registry import sweep_kind
 from ._spec import SweepSpec, grid_point
 from ._store import (
@@ -73,15 +75,14 @@ def sweep_bytes(spec: SweepSpec) -> dict:
     n = _n_points(spec)
     block = kind.block_bytes(spec)
     out = {f"block_{k}": v for k, v in block.items() if k != "total"}
-    sizes = {
-        "seed": spec.seeds,
-        "head": spec.task["H"],
-        "branch": 2,
-        "block": spec.task["L"],
-    }
-    sizes["offset"] = spec.task.get("W", spec.task["S"])
-    sizes["phase"] = spec.task["S"]
-    sizes["context"] = spec.extra.get("contexts", 1)
+    sizes = {"seed": spec.seeds, "branch": 2, "context": spec.extra.get("contexts", 1)}
+    if "H" in spec.task:  # a `Task` (the matrix's task is a `RetrievalTask`)
+        sizes["head"] = spec.task["H"]
+        sizes["block"] = spec.task["L"]
+        sizes["offset"] = spec.task.get("W", spec.task["S"])
+        sizes["phase"] = spec.task["S"]
+    for dim, values in kind.coordinates(spec).items():  # the kind's other dimensions
+        sizes.setdefault(dim, len(values))
     per_point = sum(
         F64 * math.prod(sizes[d] for d in dims) for dims in kind.variables.values()
     )
@@ -292,7 +293,8 @@ def sweep(
 
     Each kind is a final `AbstractSweepKind` registered in `SWEEP_KINDS` (`LossSweep`,
     `FlowSweep`, `OracleSweep`, `TrainSweep`); this function checks the inputs, builds the
-    `SweepSpec` and runs its blocks.
+    `SweepSpec` and runs its blocks. The `"matrix"` kind (`MatrixSweep`: rows of the paper
+    matrix, whose template is a `MatrixSize`) is run by `matrix_sweep`.
 
     **Arguments:**
     - `kind`: `"loss"` (exact population loss and per-phase accuracy of shared `gates`), `"flow"`
@@ -339,6 +341,11 @@ def sweep(
     ```
     """
     sweeper = sweep_kind(kind)  # an unknown kind is refused before its grid is checked
+    if kind == "matrix":
+        raise ValueError(
+            "a matrix sweep's template is a MatrixSize, not a Task: call "
+            "matrix_sweep(size, grid)"
+        )
     _check_arguments(task, grid)
     seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
     grid = _check_grid(kind, task, grid)
@@ -373,9 +380,82 @@ def sweep(
         return run_spec(spec, out=out, scheduler=scheduler, progress=progress)
 
 
+def matrix_sweep(
+    size: MatrixSize,
+    grid: dict[str, Sequence] | None = None,
+    *,
+    seed: int = 0,
+    block: int | None = None,
+    out: str | os.PathLike | None = None,
+    scheduler: Any = None,
+    progress: bool = False,
+):
+    """Train rows of the paper's experiment matrix at every point of a grid (the `matrix`
+    kind, `MatrixSweep`); return an `xarray.Dataset`.
+
+    Every point is one `run_row(row, size, seed=seed)` (`size.seeds` seeds); its arrays are
+    `run_row`'s. Blocks, their store in `out` (an interrupted sweep resumes at its first
+    unfinished row), the memory check and Dask are those of `sweep`.
+
+    **Arguments:**
+    - `size`: a `MatrixSize` (`FULL_SIZE`, `QUICK_SIZE` or one of your own): task, reference
+      architecture, training and seeds.
+    - `grid`: `{name: values}` (None: every row of `size`): `row` (names of `MATRIX` rows;
+      default the rows of `size`), any field of `Architecture` (a change applied to every row,
+      as `inductheory matrix`'s options), `lr` and `steps`. Dimensions: `row` first, then the
+      grid's order.
+    - `seed`: the base seed of every row (a seed's numbers do not depend on the grid).
+    - `block`: rows per block (default 1: each finished row is stored at once).
+    - `out`, `scheduler`, `progress`: as `sweep`.
+
+    **Returns:** the dataset: dimensions `row`, the other grid parameters, then `seed`,
+    `phase`, `context`, `curve_point` (see `MatrixSweep`). Raises a one-line `ValueError`
+    naming the parameter for a bad grid (an unknown row lists the rows) or a refused point.
+
+    ```python
+    ds = matrix_sweep(QUICK_SIZE, {"row": ["W8/S8 8 KV", "W4/S4"], "steps": [50]},
+                      out="matrix-sweep", scheduler="tcp://127.0.0.1:8786")
+    ds.worst_phase.sel(row="W4/S4")  # per seed
+    ```
+    """
+    kind = sweep_kind("matrix")
+    if not isinstance(size, MatrixSize):
+        raise TypeError(f"size must be a MatrixSize, got {type(size).__name__}")
+    if grid is not None and not isinstance(grid, Mapping):
+        raise TypeError(
+            "grid must be a mapping {name: values}, e.g. {'row': ['W4/S4']}, got "
+            f"{type(grid).__name__}"
+        )
+    seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
+    grid = check_matrix_grid(size, grid)
+    settings, extra, seeds = kind.prepare(
+        size, config=None, gates=None, seeds=size.seeds, contexts=1, vertex_starts=1
+    )
+    kind.check_points(size, grid, None)  # every point, before anything runs
+    if block is None:
+        block = kind.default_block(grid, seeds)
+    if isinstance(block, bool) or not isinstance(block, numbers.Integral) or block < 1:
+        raise ValueError(f"block must be an integer >= 1, got {block!r}")
+    extra["grid_order"] = list(grid)
+    spec = SweepSpec(
+        kind="matrix",
+        task=plain_fields(size.task),
+        settings=settings,
+        grid=grid,
+        seeds=seeds,
+        seed=seed,
+        block=int(block),
+        extra=extra,
+    )
+    check_sweep_memory(spec)
+    with claimed_output_dir(out, "sweep matrix"):
+        return run_spec(spec, out=out, scheduler=scheduler, progress=progress)
+
+
 __all__ = [
     "check_sweep_memory",
     "compute_block",
+    "matrix_sweep",
     "run_spec",
     "sweep",
     "sweep_bytes",
