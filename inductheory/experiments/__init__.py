@@ -41,6 +41,7 @@ from ._gate_files import (
     GateHead as GateHead,
     analyze_gates as analyze_gates,
     load_gate_tensors as load_gate_tensors,
+    load_paper_gates as load_paper_gates,
     slot_phases as slot_phases,
 )
 from ._ladder import (

@@ -30,11 +30,23 @@ from ._interventions import (
     shifted_curve as shifted_curve,
 )
 from ._measures import ModelMeasures as ModelMeasures, measure as measure
+from ._mechanisms import (
+    GateOffsets as GateOffsets,
+    HeadKnockout as HeadKnockout,
+    PhaseCurves as PhaseCurves,
+    gate_offsets as gate_offsets,
+    knockout_heads as knockout_heads,
+    mean_head_outputs as mean_head_outputs,
+    paper_gate_tensors as paper_gate_tensors,
+    phase_curves as phase_curves,
+    rotate_transformer_gates as rotate_transformer_gates,
+)
 from ._model import CompressedModel as CompressedModel, init_model as init_model
 from ._modules import (
     AbstractAttention as AbstractAttention,
     AbstractCompressor as AbstractCompressor,
     Block as Block,
+    BlockTrace as BlockTrace,
     CompressedAttention as CompressedAttention,
     FullAttention as FullAttention,
     GatedCompressor as GatedCompressor,
