@@ -137,11 +137,12 @@ def _fake_result(seeds=2, contexts=8, period=24, acc=0.5, seed=0):
 def test_cli_resumes_finished_rows_from_out(tmp_path, monkeypatch, capsys):
     calls = []
 
-    def fake(row, size, *, seed=0, progress=False):
+    def fake(row, size, *, seed=0, progress=False, mechanisms=False):
         calls.append(row.name)
         return _fake_result()
 
-    monkeypatch.setattr(cli_matrix, "run_row", fake)
+    # the command trains through the cached `matrix_row_result`, which calls `run_row`
+    monkeypatch.setattr(pm, "run_row", fake)
     argv = ["matrix", "--rows", "W4/S4,K/V tied", "--quick", "--json", "--quiet"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
     first = json.loads(capsys.readouterr().out)
