@@ -14,48 +14,7 @@ from ..oracle._boundary import hard_vertex_boundary
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
 from ._figure import Figure, MeasuredTable
-from ._stats import share_text
-
-CLAIM = (
-    "The hard vertex with distinct heads (docs/theory.md §7) is a strict local minimum "
-    "of the per-context loss "
-    "exactly for N > N*(beta), a closed form (larger root of a quadratic in N - LS: "
-    "the value edge towards the "
-    "target of an uncovered phase is the only edge derivative that changes sign; "
-    "derivation in proofs/README.md "
-    "§6, checked symbolically in proofs/regime_boundary.py; lines). Measured, exact "
-    "geometry, S=4, one context "
-    "per point, 16 restarts + 8 vertex seeds: brackets (N_below, N*] of the smallest N "
-    "from which the best "
-    "oracle minimizer found is hard with distinct heads at every larger grid N (N grid "
-    "powers of 2 from "
-    "max(16, LS) to 2048, then 3 bisection steps in log N), over L in {4, 6, 8} "
-    "(gamma=1, H=2), gamma in "
-    "{0.5, 1} (L=4, H=2) and H in {1, 2, 3} (L=4, gamma=1), 4 betas each (24 brackets; "
-    "quick mode: L=4, H=2, "
-    "gamma=1, 2 betas, 4 grid N, 1 bisection step, 8 restarts). Every oracle bracket "
-    "agrees with the prediction: "
-    "the 20 closed ones contain it (bracket width 8-10% in N), and with H = 3 = S - 1, "
-    "where every phase is "
-    "covered and the vertex is a local minimum at every N, the optimum is hard with "
-    "distinct heads down to "
-    "N = LS = 16 at all 4 betas. So the measured global boundary is the local one: "
-    "above N* the minimizer "
-    "found no point better than the vertex. Reduced flow (docs/theory.md §6; L=4, S=4, "
-    "H=2, gamma=1, 16 seeds, rho=0.1, "
-    "delta=1e-3, t_max=1e7; quick mode 1 beta, 4 seeds): the N below which fewer than "
-    "half of the seeds "
-    "delta-select with distinct heads, bisected in log N between LS and 2048 (6 steps; "
-    "quick mode 3): 3 of 4 "
-    "brackets contain N* (the quick mode's 1 of 1), and at both ends of every flow bracket "
-    "the seeds are unanimous: 0/16 [0, 0.19] delta-select with distinct heads at N_below, "
-    "16/16 [0.81, 1] at N* (Wilson 95%; quick mode 0/4 [0, 0.49] and 4/4 [0.51, 1]; every "
-    "bisection point under Measured); at beta=12 the flow still selects at N=450, 0.9% below "
-    "N*=454.2, where the point the "
-    "flow tends to lies only ~1.5e-3 off the vertex (comparable to delta), and the "
-    "selection event fires on "
-    "entering the delta-neighbourhood."
-)
+from ._stats import share_text, span_text, stored_parameter
 
 SHAPE = dict(S=4, kappa=1.0)
 # (label, L, H, gamma, betas) of the oracle measurements; the first is the flow's setting too.
@@ -456,10 +415,155 @@ def tables(data: dict) -> list[MeasuredTable]:
     ]
 
 
+def _flow_seeds(data: dict) -> int:
+    return int(re.search(r"(\d+) seeds", data["parameters"]["flow"]).group(1))
+
+
+def _series_text(oracle: list[dict]) -> str:
+    """The oracle series as one base setting varied along L, gamma and H."""
+    base, keys = oracle[0], ("L", "gamma", "H")
+    if len(oracle) == 1:
+        return ", ".join(f"{k}={base[k]:g}" for k in keys)
+    parts = []
+    for k in keys:
+        rest = [o for o in keys if o != k]
+        values = sorted({s[k] for s in oracle if all(s[o] == base[o] for o in rest)})
+        if len(values) > 1:
+            fixed = ", ".join(f"{o}={base[o]:g}" for o in rest)
+            parts.append(f"{k} in {{{', '.join(f'{v:g}' for v in values)}}} ({fixed})")
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+
+
+def _ends_text(flow: list[dict], seeds: int) -> str:
+    """Seeds that delta-select with distinct heads at the ends of the flow brackets."""
+
+    def at(end: str) -> str:
+        counts = [
+            round(
+                next(p for p in b["points"] if p["N"] == b[end])["share_distinct"]
+                * seeds
+            )
+            for b in flow
+        ]
+        lo, hi = min(counts), max(counts)
+        return share_text(lo, seeds) if lo == hi else f"{lo}-{hi} of {seeds}"
+
+    below, star = at("N_below"), at("N_star")
+    unanimous = below.startswith(f"0/{seeds} ") and star.startswith(f"{seeds}/{seeds} ")
+    return (
+        ("the seeds are unanimous" if unanimous else "the seeds are split")
+        + f": {below} delta-select with distinct heads at N_below, {star} at N* (Wilson 95%; "
+        "every bisection point under Measured)"
+    )
+
+
+def _missed_text(b: dict) -> str:
+    """A flow bracket that does not contain the prediction."""
+    if b["N_star"] < b["predicted"]:
+        return (
+            f"at beta={b['beta']:g} the flow still selects at N={b['N_star']}, "
+            f"{100 * (1 - b['N_star'] / b['predicted']):.1f}% below "
+            f"N*={b['predicted']:.1f}, within the tolerance of the criterion: the selection "
+            "event fires on entering the delta-neighbourhood of the vertex"
+        )
+    return (
+        f"at beta={b['beta']:g} the flow does not select at N={b['N_below']}, "
+        f"{100 * (b['N_below'] / b['predicted'] - 1):.1f}% above N*={b['predicted']:.1f}"
+    )
+
+
+def claim(data: dict) -> str:
+    """The claim, its settings, brackets and flow shares from `data`."""
+    oracle, flow, params = data["oracle"], data["flow"], data["parameters"]
+    brackets = [b for s in oracle for b in s["boundary"]]
+    closed = [b for b in brackets if b["N_below"] is not None and b["predicted"]]
+    widths = [100 * (b["N_star"] / b["N_below"] - 1) for b in closed]
+    n_betas = {len(s["boundary"]) for s in oracle}
+    each = " each" if len(oracle) > 1 else ""
+    S = int(stored_parameter(params["oracle"], "S"))
+    covered = [
+        s
+        for s in oracle
+        if all(b["predicted"] is None for b in s["boundary"])
+        and all(b["agrees"] for b in s["boundary"])
+    ]
+    restarts = re.search(r"\d+ restarts \+ \d+ vertex seeds", params["oracle"]).group(0)
+    oracle_steps = int(re.search(r"(\d+) bisection steps", params["oracle"]).group(1))
+    grids = list(dict.fromkeys(tuple(s["N_grid"]) for s in oracle))
+    doubling = all(
+        list(s["N_grid"])
+        == [2**k for k in range(20) if s["L"] * S <= 2**k <= s["N_grid"][-1]]
+        for s in oracle
+    )
+    grid = (
+        f"N grid powers of 2 from the smallest >= LS to {max(g[-1] for g in grids)}"
+        if doubling
+        else "N grid " + " / ".join("{" + ", ".join(map(str, g)) + "}" for g in grids)
+    )
+    agree_oracle = sum(b["agrees"] for b in brackets)
+    seeds = _flow_seeds(data)
+    flow_steps = {len(b["points"]) - 2 for b in flow}
+    f_label = dict(kv.split("=") for kv in data["flow_label"].split())
+    missed = [b for b in flow if not b["agrees"]]
+    text = (
+        "The hard vertex with distinct heads (docs/theory.md §7) is a strict local minimum "
+        "of the per-context loss exactly for N > N*(beta), a closed form (larger root of a "
+        "quadratic in N - LS: the value edge towards the target of an uncovered phase is the "
+        "only edge derivative that changes sign; derivation in proofs/README.md §6, checked "
+        "symbolically in proofs/regime_boundary.py; lines). Measured, exact geometry, "
+        f"S={S}, one context per point, {restarts}: brackets (N_below, N*] of the smallest N "
+        "from which the best oracle minimizer found is hard with distinct heads at every "
+        f"larger grid N ({grid}, then {oracle_steps} bisection "
+        f"step{'' if oracle_steps == 1 else 's'} in log N), over {_series_text(oracle)}, "
+        f"{'/'.join(map(str, sorted(n_betas)))} betas{each} ({len(brackets)} brackets). "
+        + (
+            "Every oracle bracket agrees with the prediction"
+            if agree_oracle == len(brackets)
+            else f"{agree_oracle} of {len(brackets)} oracle brackets agree with the prediction"
+        )
+        + f": the {len(closed)} closed ones "
+        + (
+            "contain it"
+            if all(b["agrees"] for b in closed)
+            else f"{sum(b['agrees'] for b in closed)} of which contain it"
+        )
+        + f" (bracket width {span_text([round(w) for w in widths], lambda x: f'{x:.0f}')}% in N)"
+    )
+    for s in covered:
+        LS = s["L"] * S
+        text += (
+            f", and with H = {s['H']} = S - 1, where every phase is covered and the vertex is "
+            "a local minimum at every N, the optimum is hard with distinct heads down to "
+            f"N = LS = {LS} at all {len(s['boundary'])} betas"
+            if s["H"] == S - 1
+            else f", and at {s['label']} (no local boundary) hard down to N = LS = {LS}"
+        )
+    if agree_oracle == len(brackets):
+        text += (
+            ". So the measured global boundary is the local one: above N* the minimizer "
+            "found no point better than the vertex"
+        )
+    text += (
+        f". Reduced flow (docs/theory.md §6; L={f_label['L']}, S={S}, H={f_label['H']}, "
+        f"gamma={f_label['gamma']}, {seeds} seeds, "
+        + ", ".join(
+            f"{k}={stored_parameter(params['flow'], k)}"
+            for k in ("rho", "delta", "t_max")
+        )
+        + f"; {len(flow)} beta{'' if len(flow) == 1 else 's'}): the N below which fewer "
+        "than half of the seeds delta-select with distinct heads, bisected in log N between "
+        f"LS and {max(p['N'] for b in flow for p in b['points'])} "
+        f"({'/'.join(map(str, sorted(flow_steps)))} steps): "
+        f"{len(flow) - len(missed)} of {len(flow)} brackets contain N*, and at both ends of "
+        f"every flow bracket {_ends_text(flow, seeds)}"
+    )
+    return text + "".join(f"; {_missed_text(b)}" for b in missed) + "."
+
+
 FIGURE = Figure(
     "regime_boundary",
     "Where the hard-selection regime ends: predicted N*(beta) vs measured",
-    CLAIM,
+    claim,
     compute,
     draw,
     cost=350,

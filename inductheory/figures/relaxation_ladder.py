@@ -3,6 +3,9 @@ setting, one switch at a time and cumulatively, measured on held-out contexts.""
 
 from __future__ import annotations
 
+import math
+import re
+
 import numpy as np
 
 from ..experiments._ladder import (
@@ -25,6 +28,7 @@ from ._stats import (
     mean_interval,
     mean_text,
     share_text,
+    stored_parameter,
     wilson_interval,
 )
 
@@ -523,42 +527,181 @@ def tables(data: dict) -> list[MeasuredTable]:
     return [gates, accuracy, flow]
 
 
-CLAIM = (
-    "The trained compressed model (docs/trained.md; beyond docs/theory.md §10) on L=4, S=3 "
-    "(W=S), H=2, N=48, beta=4, gamma=1, kappa=1, within queries; 32 seeds per rung, 400 "
-    "steps (quick mode 4 seeds, 200 steps), measured on 64 held-out contexts per seed. "
-    "Theorem rung: gradient descent, lr=0.5, on the full flow's balanced sample (M=48); "
-    "switches: minibatch of 16 fresh contexts, Adam lr=0.01, approximate geometry d=16, "
-    "learned embeddings, maps and unembedding d=16, a per-offset gate bias, an exact local "
-    "branch w=1, two layers; each alone and cumulatively; a control with bias-only gates on "
-    "the cumulative learned rung. The boundary phase is measured by evaluating the "
-    "within-trained models with queries=all (no retraining). Measured: the full flow at the "
-    "same task, sample and seeds, t=200, delta=0.1, selects in 32/32 seeds [0.89, 1] on the "
-    "offsets gradient descent reaches (32/32 [0.89, 1] agree). The theorem rung, minibatch "
-    "SGD, the gate bias and two layers alone keep hard selection (128/128 branches with "
-    "argmax mass >= 0.9, [0.971, 1]), value = key + 1 (64/64 heads, [0.94, 1]), distinct "
-    "heads (32/32 seeds [0.89, 1], independent baseline 0.50) and accuracy 1 on both "
-    "within phases. Adam alone first breaks the phase-uniformity of the within phases: "
-    "25/32 seeds [0.61, 0.89] phase-uniform (per-seed gap <= 0.1), distinct heads 25/32 "
-    "[0.61, 0.89], mean accuracy 0.89 [0.81, 0.95]; the exact local branch alone puts both "
-    "heads on offset 0 (distinct 0/32 [0, 0.11]), gap 1 in 32/32 seeds [0.89, 1]. Selection first "
-    "turns soft on the cumulative learned rung (branches with mass >= 0.9: 44/128 "
-    "[0.267, 0.430]; mean mass 0.78) and there first input-dependent (static - avg >= 0.5 "
-    "offsets: 54/128 [0.340, 0.508], 0/128 [0, 0.029] on every earlier rung and on the "
-    "bias-only control), while value = key + 1 survives (62/64 [0.89, 0.99]) and so do "
-    "distinct heads (31/32 [0.84, 0.99]) at mean accuracy 0.99 [0.99, 0.99]. The "
-    "learned switch alone, under the theorem's gradient descent step, does not train "
-    "(loss 6.76 above ln N, mass 0.36). No rung answers the boundary phase: its accuracy "
-    "is at most 0.01 on every rung, and with all queries 0/32 [0, 0.11] seeds are "
-    "phase-uniform on every rung. Every rung was trained on within queries only, so its loss "
-    "never contained the boundary phase: this says nothing about whether a model trained on "
-    "it answers it (the figure paper_matrix trains with the boundary phase in the loss)."
+NAMES = dict(
+    minibatch="minibatch SGD",
+    adam="Adam",
+    approximate="approximate geometry",
+    learned="the learned switch",
+    gate_bias="the gate bias",
+    local="the exact local branch",
+    layers="two layers",
 )
+
+
+def _param(text: str, pattern: str) -> str:
+    """The first group of `pattern` in a stored parameters line."""
+    return re.search(pattern, text).group(1)
+
+
+def _share(c: dict) -> str:
+    return share_text(c["k"], c["n"])
+
+
+def _shares(rungs: list[dict], key: str) -> str:
+    """One share when every rung has it, else the range of counts."""
+    counts = {(r[key]["k"], r[key]["n"]) for r in rungs}
+    if len(counts) == 1:
+        return share_text(*counts.pop())
+    ks = [k for k, _ in counts]
+    return f"{min(ks)}-{max(ks)} of {max(n for _, n in counts)}"
+
+
+def _rung_name(r: dict) -> str:
+    if r["kind"] == "theorem":
+        return "the theorem rung"
+    name = NAMES[r["switches"][-1]]
+    return f"{name} alone" if r["kind"] == "alone" else f"the cumulative rung + {name}"
+
+
+def _names(rungs: list[dict]) -> str:
+    names = [_rung_name(r).removesuffix(" alone") for r in rungs]
+    text = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return text + (" alone" if rungs[-1]["kind"] == "alone" else "")
+
+
+def _mass(r: dict) -> str:
+    key, value = (f"{r['gate_mass'][b]['mean']:.2f}" for b in ("key", "value"))
+    return (
+        f"mean mass {key}"
+        if key == value
+        else f"mean mass {key} (keys), {value} (values)"
+    )
+
+
+def claim(data: dict) -> str:
+    """The claim, its settings, the flow check and every rung's shares and means from `data`."""
+    rungs, flow, par = data["rungs"], data["flow_check"], data["parameters"]
+    theorem = [r for r in rungs if r["kind"] == "theorem"]
+    alone = theorem + [r for r in rungs if r["kind"] == "alone"]
+    cumulative = [r for r in rungs if r["kind"] == "cumulative"]
+    full = ("selected", "value_follows_key", "distinct")
+    kept = [
+        r
+        for r in alone
+        if all(r[c]["k"] == r[c]["n"] for c in full)
+        and all(p["mean"] == 1 for p in r["phase_accuracy"])
+    ]
+    N = int(stored_parameter(par["task"], "N"))
+    n_flow = len(flow["status"])
+    text = (
+        "The trained compressed model (docs/trained.md; beyond docs/theory.md §10) on "
+        + par["task"].replace("queries=within", "within queries")
+        + f"; {_param(par['training'], r'^(.*? steps)')}, measured on "
+        f"{_param(par['measures'], r'^([0-9]+ held-out contexts per seed)')}. Theorem rung: "
+        f"gradient descent, lr={_param(par['training'], r'lr=([^,]+)')}, on the full flow's "
+        f"balanced sample (M={_param(par['training'], r'M=([0-9]+)')}); switches: minibatch of "
+        f"{_param(par['switches'], r'minibatch: ([0-9]+)')} fresh contexts, Adam "
+        f"lr={_param(par['switches'], r'Adam: lr=([^;]+)')}, approximate geometry "
+        f"d={_param(par['switches'], r'geometry: d=([0-9]+)')}, learned embeddings, maps and "
+        f"unembedding d={_param(par['switches'], r'unembedding: d=([0-9]+)')}, a per-offset "
+        "gate bias, an exact local branch "
+        f"w={_param(par['switches'], r'branch: w=([0-9]+)')}, two layers; each alone and "
+        "cumulatively; a control with bias-only gates on the cumulative learned rung. The "
+        "boundary phase is measured by evaluating the within-trained models with queries=all "
+        f"(no retraining). Measured: the full flow at the same task, sample and seeds, "
+        f"t={flow['t_max']:g}, delta={flow['delta']:.2g}, selects in "
+        f"{share_text(flow['selected'], n_flow)} seeds on the offsets gradient descent "
+        f"reaches ({share_text(flow['agrees'], n_flow)} agree)."
+    )
+    if kept:
+        text += (
+            f" {_names(kept)[0].upper()}{_names(kept)[1:]} "
+            f"{'keeps' if len(kept) == 1 else 'keep'} hard selection "
+            f"({_shares(kept, 'selected')} branches with argmax mass >= {SELECTED_MASS}), "
+            f"value = key + 1 ({_shares(kept, 'value_follows_key')} heads), distinct heads "
+            f"({_shares(kept, 'distinct')} seeds, independent baseline "
+            f"{kept[0]['distinct_baseline']:.2f}) and accuracy 1 on every within phase."
+        )
+    broken = next(
+        (r for r in alone if r["phase_uniform"]["k"] < r["phase_uniform"]["n"]), None
+    )
+    if broken is not None:
+        text += (
+            f" {_rung_name(broken)[0].upper()}{_rung_name(broken)[1:]} first breaks the "
+            f"phase-uniformity of the within phases: {_share(broken['phase_uniform'])} seeds "
+            f"phase-uniform (per-seed gap <= {PHASE_UNIFORM}), distinct heads "
+            f"{_share(broken['distinct'])}, mean accuracy {mean_text(broken['mean_accuracy_ci'])}"
+        )
+    for r in alone:
+        offsets = {tuple(k) for k in r["per_seed"]["key_offsets"]}
+        if r["distinct"]["k"] == 0 and len(offsets) == 1 and len(set(*offsets)) == 1:
+            gap1 = sum(g == 1 for g in r["per_seed"]["phase_gap"])
+            text += (
+                f"; {_rung_name(r)} puts both heads on offset {offsets.pop()[0]} (distinct "
+                f"{_share(r['distinct'])}), gap 1 in {share_text(gap1, r['seeds'])} seeds"
+            )
+    text += "."
+    soft = next(
+        (r for r in cumulative if r["selected"]["k"] < r["selected"]["n"] / 2), None
+    )
+    dep = next((r for r in cumulative if r["input_dependent"]["k"] > 0), None)
+    if soft is not None:
+        text += (
+            f" Selection first turns soft on {_rung_name(soft)} (branches with mass >= "
+            f"{SELECTED_MASS}: {_share(soft['selected'])}; {_mass(soft)})"
+        )
+    if dep is not None:
+        earlier = rungs[: rungs.index(dep)] + [
+            r for r in rungs if r["kind"] == "control"
+        ]
+        none_before = all(r["input_dependent"]["k"] == 0 for r in earlier)
+        text += (
+            (
+                " and there first input-dependent"
+                if dep is soft
+                else f"; first input-dependent on {_rung_name(dep)}"
+            )
+            + f" (static - avg >= {INPUT_DEPENDENT} offsets: "
+            f"{_share(dep['input_dependent'])}"
+            + (
+                f", {_shares(earlier, 'input_dependent')} on every earlier rung and on the "
+                "bias-only control"
+                if none_before
+                else ""
+            )
+            + f"), with value = key + 1 in {_share(dep['value_follows_key'])} heads and "
+            f"distinct heads in {_share(dep['distinct'])} seeds at mean accuracy "
+            f"{mean_text(dep['mean_accuracy_ci'])}."
+        )
+    elif soft is not None:
+        text += "."
+    learned = next(r for r in alone if r["switches"] == ["learned"])
+    if learned["loss_ci"]["mean"] > math.log(N):
+        text += (
+            " The learned switch alone, under the theorem's gradient descent step, does not "
+            f"train (loss {learned['loss_ci']['mean']:.2f} above ln N = {math.log(N):.2f}, "
+            f"{_mass(learned)})."
+        )
+    worst = max(r["boundary_accuracy_ci"]["mean"] for r in rungs)
+    return text + (
+        " No rung answers the boundary phase: its mean accuracy is at most "
+        f"{math.ceil(100 * worst) / 100:.2f} on every rung, and with all queries "
+        f"{_shares(rungs, 'all_phase_uniform')} seeds are phase-uniform"
+        + (
+            " on every rung"
+            if len({r["all_phase_uniform"]["k"] for r in rungs}) == 1
+            else ""
+        )
+        + ". Every rung was trained on within queries only, so its loss never contained the "
+        "boundary phase: this says nothing about whether a model trained on it answers it "
+        "(the figure paper_matrix trains with the boundary phase in the loss)."
+    )
+
 
 FIGURE = Figure(
     "relaxation_ladder",
     "The relaxation ladder: from the theorem to a trained model",
-    CLAIM,
+    claim,
     compute,
     draw,
     cost=400,
