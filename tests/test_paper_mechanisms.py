@@ -32,7 +32,7 @@ from inductheory.trained._config import TrainConfig
 from inductheory.trained._mechanisms import (
     gate_offsets,
     knockout_heads,
-    mean_head_outputs,
+    mean_head_reads,
     phase_curves,
     rotate_transformer_gates,
 )
@@ -138,10 +138,10 @@ def test_knockout_of_a_last_layer_head_is_its_output_replaced_by_its_mean():
     np.testing.assert_array_equal(np.asarray(got.base.accuracy), base.accuracy)
 
 
-def test_mean_head_outputs_are_the_reads_averaged_over_prompts_and_positions():
+def test_mean_head_reads_are_the_reads_averaged_over_prompts_and_positions():
     model = _model()
     prompts = _contexts(4)
-    means = mean_head_outputs(model, prompts)
+    means = mean_head_reads(model, prompts)
     traces = [model.forward(t)[1] for t in prompts]
     want_q = np.mean([np.asarray(tr[0].query_heads).mean(axis=1) for tr in traces], 0)
     want_c = np.mean([np.asarray(tr[0].context_heads).mean(axis=1) for tr in traces], 0)
@@ -155,7 +155,7 @@ def test_mean_head_outputs_are_the_reads_averaged_over_prompts_and_positions():
 def test_ablating_no_head_is_the_model():
     model = _model()
     contexts = _contexts(3)
-    means = mean_head_outputs(model, contexts)
+    means = mean_head_reads(model, contexts)
     none = [(jnp.zeros(2, bool), m) for m in means]
     a = phase_curves(model, contexts, TASK.period, none)
     b = phase_curves(model, contexts, TASK.period)

@@ -36,7 +36,7 @@ from ._mechanisms import (
     PhaseCurves as PhaseCurves,
     gate_offsets as gate_offsets,
     knockout_heads as knockout_heads,
-    mean_head_outputs as mean_head_outputs,
+    mean_head_reads as mean_head_reads,
     paper_gate_tensors as paper_gate_tensors,
     phase_curves as phase_curves,
     rotate_transformer_gates as rotate_transformer_gates,

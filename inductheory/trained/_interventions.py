@@ -2,7 +2,7 @@
 head knockout by mean ablation, and gate rotation along the window offsets.
 
 The idealized model's versions are `model/_interventions.py` (`rotate_gates`,
-`mean_head_outputs`: other names for other arguments); these act on any `CompressedModel` through
+`mean_head_reads`: other names for other arguments); these act on any `CompressedModel` through
 its own forward pass (`CompressedModel.ablated_logits`), so the formula of the model stays in one
 place, and rotate along the offsets with the same `rotate_offsets`.
 """

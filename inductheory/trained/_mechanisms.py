@@ -121,7 +121,7 @@ def phase_curves(
     return PhaseCurves(per_phase(correct), per_phase(losses))
 
 
-def mean_head_outputs(
+def mean_head_reads(
     model: Transformer, contexts: Int[Array, "contexts positions"]
 ) -> list[Float[Array, "2 q_heads head_dim"]]:
     """Per block, every head's read before the output map averaged over the prompts and their
@@ -166,7 +166,7 @@ def knockout_heads(
     period: int,
 ) -> HeadKnockout:
     """The paper's Figure 4 protocol on every query head of every layer: its output (in both
-    streams) replaced by its mean over `mean_contexts` (`mean_head_outputs`), one head at a
+    streams) replaced by its mean over `mean_contexts` (`mean_head_reads`), one head at a
     time, and the per-phase accuracy and loss measured on `contexts`.
 
     **Arguments:**
@@ -176,7 +176,7 @@ def knockout_heads(
 
     **Returns:** a `HeadKnockout`.
     """
-    means = mean_head_outputs(model, mean_contexts)
+    means = mean_head_reads(model, mean_contexts)
     Q = means[0].shape[1]
     none = [None] * len(model.blocks)
 
@@ -268,7 +268,7 @@ __all__ = [
     "gate_offsets",
     "gated_layers",
     "knockout_heads",
-    "mean_head_outputs",
+    "mean_head_reads",
     "paper_gate_tensors",
     "phase_curves",
     "query_outcomes",
