@@ -283,7 +283,12 @@ def option_flag(name: str) -> str:
 
 
 def _shown(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    """A default as the help states it (floats short: 0.1, 1e6, 1e-8)."""
+    if not isinstance(value, float):
+        return str(value)
+    return re.sub(
+        r"e([+-])0*(\d)", lambda m: "e" + m[1].lstrip("+") + m[2], f"{value:g}"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
