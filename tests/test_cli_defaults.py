@@ -123,3 +123,46 @@ def test_a_wrong_default_is_caught():
     assert not eqx.tree_equal(
         flow_config_from_args(parser.parse_args([])), it.FlowConfig()
     )
+
+
+def _generated_options():
+    from inductheory.cli._flow import FLOW_OPTIONS, FULL_ONLY, SOLVER_OPTIONS
+    from inductheory.cli._train import MODEL_OPTIONS, TRAIN_OPTIONS
+
+    flow = FLOW_OPTIONS + FULL_ONLY + SOLVER_OPTIONS
+    return [
+        (("flow",), it.FlowConfig, flow),
+        (("sweep", "flow"), it.FlowConfig, flow),
+        (("train",), ModelConfig, MODEL_OPTIONS),
+        (("train",), TrainConfig, TRAIN_OPTIONS),
+        (("sweep", "train"), ModelConfig, MODEL_OPTIONS),
+        (("sweep", "train"), TrainConfig, TRAIN_OPTIONS),
+    ]
+
+
+# Fields of the configs whose options are declared elsewhere: the embedding dimension (`--d`, with
+# the task's geometry) and the objective (`add_objective_arguments`, shared with the oracle).
+NOT_GENERATED = {"d", "objective", "tau", "coordination"}
+
+
+@pytest.mark.parametrize(
+    "command, cls, options",
+    _generated_options(),
+    ids=[f"{' '.join(c)} {cls.__name__}" for c, cls, _ in _generated_options()],
+)
+def test_every_generated_option_has_its_config_default(command, cls, options):
+    """Each option generated from a config field: in the parser under its flag, its default the
+    field's (None where the option is one mode's only, its help then stating the field's), its
+    choices holding the default; every field but `NOT_GENERATED` has one."""
+    defaults = config_defaults(cls)
+    actions = {a.dest: a for a in _subparser(command)._actions}
+    assert {o.name for o in options} == set(defaults) - NOT_GENERATED
+    for option in options:
+        action = actions[option.name]
+        assert action.option_strings == [option.flag]
+        field = defaults[option.name]
+        assert action.default == (None if option.unset else field), option.name
+        if option.unset and field is not None:
+            assert STATED_DEFAULT.search(action.help).group(1) == str(field)
+        if action.choices is not None:
+            assert field in action.choices, option.name

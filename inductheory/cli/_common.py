@@ -265,6 +265,91 @@ def config_defaults(cls) -> dict:
     }
 
 
+def ints(minimum: int | None = None, maximum: int | None = INT32_MAX):
+    """A `ConfigOption.type`: integers in [minimum, maximum], named by the option."""
+    return lambda name: int_type(name, minimum, maximum)
+
+
+def floats(low=None, high=None, *, low_open=False, high_open=False):
+    """A `ConfigOption.type`: finite floats in the range, named by the option."""
+    return lambda name: float_type(
+        name, low, high, low_open=low_open, high_open=high_open
+    )
+
+
+def option_flag(name: str) -> str:
+    """`--NAME` of a config field (underscores as dashes)."""
+    return "--" + name.replace("_", "-")
+
+
+def _shown(value) -> str:
+    """A default as the help states it (floats short: 0.1, 1e6, 1e-8)."""
+    if not isinstance(value, float):
+        return str(value)
+    return re.sub(
+        r"e([+-])0*(\d)", lambda m: "e" + m[1].lstrip("+") + m[2], f"{value:g}"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigOption:
+    """One option setting the config field NAME (`--NAME`, underscores as dashes), declared once:
+    its default is the config class's (`config_defaults`), a boolean field is a switch, `type`
+    (given the option's name for its messages, e.g. `ints(1)`) or `choices` check the value.
+
+    `unset`: the parser's default is None, so that a command can tell an option given from one
+    left out (options of one mode only); the help still states the config's default."""
+
+    name: str
+    help: str
+    type: object = None
+    choices: tuple | None = None
+    metavar: str | None = None
+    # whether the help ends in "(default X)" (False: the help says its default itself)
+    show_default: bool = True
+    unset: bool = False
+
+    @property
+    def flag(self) -> str:
+        return option_flag(self.name)
+
+    def add(self, group, cls) -> None:
+        """Add the option to `group` (a parser or an argument group), its default `cls`'s."""
+        default = config_defaults(cls)[self.name]
+        shown = f" (default {_shown(default)})" if self.show_default else ""
+        if isinstance(default, bool):
+            assert default is False, self.name  # a switch turns on what is off
+            group.add_argument(self.flag, action="store_true", help=self.help)
+            return
+        extra = {
+            k: v
+            for k, v in (
+                ("type", None if self.type is None else self.type(self.flag[2:])),
+                ("choices", self.choices),
+                ("metavar", self.metavar),
+            )
+            if v is not None
+        }
+        group.add_argument(
+            self.flag,
+            default=None if self.unset else default,
+            help=self.help + shown,
+            **extra,
+        )
+
+
+def add_config_options(group, cls, options) -> None:
+    """Add every `ConfigOption` of `options` (setting fields of `cls`) to `group`."""
+    for option in options:
+        option.add(group, cls)
+
+
+def config_from_args(cls, options, args, **extra):
+    """`cls` of parsed `options` (an option left unset: the config's default) and `extra`."""
+    values = {o.name: getattr(args, o.name) for o in options}
+    return cls(**{k: v for k, v in values.items() if v is not None}, **extra)
+
+
 @dataclasses.dataclass(frozen=True)
 class TaskOption:
     """One option of the task (`--NAME` sets the `Task` field NAME): its type and help, declared

@@ -17,7 +17,7 @@ from ..experiments._flows import (
     seed_chunk,
 )
 from ..experiments._results import FlowRun
-from ..flow._config import ROOT_FINDERS, SOLVERS, FlowConfig
+from ..flow._config import DYNAMICS, INITS, ROOT_FINDERS, SAMPLES, SOLVERS, FlowConfig
 from ..flow._init import mean_norm_squared
 from ..flow._solution import STATUSES
 from ..internal._io import write_json_atomic, write_npz_atomic
@@ -25,15 +25,19 @@ from ..internal._memory import check_memory, flow_bytes
 from ._common import (
     EXIT_FAILED,
     CLIError,
+    ConfigOption,
+    add_config_options,
     add_cpu_devices_argument,
     add_json_argument,
     add_objective_arguments,
     add_task_arguments,
     claim_out,
+    config_from_args,
     eprint,
-    float_type,
+    floats,
     format_table,
     int_type,
+    ints,
     objective_from_args,
     output_dir_type,
     print_json,
@@ -42,14 +46,63 @@ from ._common import (
     task_from_args,
 )
 
-# Options of the full dynamics only, with their defaults (None in the parser: giving one with the
-# reduced dynamics is an error, not silently ignored).
-FULL_ONLY = {
-    "M": ("--M", 1024),
-    "sample": ("--sample", "balanced"),
-    "init": ("--init", "ball"),
-    "batch_size": ("--batch-size", None),
-}
+# The options of `FlowConfig`'s fields, in the order of the help (the objective's: shared with
+# the oracle, `add_objective_arguments`); defaults are `FlowConfig`'s own.
+FLOW_OPTIONS = (
+    ConfigOption(
+        "dynamics",
+        "reduced: exact 2HS-dim flow on span(m); full: d-dim flow on a sample",
+        choices=DYNAMICS,
+    ),
+    ConfigOption(
+        "rho", "radius of the ball-uniform c(0), > 0", floats(0, low_open=True)
+    ),
+    ConfigOption(
+        "delta",
+        "selection tolerance in (0, 1/2)",
+        floats(0, 0.5, low_open=True, high_open=True),
+    ),
+    ConfigOption("t_max", "final time", floats(0, low_open=True)),
+    ConfigOption(
+        "tied",
+        "one gate per head for key and value (selection then means key mass >= "
+        "1-delta on one offset)",
+    ),
+)
+# Options of the full dynamics only (None in the parser: giving one with the reduced dynamics is
+# an error, not silently ignored).
+FULL_ONLY = (
+    ConfigOption("M", "full dynamics: contexts in the sample", ints(1), unset=True),
+    ConfigOption("sample", "full dynamics: sample kind", choices=SAMPLES, unset=True),
+    ConfigOption(
+        "init",
+        "full dynamics: ball-uniform c(0) or its projection on span(m)",
+        choices=INITS,
+        unset=True,
+    ),
+    ConfigOption(
+        "batch_size",
+        "full dynamics: contexts per loss batch (default all)",
+        ints(1),
+        show_default=False,
+        unset=True,
+    ),
+)
+SOLVER_OPTIONS = (
+    ConfigOption("solver", "adaptive solver", choices=tuple(SOLVERS)),
+    ConfigOption("rtol", "relative tolerance", floats(0, low_open=True)),
+    ConfigOption("atol", "absolute tolerance", floats(0, low_open=True)),
+    ConfigOption("max_steps", "solver step budget", ints(1)),
+    ConfigOption("n_save", "log-spaced save times", ints(1)),
+    ConfigOption("t_save_min", "first save time", floats(0, low_open=True)),
+    ConfigOption(
+        "root_finder",
+        "how the selection time is located (default newton; bisection where newton ends in "
+        "solver errors, e.g. delta <= 3e-7)",
+        choices=tuple(ROOT_FINDERS),
+        show_default=False,
+    ),
+)
 # Statuses that are failures of the computation (t_max is an outcome: no selection by t_max).
 FAILURES = tuple(s.label for s in FLOW_FAILURES)
 # Initial radius vs float64 resolution (see `check_radius_resolution`).
@@ -110,142 +163,28 @@ def add_flow_arguments(p) -> None:
     """The options of a `FlowConfig` (shared with `inductheory sweep flow`); see
     `flow_config_from_args`."""
     f = p.add_argument_group("flow")
-    f.add_argument(
-        "--dynamics",
-        choices=("reduced", "full"),
-        default="reduced",
-        help="reduced: exact 2HS-dim flow on span(m); full: d-dim flow on a sample "
-        "(default reduced)",
-    )
-    f.add_argument(
-        "--rho",
-        type=float_type("rho", 0, low_open=True),
-        default=0.1,
-        help="radius of the ball-uniform c(0), > 0 (default 0.1)",
-    )
-    f.add_argument(
-        "--delta",
-        type=float_type("delta", 0, 0.5, low_open=True, high_open=True),
-        default=1e-3,
-        help="selection tolerance in (0, 1/2) (default 1e-3)",
-    )
-    f.add_argument(
-        "--t-max",
-        type=float_type("t-max", 0, low_open=True),
-        default=1e6,
-        help="final time (default 1e6)",
-    )
-    f.add_argument(
-        "--tied",
-        action="store_true",
-        help="one gate per head for key and value (selection then means key mass >= "
-        "1-delta on one offset)",
-    )
+    add_config_options(f, FlowConfig, FLOW_OPTIONS)
     add_objective_arguments(f)
-    f.add_argument(
-        "--M",
-        type=int_type("M", 1),
-        default=None,
-        help="full dynamics: contexts in the sample (default 1024)",
-    )
-    f.add_argument(
-        "--sample",
-        choices=("balanced", "iid"),
-        default=None,
-        help="full dynamics: sample kind (default balanced)",
-    )
-    f.add_argument(
-        "--init",
-        choices=("ball", "projected"),
-        default=None,
-        help="full dynamics: ball-uniform c(0) or its projection on span(m) (default ball)",
-    )
-    f.add_argument(
-        "--batch-size",
-        type=int_type("batch-size", 1),
-        default=None,
-        help="full dynamics: contexts per loss batch (default all)",
-    )
+    add_config_options(f, FlowConfig, FULL_ONLY)
     s = p.add_argument_group("solver")
-    s.add_argument(
-        "--solver",
-        choices=tuple(SOLVERS),
-        default="tsit5",
-        help="adaptive solver (default tsit5)",
-    )
-    s.add_argument(
-        "--rtol",
-        type=float_type("rtol", 0, low_open=True),
-        default=1e-8,
-        help="relative tolerance (default 1e-8)",
-    )
-    s.add_argument(
-        "--atol",
-        type=float_type("atol", 0, low_open=True),
-        default=1e-10,
-        help="absolute tolerance (default 1e-10)",
-    )
-    s.add_argument(
-        "--max-steps",
-        type=int_type("max-steps", 1),
-        default=100_000,
-        help="solver step budget (default 100000)",
-    )
-    s.add_argument(
-        "--n-save",
-        type=int_type("n-save", 1),
-        default=64,
-        help="log-spaced save times (default 64)",
-    )
-    s.add_argument(
-        "--t-save-min",
-        type=float_type("t-save-min", 0, low_open=True),
-        default=1e-2,
-        help="first save time (default 1e-2)",
-    )
-    s.add_argument(
-        "--root-finder",
-        choices=tuple(ROOT_FINDERS),
-        default="newton",
-        help="how the selection time is located (default newton; bisection where newton ends in "
-        "solver errors, e.g. delta <= 3e-7)",
-    )
+    add_config_options(s, FlowConfig, SOLVER_OPTIONS)
 
 
 def flow_config_from_args(args) -> FlowConfig:
     """The `FlowConfig` of parsed `add_flow_arguments` options; full-dynamics-only options
     given with
     the reduced dynamics are an error."""
-    given = [
-        flag for name, (flag, _) in FULL_ONLY.items() if getattr(args, name) is not None
-    ]
+    given = [o.flag for o in FULL_ONLY if getattr(args, o.name) is not None]
     if args.dynamics == "reduced" and given:
         raise CLIError(
             f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --dynamics full only "
             "(the reduced flow is exact: no sample, no init choice)"
         )
-    full = {
-        name: (getattr(args, name) if getattr(args, name) is not None else default)
-        for name, (_, default) in FULL_ONLY.items()
-    }
-    return FlowConfig(
-        dynamics=args.dynamics,
-        rho=args.rho,
-        delta=args.delta,
-        t_max=args.t_max,
-        solver=args.solver,
-        rtol=args.rtol,
-        atol=args.atol,
-        max_steps=args.max_steps,
-        M=full["M"],
-        sample=full["sample"],
-        init=full["init"],
-        batch_size=full["batch_size"],
-        n_save=args.n_save,
-        t_save_min=args.t_save_min,
-        tied=args.tied,
+    return config_from_args(
+        FlowConfig,
+        FLOW_OPTIONS + FULL_ONLY + SOLVER_OPTIONS,
+        args,
         **objective_options(args),
-        root_finder=args.root_finder,
     )
 
 

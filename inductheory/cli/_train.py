@@ -15,7 +15,6 @@ from ..trained._config import (
     EMBEDDINGS,
     FULL_BATCHES,
     GATE_CLASSES,
-    GRADIENT_DESCENT,
     LAYERS,
     MAPS,
     SCHEDULES,
@@ -26,12 +25,18 @@ from ..trained._config import (
 from ..trained._train import TrainRun, make_optimizer, train
 from ._common import (
     CLIError,
+    ConfigOption,
+    add_config_options,
     add_cpu_devices_argument,
     add_json_argument,
     add_task_arguments,
+    config_from_args,
     float_type,
+    floats,
     format_table,
     int_type,
+    ints,
+    option_flag,
     output_dir_type,
     print_json,
     require_finite,
@@ -45,7 +50,7 @@ REPORT = "report.json"
 SHOWN_SEEDS = 32
 # Fields of the configs by the option that sets them (the configs' messages name the fields).
 _FLAGS = {
-    f.name: "--" + f.name.replace("_", "-")
+    f.name: option_flag(f.name)
     for cls in (ModelConfig, TrainConfig)
     for f in dataclasses.fields(cls)
 }
@@ -64,6 +69,90 @@ def _batch(text: str) -> int | str:
 
 
 _batch.__name__ = "batch"
+
+# The options of `ModelConfig`'s fields (its `d`: `--d`, read with the task's geometry) and of
+# `TrainConfig`'s, in the order of the help; defaults are the configs' own.
+MODEL_OPTIONS = (
+    ConfigOption(
+        "embeddings",
+        "exact geometry (default), approximate geometry (--eps or --d) or learned "
+        "(dimension --d)",
+        choices=EMBEDDINGS,
+        show_default=False,
+    ),
+    ConfigOption("maps", "q/k/v/o maps", choices=MAPS),
+    ConfigOption(
+        "unembedding",
+        "tied to the embeddings (default) or learned",
+        choices=UNEMBEDDINGS,
+        show_default=False,
+    ),
+    ConfigOption(
+        "gates",
+        "linear scores <c, x> (default), a static bias per offset, or uniform",
+        choices=GATE_CLASSES,
+        show_default=False,
+    ),
+    ConfigOption(
+        "bias", "with --gates linear: a learned per-offset bias added to the scores"
+    ),
+    ConfigOption("tied", "one gate per head for key and value"),
+    ConfigOption(
+        "local_window",
+        "the last w positions before the query attended exactly (0: none)",
+        ints(0),
+    ),
+    ConfigOption(
+        "layers",
+        "1, or 2 with an uncompressed causal attention layer first",
+        lambda _: int,
+        choices=LAYERS,
+    ),
+)
+TRAIN_OPTIONS = (
+    ConfigOption(
+        "optimizer",
+        "gd (plain gradient descent, default) or an optax optimizer (sgd, adam, ...)",
+        metavar="NAME",
+        show_default=False,
+    ),
+    ConfigOption(
+        "lr",
+        "learning rate, the schedule's peak, > 0",
+        floats(0, low_open=True),
+    ),
+    ConfigOption("schedule", "learning-rate schedule", choices=SCHEDULES),
+    ConfigOption("steps", "optimizer steps", ints(1)),
+    ConfigOption(
+        "batch",
+        "full: the fixed balanced sample of --M contexts (default); population: the "
+        "closed-form population loss; B: B fresh contexts every step",
+        lambda _: _batch,
+        metavar="B|full|population",
+        show_default=False,
+    ),
+    ConfigOption(
+        "M",
+        "with --batch full: contexts of the balanced sample",
+        ints(1),
+        unset=True,  # an error with another batch
+    ),
+    ConfigOption(
+        "rho",
+        "radius of the ball-uniform initial gate vectors, as in flow",
+        floats(0, low_open=True),
+    ),
+    ConfigOption("weight_decay", "decoupled weight decay, >= 0", floats(0)),
+    ConfigOption("eval_contexts", "held-out contexts of the measures", ints(1)),
+    ConfigOption(
+        "log_points", "log-spaced steps at which statistics are kept", ints(1)
+    ),
+    ConfigOption(
+        "chunk",
+        "steps per compiled chunk (progress and checkpoints between chunks)",
+        ints(1),
+    ),
+)
 
 
 def register(sub) -> None:
@@ -107,120 +196,12 @@ def add_train_arguments(p, *, geometry: bool = True) -> None:
     train`); see `configs_from_args`. `geometry=False`: the parser has --eps and --d already
     (the task's geometry options, read the same way)."""
     m = p.add_argument_group("model (default: the theorem's setting)")
-    m.add_argument(
-        "--embeddings",
-        choices=EMBEDDINGS,
-        default="exact",
-        help="exact geometry (default), approximate geometry (--eps or --d) or learned "
-        "(dimension --d)",
-    )
+    add_config_options(m, ModelConfig, MODEL_OPTIONS[:1])
     if geometry:
         _add_geometry_arguments(m)
-    m.add_argument("--maps", choices=MAPS, default="identity", help="q/k/v/o maps")
-    m.add_argument(
-        "--unembedding",
-        choices=UNEMBEDDINGS,
-        default="tied",
-        help="tied to the embeddings (default) or learned",
-    )
-    m.add_argument(
-        "--gates",
-        choices=GATE_CLASSES,
-        default="linear",
-        help="linear scores <c, x> (default), a static bias per offset, or uniform",
-    )
-    m.add_argument(
-        "--bias",
-        action="store_true",
-        help="with --gates linear: a learned per-offset bias added to the scores",
-    )
-    m.add_argument(
-        "--tied",
-        action="store_true",
-        help="one gate per head for key and value",
-    )
-    m.add_argument(
-        "--local-window",
-        type=int_type("local-window", 0),
-        default=0,
-        help="the last w positions before the query attended exactly (default 0: none)",
-    )
-    m.add_argument(
-        "--layers",
-        type=int,
-        choices=LAYERS,
-        default=1,
-        help="1 (default), or 2 with an uncompressed causal attention layer first",
-    )
+    add_config_options(m, ModelConfig, MODEL_OPTIONS[1:])
     t = p.add_argument_group("training")
-    t.add_argument(
-        "--optimizer",
-        default=GRADIENT_DESCENT,
-        metavar="NAME",
-        help="gd (plain gradient descent, default) or an optax optimizer (sgd, adam, ...)",
-    )
-    t.add_argument(
-        "--lr",
-        type=float_type("lr", 0, low_open=True),
-        default=0.1,
-        help="learning rate, the schedule's peak, > 0 (default 0.1)",
-    )
-    t.add_argument(
-        "--schedule",
-        choices=SCHEDULES,
-        default="constant",
-        help="learning-rate schedule (default constant)",
-    )
-    t.add_argument(
-        "--steps",
-        type=int_type("steps", 1),
-        default=1000,
-        help="optimizer steps (default 1000)",
-    )
-    t.add_argument(
-        "--batch",
-        type=_batch,
-        default="full",
-        metavar="B|full|population",
-        help="full: the fixed balanced sample of --M contexts (default); population: the "
-        "closed-form population loss; B: B fresh contexts every step",
-    )
-    t.add_argument(
-        "--M",
-        type=int_type("M", 1),
-        default=None,
-        help="with --batch full: contexts of the balanced sample (default 1024)",
-    )
-    t.add_argument(
-        "--rho",
-        type=float_type("rho", 0, low_open=True),
-        default=0.1,
-        help="radius of the ball-uniform initial gate vectors, as in flow (default 0.1)",
-    )
-    t.add_argument(
-        "--weight-decay",
-        type=float_type("weight-decay", 0),
-        default=0.0,
-        help="decoupled weight decay, >= 0 (default 0)",
-    )
-    t.add_argument(
-        "--eval-contexts",
-        type=int_type("eval-contexts", 1),
-        default=512,
-        help="held-out contexts of the measures (default 512)",
-    )
-    t.add_argument(
-        "--log-points",
-        type=int_type("log-points", 1),
-        default=64,
-        help="log-spaced steps at which statistics are kept (default 64)",
-    )
-    t.add_argument(
-        "--chunk",
-        type=int_type("chunk", 1),
-        default=256,
-        help="steps per compiled chunk (progress and checkpoints between chunks)",
-    )
+    add_config_options(t, TrainConfig, TRAIN_OPTIONS)
 
 
 def _add_geometry_arguments(m) -> None:
@@ -269,30 +250,13 @@ def configs_from_args(args) -> tuple[ModelConfig, TrainConfig]:
             f"--M sets the fixed sample of --batch full; --batch {args.batch} does not use it"
         )
     try:
-        model = ModelConfig(
-            embeddings=args.embeddings,
+        model = config_from_args(
+            ModelConfig,
+            MODEL_OPTIONS,
+            args,
             d=args.d if args.embeddings == "learned" else None,
-            maps=args.maps,
-            unembedding=args.unembedding,
-            gates=args.gates,
-            bias=args.bias,
-            tied=args.tied,
-            local_window=args.local_window,
-            layers=args.layers,
         )
-        config = TrainConfig(
-            optimizer=args.optimizer,
-            lr=args.lr,
-            schedule=args.schedule,
-            steps=args.steps,
-            batch=args.batch,
-            **({} if args.M is None else {"M": args.M}),  # else the config's default
-            rho=args.rho,
-            weight_decay=args.weight_decay,
-            log_points=args.log_points,
-            chunk=args.chunk,
-            eval_contexts=args.eval_contexts,
-        )
+        config = config_from_args(TrainConfig, TRAIN_OPTIONS, args)
         make_optimizer(config)  # an unknown optimizer name, refused before any work
     except ValueError as err:
         raise _flagged(err) from None
