@@ -739,6 +739,12 @@ def _run_chunks(setup: _Setup, state: _State, checkpoint, progress: bool) -> tup
     with Progress(config.steps, "train", enabled=progress) as bar:
         if state.done:
             bar.update(state.done)
+        if state.done < config.steps:
+            # the first line comes after a whole chunk: say what runs until then
+            bar.note(
+                f"compiling (or reading from the cache) and running the first "
+                f"{min(config.chunk, config.steps - state.done)} steps"
+            )
         for start in range(state.done, config.steps, config.chunk):
             t0 = time.perf_counter()
             state.params, state.opt_state, (loss, stats) = programs.run_chunk(

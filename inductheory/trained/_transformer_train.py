@@ -283,6 +283,10 @@ def train_transformer(
     start_time = time.perf_counter()
     first = None
     with Progress(config.steps, "train", enabled=progress) as bar:
+        bar.note(
+            "compiling (or reading from the cache) and running the first "
+            f"{min(config.chunk, config.steps)} steps"
+        )
         for c in range(n_chunks):
             t0 = time.perf_counter()
             params, opt_state, chunk_loss, points = program.run_chunk(
