@@ -49,7 +49,7 @@ from .experiments import (
     run_flow,
     sweep,
 )
-from .flow import FlowConfig, FlowSolution, Status
+from .flow import Dynamics, FlowConfig, FlowSolution, Status
 from .internal._version import __version__ as __version__
 from .model import (
     DenseGeometry,
@@ -85,9 +85,13 @@ from .oracle import (
 from .toy import ToyConfig
 from .trained import (
     CompressedModel,
+    Embeddings,
+    GateClass,
+    Maps,
     ModelConfig,
     TrainConfig,
     TrainRun,
+    Unembedding,
     init_model,
     train,
 )
@@ -95,12 +99,16 @@ from .trained import (
 __all__ = [
     "CompressedModel",
     "DenseGeometry",
+    "Dynamics",
+    "Embeddings",
     "ExactGeometry",
     "FlowConfig",
     "FlowRun",
     "FlowSolution",
     "GateAnalysis",
+    "GateClass",
     "LinearGates",
+    "Maps",
     "ModelConfig",
     "Objective",
     "OracleGates",
@@ -113,6 +121,7 @@ __all__ = [
     "TheoryAssumptionWarning",
     "ToyConfig",
     "TrainConfig",
+    "Unembedding",
     "analyze_gates",
     "TrainRun",
     "balanced_contexts",

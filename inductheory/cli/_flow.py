@@ -17,7 +17,15 @@ from ..experiments._flows import (
     seed_chunk,
 )
 from ..experiments._results import FlowRun
-from ..flow._config import DYNAMICS, INITS, ROOT_FINDERS, SAMPLES, SOLVERS, FlowConfig
+from ..flow._config import (
+    DYNAMICS,
+    INITS,
+    ROOT_FINDERS,
+    SAMPLES,
+    SOLVERS,
+    Dynamics,
+    FlowConfig,
+)
 from ..flow._init import mean_norm_squared
 from ..flow._solution import STATUSES
 from ..internal._io import write_json_atomic, write_npz_atomic
@@ -175,7 +183,7 @@ def flow_config_from_args(args) -> FlowConfig:
     given with
     the reduced dynamics are an error."""
     given = [o.flag for o in FULL_ONLY if getattr(args, o.name) is not None]
-    if args.dynamics == "reduced" and given:
+    if Dynamics(args.dynamics) is Dynamics.REDUCED and given:
         raise CLIError(
             f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --dynamics full only "
             "(the reduced flow is exact: no sample, no init choice)"
@@ -286,7 +294,7 @@ def initial_score_rms(task, rho: float, dynamics: str) -> float:
     D = 2 * task.H * task.W * dim
     norm = (
         math.sqrt(mean_norm_squared(task))
-        if dynamics == "reduced"
+        if Dynamics(dynamics) is Dynamics.REDUCED
         else math.sqrt(task.kappa + 1.0)
     )
     return rho / math.sqrt(D + 2) * norm
@@ -335,15 +343,12 @@ def run(args) -> int:
             "flow.json in --out "
             "holds every detail)"
         )
-    if args.dynamics == "full":
+    full = Dynamics(args.dynamics) is Dynamics.FULL
+    if full:
         require_token_ids(task, "the full flow (sampled contexts)")
     check_radius_resolution(task, args.rho, args.dynamics)
     chunk = seed_chunk(args.dynamics, args.seeds, args.chunk)
-    M = (
-        sample_size(task, config)
-        if args.dynamics == "full" and task.N % task.L == 0
-        else config.M
-    )
+    M = sample_size(task, config) if full and task.N % task.L == 0 else config.M
     check_memory(
         flow_bytes(
             dynamics=args.dynamics,

@@ -27,6 +27,7 @@ from ..experiments._sweep import (
     sweep,
     sweep_problems,
 )
+from ..flow._config import Dynamics
 from ..internal._io import write_json_atomic
 from ..model._task import task_with
 from ..trained._architecture import Architecture
@@ -126,7 +127,7 @@ def _check_flow_grid(args, task, config) -> None:
         )
     }
     checks = PointChecks(errors=(ValueError, CLIError))
-    if config.dynamics == "full":
+    if config.dynamics is Dynamics.FULL:
         for n in values["N"]:
             checks.attempt(
                 {"N": int(n)} if "N" in grid else {},

@@ -19,6 +19,7 @@ from ..trained._config import (
     MAPS,
     SCHEDULES,
     UNEMBEDDINGS,
+    Embeddings,
     ModelConfig,
     TrainConfig,
 )
@@ -233,14 +234,15 @@ def _flagged(err: Exception) -> CLIError:
 def configs_from_args(args) -> tuple[ModelConfig, TrainConfig]:
     """The `ModelConfig` and `TrainConfig` of parsed `train` options; options that do not
     apply to the chosen embeddings or batch are errors, not silently ignored."""
-    if args.eps is not None and args.embeddings != "approximate":
+    embeddings = Embeddings(args.embeddings)
+    if args.eps is not None and embeddings is not Embeddings.APPROXIMATE:
         raise CLIError(
             f"--eps sets the approximate geometry: it needs --embeddings approximate, "
             f"got --embeddings {args.embeddings}"
         )
-    if args.embeddings == "approximate" and args.eps is None and args.d is None:
+    if embeddings is Embeddings.APPROXIMATE and args.eps is None and args.d is None:
         raise CLIError("--embeddings approximate needs --eps or --d (its geometry)")
-    if args.embeddings == "exact" and args.d is not None:
+    if embeddings is Embeddings.EXACT and args.d is not None:
         raise CLIError(
             "--d sets the dimension of approximate or learned embeddings; --embeddings "
             "exact takes the exact geometry"
@@ -254,7 +256,7 @@ def configs_from_args(args) -> tuple[ModelConfig, TrainConfig]:
             ModelConfig,
             MODEL_OPTIONS,
             args,
-            d=args.d if args.embeddings == "learned" else None,
+            d=args.d if embeddings is Embeddings.LEARNED else None,
         )
         config = config_from_args(TrainConfig, TRAIN_OPTIONS, args)
         make_optimizer(config)  # an unknown optimizer name, refused before any work
@@ -266,7 +268,7 @@ def configs_from_args(args) -> tuple[ModelConfig, TrainConfig]:
 def task_of(args):
     """The task of `train`'s options: its geometry is that of approximate embeddings
     (`--eps`, `--d`), else exact."""
-    approximate = args.embeddings == "approximate"
+    approximate = Embeddings(args.embeddings) is Embeddings.APPROXIMATE
     return task_from_args(
         argparse.Namespace(
             **{

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from ..flow._config import FlowConfig, check_flow
+from ..flow._config import Dynamics, FlowConfig, check_flow
 from ..flow._init import initial_biases, initial_gate_vectors, project_to_mean
 from ..flow._integrate import solve_full, solve_reduced
 from ..flow._sample import flow_sample, sample_size, seed_keys
@@ -28,6 +28,7 @@ from ..internal._lanes import (
     pad_lanes,
     padded_size,
 )
+from ..internal._modes import _enum
 from ..internal._programs import stored_call
 from ..internal._progress import Progress
 from ..internal._warnings import warn_at_caller
@@ -65,7 +66,7 @@ def one_lane(task: Task, config: FlowConfig, key_data, shared) -> dict:
     seed is too large to keep for many seeds; the biases are saved).
     """
     key = jax.random.wrap_key_data(key_data)
-    if config.dynamics == "reduced":
+    if config.dynamics is Dynamics.REDUCED:
         return solve_reduced(
             task, config, initial_biases(key, task, config.rho, config.tied)
         ).to_dict()
@@ -289,7 +290,11 @@ def seed_chunk(
     """
     if chunk is None:
         n_dev = len(jax.devices() if devices is None else devices)
-        chunk = 4096 if dynamics == "reduced" else 2 * n_dev
+        chunk = (
+            4096
+            if _enum(Dynamics, "dynamics", dynamics) is Dynamics.REDUCED
+            else 2 * n_dev
+        )
     _require_int("chunk", chunk, 1)
     return padded_size(min(chunk, seeds), devices)
 
@@ -332,7 +337,7 @@ def run_flow(
     seeds = _require_int("seeds", seeds, 1, SEEDS_MAX)
     seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
     shared, sample = (None, None), None
-    if config.dynamics == "full":
+    if config.dynamics is Dynamics.FULL:
         shared, sample = _full_sample(task, config, seed)
     n_dev = len(jax.devices() if devices is None else devices)
     chunk = seed_chunk(config.dynamics, seeds, chunk, devices)
@@ -485,9 +490,9 @@ def run_flow_variants(
     seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
     for config in configs:
         check_flow(task, config)
-        if config.dynamics != "reduced":
+        if config.dynamics is not Dynamics.REDUCED:
             raise ValueError(
-                f"run_flow_variants needs dynamics='reduced', got {config.dynamics!r}"
+                f"run_flow_variants needs dynamics='reduced', got '{config.dynamics}'"
             )
     devices = tuple(jax.devices() if devices is None else devices)
     n_dev = len(devices)
@@ -591,8 +596,8 @@ def run_flows(
             raise ValueError(
                 f"tasks must differ only in d, got {tasks[0].to_dict()} and {task.to_dict()}"
             )
-    if config.dynamics != "full":
-        raise ValueError(f"run_flows needs dynamics='full', got {config.dynamics!r}")
+    if config.dynamics is not Dynamics.FULL:
+        raise ValueError(f"run_flows needs dynamics='full', got '{config.dynamics}'")
     seeds = _require_int("seeds", seeds, 1, SEEDS_MAX)
     seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
     devices = tuple(jax.devices() if devices is None else devices)

@@ -24,7 +24,13 @@ from ..internal._memory import (
     with_total,
 )
 from ..model._gates import distinct_within_blocks, value_follows_key
-from ..trained._config import ModelConfig, TrainConfig
+from ..trained._config import (
+    Embeddings,
+    Maps,
+    ModelConfig,
+    TrainConfig,
+    Unembedding,
+)
 from ..trained._train import TrainRun, log_steps
 from ._flows import independent_distinct_baseline
 
@@ -161,13 +167,13 @@ def train_bytes(
     **Returns:** `{part: bytes, ..., "total": bytes}` (`inductheory.internal._memory`).
     """
     N, L, W, H = int(task.N), task.L, task.W, task.H
-    learned = model_config.embeddings == "learned"
-    exact = model_config.embeddings == "exact"
+    learned = model_config.embeddings is Embeddings.LEARNED
+    exact = model_config.embeddings is Embeddings.EXACT
     dim = model_config.d if learned else embedding_dimension(N, task.eps, task.d)
     batch = train_config.batch
     # population: the closed form, about one context's loss per query phase
     rows = {"full": train_config.M, "population": task.S}.get(batch, batch)
-    tied = exact and model_config.unembedding == "tied"
+    tied = exact and model_config.unembedding is Unembedding.TIED
     columns = L * task.S + 1 if tied else N
     hidden = None if exact else dim
     layers, T = model_config.layers, L * task.S
@@ -175,8 +181,8 @@ def train_bytes(
     params = (
         H * 2 * W * dim
         + (N * dim if learned else 0)
-        + (N * dim if model_config.unembedding == "learned" else 0)
-        + 4 * H * dim * dim * ((model_config.maps == "learned") + layers - 1)
+        + (N * dim if model_config.unembedding is Unembedding.LEARNED else 0)
+        + 4 * H * dim * dim * ((model_config.maps is Maps.LEARNED) + layers - 1)
     )
     logged = log_steps(train_config.steps, train_config.log_points).size
     return with_total(

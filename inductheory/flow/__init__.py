@@ -10,6 +10,7 @@ config = it.FlowConfig(dynamics="reduced", rho=0.1)
 """
 
 from ._config import (
+    Dynamics as Dynamics,
     FlowConfig as FlowConfig,
     check_flow as check_flow,
 )

@@ -3,6 +3,7 @@ solver, budget."""
 
 from __future__ import annotations
 
+import enum
 import math
 
 import diffrax
@@ -12,6 +13,7 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float
 
+from ..internal._modes import _enum
 from ..internal._warnings import warn_at_caller
 from ..model._objective import Objective
 from ..model._task import (
@@ -29,7 +31,23 @@ SOLVERS = {
     "bosh3": diffrax.Bosh3,
     "heun": diffrax.Heun,
 }
-DYNAMICS = ("reduced", "full")
+
+
+class Dynamics(enum.StrEnum):
+    """Which gradient flow `FlowConfig` integrates (docs/theory.md §6).
+
+    - `REDUCED`: the exact 2HS-dimensional flow of the offset coordinates (exact geometry only).
+    - `FULL`: the d-dimensional flow of the linear gate class on a Monte-Carlo sample of contexts.
+
+    A member is the string of its value (`Dynamics.FULL == "full"`), so `FlowConfig` takes
+    either and JSON, cache keys and command-line choices read the same.
+    """
+
+    REDUCED = "reduced"
+    FULL = "full"
+
+
+DYNAMICS = tuple(m.value for m in Dynamics)
 SAMPLES = ("balanced", "iid")
 INITS = ("ball", "projected")
 # How the selection Event locates its time (tolerances in `integrate`).
@@ -102,7 +120,7 @@ class FlowConfig(eqx.Module):
     ```
     """
 
-    dynamics: str = eqx.field(static=True)
+    dynamics: Dynamics = eqx.field(static=True)
     rho: Float[Array, ""]
     delta: Float[Array, ""]
     t_max: Float[Array, ""]
@@ -124,7 +142,7 @@ class FlowConfig(eqx.Module):
 
     def __init__(
         self,
-        dynamics: str = "reduced",
+        dynamics: Dynamics | str = Dynamics.REDUCED,
         rho: float = 0.1,
         delta: float = 1e-3,
         t_max: float = 1e6,
@@ -144,8 +162,7 @@ class FlowConfig(eqx.Module):
         coordination: float | None = None,
         root_finder: str = "newton",
     ):
-        if dynamics not in DYNAMICS:
-            raise ValueError(f"dynamics must be one of {DYNAMICS}, got {dynamics!r}")
+        dynamics = _enum(Dynamics, "dynamics", dynamics)
         rho = _require_real("rho", rho)
         if rho <= 0:
             raise ValueError(f"rho must be > 0, got {rho}")
@@ -207,7 +224,7 @@ class FlowConfig(eqx.Module):
             )
             if value != default
         ]
-        if dynamics == "reduced" and ignored:
+        if dynamics is Dynamics.REDUCED and ignored:
             # the reduced flow is exact: it has no sample and no choice of init
             warn_at_caller(
                 f"{', '.join(ignored)} appl{'ies' if len(ignored) == 1 else 'y'} to "
@@ -309,7 +326,7 @@ def check_flow(task: Task, config: FlowConfig) -> None:
             f"config must be a FlowConfig (e.g. FlowConfig(dynamics='reduced')), "
             f"got {type(config).__name__}"
         )
-    if config.dynamics == "reduced" and not task.exact:
+    if config.dynamics is Dynamics.REDUCED and not task.exact:
         raise ValueError(
             "dynamics='reduced' needs exact geometry (eps = 0): drop eps/d or use dynamics='full'"
         )
@@ -329,6 +346,7 @@ def check_flow(task: Task, config: FlowConfig) -> None:
 
 __all__ = [
     "DYNAMICS",
+    "Dynamics",
     "FlowConfig",
     "INITS",
     "ROOT_FINDERS",

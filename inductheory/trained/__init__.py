@@ -19,7 +19,14 @@ from ._architecture import (
     Payload as Payload,
     RetrievalTask as RetrievalTask,
 )
-from ._config import ModelConfig as ModelConfig, TrainConfig as TrainConfig
+from ._config import (
+    Embeddings as Embeddings,
+    GateClass as GateClass,
+    Maps as Maps,
+    ModelConfig as ModelConfig,
+    TrainConfig as TrainConfig,
+    Unembedding as Unembedding,
+)
 from ._interventions import (
     Knockout as Knockout,
     knockout as knockout,

@@ -15,6 +15,7 @@ import enum
 
 import equinox as eqx
 
+from ..internal._modes import _mode
 from ..model._task import _require_int
 
 
@@ -44,24 +45,6 @@ class Payload(enum.StrEnum):
 
     PER_OFFSET = "per-offset"
     SHARED = "shared"
-
-
-def _enum(kind: type[enum.Enum], name: str, value):
-    try:
-        return kind(value)
-    except ValueError:
-        choices = ", ".join(m.value for m in kind)
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}") from None
-
-
-def _mode(kind: type[enum.Enum], name: str, default):
-    """A static field holding a member of `kind` (its value as a string is converted)."""
-    return eqx.field(
-        default=default,
-        static=True,
-        kw_only=True,
-        converter=lambda v: _enum(kind, name, v),
-    )
 
 
 class RetrievalTask(eqx.Module):

@@ -9,14 +9,61 @@ steps, batches, initial radius, what is logged).
 
 from __future__ import annotations
 
+import enum
+
 import equinox as eqx
 
+from ..internal._modes import _mode
 from ..model._task import _require_int, _require_real
 
-EMBEDDINGS = ("exact", "approximate", "learned")
-MAPS = ("identity", "learned")
-UNEMBEDDINGS = ("tied", "learned")
-GATE_CLASSES = ("linear", "bias", "uniform")
+
+class Embeddings(enum.StrEnum):
+    """`ModelConfig.embeddings`: where the token embeddings come from.
+
+    - `EXACT`: the fixed exact geometry of the task (structured path, never an N x (N+1)
+      matrix).
+    - `APPROXIMATE`: the task's fixed eps > 0 geometry.
+    - `LEARNED`: learned, of dimension `d`, from a small random start.
+    """
+
+    EXACT = "exact"
+    APPROXIMATE = "approximate"
+    LEARNED = "learned"
+
+
+class Maps(enum.StrEnum):
+    """`ModelConfig.maps`: per-head query/key/value/output maps, fixed to the identity or
+    learned (d x d)."""
+
+    IDENTITY = "identity"
+    LEARNED = "learned"
+
+
+class Unembedding(enum.StrEnum):
+    """`ModelConfig.unembedding`: tied to the embeddings, or a learned N x d matrix."""
+
+    TIED = "tied"
+    LEARNED = "learned"
+
+
+class GateClass(enum.StrEnum):
+    """`ModelConfig.gates`: the class of the compressor's gates.
+
+    - `LINEAR`: scores <c, x> (the linear class of the theorems).
+    - `BIAS`: a static score per offset only.
+    - `UNIFORM`: p = 1/W, nothing to learn in the gates.
+    """
+
+    LINEAR = "linear"
+    BIAS = "bias"
+    UNIFORM = "uniform"
+
+
+# The values each mode accepts (command-line choices).
+EMBEDDINGS = tuple(m.value for m in Embeddings)
+MAPS = tuple(m.value for m in Maps)
+UNEMBEDDINGS = tuple(m.value for m in Unembedding)
+GATE_CLASSES = tuple(m.value for m in GateClass)
 LAYERS = (1, 2)
 # Names `TrainConfig.optimizer` accepts besides any optax optimizer: plain gradient descent.
 GRADIENT_DESCENT = "gd"
@@ -58,42 +105,41 @@ class ModelConfig(eqx.Module):
     ```
     """
 
-    embeddings: str = eqx.field(default="exact", static=True, kw_only=True)
+    embeddings: Embeddings = _mode(Embeddings, "embeddings", Embeddings.EXACT)
     d: int | None = eqx.field(default=None, static=True, kw_only=True)
-    maps: str = eqx.field(default="identity", static=True, kw_only=True)
-    unembedding: str = eqx.field(default="tied", static=True, kw_only=True)
-    gates: str = eqx.field(default="linear", static=True, kw_only=True)
+    maps: Maps = _mode(Maps, "maps", Maps.IDENTITY)
+    unembedding: Unembedding = _mode(Unembedding, "unembedding", Unembedding.TIED)
+    gates: GateClass = _mode(GateClass, "gates", GateClass.LINEAR)
     bias: bool = eqx.field(default=False, static=True, kw_only=True)
     tied: bool = eqx.field(default=False, static=True, kw_only=True)
     local_window: int = eqx.field(default=0, static=True, kw_only=True)
     layers: int = eqx.field(default=1, static=True, kw_only=True)
 
     def __check_init__(self):
-        _require_choice("embeddings", self.embeddings, EMBEDDINGS)
-        _require_choice("maps", self.maps, MAPS)
-        _require_choice("unembedding", self.unembedding, UNEMBEDDINGS)
-        _require_choice("gates", self.gates, GATE_CLASSES)
         _require_choice("layers", self.layers, LAYERS)
         _require_int("local_window", self.local_window, 0)
-        if self.embeddings == "learned":
+        if self.embeddings is Embeddings.LEARNED:
             if self.d is None:
                 raise ValueError("d is required with embeddings='learned'")
             _require_int("d", self.d, 1)
         elif self.d is not None:
             raise ValueError(
-                f"d sets the dimension of learned embeddings; embeddings={self.embeddings!r}"
+                f"d sets the dimension of learned embeddings; embeddings='{self.embeddings}'"
                 " takes the task's geometry"
             )
-        if self.embeddings == "exact":
-            for name in ("maps", "unembedding"):
-                if getattr(self, name) == "learned":
+        if self.embeddings is Embeddings.EXACT:
+            for name, learned in (
+                ("maps", Maps.LEARNED),
+                ("unembedding", Unembedding.LEARNED),
+            ):
+                if getattr(self, name) is learned:
                     raise ValueError(
                         f"{name}='learned' needs embeddings of a finite dimension "
                         "(approximate or learned), not the exact geometry's N + 1"
                     )
-        if self.bias and self.gates != "linear":
+        if self.bias and self.gates is not GateClass.LINEAR:
             raise ValueError(
-                f"bias adds a per-offset bias to linear scores; gates={self.gates!r} "
+                f"bias adds a per-offset bias to linear scores; gates='{self.gates}' "
                 "already has none to add to"
             )
 
@@ -164,4 +210,11 @@ class TrainConfig(eqx.Module):
         _require_int("eval_contexts", self.eval_contexts, 1)
 
 
-__all__ = ["ModelConfig", "TrainConfig"]
+__all__ = [
+    "Embeddings",
+    "GateClass",
+    "Maps",
+    "ModelConfig",
+    "TrainConfig",
+    "Unembedding",
+]

@@ -54,7 +54,7 @@ from ..model._positions import (
     window_tokens,
 )
 from ..model._task import Task, _require_int
-from ._config import ModelConfig
+from ._config import Embeddings, GateClass, Maps, ModelConfig, Unembedding
 
 # Streams of `init_model`'s key besides the gate vectors, which take the key itself (so that the
 # theorem's setting starts at the full flow's c(0) for the same key).
@@ -195,17 +195,17 @@ class CompressedModel(eqx.Module):
         """
         cfg = self.config
         why = None
-        if cfg.gates == "linear":
+        if cfg.gates is GateClass.LINEAR:
             why = "gates='linear' makes the gates depend on the tokens"
         elif not isinstance(self.geometry, ExactGeometry):
-            why = f"embeddings={cfg.embeddings!r} is not the exact geometry"
+            why = f"embeddings='{cfg.embeddings}' is not the exact geometry"
         elif cfg.layers != 1:
             why = f"layers={cfg.layers} mixes the tokens before the compressor"
         elif cfg.local_window:
             why = f"local_window={cfg.local_window} adds exact entries"
         if why is not None:
             raise ValueError(f"population_loss needs a closed form: {why}")
-        if cfg.gates == "uniform":
+        if cfg.gates is GateClass.UNIFORM:
             gates = uniform_gates(self.task.H, self.task.W)
         else:
             gates = shared_gates_from_logits(_both_branches(self.gate_biases))
@@ -241,8 +241,8 @@ class CompressedModel(eqx.Module):
         return (
             not self.general
             and self.geometry is not None
-            and cfg.maps == "identity"
-            and cfg.unembedding == "tied"
+            and cfg.maps is Maps.IDENTITY
+            and cfg.unembedding is Unembedding.TIED
             and cfg.layers == 1
             and cfg.local_window == 0
         )
@@ -251,7 +251,7 @@ class CompressedModel(eqx.Module):
     def _theorem_gates(self) -> bool:
         # the library path with the linear class itself: the loss is `monte_carlo_loss`
         cfg = self.config
-        return self._library_path and cfg.gates == "linear" and not cfg.bias
+        return self._library_path and cfg.gates is GateClass.LINEAR and not cfg.bias
 
     def _library_gates(self, tokens):
         if self._theorem_gates:
@@ -331,9 +331,9 @@ class CompressedModel(eqx.Module):
         L, S, W, H = self.task.L, self.task.S, self.task.W, self.task.H
         zw = z[entry_positions(L, S, W)]  # (L, W, D)
         gates = self.config.gates
-        if gates == "uniform":
+        if gates is GateClass.UNIFORM:
             return jnp.full((H, 2, L, W), 1.0 / W, z.dtype)
-        if gates == "linear":
+        if gates is GateClass.LINEAR:
             s = jnp.einsum("hbod,lod->hblo", space.c, zw)
             if self.gate_biases is not None:
                 s = s + self.gate_biases[:, :, None, :]
@@ -517,16 +517,16 @@ def init_model(
     B = 1 if config.tied else 2
     dim = geometry.dim if geometry is not None else config.d
     embeddings = unembedding = maps = first_maps = position_bias = None
-    if config.embeddings == "learned":
+    if config.embeddings is Embeddings.LEARNED:
         embeddings = jax.random.normal(
             jax.random.fold_in(key, _EMBEDDINGS), (task.vocabulary, dim)
         ) / np.sqrt(dim)
-    if config.unembedding == "learned":
+    if config.unembedding is Unembedding.LEARNED:
         base = embeddings if embeddings is not None else geometry.embeddings
         unembedding = base + jax.random.normal(
             jax.random.fold_in(key, _UNEMBEDDING), base.shape
         ) * (rho / np.sqrt(dim))
-    if config.maps == "learned":
+    if config.maps is Maps.LEARNED:
         maps = _near_identity(jax.random.fold_in(key, _MAPS), H, dim, rho)
         if config.layers == 2:
             first_maps = _near_identity(
@@ -536,7 +536,7 @@ def init_model(
         position_bias = jnp.zeros((H, T))
 
     gate_vectors = gate_biases = None
-    if config.gates == "linear":
+    if config.gates is GateClass.LINEAR:
         if geometry is not None:
             gate_vectors = initial_gate_vectors(key, task, geometry, rho, config.tied)[
                 :, :B
@@ -545,7 +545,7 @@ def init_model(
             gate_vectors = ball_uniform(key, (H, B, W, dim), rho)
         if config.bias:
             gate_biases = jnp.zeros((H, B, W))
-    elif config.gates == "bias":
+    elif config.gates is GateClass.BIAS:
         if isinstance(geometry, ExactGeometry):
             gate_biases = initial_biases(key, task, rho, config.tied)[:, :B]
         else:
@@ -572,27 +572,27 @@ def init_model(
 def _fixed_geometry(task, config, key, geometry):
     """The fixed embeddings a config asks for, checked against the task."""
     kind = config.embeddings
-    if kind == "learned":
+    if kind is Embeddings.LEARNED:
         if geometry is not None:
             raise ValueError(
                 "geometry gives fixed embeddings; embeddings='learned' learns its own"
             )
         return None
-    if kind == "exact" and not task.exact:
+    if kind is Embeddings.EXACT and not task.exact:
         raise ValueError(
             f"embeddings='exact' needs an exact task (eps = 0, no d); got eps={task.eps}, "
             f"d={task.d}"
         )
-    if kind == "approximate" and task.exact:
+    if kind is Embeddings.APPROXIMATE and task.exact:
         raise ValueError(
             "embeddings='approximate' needs a task with eps > 0 or d; this task is exact"
         )
     if geometry is None:
         return make_geometry(task, jax.random.fold_in(key, _GEOMETRY))
-    want = ExactGeometry if kind == "exact" else DenseGeometry
+    want = ExactGeometry if kind is Embeddings.EXACT else DenseGeometry
     if not isinstance(geometry, want):
         raise ValueError(
-            f"geometry must be a {want.__name__} for embeddings={kind!r}, got "
+            f"geometry must be a {want.__name__} for embeddings='{kind}', got "
             f"{type(geometry).__name__}"
         )
     if geometry.N != task.vocabulary:

@@ -54,7 +54,7 @@ from ..model._task import (
     _require_int,
     assumptions_silenced,
 )
-from ._config import GRADIENT_DESCENT, ModelConfig, TrainConfig
+from ._config import GRADIENT_DESCENT, Embeddings, ModelConfig, TrainConfig
 from ._measures import ModelMeasures, measure
 from ._model import init_model
 
@@ -637,7 +637,7 @@ def _prepare_run(
     params, static = _split(models)
     if not jax.tree.leaves(params):
         raise ValueError(
-            f"model_config has nothing to train (gates={model_config.gates!r} with fixed "
+            f"model_config has nothing to train (gates='{model_config.gates}' with fixed "
             "embeddings, identity maps, a tied unembedding and one layer): measure the model "
             "with `measure` instead"
         )
@@ -839,7 +839,9 @@ def _initial_models(task, model_config, config, seeds: int, seed: int, geometry)
             jax.random.wrap_key_data(k),
             rho=config.rho,
             # learned embeddings bring their own; fixed ones are the flow's geometry
-            geometry=None if model_config.embeddings == "learned" else geometry,
+            geometry=None
+            if model_config.embeddings is Embeddings.LEARNED
+            else geometry,
         )
         for k in seed_keys(seed, np.arange(seeds))
     ]

@@ -20,7 +20,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...flow._config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
+from ...flow._config import (
+    TRACED_FIELDS as FLOW_FIELDS,
+    Dynamics,
+    FlowConfig,
+    check_flow,
+)
 from ...internal._warnings import warn_at_caller
 from ...model._task import Task
 from .._flows import FAILURES
@@ -196,7 +201,7 @@ def _check_flow_points(
         for (n, t), (r, c) in itertools.product(tasks.items(), configs.items()):
             point = {k: v for k, v in (("N", n), ("rho", r)) if k in grid}
             seen.attempt(point, lambda t=t, c=c: check_flow(t, c))
-    if config.dynamics == "full" and config.sample == "balanced" and "N" in grid:
+    if config.dynamics is Dynamics.FULL and config.sample == "balanced" and "N" in grid:
         T = task.L * task.S
         for n in grid["N"]:
             if n % T:

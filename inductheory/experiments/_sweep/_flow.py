@@ -8,7 +8,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...flow._config import TRACED_FIELDS as FLOW_FIELDS, FlowConfig, check_flow
+from ...flow._config import (
+    TRACED_FIELDS as FLOW_FIELDS,
+    Dynamics,
+    FlowConfig,
+    check_flow,
+)
 from ...flow._solution import STATUSES, Status
 from ...internal._lanes import padded_size, stack_lanes
 from ...internal._memory import flow_bytes
@@ -106,7 +111,7 @@ class FlowSweep(AbstractSweepKind):
         return min(max(1, FLOW_LANES // seeds), 1 << (n_points - 1).bit_length())
 
     def looped_names(self, spec):
-        if spec.settings["dynamics"] != "full":
+        if Dynamics(spec.settings["dynamics"]) is not Dynamics.FULL:
             return ()
         return ("N",) if _exact(spec) else ("N", "kappa")
 
@@ -150,7 +155,7 @@ class FlowSweep(AbstractSweepKind):
         the one call into the flow runner."""
         seeds = spec.seeds
         shared = (None, None)
-        if spec.settings["dynamics"] == "full":
+        if Dynamics(spec.settings["dynamics"]) is Dynamics.FULL:
             shared = flow_sample(tasks[0], configs[0], spec.seed)
         keys = np.asarray(seed_keys(spec.seed, np.arange(seeds)))
         lane_tasks = stack_lanes([t for t in tasks for _ in range(seeds)])
@@ -163,7 +168,7 @@ class FlowSweep(AbstractSweepKind):
         N = max(spec.grid.get("N", [t["N"]]))
         lanes = padded_size(self.block_points(spec) * spec.seeds)
         M = config.M
-        if config.dynamics == "full" and N % t["L"] == 0:
+        if config.dynamics is Dynamics.FULL and N % t["L"] == 0:
             M = sample_size(_tasks(spec, [{"N": N}])[0], config)
         return flow_bytes(
             dynamics=config.dynamics,
