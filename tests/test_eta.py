@@ -3,24 +3,11 @@ expected and measured seconds, checked with fake clocks; no timed assertion."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
+from fake_progress import FakeClock, fake_figures
 
 from inductheory.internal._eta import FLOOR, Eta, basis, describe, estimate
 from inductheory.internal._progress import duration
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-
-def fake_figures(**costs):
-    return [SimpleNamespace(name=n, cost=c) for n, c in costs.items()]
 
 
 def test_the_basis_says_whether_the_expectations_were_measured():

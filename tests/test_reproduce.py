@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 
 import pytest
+from fake_progress import FakeClock, fake_figures
 
 import inductheory.figures._runs as runs
 from inductheory.cli import main
@@ -270,20 +271,6 @@ def test_progress_of_a_figure_reaches_the_user_prefixed_and_throttled(capsys):
     assert err[3] == "done toy_stability (1.5 s); 1/2"
     assert err[4] == "done coverage (4 min 12 s); 2/2"
     assert err[5].startswith("total ") and len(err) == 6
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-
-def fake_figures(**costs):
-    from types import SimpleNamespace
-
-    return [SimpleNamespace(name=n, cost=c) for n, c in costs.items()]
 
 
 def test_an_eta_waits_for_a_quarter_of_the_expected_work_and_scales_it(capsys):
