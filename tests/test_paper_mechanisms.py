@@ -37,6 +37,7 @@ from inductheory.trained._mechanisms import (
     rotate_transformer_gates,
 )
 from inductheory.trained._modules import init_transformer
+from inductheory.trained._train import seed_model
 from inductheory.trained._transformer_train import (
     gate_trajectory_point,
     sample_retrieval_contexts,
@@ -237,9 +238,7 @@ def test_a_gate_file_written_by_the_model_reads_back_its_gates(tmp_path):
         jax.random.fold_in(jax.random.key(0), 3), TASK, 8
     )
     for seed in range(2):
-        model = jax.tree.map(
-            lambda a, s=seed: a[s] if eqx.is_array(a) else a, run.models
-        )
+        model = seed_model(run.models, seed)
         want = gate_offsets(model, contexts)
         for b, branch in enumerate(("key", "value")):
             logits = load_paper_gates(path, branch)

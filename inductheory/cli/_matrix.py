@@ -20,7 +20,7 @@ from ..experiments._paper_matrix import (
     matrix_row_result,
     run_row,
 )
-from ..trained._architecture import Architecture, Attention, Gate
+from ..trained._architecture import Architecture
 from ._common import (
     add_json_argument,
     claim_out,
@@ -168,8 +168,7 @@ def _check_export(path: str, rows, size) -> None:
         raise ValueError(
             f"--export-gates needs exactly one row (--rows NAME), got {len(rows)}"
         )
-    arch = rows[0].architecture(size.reference)
-    if arch.attention is not Attention.COMPRESSED or arch.gate is Gate.UNIFORM:
+    if not rows[0].architecture(size.reference).learned_gates:
         raise ValueError(
             f"--export-gates needs a row with learned gates, not {rows[0].name!r}"
         )

@@ -152,29 +152,39 @@ def _what(name: str | None) -> str:
 def checked_gate_array(a, what: str = "gates") -> np.ndarray:
     """`a` as a float64 array of gate values with window slots last, or a one-line `ValueError`
     naming `what`: a real numeric array of rank >= 1, finite, with at least one head and 2 slots."""
-    a = np.asarray(a)
-    # ml_dtypes floats (bfloat16, ...) are kind "V": accept them by name
-    if a.dtype.kind not in "fiu" and "float" not in a.dtype.name:
-        raise ValueError(
-            f"{what} must hold real numbers (gate logits or probabilities), got dtype {a.dtype}"
-        )
+    a = _real(a, what, "gate logits or probabilities")
     if a.ndim == 0:
         raise ValueError(
             f"{what} is a scalar: gates need window slots on the last axis, shape (..., W)"
         )
-    a = a.astype(np.float64)
     if a.shape[-1] < 2:
         raise ValueError(
             f"{what} must have at least 2 window slots on its last axis, got shape {a.shape}"
         )
     if a.size == 0:
         raise ValueError(f"{what} has no heads: a leading axis of size 0 in {a.shape}")
+    return _finite(a, what, "; a masked slot is a large negative logit")
+
+
+def _real(a, what: str, holds: str) -> np.ndarray:
+    """`a` as float64, or a one-line `ValueError` naming `what` unless it holds real numbers."""
+    a = np.asarray(a)
+    # ml_dtypes floats (bfloat16, ...) are kind "V": accept them by name
+    if a.dtype.kind not in "fiu" and "float" not in a.dtype.name:
+        raise ValueError(
+            f"{what} must hold real numbers ({holds}), got dtype {a.dtype}"
+        )
+    return a.astype(np.float64)
+
+
+def _finite(a: np.ndarray, what: str, hint: str = "") -> np.ndarray:
+    """`a`, or a one-line `ValueError` naming `what` and its first non-finite entry."""
     bad = np.argwhere(~np.isfinite(a))
     if bad.size:
         idx = tuple(int(i) for i in bad[0])
         raise ValueError(
             f"{what} must be finite, got {a[idx]} at index {list(idx)} "
-            f"({len(bad)} non-finite entries; a masked slot is a large negative logit)"
+            f"({len(bad)} non-finite entries{hint})"
         )
     return a
 
@@ -459,14 +469,14 @@ def load_paper_gates(path, branch: str = "key") -> dict[str, np.ndarray]:
     out = {}
     for name in maps:
         prefix = name[: -len(f".{branch}{MAP_SUFFIX}")]
-        Z = _finite(raw[name], path, name, 4)
+        Z = _parameter(raw[name], path, name, 4)
         K, W, g, d = Z.shape
         windows = f"{prefix}{WINDOWS_SUFFIX}"
         if windows not in raw:
             raise ValueError(
                 f"{path}: {name} needs the inputs {windows!r}, not in the file"
             )
-        h = _finite(raw[windows], path, windows, 3)
+        h = _parameter(raw[windows], path, windows, 3)
         if h.shape[1:] != (W, d):
             raise ValueError(
                 f"{path}: tensor {windows!r} must have shape (windows, {W}, {d}) to fit "
@@ -475,7 +485,7 @@ def load_paper_gates(path, branch: str = "key") -> dict[str, np.ndarray]:
         logits = np.einsum("kocd,jod->jkco", Z, h)
         bias = f"{prefix}.{branch}{BIAS_SUFFIX}"
         if bias in raw:
-            b = _finite(raw[bias], path, bias, 3)
+            b = _parameter(raw[bias], path, bias, 3)
             if b.shape != (K, W, g):
                 raise ValueError(
                     f"{path}: tensor {bias!r} must have shape {(K, W, g)}, got {b.shape}"
@@ -485,17 +495,13 @@ def load_paper_gates(path, branch: str = "key") -> dict[str, np.ndarray]:
     return out
 
 
-def _finite(a, path: Path, name: str, ndim: int) -> np.ndarray:
-    a = np.asarray(a)
-    if a.ndim != ndim or not np.issubdtype(a.dtype, np.number):
-        raise ValueError(
-            f"{path}: tensor {name!r} must be a numeric array of {ndim} axes, got "
-            f"{a.dtype} of shape {a.shape}"
-        )
-    a = a.astype(np.float64)
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{path}: tensor {name!r} holds non-finite values")
-    return a
+def _parameter(a, path: Path, name: str, ndim: int) -> np.ndarray:
+    """A tensor of the paper parameterization as float64: real, `ndim` axes, finite."""
+    what = f"{path}: tensor {name!r}"
+    a = _real(a, what, "gate parameters or their inputs")
+    if a.ndim != ndim:
+        raise ValueError(f"{what} must have {ndim} axes, got shape {a.shape}")
+    return _finite(a, what)
 
 
 def _require_regular_file(path: Path) -> None:

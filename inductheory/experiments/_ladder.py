@@ -30,7 +30,7 @@ from ..model._task import (
 )
 from ..trained._config import ModelConfig, TrainConfig
 from ..trained._measures import ModelMeasures, measure
-from ..trained._train import HELD_OUT_STREAM, TrainRun, train
+from ..trained._train import HELD_OUT_STREAM, TrainRun, seed_model, train
 from ._flows import independent_distinct_baseline
 
 # The switches in the ladder's order; each is applied by `_apply` to (task, model, training).
@@ -327,7 +327,7 @@ def _boundary_measures(run: TrainRun) -> ModelMeasures:
     )
     per_seed = []
     for i in range(run.seeds):
-        model = jax.tree.map(lambda a, i=i: a[i] if eqx.is_array(a) else a, run.models)
+        model = seed_model(run.models, i)
         per_seed.append(measure(eqx.tree_at(lambda m: m.task, model, every), contexts))
     return jax.tree.map(lambda *a: np.stack([np.asarray(x) for x in a]), *per_seed)
 

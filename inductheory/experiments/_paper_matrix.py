@@ -36,6 +36,7 @@ from ..trained._mechanisms import (
     phase_curves,
     rotate_transformer_gates,
 )
+from ..trained._train import seed_model
 from ..trained._transformer_train import (
     MEANS_STREAM,
     PhaseMeasures,
@@ -424,8 +425,7 @@ def run_row(
     `RowMechanisms` when `mechanisms`); `export_gates`, a .safetensors path, receives every
     seed's gate parameterization (`write_gate_file`). Both need a row with gates."""
     arch = row.architecture(size.reference)
-    ungated = arch.gate is Gate.UNIFORM or arch.attention is Attention.FULL
-    if (mechanisms or export_gates is not None) and ungated:
+    if (mechanisms or export_gates is not None) and not arch.learned_gates:
         raise ValueError(
             f"mechanisms and gate files need a row with learned gates, not {row.name!r}"
         )
@@ -465,8 +465,7 @@ def write_gate_file(run: TransformerRun, size: MatrixSize, seed: int, path) -> N
     contexts = held_out_contexts(run.task, size.train, seed)[:GATE_FILE_CONTEXTS]
     tensors = {}
     for i in range(run.seeds):
-        model = jax.tree.map(lambda a, i=i: a[i] if eqx.is_array(a) else a, run.models)
-        for name, a in paper_gate_tensors(model, contexts).items():
+        for name, a in paper_gate_tensors(seed_model(run.models, i), contexts).items():
             tensors[f"seed{i}.{name}"] = np.ascontiguousarray(a, np.float32)
     _atomic_write(Path(path), lambda tmp: save_file(tensors, tmp))
 

@@ -155,6 +155,11 @@ class Architecture(eqx.Module):
             for i in range(self.layers)
         )
 
+    @property
+    def learned_gates(self) -> bool:
+        """Whether some layer's compressor has learned gates (what the gate measures need)."""
+        return self.attention is Attention.COMPRESSED and self.gate is not Gate.UNIFORM
+
     def check_task(self, task: RetrievalTask) -> None:
         """A one-line `ValueError` where the compressor does not tile the task's cycle."""
         if self.attention is Attention.COMPRESSED:

@@ -113,12 +113,14 @@ def phase_curves(
     position a query, phase = position mod `period`; `ablations` as `Transformer.forward`."""
 
     correct, losses = query_outcomes(model, contexts, ablations)
-    M, T = correct.shape
+    return PhaseCurves(phase_mean(correct, period), phase_mean(losses, period))
 
-    def per_phase(a):
-        return jnp.mean(a.astype(jnp.float32).reshape(M, T // period, period), (0, 1))
 
-    return PhaseCurves(per_phase(correct), per_phase(losses))
+def phase_mean(values: Array, period: int) -> Float[Array, " period"]:
+    """The mean of per-query `values` (M, T) over the contexts and the T / `period` queries of
+    each phase (position mod `period`), as float32."""
+    M, T = values.shape
+    return jnp.mean(values.astype(jnp.float32).reshape(M, T // period, period), (0, 1))
 
 
 def mean_head_reads(
@@ -271,6 +273,7 @@ __all__ = [
     "mean_head_reads",
     "paper_gate_tensors",
     "phase_curves",
+    "phase_mean",
     "query_outcomes",
     "rotate_transformer_gates",
 ]

@@ -32,9 +32,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from ..model._logits import cross_entropy, top1_correct
+from ..model._logits import cross_entropy
 from ..model._positions import entry_positions
 from ._architecture import Architecture, Gate, Payload, RetrievalTask
 
@@ -330,12 +330,6 @@ class Transformer(eqx.Module):
     ) -> Float[Array, " positions"]:
         """Cross-entropy of each query of one context."""
         return cross_entropy(*self.logits(tokens))
-
-    def query_correct(
-        self, tokens: Int[Array, " positions"]
-    ) -> Bool[Array, " positions"]:
-        """Top-1 over the whole vocabulary of each query (ties are wrong)."""
-        return top1_correct(*self.logits(tokens))
 
     def loss(self, contexts: Int[Array, "contexts positions"]) -> Float[Array, ""]:
         """Mean cross-entropy over the contexts and every query."""

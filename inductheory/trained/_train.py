@@ -284,6 +284,11 @@ def _map_arrays(fn, tree):
     return jax.tree.map(lambda x: fn(x) if eqx.is_array(x) else x, tree)
 
 
+def seed_model(models, i: int):
+    """Seed `i` of stacked models (every array leaf's lane i; the other leaves kept)."""
+    return _map_arrays(lambda a: a[i], models)
+
+
 def _lanes(tree, n: int):
     """The first n lanes of every array leaf."""
     return _map_arrays(lambda a: a[:n], tree)

@@ -28,7 +28,7 @@ from ..internal._progress import Progress
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, _require_int
 from ._architecture import Architecture, RetrievalTask
 from ._config import TrainConfig
-from ._mechanisms import gate_offsets, gated_layers, query_outcomes
+from ._mechanisms import gate_offsets, gated_layers, phase_mean, query_outcomes
 from ._modules import Transformer, init_transformer
 from ._train import log_steps, make_optimizer
 
@@ -102,7 +102,7 @@ def phase_measures(models: Transformer, task: RetrievalTask, contexts):
         correct, losses = query_outcomes(model, contexts)  # (n, T) each
         n, T, P = contexts.shape[0], task.T, task.period
         counts = jnp.sum(correct.reshape(n, T // P, P), axis=1, dtype=jnp.int32)
-        phase_loss = jnp.mean(losses.reshape(n, T // P, P), axis=(0, 1))
+        phase_loss = phase_mean(losses, P)
         return jnp.mean(losses), counts, phase_loss
 
     return eqx.filter_vmap(one)(models)

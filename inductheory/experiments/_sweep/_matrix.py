@@ -276,18 +276,17 @@ class MatrixSweep(AbstractSweepKind):
         out: dict[str, list] = {k: [] for k in self.variables}
         for r in results:
             m = r.measures
-            acc = np.asarray(m.phase_accuracy)
             per_seed = {
                 "held_out_loss": np.asarray(m.loss),
                 "initial_loss": np.asarray(r.initial_loss),
                 "plateau_change": np.asarray(r.plateau_change),
-                "mean_accuracy": acc.mean(axis=1),
-                "worst_phase": acc.min(axis=1),
-                "phase_gap": acc.max(axis=1) - acc.min(axis=1),
+                "mean_accuracy": m.mean_accuracy,
+                "worst_phase": m.worst_accuracy,
+                "phase_gap": m.gap,
             }
             values = {
                 **per_seed,
-                "phase_accuracy": acc,
+                "phase_accuracy": np.asarray(m.phase_accuracy),
                 "phase_loss": np.asarray(m.phase_loss),
                 "correct": np.asarray(m.correct),
                 "curve_steps": _padded(r.curve_steps, width, -1),
