@@ -344,7 +344,10 @@ def draw(data: dict):
             for k, v, both in zip(p["key"], p["value"], p["both_concentrated"]):
                 if both:
                     counts[v, k] += 1
-        im = ax.imshow(counts, origin="lower", cmap="Blues")
+        # an empty count map stays white (vmax at least 1)
+        im = ax.imshow(
+            counts, origin="lower", cmap="Blues", vmin=0, vmax=max(1.0, counts.max())
+        )
         ax.plot(
             np.arange(W - 1),
             np.arange(1, W),
