@@ -6,6 +6,8 @@ import itertools
 import math
 
 import jax
+import types
+
 import numpy as np
 import pytest
 
@@ -123,11 +125,11 @@ def fake_runner(pairs_per_seed):
             ]
             for s in range(seeds)
         ]
-        return {
-            "final_biases": np.array(b),
-            "selected": np.array(sel),
-            "status": ["selected"] * seeds,
-        }
+        return types.SimpleNamespace(
+            final_biases=np.array(b),
+            selected=np.array(sel),
+            status=["selected"] * seeds,
+        )
 
     return runner
 

@@ -77,6 +77,7 @@ from ._regime import (
     regime_map as regime_map,
 )
 from ._results import (
+    FlowOutcomes as FlowOutcomes,
     FlowRun as FlowRun,
     FlowSample as FlowSample,
     FlowSummary as FlowSummary,

@@ -24,6 +24,7 @@ from ..model._gates import SharedGates, shared_gates_from_logits, uniform_gates
 from ..model._loss import phase_accuracy, phase_losses
 from ..model._task import Task, _require_real, assumptions_silenced, quiet_task
 from ._flows import NoSelectionWarning, run_flow, selected_distinct_fraction
+from ._results import FlowOutcomes
 
 # The paper's measurements on trained models (per-phase accuracy over query phases, in %).
 PAPER = {
@@ -205,33 +206,25 @@ def _row(task: Task, kind: str, measures: list[dict], **extra) -> dict:
     return {**row, **extra}
 
 
-def default_runner(task: Task, config: FlowConfig, seeds: int) -> dict:
-    """`run_flow`'s per-seed `final_biases`, `selected` and `status` (the shape the tables read)."""
+def default_runner(task: Task, config: FlowConfig, seeds: int) -> FlowOutcomes:
+    """`run_flow`'s per-seed outcomes (the tables read `final_biases`, `selected`, `status`)."""
     with assumptions_silenced(), warnings.catch_warnings():
         # the tables show a cell without selected seeds as such
         warnings.simplefilter("ignore", NoSelectionWarning)
-        ps = run_flow(task, config, seeds).per_seed
-    return {
-        "final_biases": ps.final["biases"],
-        "selected": ps.selected,
-        "status": ps.status,
-    }
+        return FlowOutcomes.of(run_flow(task, config, seeds), trajectories=False)
 
 
-def _learned(task: Task, run: dict) -> tuple[list[dict], np.ndarray, np.ndarray]:
+def _learned(
+    task: Task, run: FlowOutcomes
+) -> tuple[list[dict], np.ndarray, np.ndarray]:
     """Per-seed measures of a flow batch's final gates, its selections and statuses (as
     Status values)."""
-    status = np.array(
-        [
-            s if isinstance(s, (int, np.integer)) else Status[s.upper()]
-            for s in run["status"]
-        ]
-    )
+    status = np.array([Status[s.upper()] for s in run.status])
     measures = [
         gate_measures(task, shared_gates_from_logits(jnp.asarray(b)))
-        for b in run["final_biases"]
+        for b in run.final_biases
     ]
-    return measures, np.asarray(run["selected"]), status
+    return measures, np.asarray(run.selected), status
 
 
 def _selection_counts(selected) -> dict:
@@ -266,9 +259,9 @@ def mitigation_table(
     - `settings`: (S, W) pairs.
     - `seeds`: flows per setting.
     - `config`: reduced-flow configuration.
-    - `runner`: `runner(task, config, seeds)` returning a dict with per-seed `final_biases`
-      (seeds, H, 2, W),
-      `selected` and `status` (default `run_flow`; the figure passes a cached one).
+    - `runner`: `runner(task, config, seeds)` returning a `FlowOutcomes` (or any object with its
+      per-seed `final_biases` (seeds, H, 2, W), `selected` and `status` names); default
+      `run_flow`'s, the figure passes a cached one.
     - `task_params`: `H`, `T`, `N`, `beta`, `gamma`, `kappa`, `queries` of `mitigation_task`.
 
     **Returns:** a list of rows (dicts), three per setting (`gates` = "learned", "hard optimum",
@@ -358,7 +351,7 @@ def coordination_table(
             run = runner(task, config, seeds)
             measures, selected, status = _learned(task, run)
             key_argmax = np.argmax(
-                np.asarray(run["final_biases"])[:, :, 0], axis=-1
+                np.asarray(run.final_biases)[:, :, 0], axis=-1
             )  # (seeds, H)
             row = {
                 "H": H,

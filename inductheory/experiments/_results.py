@@ -12,8 +12,12 @@ from typing import Any
 import numpy as np
 
 from ..flow._config import FlowConfig
-from ..flow._solution import OUTCOMES
+from ..flow._solution import OUTCOMES, STATUSES
+from ..internal._records import OMIT_IF_NONE, Record
 from ..model._task import Task
+
+# The summary's wall-clock fields: not results (they differ between runs of the same numbers).
+TIMING_KEYS = ("wall_s", "first_chunk_s_including_compile")
 
 # The per-seed statistics of the dynamics saved along the trajectory (and at the end, in `final`).
 TRAJECTORY_STATISTICS = (
@@ -201,4 +205,60 @@ class FlowRun:
         }
 
 
-__all__ = ["FlowRun", "FlowSample", "FlowSummary", "SeedResults"]
+@dataclasses.dataclass(frozen=True)
+class FlowOutcomes(Record):
+    """What the figures keep of a `FlowRun` (and cache): per-seed outcomes, the summary without
+    timings, the sample, and with `trajectories=True` the statistics along the flow.
+
+    **Fields:** `selected`, `key_offsets`, `value_offsets`, `t_final` as in `SeedResults`
+    (leading seed axis); `status`: each seed's status name; `final_biases`, `final_loss`: the
+    final state's biases and loss per seed; `summary`: `FlowSummary.to_dict()` without its
+    timings; `sample`: `FlowSample.to_dict()` (`{}` for the reduced dynamics); `t`, `mass`,
+    `static_offsets`, `avg_offsets`, `loss`: the trajectories, or None.
+    """
+
+    selected: Any
+    key_offsets: Any
+    value_offsets: Any
+    t_final: Any
+    status: list[str]
+    final_biases: Any
+    final_loss: Any
+    summary: dict[str, Any]
+    sample: dict[str, Any]
+    t: Any = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    mass: Any = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    static_offsets: Any = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    avg_offsets: Any = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    loss: Any = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+
+    @classmethod
+    def of(cls, run, trajectories: bool) -> FlowOutcomes:
+        """The outcomes of `run` (a `FlowRun`), with its trajectories if `trajectories`."""
+        ps, out = run.per_seed, run.to_dict()
+        traced = (
+            dict(
+                t=ps.t,
+                mass=ps.mass,
+                static_offsets=ps.static_offsets,
+                avg_offsets=ps.avg_offsets,
+                loss=ps.loss,
+            )
+            if trajectories
+            else {}
+        )
+        return cls(
+            selected=ps.selected,
+            key_offsets=ps.key_offsets,
+            value_offsets=ps.value_offsets,
+            t_final=ps.t_final,
+            status=[STATUSES[s] for s in np.asarray(ps.status)],
+            final_biases=ps.final["biases"],
+            final_loss=ps.final["loss"],
+            summary={k: v for k, v in out["summary"].items() if k not in TIMING_KEYS},
+            sample=out["sample"],
+            **traced,
+        )
+
+
+__all__ = ["FlowOutcomes", "FlowRun", "FlowSample", "FlowSummary", "SeedResults"]

@@ -11,13 +11,14 @@ reproduce("figures/quick", quick=True, only=["toy_stability"])
 ```
 """
 
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._registry import FIGURES, figure_names
 from ._reproduce import readme, redraw, reproduce
 
 __all__ = [
     "FIGURES",
     "Figure",
+    "FigureData",
     "MeasuredTable",
     "figure_names",
     "readme",

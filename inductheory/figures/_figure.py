@@ -3,8 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
+
+from ..internal._records import Record
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FigureData(Record):
+    """Base of every figure's data: the record its `compute` returns, stored as
+    `data/<name>.json` by `to_dict()` and read back by `from_dict()`.
+
+    **Fields:**
+    - `parameters`: the settings behind the numbers, by name (printed under the claim).
+    - `findings`: one line of the measured values.
+
+    Each figure's subclass adds its own named fields (keyword-only).
+    """
+
+    parameters: dict[str, Any]
+    findings: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,12 +35,11 @@ class Figure:
       parameter range and the number of seeds or contexts behind it). `claim(data) -> str` formats
       every measured number from the figure's data, so the claim in a README is that of the data
       beside it; a plain string (a claim not yet written that way) is printed as it is.
-    - `compute(quick, cache_dir) -> dict`: JSON-able numbers, with `parameters` (dict of
-      strings) and
-      `findings` (one line of measured values); expensive parts are cached by their parameters.
+    - `data`: the figure's `FigureData` subclass.
+    - `compute(quick, cache_dir) -> data`: the figure's numbers as that record, with
+      `parameters` and `findings`; expensive parts are cached by their parameters.
     - `draw(data) -> matplotlib.figure.Figure`: the drawing, from the data alone (no
-      computation), so
-      a figure can be redrawn from its stored JSON.
+      computation), so a figure can be redrawn from its stored JSON.
     - `tables(data) -> list[MeasuredTable]` (optional): the measured numbers as tables, printed
       in figures/README.md in place of the one-line `findings` (which the data keep), so that a
       reader can scan them; computed from the data alone, like `draw`.
@@ -33,15 +51,37 @@ class Figure:
 
     name: str
     title: str
-    claim: str | Callable[[dict], str]
-    compute: Callable[[bool, Path | None], dict]
-    draw: Callable[[dict], object]
+    claim: str | Callable[[Any], str]
+    compute: Callable[[bool, Path | None], Any]
+    draw: Callable[[Any], object]
     cost: float = 0.0
-    tables: Callable[[dict], list[MeasuredTable]] | None = None
+    tables: Callable[[Any], list[MeasuredTable]] | None = None
+    data: type[FigureData] | None = None
 
-    def claim_text(self, data: dict) -> str:
-        """The claim printed beside `data`: `claim(data)`, or `claim` when it is a string."""
-        return self.claim if isinstance(self.claim, str) else self.claim(data)
+    def record(self, stored: Mapping | FigureData) -> Any:
+        """The figure's data as its record, from the dict stored in `data/<name>.json` (a record
+        is returned as it is)."""
+        if self.data is None or isinstance(stored, FigureData):
+            return stored
+        return self.data.from_dict(stored)
+
+    def stored(self, data: Any) -> dict:
+        """The dict that `data/<name>.json` stores for `data` (a record or a dict)."""
+        return data.to_dict() if isinstance(data, Record) else data
+
+    def claim_text(self, stored: Mapping | FigureData) -> str:
+        """The claim printed beside the data: `claim(data)`, or `claim` when it is a string."""
+        if isinstance(self.claim, str):
+            return self.claim
+        return self.claim(self.record(stored))
+
+    def drawing(self, stored: Mapping | FigureData):
+        """The matplotlib figure drawn from the data."""
+        return self.draw(self.record(stored))
+
+    def measured_tables(self, stored: Mapping | FigureData) -> list[MeasuredTable]:
+        """The measured tables of the data (none without `tables`)."""
+        return [] if self.tables is None else self.tables(self.record(stored))
 
 
 @dataclasses.dataclass(frozen=True)

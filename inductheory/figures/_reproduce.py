@@ -52,11 +52,11 @@ def _save(fig, path_stem: Path) -> None:
         )
 
 
-def _draw_and_save(f: Figure, data: dict, out: Path) -> None:
+def _draw_and_save(f: Figure, data, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     with _style.context():
-        fig = f.draw(data)
+        fig = f.drawing(data)
         _save(fig, out / f.name)
     plt.close(fig)
 
@@ -108,7 +108,7 @@ def readme(
             ]
         if f.tables is not None:
             lines += ["**Measured.**", ""]
-            for table in f.tables(d):
+            for table in f.measured_tables(d):
                 lines += [*table.markdown(), ""]
         elif d.get("findings"):
             lines += ["**Measured.** " + d["findings"], ""]
@@ -148,11 +148,13 @@ def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> dict:
     fast_lane_programs(name in FAST_LANES["quick" if quick else "full"])
     try:
         with warnings_named(f"figure {name}", report):
-            data = f.compute(quick, mode_cache)
+            record = f.compute(quick, mode_cache)
     finally:  # the process's later programs compile as usual
         fast_lane_programs(False)
+    data = f.stored(record)
     write_json_atomic(out / "data" / f"{f.name}.json", data)  # numbers only: no timings
-    _draw_and_save(f, data, out)
+    _draw_and_save(f, record, out)
+    data = dict(data)
     spent = clock.spent()
     data.update(
         wall_s=round(spent.wall_s, 3),

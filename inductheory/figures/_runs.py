@@ -14,16 +14,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..experiments._flows import run_flow, run_flow_variants, run_flows
+from ..experiments._results import FlowOutcomes
 from ..flow._config import FlowConfig
-from ..flow._solution import STATUSES
 from ..internal._io import cached, load_cached, parameter_key, store_cached
 from ..internal._progress import announce
 from ..internal._warnings import warnings_named
 from ..model._gates import shared_gates_from_logits
 from ..model._task import Task, assumptions_silenced, quiet_task
 from ..trained._train import _parameters, load_run, train
-
-_TIMING_KEYS = ("wall_s", "first_chunk_s_including_compile")
 
 task_of = (
     quiet_task  # figures choose settings outside the theorems' assumptions on purpose
@@ -53,28 +51,8 @@ def _flow_params(
 
 
 def _flow_result(run, trajectories: bool) -> dict:
-    """What `flow_runs` keeps of a `FlowRun`."""
-    ps, out = run.per_seed, run.to_dict()
-    res = {
-        "selected": ps.selected,
-        "key_offsets": ps.key_offsets,
-        "value_offsets": ps.value_offsets,
-        "t_final": ps.t_final,
-        "status": [STATUSES[s] for s in np.asarray(ps.status)],
-        "final_biases": ps.final["biases"],
-        "final_loss": ps.final["loss"],
-        "summary": {k: v for k, v in out["summary"].items() if k not in _TIMING_KEYS},
-        "sample": out["sample"],
-    }
-    if trajectories:
-        res.update(
-            t=ps.t,
-            mass=ps.mass,
-            static_offsets=ps.static_offsets,
-            avg_offsets=ps.avg_offsets,
-            loss=ps.loss,
-        )
-    return res
+    """What `flow_runs` caches of a `FlowRun`: its `FlowOutcomes` as a dict."""
+    return FlowOutcomes.of(run, trajectories).to_dict()
 
 
 def flow_runs(
@@ -85,7 +63,7 @@ def flow_runs(
     *,
     seed: int = 0,
     trajectories: bool = False,
-) -> dict:
+) -> FlowOutcomes:
     """Per-seed outcomes of `run_flow` (and trajectories if asked), cached by every parameter."""
 
     def compute():
@@ -95,8 +73,10 @@ def flow_runs(
             run = run_flow(task, config, seeds, seed=seed)
         return _flow_result(run, trajectories)
 
-    return cached(
-        cache_dir, _flow_params(task, config, seeds, seed, trajectories), compute
+    return FlowOutcomes.from_dict(
+        cached(
+            cache_dir, _flow_params(task, config, seeds, seed, trajectories), compute
+        )
     )
 
 
@@ -133,7 +113,7 @@ def trained_run(
 
 def flow_runs_together(
     task: Task, configs, seeds, cache_dir, *, seed: int = 0
-) -> list[dict]:
+) -> list[FlowOutcomes]:
     """`flow_runs` of several reduced-flow configurations of one task: the ones not cached yet
     run together, one batch per compiled program (`run_flow_variants`, the same numbers bit for
     bit), each cached under its own `flow_runs` key.
@@ -141,7 +121,7 @@ def flow_runs_together(
     **Arguments:** `seeds`: one count for all configurations or one per configuration; the rest
     as in `flow_runs`.
 
-    **Returns:** the `flow_runs` dicts, in the order of `configs`.
+    **Returns:** the `flow_runs` outcomes, in the order of `configs`.
     """
     configs = list(configs)
     counts = [seeds] * len(configs) if np.ndim(seeds) == 0 else list(seeds)
@@ -160,12 +140,12 @@ def flow_runs_together(
             )
         for i, run in zip(todo, runs):
             found[i] = store_cached(cache_dir, params[i], _flow_result(run, False))
-    return found
+    return [FlowOutcomes.from_dict(f) for f in found]
 
 
 def padded_flow_runs(
     tasks, config: FlowConfig, seeds: int, cache_dir, *, seed: int = 0
-) -> list[dict]:
+) -> list[FlowOutcomes]:
     """`flow_runs` of approximate-geometry tasks equal but for d: the ones not cached yet run
     together in one compiled program (`run_flows`, the same runs up to rounding), each cached
     under its own `flow_runs` key."""
@@ -183,7 +163,7 @@ def padded_flow_runs(
             runs = run_flows([tasks[i] for i in todo], config, seeds, seed=seed)
         for i, run in zip(todo, runs):
             found[i] = store_cached(cache_dir, params[i], _flow_result(run, False))
-    return found
+    return [FlowOutcomes.from_dict(f) for f in found]
 
 
 def oracle_point(
@@ -236,9 +216,9 @@ def reduced_config(quick: bool, **changes) -> tuple[FlowConfig, int]:
     return FlowConfig(**{**params, **changes}), (16 if quick else 256)
 
 
-def converged_gates(run: dict, seed_index: int):
+def converged_gates(run: FlowOutcomes, seed_index: int):
     """The shared gates of seed `seed_index` at the end of a reduced flow."""
-    return shared_gates_from_logits(jnp.asarray(run["final_biases"][seed_index]))
+    return shared_gates_from_logits(jnp.asarray(run.final_biases[seed_index]))
 
 
 def last_finite(a) -> np.ndarray:

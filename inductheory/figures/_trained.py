@@ -279,9 +279,9 @@ def theorem_flow(rung: Rung, seeds: int, cache_dir, *, seed: int = 0) -> dict:
     return {
         "t_max": t.steps * t.lr,
         "delta": 1 - SELECTED_MASS,
-        "key_offsets": np.asarray(flow["key_offsets"]).tolist(),
-        "value_offsets": np.asarray(flow["value_offsets"]).tolist(),
-        "status": list(flow["status"]),
+        "key_offsets": np.asarray(flow.key_offsets).tolist(),
+        "value_offsets": np.asarray(flow.value_offsets).tolist(),
+        "status": list(flow.status),
     }
 
 

@@ -149,14 +149,14 @@ def compute(quick: bool, cache_dir) -> dict:
         o_max, o_mean = coherence(oracle_geometry.embeddings, task.kappa)
         f_max, f_mean = coherence(flow_geometry.embeddings, task.kappa)
         assert math.isclose(o_max, point.eps, rel_tol=1e-5), (o_max, point.eps)
-        assert math.isclose(f_max, flow["sample"]["eps_realized"], rel_tol=1e-5), (
+        assert math.isclose(f_max, flow.sample["eps_realized"], rel_tol=1e-5), (
             f_max,
-            flow["sample"]["eps_realized"],
+            flow.sample["eps_realized"],
         )
-        status = np.asarray(flow["status"])
+        status = np.asarray(flow.status)
         keys, values = (
-            np.asarray(flow["key_offsets"]),
-            np.asarray(flow["value_offsets"]),
+            np.asarray(flow.key_offsets),
+            np.asarray(flow.value_offsets),
         )
         flow_hard = (status == "selected") & value_follows_key(keys, values)
         records = point.contexts
@@ -170,7 +170,7 @@ def compute(quick: bool, cache_dir) -> dict:
                 "oracle_hard": _share([r.hard_selection for r in records]),
                 "oracle_hard_distinct": _share([r.distinct_heads for r in records]),
                 "flow_hard": _share(flow_hard),
-                "flow_statuses": flow["status"],
+                "flow_statuses": flow.status,
             }
         )
 

@@ -26,7 +26,7 @@ def _learned(task, config, seeds, cache_dir) -> dict:
     """Per-phase accuracy and loss of every converged seed, the selections, and one rotation
     sweep."""
     run = _runs.flow_runs(task, config, seeds, cache_dir)
-    ok = [i for i, s in enumerate(run["status"]) if s == "selected"]
+    ok = [i for i, s in enumerate(run.status) if s == "selected"]
     acc = np.array(
         [np.asarray(phase_accuracy(task, _runs.converged_gates(run, i))) for i in ok]
     )
@@ -34,8 +34,8 @@ def _learned(task, config, seeds, cache_dir) -> dict:
         [np.asarray(phase_losses(task, _runs.converged_gates(run, i))) for i in ok]
     )
     keys, values = (
-        np.asarray(run["key_offsets"])[ok],
-        np.asarray(run["value_offsets"])[ok],
+        np.asarray(run.key_offsets)[ok],
+        np.asarray(run.value_offsets)[ok],
     )
     pairs: dict[str, int] = {}
     for k, v in zip(keys, values):
@@ -49,7 +49,7 @@ def _learned(task, config, seeds, cache_dir) -> dict:
     return {
         "W": task.W,
         "converged": len(ok),
-        "status_counts": {s: run["status"].count(s) for s in set(run["status"])},
+        "status_counts": {s: run.status.count(s) for s in set(run.status)},
         "pairs": dict(sorted(pairs.items(), key=lambda kv: -kv[1])),
         "value_is_key_plus_one": float(np.mean(values == keys + 1)),
         "accuracy_mean": acc.mean(0).tolist(),

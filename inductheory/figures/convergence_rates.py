@@ -219,11 +219,11 @@ def compute(quick: bool, cache_dir) -> dict:
         run = _runs.flow_runs(
             task, _tail_config(quick, rho), seeds, cache_dir, trajectories=True
         )
-        t, mass = np.asarray(run["t"], float), np.asarray(run["mass"], float)
+        t, mass = np.asarray(run.t, float), np.asarray(run.mass, float)
         for i in range(seeds):
-            keys = np.asarray(run["key_offsets"][i])
-            if run["status"][i] != "selected":
-                tails.append({"rho": rho, "seed": i, "status": run["status"][i]})
+            keys = np.asarray(run.key_offsets[i])
+            if run.status[i] != "selected":
+                tails.append({"rho": rho, "seed": i, "status": run.status[i]})
                 continue
             y = _rates.unselected_mass(mass[i], keys)
             slope, _ = _rates.fit_decay_exponent(
@@ -245,7 +245,7 @@ def compute(quick: bool, cache_dir) -> dict:
                     "exponent": slope,
                     "C_predicted": C,
                     "t_times_unselected_last": float(t[i][last] * y[last]),
-                    "t_final": float(run["t_final"][i]),
+                    "t_final": float(run.t_final[i]),
                     "rho_eff": float(breaking[0]),
                     "escape_measured": _first_crossing(t[i], breaking, 1.0),
                     "escape_predicted": float(_rates.escape_time(task, breaking[0])),
@@ -256,12 +256,12 @@ def compute(quick: bool, cache_dir) -> dict:
     by_delta, times = [], []
     for delta in deltas:
         run = _runs.flow_runs(task, _delta_config(delta), d_seeds, cache_dir)
-        ok = np.asarray(run["status"]) == "selected"
-        tf = np.asarray(run["t_final"], float)[ok]
+        ok = np.asarray(run.status) == "selected"
+        tf = np.asarray(run.t_final, float)[ok]
         C = np.array(
             [
                 _rates.tail_coefficients(task, k).max()
-                for k in np.asarray(run["key_offsets"])[ok]
+                for k in np.asarray(run.key_offsets)[ok]
             ]
         )
         times.append(tf)

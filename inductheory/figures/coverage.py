@@ -32,16 +32,16 @@ def compute(quick: bool, cache_dir) -> dict:
             {
                 "H": H,
                 "S": S,
-                "distinct_fraction": run["summary"]["distinct_fraction"],
+                "distinct_fraction": run.summary["distinct_fraction"],
                 "baseline": independent_distinct_baseline(H, S),
-                "selected_fraction": run["summary"]["selected_fraction"],
+                "selected_fraction": run.summary["selected_fraction"],
             }
         )
     rhos = [1e-3, 1e-1] if quick else [1e-4, 1e-3, 1e-2, 1e-1, 0.5]
     kappas = [0.5, 1.0, 2.0] if quick else [0.25, 0.5, 1.0, 2.0, 4.0]
 
     def times(task, cfg):
-        t = np.asarray(_runs.flow_runs(task, cfg, seeds, cache_dir)["t_final"], float)
+        t = np.asarray(_runs.flow_runs(task, cfg, seeds, cache_dir).t_final, float)
         return {
             "median": float(np.median(t)),
             "q25": float(np.quantile(t, 0.25)),

@@ -53,8 +53,8 @@ def compute(quick: bool, cache_dir) -> dict:
     task, config, seeds = _runs.theorem2_setups(quick)[1]
     r = _runs.flow_runs(task, config, seeds, cache_dir, trajectories=True)
     static, avg = (
-        np.asarray(r["static_offsets"], float),
-        np.asarray(r["avg_offsets"], float),
+        np.asarray(r.static_offsets, float),
+        np.asarray(r.avg_offsets, float),
     )
     difference = float(np.nanmax(np.abs(static - avg)))
     a_task, a_config, a_seeds = _approximate_setup(quick)
@@ -62,25 +62,24 @@ def compute(quick: bool, cache_dir) -> dict:
     a_difference = float(
         np.nanmax(
             np.abs(
-                np.asarray(ra["static_offsets"], float)
-                - np.asarray(ra["avg_offsets"], float)
+                np.asarray(ra.static_offsets, float) - np.asarray(ra.avg_offsets, float)
             )
         )
     )
     approximate = {
-        "t": ra["t"],
-        "static": ra["static_offsets"],
-        "avg": ra["avg_offsets"],
+        "t": ra.t,
+        "static": ra.static_offsets,
+        "avg": ra.avg_offsets,
         "N": a_task.N,
         "d": a_task.d,
-        "eps": ra["sample"]["eps_realized"],
-        "status": ra["status"],
+        "eps": ra.sample["eps_realized"],
+        "status": ra.status,
         "max_static_avg_difference": a_difference,
     }
     return {
-        "t": r["t"],
-        "static": r["static_offsets"],
-        "avg": r["avg_offsets"],
+        "t": r.t,
+        "static": r.static_offsets,
+        "avg": r.avg_offsets,
         "S": task.S,
         "max_static_avg_difference": difference,
         "approximate": approximate,

@@ -326,7 +326,7 @@ def _points(task, run):
     vertex): distinct points with their seed counts."""
     pts = [
         mean_and_worst(task, _runs.converged_gates(run, i))
-        for i in range(len(run["final_biases"]))
+        for i in range(len(run.final_biases))
     ]
     rounded = {}
     for m, w in pts:

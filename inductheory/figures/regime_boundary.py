@@ -67,7 +67,7 @@ def flow_bracket(
 
     def ok(N: int) -> bool:
         run = _runs.flow_runs(task_of(N=N, beta=beta), config, seeds, cache_dir)
-        sel = np.asarray(run["selected"])
+        sel = np.asarray(run.selected)
         hard = np.all(sel >= 0, axis=1)
         distinct = hard & np.array([len(set(row)) == len(row) for row in sel.tolist()])
         points[N] = {

@@ -3,42 +3,69 @@ offset per head."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 from matplotlib.lines import Line2D
 
+from ..internal._records import Record
 from ..model._gates import value_follows_key
 from . import _runs, _style
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import compact, median_interval, share_text, span_text
 
 BRANCHES = ("key", "value")
 
 
-def claim(data: dict) -> str:
+@dataclasses.dataclass(frozen=True)
+class FlowTrajectories(Record):
+    """One flow's seeds: the task and flow configuration (their `to_dict()`), the sample size
+    `M` (None for the reduced flow), and per seed the save times `t` (seeds, T), gate mass
+    `mass` (seeds, T, H, 2, S), selected `key_offsets` and `value_offsets` (seeds, H), the time
+    `t_final` and `status` of the end, and the loss along the flow `loss` (seeds, T)."""
+
+    task: dict[str, Any]
+    config: dict[str, Any]
+    M: int | None
+    t: Any
+    mass: Any
+    key_offsets: Any
+    value_offsets: Any
+    t_final: Any
+    status: list[str]
+    loss: Any
+
+    @property
+    def selected_count(self) -> int:
+        """Seeds that reached delta-selection."""
+        return int(np.sum(np.asarray(self.status) == "selected"))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Theorem2Data(FigureData):
+    """The reduced and the full flow's trajectories, by label (`"reduced"`, `"full"`)."""
+
+    runs: dict[str, FlowTrajectories]
+
+
+def claim(data: Theorem2Data) -> str:
     """The claim, every measured number (seeds, selections, times) from `data`."""
-    reduced, full = data["runs"]["reduced"], data["runs"]["full"]
-    task, config = reduced["task"], reduced["config"]
-    t = np.concatenate([reduced["t_final"], full["t_final"]])
-    selected = [
-        share_text(int(np.sum(np.asarray(r["status"]) == "selected")), len(r["status"]))
-        for r in (reduced, full)
-    ]
-    every = share_text(
-        sum(
-            int(np.sum(np.asarray(r["status"]) == "selected")) for r in (reduced, full)
-        ),
-        t.size,
-    )
-    panels = min(3, len(reduced["status"]), len(full["status"]))
+    reduced, full = data.runs["reduced"], data.runs["full"]
+    task, config = reduced.task, reduced.config
+    t = np.concatenate([reduced.t_final, full.t_final])
+    selected = [share_text(r.selected_count, len(r.status)) for r in (reduced, full)]
+    every = share_text(sum(r.selected_count for r in (reduced, full)), t.size)
+    panels = min(3, len(reduced.status), len(full.status))
     return (
         "Theorem 2 (docs/theory.md §7), checked numerically, not proved, at one setting: "
         f"L={task['L']}, S={task['S']}, H={task['H']}, beta={compact(task['beta'])}, "
         f"gamma={compact(task['gamma'])}, kappa={compact(task['kappa'])}, exact geometry, "
         f"ball-uniform init of radius rho={compact(config['rho'])}, "
         f"delta={compact(config['delta'])}. The reduced flow (exact on span(m), "
-        f"N={task['N']}; {len(reduced['status'])} seeds) and the full d-dimensional flow on "
-        f"a balanced sample (N={full['task']['N']}, M={full['M']} contexts; "
-        f"{len(full['status'])} seeds) both reach delta-selection in every seed (reduced "
+        f"N={task['N']}; {len(reduced.status)} seeds) and the full d-dimensional flow on "
+        f"a balanced sample (N={full.task['N']}, M={full.M} contexts; "
+        f"{len(full.status)} seeds) both reach delta-selection in every seed (reduced "
         f"{selected[0]} and full {selected[1]}, Wilson 95% intervals): every head ends with "
         "key mass >= 1-delta on one offset r and value mass >= 1-delta on r+1, with the "
         "same gates for every window (exactly for the reduced flow; up to small differences "
@@ -50,51 +77,43 @@ def claim(data: dict) -> str:
     )
 
 
-def compute(quick: bool, cache_dir) -> dict:
+def compute(quick: bool, cache_dir) -> Theorem2Data:
     runs = {}
     for label, (task, config, seeds) in zip(
         ("reduced", "full"), _runs.theorem2_setups(quick)
     ):
         r = _runs.flow_runs(task, config, seeds, cache_dir, trajectories=True)
-        runs[label] = {
-            "task": task.to_dict(),
-            "config": config.to_dict(),
-            "M": r["sample"].get("M"),
-            **{
-                k: r[k]
-                for k in (
-                    "t",
-                    "mass",
-                    "key_offsets",
-                    "value_offsets",
-                    "t_final",
-                    "status",
-                    "loss",
-                )
-            },
-        }
-    selected = {
-        k: int(np.sum(np.asarray(v["status"]) == "selected")) for k, v in runs.items()
-    }
-    return {
-        "runs": runs,
-        "parameters": {
-            k: f"L={v['task']['L']} S={v['task']['S']} H={v['task']['H']} N={v['task']['N']} "
-            f"beta={v['task']['beta']} rho={v['config']['rho']} delta={v['config']['delta']}"
-            + (f" M={v['M']}" if v["M"] else "")
+        runs[label] = FlowTrajectories(
+            task=task.to_dict(),
+            config=config.to_dict(),
+            M=r.sample.get("M"),
+            t=r.t,
+            mass=r.mass,
+            key_offsets=r.key_offsets,
+            value_offsets=r.value_offsets,
+            t_final=r.t_final,
+            status=r.status,
+            loss=r.loss,
+        )
+    return Theorem2Data(
+        runs=runs,
+        parameters={
+            k: f"L={v.task['L']} S={v.task['S']} H={v.task['H']} N={v.task['N']} "
+            f"beta={v.task['beta']} rho={v.config['rho']} delta={v.config['delta']}"
+            + (f" M={v.M}" if v.M else "")
             for k, v in runs.items()
         },
-        "findings": "; ".join(
-            f"{k}: {selected[k]}/{len(runs[k]['status'])} seeds reached delta-selection with "
+        findings="; ".join(
+            f"{k}: {v.selected_count}/{len(v.status)} seeds reached delta-selection with "
             f"value offset = key offset + 1"
-            for k in runs
+            for k, v in runs.items()
         ),
-    }
+    )
 
 
-def draw(data: dict):
-    runs = data["runs"]
-    n_seeds = min(3, *(len(r["status"]) for r in runs.values()))
+def draw(data: Theorem2Data):
+    runs = data.runs
+    n_seeds = min(3, *(len(r.status) for r in runs.values()))
     fig, axes = _style.subplots(
         2 * len(runs),
         n_seeds,
@@ -106,8 +125,8 @@ def draw(data: dict):
     H = S = 0
     for row, (label, run) in enumerate(runs.items()):
         t, mass = (
-            np.asarray(run["t"], float),
-            np.asarray(run["mass"], float),
+            np.asarray(run.t, float),
+            np.asarray(run.mass, float),
         )  # (seeds, T), (seeds, T, H, 2, S)
         H, S = mass.shape[2], mass.shape[4]
         for s in range(n_seeds):
@@ -123,7 +142,7 @@ def draw(data: dict):
                             ls=_style.LINESTYLES[h % 4],
                         )
                 ax.set_xscale("log")
-                key, value = run["key_offsets"][s], run["value_offsets"][s]
+                key, value = run.key_offsets[s], run.value_offsets[s]
                 ax.set_title(
                     f"{label} flow, seed {s}: {branch} gates\nselected key r={key}, value r={value}"
                 )
@@ -152,25 +171,25 @@ def _median_text(t) -> str:
     return f"{m.median:.0f} [{m.low:.0f}, {m.high:.0f}] ({100 * m.coverage:.1f}%)"
 
 
-def tables(data: dict) -> list[MeasuredTable]:
+def tables(data: Theorem2Data) -> list[MeasuredTable]:
     """Per flow: the share of seeds that delta-selected with value = key + 1 (Wilson 95%), and
     each seed's selection and time to delta-selection."""
     summary, seeds = [], []
-    for label, run in data["runs"].items():
-        status = np.asarray(run["status"])
-        keys, values = np.asarray(run["key_offsets"]), np.asarray(run["value_offsets"])
+    for label, run in data.runs.items():
+        status = np.asarray(run.status)
+        keys, values = np.asarray(run.key_offsets), np.asarray(run.value_offsets)
         ok = (status == "selected") & value_follows_key(keys, values)
-        t = np.asarray(run["t_final"], float)
+        t = np.asarray(run.t_final, float)
         summary.append(
             [
                 label,
-                f"N={run['task']['N']}" + (f", M={run['M']}" if run["M"] else ""),
+                f"N={run.task['N']}" + (f", M={run.M}" if run.M else ""),
                 share_text(int(ok.sum()), ok.size),
                 _median_text(t),
             ]
         )
         seeds += [
-            [label, str(i), str(k), str(v), run["status"][i], f"{t[i]:.0f}"]
+            [label, str(i), str(k), str(v), run.status[i], f"{t[i]:.0f}"]
             for i, (k, v) in enumerate(zip(keys.tolist(), values.tolist()))
         ]
     return [
@@ -198,4 +217,5 @@ FIGURE = Figure(
     draw,
     cost=45,
     tables=tables,
+    data=Theorem2Data,
 )

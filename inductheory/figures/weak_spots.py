@@ -87,7 +87,7 @@ def compute(quick: bool, cache_dir) -> dict:
             {
                 "H": H,
                 "S": S,
-                "selected": run["selected"][:shown],
+                "selected": run.selected[:shown],
                 "accuracy": curves[:shown],
                 "gap": [float(phase_gap(jnp.asarray(c))) for c in curves],
             }
@@ -117,7 +117,7 @@ def compute(quick: bool, cache_dir) -> dict:
     return {
         "models": models,
         "rotation": rotation,
-        "rotation_selected": run["selected"][0],
+        "rotation_selected": run.selected[0],
         "knockout": knockout,
         "parameters": {
             "task": "L=8 N=4096 beta=4 gamma=1 kappa=1",

@@ -21,3 +21,6 @@ from ._paths import (
     enable_compilation_cache as enable_compilation_cache,
     user_cache_dir as user_cache_dir,
 )
+from ._records import (
+    Record as Record,
+)
