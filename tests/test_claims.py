@@ -94,6 +94,6 @@ def test_a_claim_without_numbers_has_tables_that_change_with_the_data(name, fold
     assert figure.tables is not None
 
     def rendered(d):
-        return [t.markdown() for t in figure.tables(d)]
+        return [t.markdown() for t in figure.measured_tables(d)]
 
     assert rendered(perturbed(data, ints=False)) != rendered(data)

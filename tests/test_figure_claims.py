@@ -85,7 +85,7 @@ def test_every_measured_part_is_tables_or_a_short_line(name, folder):
             "figure tables(data)"
         )
         return
-    tables = figure.tables(data)
+    tables = figure.measured_tables(data)
     assert tables and all(isinstance(t, MeasuredTable) for t in tables)
     for t in tables:
         assert t.rows, f"{name}: an empty table {t.caption!r}"
