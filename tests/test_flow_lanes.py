@@ -114,9 +114,9 @@ def test_flows_run_together_are_cached_as_flow_runs(tmp_path, monkeypatch):
     counts = [4, 2]
     together = _runs.flow_runs_together(task, configs, counts, tmp_path)
     alone = _flow_run.run_flow(task, configs[1], 2)
-    np.testing.assert_array_equal(together[1]["selected"], alone.per_seed.selected)
+    np.testing.assert_array_equal(together[1].selected, alone.per_seed.selected)
     np.testing.assert_allclose(
-        together[1]["final_loss"], alone.per_seed.final["loss"], rtol=1e-10
+        together[1].final_loss, alone.per_seed.final["loss"], rtol=1e-10
     )
 
     def refuse(*a, **k):
