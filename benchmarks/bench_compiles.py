@@ -14,7 +14,7 @@ of them the persistent cache served (`hits`), the tracing and compiling CPU seco
 every process. The numbers come from the figures' worker processes (`_reproduce._make`).
 
     python benchmarks/bench_compiles.py --quick
-    python benchmarks/bench_compiles.py --quick --only weak_spots,knockout --jobs 1
+    python benchmarks/bench_compiles.py --quick --only weak_spots,coverage --jobs 1
 
 Progress goes to `<work>/cold.log` and `<work>/warm.log`; the table to stdout (`--json FILE`
 also writes it as JSON). On a machine shared with other jobs the seconds vary from run to run;
@@ -23,54 +23,11 @@ the counts do not.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import resource
 import shutil
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def run(work: Path, label: str, args) -> dict:
-    """One `reproduce --json` run into `work/out-<label>`; its figures' data and its totals."""
-    env = {
-        **os.environ,
-        "XDG_CACHE_HOME": str(work / "xdg"),
-        "PYTHONPATH": str(ROOT),
-        "INDUCTHEORY_CACHE_DIR": str(work / "cache"),
-    }
-    command = [sys.executable, "-m", "inductheory", "reproduce", "--json"]
-    command += ["--out", str(work / f"out-{label}")]
-    if args.quick:
-        command.append("--quick")
-    if args.only:
-        command += ["--only", args.only]
-    if args.jobs:
-        command += ["--jobs", str(args.jobs)]
-    cpu, wall = children_cpu(), time.perf_counter()
-    with open(work / f"{label}.log", "w") as log:
-        done = subprocess.run(
-            command, env=env, stdout=subprocess.PIPE, stderr=log, text=True
-        )
-    wall, cpu = time.perf_counter() - wall, children_cpu() - cpu
-    if done.returncode != 0:
-        raise SystemExit(
-            f"{label} run failed (exit {done.returncode}); see {work / label}.log"
-        )
-    result = {"figures": json.loads(done.stdout), "wall_s": wall, "cpu_s": cpu}
-    (work / f"{label}.json").write_text(json.dumps(result, indent=1))
-    return result
+from _reproduce_runs import empty_work, parser, run_reproduce
 
 
 def table(cold: dict, warm: dict) -> list[str]:
@@ -109,33 +66,20 @@ def table(cold: dict, warm: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="reproduce --quick")
-    parser.add_argument("--only", default=None, help="comma-separated figure names")
-    parser.add_argument("--jobs", type=int, default=None, help="reproduce --jobs")
-    parser.add_argument(
+    p = parser(__doc__)
+    p.add_argument(
         "--drop-programs",
         action="store_true",
         help="remove the program store before the warm run (only jax's cache stays warm)",
     )
-    parser.add_argument(
-        "--work", type=Path, default=None, help="folder for caches and outputs (kept)"
-    )
-    parser.add_argument(
-        "--json", type=Path, default=None, help="also write the table here"
-    )
-    args = parser.parse_args(argv)
-
-    work = args.work or Path(tempfile.mkdtemp(prefix="bench-compiles-"))
-    if work.exists() and any(work.iterdir()):
-        parser.error(f"--work {work} is not empty; the first run must start cold")
-    work.mkdir(parents=True, exist_ok=True)
-    cold = run(work, "cold", args)
+    args = p.parse_args(argv)
+    work = empty_work(p, args, "bench-compiles-")
+    cold = run_reproduce(work, "cold", args)
     # an empty figure cache again; the compiled programs stay
     shutil.rmtree(work / "cache" / "reproduce", ignore_errors=True)
     if args.drop_programs:
         shutil.rmtree(work / "cache" / "programs", ignore_errors=True)
-    warm = run(work, "warm", args)
+    warm = run_reproduce(work, "warm", args)
     print("\n".join(table(cold, warm)))
     if args.json is not None:
         args.json.write_text(json.dumps({"cold": cold, "warm": warm}, indent=1))

@@ -10,77 +10,24 @@ one core.
     python benchmarks/bench_reproduce.py --quick
     python benchmarks/bench_reproduce.py --only weak_spots,coverage --jobs 2
 
-Progress goes to stderr as usual; the table to stdout (`--json FILE` also writes it as JSON).
+Progress goes to `<work>/run.log`; the table to stdout (`--json FILE` also writes it as JSON).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import resource
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+from _reproduce_runs import empty_work, parser, run_reproduce
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="reproduce --quick")
-    parser.add_argument("--only", default=None, help="comma-separated figure names")
-    parser.add_argument("--jobs", type=int, default=None, help="reproduce --jobs")
-    parser.add_argument(
-        "--work", type=Path, default=None, help="folder for caches and outputs (kept)"
-    )
-    parser.add_argument(
-        "--json", type=Path, default=None, help="also write the table here"
-    )
-    args = parser.parse_args(argv)
-
-    work = args.work or Path(tempfile.mkdtemp(prefix="bench-reproduce-"))
-    if work.exists() and any(work.iterdir()):
-        parser.error(
-            f"--work {work} is not empty; the run must start from empty caches"
-        )
-    work.mkdir(parents=True, exist_ok=True)
-    env = {
-        **os.environ,
-        "XDG_CACHE_HOME": str(work / "xdg"),
-        "PYTHONPATH": str(ROOT),
-        "INDUCTHEORY_CACHE_DIR": str(work / "cache"),
-    }
-    command = [
-        sys.executable,
-        str(ROOT / "_inductheory_entry.py"),
-        "reproduce",
-        "--json",
-        "--out",
-        str(work / "out"),
-        "--cache",
-        str(work / "cache"),
-    ]
-    command += ["--quick"] * args.quick
-    command += ["--only", args.only] if args.only else []
-    command += ["--jobs", str(args.jobs)] if args.jobs else []
-    cpu0, start = children_cpu(), time.perf_counter()
-    done = subprocess.run(
-        command, env=env, stdout=subprocess.PIPE, text=True, check=False
-    )
-    wall, cpu = time.perf_counter() - start, children_cpu() - cpu0
-    if done.returncode != 0:
-        print(done.stdout)
-        print(f"reproduce failed (exit {done.returncode})", file=sys.stderr)
-        return done.returncode
-    figures = json.loads(done.stdout)
+    p = parser(__doc__)
+    args = p.parse_args(argv)
+    work = empty_work(p, args, "bench-reproduce-")
+    run = run_reproduce(work, "run", args)
+    wall, cpu = run["wall_s"], run["cpu_s"]
+    figures = run["figures"]
     rows = [
         (name, d["wall_s"], d["cpu_s"], d["compile_s"], d.get("compiles") or 0)
         for name, d in sorted(figures.items(), key=lambda kv: -kv[1]["cpu_s"])

@@ -134,6 +134,10 @@ def _select(only: list[str] | None) -> list[Figure]:
     return [f for name, f in FIGURES.items() if name in only]
 
 
+# What `_make` adds to a figure's data: the run's own measurements, not the figure's numbers.
+RUN_KEYS = ("wall_s", "cpu_s", "compile_s", "compiles", "cache_hits")
+
+
 def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> dict:
     """Compute, store and draw one figure; returns its data with the time it took (`wall_s`,
     `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds;
@@ -156,7 +160,7 @@ def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> dict:
     _draw_and_save(f, record, out)
     data = dict(data)
     spent = clock.spent()
-    data.update(
+    data.update(  # the keys of RUN_KEYS
         wall_s=round(spent.wall_s, 3),
         cpu_s=round(spent.cpu_s, 3),
         compile_s=round(spent.compile_s, 3),
@@ -776,7 +780,12 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
     )
     # rendered from the data as stored (keys sorted), so that a fresh run, a run from the cache and
     # a redraw of data/*.json write the same README
-    stored = {k: json.loads(to_json(v, sort_keys=True)) for k, v in results.items()}
+    stored = {
+        k: json.loads(
+            to_json({n: x for n, x in v.items() if n not in RUN_KEYS}, sort_keys=True)
+        )
+        for k, v in results.items()
+    }
     text = readme(stored, quick, cmd, kept)
     if (
         not path.exists() or path.read_text() != text
