@@ -109,6 +109,19 @@ def test_effective_offsets_and_peak_against_numpy():
     assert a.per_head("sharp").tolist() == (_entropy_number(p) <= 1.5).tolist()
 
 
+def test_heads_and_coverage_are_records_that_round_trip_through_json():
+    from inductheory.experiments._gate_files import GateCoverage, GateHead
+
+    logits = np.zeros((2, 3, 8))
+    logits[..., 1] = 20.0
+    a = it.analyze_gates(logits, stride=4)
+    for h in a.heads:
+        back = GateHead.from_dict(json.loads(json.dumps(h.to_dict())))
+        assert back == h and isinstance(back.index, tuple)
+    coverage = GateCoverage.from_dict(json.loads(json.dumps(a.to_dict()["coverage"])))
+    assert coverage == a.coverage and coverage.covered_phases == list(a.covered_phases)
+
+
 def test_logits_and_probabilities_give_the_same_analysis():
     rng = np.random.default_rng(1)
     logits = 5 * rng.normal(size=(2, 3, 8))

@@ -2,6 +2,7 @@
 contexts."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -145,17 +146,17 @@ def test_a_tiny_ladder_measures_every_rung_on_held_out_contexts(tiny):
     assert every.shape == (2, TASK.S) and within.shape == (2, TASK.S - 1)
     np.testing.assert_allclose(every[:, :-1], within, rtol=1e-12)
     s = rung_summary(theorem)
-    assert s["selected"]["n"] == 2 * TASK.H * 2 and s["value_follows_key"]["n"] == 4
-    assert s["distinct"]["n"] == 2 and s["distinct_baseline"] == pytest.approx(0.5)
+    assert s.selected.n == 2 * TASK.H * 2 and s.value_follows_key.n == 4
+    assert s.distinct.n == 2 and s.distinct_baseline == pytest.approx(0.5)
     mass = np.asarray(theorem.measures.argmax_mass)
-    assert s["gate_mass"]["key"]["mean"] == pytest.approx(mass[..., 0].mean())
+    assert s.gate_mass.key.mean == pytest.approx(mass[..., 0].mean())
+    # the summary's dict form reads back as the same record
+    assert type(s).from_dict(json.loads(json.dumps(s.to_dict()))) == s
     assert all(1 / TASK.W - 1e-12 <= x <= 1 + 1e-12 for x in mass.ravel())
     assert theorem.cpu_s > 0 and tiny.seeds == 2
 
 
 def test_a_rung_result_round_trips_through_json(tiny):
-    import json
-
     r = tiny["alone:layers"]
     back = RungResult.from_dict(json.loads(json.dumps(r.to_dict())), r.rung)
     assert rung_summary(back) == rung_summary(r)

@@ -193,15 +193,15 @@ def test_row_summary_boundary_and_within_phases():
         fake, measures=dataclasses.replace(fake.measures, correct=correct)
     )
     s = fig.row_summary(pm.REFERENCE, r, period)
-    assert s["boundary_phases"] == [7, 15, 23]
-    assert s["boundary_phase"]["mean"] == 0
-    assert s["within_gap"]["mean"] == 0
-    assert s["gap"]["mean"] == 1
-    assert s["mean_accuracy"]["mean"] == pytest.approx(21 / 24)
+    assert s.boundary_phases == [7, 15, 23]
+    assert s.boundary_phase.mean == 0
+    assert s.within_gap.mean == 0
+    assert s.gap.mean == 1
+    assert s.mean_accuracy.mean == pytest.approx(21 / 24)
     full = fig.row_summary(
         dataclasses.replace(pm.REFERENCE, attention="full"), r, period
     )
-    assert "boundary_phase" not in full
+    assert full.boundary_phase is None and "boundary_phase" not in full.to_dict()
 
 
 @pytest.mark.parametrize(
@@ -214,18 +214,19 @@ def test_committed_data_agree_with_their_rows(folder, size):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    data = json.loads((root / folder / "data" / "paper_matrix.json").read_text())
-    assert sorted(data["rows"]) == sorted(r.name for r in size.matrix)
-    for name, r in data["rows"].items():
-        acc = np.asarray(r["phase_accuracy_per_seed"])
+    stored = json.loads((root / folder / "data" / "paper_matrix.json").read_text())
+    data = fig.FIGURE.record(stored)
+    assert sorted(data.rows) == sorted(r.name for r in size.matrix)
+    for name, r in data.rows.items():
+        acc = np.asarray(r.phase_accuracy_per_seed)
         assert acc.shape == (size.seeds, size.task.period)
-        assert r["mean_accuracy"]["mean"] == pytest.approx(acc.mean())
-        assert r["worst_phase"]["mean"] == pytest.approx(acc.min(axis=1).mean())
-        assert r["gap"]["mean"] == pytest.approx(np.ptp(acc, axis=1).mean())
+        assert r.mean_accuracy.mean == pytest.approx(acc.mean())
+        assert r.worst_phase.mean == pytest.approx(acc.min(axis=1).mean())
+        assert r.gap.mean == pytest.approx(np.ptp(acc, axis=1).mean())
         # loss starts near ln N (the initialization's promise)
-        assert abs(r["initial_loss"] - np.log(size.task.N)) < 0.05, name
-    again = fig.analyze(data["rows"], size)
-    assert json.loads(json.dumps(again)) == data["analysis"]
+        assert abs(r.initial_loss - np.log(size.task.N)) < 0.05, name
+    again = fig.analyze(data.rows, size)
+    assert json.loads(json.dumps(again.to_dict())) == stored["analysis"]
     assert fig.tables(data)
     fig.draw(data)
 

@@ -382,18 +382,18 @@ def test_figure_summaries_on_a_hand_made_row():
     m = _mechanisms()
     g = fig.gate_summary(m, W=4)
     # 2 seeds x 2 layers x 2 KV heads, every key gate concentrated, value = key + 1
-    assert g["static_concentrated"]["k"] == g["static_concentrated"]["n"] == 8
-    assert g["value_follows_key"]["k"] == 8 and g["input_dependent"]["k"] == 0
-    assert g["covered_phases_per_seed"] == [2, 2]
+    assert g.static_concentrated.k == g.static_concentrated.n == 8
+    assert g.value_follows_key.k == 8 and g.input_dependent.k == 0
+    assert g.covered_phases_per_seed == [2, 2]
     k = fig.knockout_summary(m, S=4, kv_heads=2)
     # 2 seeds x 2 layers x 4 heads; the 8 of the last layer damage (0.5), all aligned
-    assert (k["heads"], k["damaging"]["k"], k["aligned"]["k"]) == (16, 8, 8)
-    assert k["spread_median"] == 1 and k["top_share_mean"] == 1.0
+    assert (k.heads, k.damaging.k, k.aligned.k) == (16, 8, 8)
+    assert k.spread_median == 1 and k.top_share_mean == 1.0
     # every phase has base accuracy 0.8, so chance is one in S = 4
-    assert k["chance"] == pytest.approx(0.25)
+    assert k.chance == pytest.approx(0.25)
     r = fig.rotation_summary(m.base_accuracy, m.rotated_accuracy, m.rotations, S=4)
     # a flat curve: R^2 undefined everywhere
-    assert r["undefined"] == 4
+    assert r.undefined == 4
     # a curve with structure that rotates exactly: R^2 = 1
     base = np.tile([0.9, 0.1, 0.5, 0.3, 0.9, 0.1, 0.5, 0.3], (2, 1))
     exact = dataclasses.replace(
@@ -404,7 +404,7 @@ def test_figure_summaries_on_a_hand_made_row():
     r = fig.rotation_summary(
         exact.base_accuracy, exact.rotated_accuracy, exact.rotations, S=4
     )
-    assert r["r_squared_range"] == pytest.approx([1.0, 1.0]) and r["undefined"] == 0
+    assert r.r_squared_range == pytest.approx([1.0, 1.0]) and r.undefined == 0
 
 
 def test_shift_r_squared_of_a_curve_flat_up_to_rounding_is_undefined():

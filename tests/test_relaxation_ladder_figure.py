@@ -83,7 +83,7 @@ def test_the_tables_and_the_drawing_come_from_the_data_alone():
     matplotlib.use("Agg")
     figure = FIGURES["relaxation_ladder"]
     data = committed("figures/quick")
-    tables = figure.tables(data)
+    tables = figure.measured_tables(data)
     assert [len(t.rows) for t in tables] == [len(data["rungs"])] * 2 + [1]
-    fig = figure.draw(data)
+    fig = figure.drawing(data)
     assert len(fig.axes) >= 6

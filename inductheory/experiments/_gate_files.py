@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import log_softmax
 
+from ..internal._records import Record
 from ..model._measures import effective_number, effective_offsets
 from ..model._positions import phase_classes
 
@@ -36,7 +37,7 @@ GATE_SUFFIXES = (".npz", ".npy", ".safetensors")
 
 
 @dataclasses.dataclass(frozen=True)
-class GateHead:
+class GateHead(Record):
     """One head of an analysed gate tensor.
 
     **Fields:**
@@ -63,11 +64,25 @@ class GateHead:
     sharp: bool
     phase: int | None
 
+    def __post_init__(self):
+        # read back from JSON, the index is a list
+        object.__setattr__(self, "index", tuple(self.index))
+
     def to_dict(self) -> dict:
         """The fields as a dict (`index` as a list)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        out["index"] = list(self.index)
-        return out
+        return super().to_dict() | {"index": list(self.index)}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GateCoverage(Record):
+    """The phases the sharp heads of a `GateAnalysis` answer: `covered_phases` (by at least
+    one sharp head), `uncovered_phases` (the others), `heads_per_phase` (sharp heads answering
+    each phase 0..S-1) and `boundary_phase` (S - 1)."""
+
+    covered_phases: list[int]
+    uncovered_phases: list[int]
+    heads_per_phase: list[int]
+    boundary_phase: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +140,16 @@ class GateAnalysis:
             out = np.asarray(values)
         return out.reshape(self.shapes[tensor])
 
+    @property
+    def coverage(self) -> GateCoverage:
+        """The phase coverage of the sharp heads, as a record."""
+        return GateCoverage(
+            covered_phases=list(self.covered_phases),
+            uncovered_phases=list(self.uncovered_phases),
+            heads_per_phase=list(self.heads_per_phase),
+            boundary_phase=self.boundary_phase,
+        )
+
     def to_dict(self) -> dict:
         """The JSON report: the settings, `heads` (each head's `to_dict()`), `tensors` (name
         and leading shape of each) and `coverage` (phases covered and uncovered, sharp heads
@@ -136,12 +161,7 @@ class GateAnalysis:
             "sharp_below": self.sharp_below,
             "tensors": [{"name": k, "shape": list(v)} for k, v in self.shapes.items()],
             "heads": [h.to_dict() for h in self.heads],
-            "coverage": {
-                "covered_phases": list(self.covered_phases),
-                "uncovered_phases": list(self.uncovered_phases),
-                "heads_per_phase": list(self.heads_per_phase),
-                "boundary_phase": self.boundary_phase,
-            },
+            "coverage": self.coverage.to_dict(),
         }
 
 
@@ -585,6 +605,7 @@ __all__ = [
     "load_paper_gates",
     "SHARP_BELOW",
     "GateAnalysis",
+    "GateCoverage",
     "GateHead",
     "analyze_gates",
     "checked_gate_array",

@@ -19,6 +19,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
+from ..internal._records import Record
 from ..model._contexts import sample_contexts
 from ..model._gates import distinct_within_blocks
 from ..model._task import (
@@ -32,6 +33,7 @@ from ..trained._config import ModelConfig, TrainConfig
 from ..trained._measures import ModelMeasures, measure
 from ..trained._train import HELD_OUT_STREAM, TrainRun, seed_model, train
 from ._flows import independent_distinct_baseline
+from ._measured import Count, Spread
 
 # The switches in the ladder's order; each is applied by `_apply` to (task, model, training).
 SWITCHES = (
@@ -252,7 +254,7 @@ class RungResult:
     cpu_s: float
     wall_s: float
 
-    def summary(self) -> dict:
+    def summary(self) -> RungSummary:
         """The rung's measures over seeds and heads (`rung_summary`)."""
         return rung_summary(self)
 
@@ -310,7 +312,7 @@ class LadderResult:
                 return r
         raise KeyError(name)
 
-    def summaries(self) -> list[dict]:
+    def summaries(self) -> list[RungSummary]:
         """`rung_summary` of every rung."""
         return [r.summary() for r in self.rungs]
 
@@ -371,7 +373,7 @@ def run_ladder(rungs, seeds: int, *, seed: int = 0, runner=None) -> LadderResult
 
     ```python
     result = run_ladder(ladder_rungs(task, steps=200), 32)
-    result["alone:adam"].summary()["value_follows_key"]
+    result["alone:adam"].summary().value_follows_key
     ```
     """
     seeds = _require_int("seeds", seeds, 1)
@@ -385,27 +387,87 @@ def run_ladder(rungs, seeds: int, *, seed: int = 0, runner=None) -> LadderResult
     )
 
 
-def _spread(x) -> dict:
-    """Mean, standard deviation, quartiles and range of the values of `x`."""
-    x = np.asarray(x, float).ravel()
-    q25, q50, q75 = np.percentile(x, [25, 50, 75])
-    return dict(
-        mean=float(x.mean()),
-        sd=float(x.std()),
-        min=float(x.min()),
-        q25=float(q25),
-        median=float(q50),
-        q75=float(q75),
-        max=float(x.max()),
-    )
+@dataclasses.dataclass(frozen=True)
+class KeyValue(Record):
+    """One measure of the key and of the value gates (a `Spread` each)."""
+
+    key: Spread
+    value: Spread
+
+    @classmethod
+    def of(cls, x) -> KeyValue:
+        """The spreads of `x` (..., 2): branch 0 the keys, branch 1 the values."""
+        x = np.asarray(x)
+        return cls(key=Spread.of(x[..., 0]), value=Spread.of(x[..., 1]))
 
 
-def _count(flags) -> dict:
-    flags = np.asarray(flags, bool).ravel()
-    return dict(k=int(flags.sum()), n=int(flags.size))
+@dataclasses.dataclass(frozen=True)
+class RungSeeds(Record):
+    """A rung's per-seed values (lists with a leading seed axis), kept for intervals over
+    seeds: `key_offsets`, `value_offsets` (seeds, H); `phase_accuracy` (seeds, phases);
+    `phase_gap`, `mean_accuracy`, `loss`; with all queries `boundary_accuracy` (phase S-1),
+    `all_mean_accuracy`, `all_phase_gap`; `static_offsets`, `avg_offsets` (seeds, H, 2)."""
+
+    key_offsets: list
+    value_offsets: list
+    phase_accuracy: list
+    phase_gap: list
+    mean_accuracy: list
+    loss: list
+    boundary_accuracy: list
+    all_mean_accuracy: list
+    all_phase_gap: list
+    static_offsets: list
+    avg_offsets: list
 
 
-def rung_summary(result: RungResult) -> dict:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RungSummary(Record):
+    """The ladder's measures of one rung over its seeds (`rung_summary`).
+
+    **Fields:**
+    - `name`, `label`, `kind`, `switches`: the rung's; `seeds`, `heads` (H), `W`; `cpu_s`,
+      `wall_s`: its training and measuring time.
+    - Gate measures, pooling heads and seeds: `gate_mass` (the mean gate's mass on its argmax
+      offset), `static_offsets`, `avg_offsets` (`KeyValue` spreads); `selected` (branches with
+      mass >= `SELECTED_MASS`), `value_follows_key` (heads), `input_dependent` (branches with
+      static - avg >= `INPUT_DEPENDENT`) as `Count`s.
+    - Per seed: `distinct` (heads' key offsets pairwise distinct) against
+      `distinct_baseline` (`independent_distinct_baseline`), `phase_uniform` (gap <=
+      `PHASE_UNIFORM`) and `all_phase_uniform` (the same with all queries), as `Count`s.
+    - Means over seeds: `phase_accuracy_mean` (phases,), `phase_gap_mean`, `mean_accuracy`,
+      `loss`, `boundary_accuracy`.
+    - `per_seed`: the per-seed values (`RungSeeds`).
+    """
+
+    name: str
+    label: str
+    kind: str
+    switches: list[str]
+    seeds: int
+    heads: int
+    W: int
+    cpu_s: float
+    wall_s: float
+    gate_mass: KeyValue
+    selected: Count
+    value_follows_key: Count
+    static_offsets: KeyValue
+    avg_offsets: KeyValue
+    input_dependent: Count
+    distinct: Count
+    distinct_baseline: float
+    per_seed: RungSeeds
+    phase_uniform: Count
+    all_phase_uniform: Count
+    phase_accuracy_mean: list[float]
+    phase_gap_mean: float
+    mean_accuracy: float
+    loss: float
+    boundary_accuracy: float
+
+
+def rung_summary(result: RungResult) -> RungSummary:
     """The ladder's measures of one rung, over its seeds (and heads), as counts and spreads;
     per-seed values kept for intervals over seeds.
 
@@ -421,7 +483,7 @@ def rung_summary(result: RungResult) -> dict:
     **Arguments:**
     - `result`: a `RungResult`.
 
-    **Returns:** a JSON-able dict.
+    **Returns:** a `RungSummary` (`to_dict()` for its JSON-able form).
     """
     m, b, rung = result.measures, result.boundary, result.rung
     task = rung.task
@@ -430,7 +492,7 @@ def rung_summary(result: RungResult) -> dict:
     keys = np.asarray(m.key_offsets)
     distinct = np.asarray(distinct_within_blocks(keys[..., None]))
     gap = np.asarray(m.phase_gap)
-    return dict(
+    return RungSummary(
         name=rung.name,
         label=rung.label,
         kind=rung.kind,
@@ -440,20 +502,17 @@ def rung_summary(result: RungResult) -> dict:
         W=task.W,
         cpu_s=result.cpu_s,
         wall_s=result.wall_s,
-        gate_mass={"key": _spread(mass[..., 0]), "value": _spread(mass[..., 1])},
-        selected=_count(mass >= SELECTED_MASS),
-        value_follows_key=_count(m.value_follows_key),
-        static_offsets={
-            "key": _spread(static[..., 0]),
-            "value": _spread(static[..., 1]),
-        },
-        avg_offsets={"key": _spread(avg[..., 0]), "value": _spread(avg[..., 1])},
-        input_dependent=_count(static - avg >= INPUT_DEPENDENT),
-        distinct=_count(distinct),
+        gate_mass=KeyValue.of(mass),
+        selected=Count.of(mass >= SELECTED_MASS),
+        value_follows_key=Count.of(m.value_follows_key),
+        static_offsets=KeyValue.of(static),
+        avg_offsets=KeyValue.of(avg),
+        input_dependent=Count.of(static - avg >= INPUT_DEPENDENT),
+        distinct=Count.of(distinct),
         distinct_baseline=independent_distinct_baseline(
             task.H, task.W, rung.model_config.tied
         ),
-        per_seed=dict(
+        per_seed=RungSeeds(
             key_offsets=keys.tolist(),
             value_offsets=np.asarray(m.value_offsets).tolist(),
             phase_accuracy=np.asarray(m.phase_accuracy).tolist(),
@@ -466,8 +525,8 @@ def rung_summary(result: RungResult) -> dict:
             static_offsets=static.tolist(),
             avg_offsets=avg.tolist(),
         ),
-        phase_uniform=_count(gap <= PHASE_UNIFORM),
-        all_phase_uniform=_count(np.asarray(b.phase_gap) <= PHASE_UNIFORM),
+        phase_uniform=Count.of(gap <= PHASE_UNIFORM),
+        all_phase_uniform=Count.of(np.asarray(b.phase_gap) <= PHASE_UNIFORM),
         phase_accuracy_mean=np.asarray(m.phase_accuracy).mean(axis=0).tolist(),
         phase_gap_mean=float(gap.mean()),
         mean_accuracy=float(np.mean(m.mean_accuracy)),
@@ -479,10 +538,13 @@ def rung_summary(result: RungResult) -> dict:
 __all__ = [
     "LABELS",
     "SWITCHES",
+    "KeyValue",
     "LadderResult",
     "LadderSettings",
     "Rung",
     "RungResult",
+    "RungSeeds",
+    "RungSummary",
     "ladder_rungs",
     "run_ladder",
     "rung_summary",

@@ -35,6 +35,7 @@ from ..experiments._ladder import (
 )
 from ..experiments._mitigations import PAPER
 from ..flow._config import FlowConfig
+from ..internal._records import OMIT_IF_NONE, Record
 from ..model._contexts import sample_contexts
 from ..model._logits import top1_correct
 from ..model._task import Task, _require_int, assumptions_silenced
@@ -251,7 +252,46 @@ def learns(rung: Rung) -> bool:
     return bool(jax.tree.leaves(_partition(model)[0]))
 
 
-def theorem_flow(rung: Rung, seeds: int, cache_dir, *, seed: int = 0) -> dict:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TheoremFlow(Record):
+    """The full flow at a theorem rung's setting (`theorem_flow`): its horizon `t_max` = steps *
+    lr, the selection threshold `delta`, and per seed the flow's `key_offsets`, `value_offsets`
+    (seeds, H; -1 where that branch did not reach the selection mass) and `status`."""
+
+    t_max: float
+    delta: float
+    key_offsets: list
+    value_offsets: list
+    status: list[str]
+
+    def beside(self, trained_keys, trained_values) -> FlowCheck:
+        """This flow beside the trained offsets (seeds, H) of the same seeds: how many flow
+        seeds selected and how many agree with gradient descent on keys and values."""
+        return FlowCheck(
+            **{f.name: getattr(self, f.name) for f in dataclasses.fields(TheoremFlow)},
+            selected=sum(s == "selected" for s in self.status),
+            agrees=sum(
+                fk == tk and fv == tv
+                for fk, tk, fv, tv in zip(
+                    self.key_offsets, trained_keys, self.value_offsets, trained_values
+                )
+            ),
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlowCheck(TheoremFlow):
+    """A `TheoremFlow` beside its trained run: `selected` (flow seeds that selected),
+    `agrees` (seeds whose flow and trained offsets coincide, keys and values), and where
+    given `keys_agree` (the same for the keys alone) and `seeds`."""
+
+    selected: int
+    agrees: int
+    keys_agree: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    seeds: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+
+
+def theorem_flow(rung: Rung, seeds: int, cache_dir, *, seed: int = 0) -> TheoremFlow:
     """The full flow at a theorem rung's task, balanced sample, initial gates and horizon
     t = steps * lr, selecting at delta = 1 - `SELECTED_MASS` (gradient descent there is the
     flow's Euler scheme, so both should select the same offsets).
@@ -261,8 +301,7 @@ def theorem_flow(rung: Rung, seeds: int, cache_dir, *, seed: int = 0) -> dict:
     - `seeds`, `seed`: as the rung's run.
     - `cache_dir`: the figures' cache.
 
-    **Returns:** a JSON-able dict: `t_max`, `delta`, and per seed the flow's `key_offsets`,
-    `value_offsets` (-1 where that branch did not reach the selection mass) and `status`.
+    **Returns:** a `TheoremFlow`.
     """
     if not rung.model_config.theorem_setting:
         raise ValueError(f"rung must be at the theorem's setting, got {rung.name!r}")
@@ -276,16 +315,16 @@ def theorem_flow(rung: Rung, seeds: int, cache_dir, *, seed: int = 0) -> dict:
     )
     with assumptions_silenced():
         flow = _runs.flow_runs(rung.task, config, seeds, cache_dir, seed=seed)
-    return {
-        "t_max": t.steps * t.lr,
-        "delta": 1 - SELECTED_MASS,
-        "key_offsets": np.asarray(flow.key_offsets).tolist(),
-        "value_offsets": np.asarray(flow.value_offsets).tolist(),
-        "status": list(flow.status),
-    }
+    return TheoremFlow(
+        t_max=t.steps * t.lr,
+        delta=1 - SELECTED_MASS,
+        key_offsets=np.asarray(flow.key_offsets).tolist(),
+        value_offsets=np.asarray(flow.value_offsets).tolist(),
+        status=list(flow.status),
+    )
 
 
-def flow_check(rung: Rung, run: TrainRun, cache_dir) -> dict:
+def flow_check(rung: Rung, run: TrainRun, cache_dir) -> FlowCheck:
     """`theorem_flow` of the theorem rung beside its trained run.
 
     **Arguments:**
@@ -293,23 +332,16 @@ def flow_check(rung: Rung, run: TrainRun, cache_dir) -> dict:
     - `run`: its trained run (`paper_run`).
     - `cache_dir`: the figures' cache.
 
-    **Returns:** `theorem_flow`'s dict with `selected` (flow seeds that selected), `agrees`
-    (seeds whose flow and trained offsets coincide, keys and values), `keys_agree` (the same
-    for the keys alone) and `seeds`.
+    **Returns:** a `FlowCheck` with `keys_agree` and `seeds`.
     """
     flow = theorem_flow(rung, run.seeds, cache_dir, seed=run.seed)
-    keys, values = flow["key_offsets"], flow["value_offsets"]
     trained_keys = np.asarray(run.measures.key_offsets).tolist()
     trained_values = np.asarray(run.measures.value_offsets).tolist()
-    return flow | {
-        "selected": sum(s == "selected" for s in flow["status"]),
-        "agrees": sum(
-            fk == tk and fv == tv
-            for fk, tk, fv, tv in zip(keys, trained_keys, values, trained_values)
-        ),
-        "keys_agree": sum(fk == tk for fk, tk in zip(keys, trained_keys)),
-        "seeds": run.seeds,
-    }
+    return dataclasses.replace(
+        flow.beside(trained_keys, trained_values),
+        keys_agree=sum(fk == tk for fk, tk in zip(flow.key_offsets, trained_keys)),
+        seeds=run.seeds,
+    )
 
 
 def phase_accuracy_by_position(correct, positions, S: int) -> np.ndarray:
@@ -356,10 +388,12 @@ def held_out_contexts(run: TrainRun):
 
 __all__ = [
     "CUMULATIVE",
+    "FlowCheck",
     "PAPER_SETTINGS",
     "POSITIONS",
     "RUNGS",
     "PaperSetting",
+    "TheoremFlow",
     "flow_check",
     "learns",
     "held_out_contexts",
@@ -369,4 +403,5 @@ __all__ = [
     "paper_setting",
     "paper_task",
     "phase_accuracy_by_position",
+    "theorem_flow",
 ]

@@ -9,6 +9,7 @@ import dataclasses
 
 import numpy as np
 
+from ..experiments._measured import MeanInterval
 from ..experiments._paper_matrix import (
     FULL_SIZE,
     MATRIX,
@@ -22,9 +23,10 @@ from ..experiments._paper_matrix import (
     permutation_p_value,
 )
 from ..internal._progress import announce
+from ..internal._records import OMIT_IF_NONE, Record
 from ..trained._architecture import Attention
 from . import _style
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import interval_text, kendall_tau, share_text
 
 # Resamples of the two-level (seeds, then contexts) bootstrap of every interval.
@@ -62,50 +64,169 @@ def cluster_bootstrap(
     return [float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))]
 
 
-def _measure(values, interval) -> dict:
-    return {"mean": float(values), "ci95": interval}
+@dataclasses.dataclass(frozen=True)
+class SeedLosses(Record):
+    """The held-out loss: its `mean` over seeds and the value of each seed (`per_seed`)."""
+
+    mean: float
+    per_seed: list[float]
 
 
-def row_summary(arch, result: RowResult, period: int) -> dict:
+@dataclasses.dataclass(frozen=True)
+class PlateauChange(Record):
+    """The training loss's change over the last fifth of the steps (`RowResult`): `mean` over
+    seeds and the largest absolute change `max_abs`."""
+
+    mean: float
+    max_abs: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RowSummary(Record):
+    """One row's measures (`row_summary`), intervals over seeds and contexts
+    (`cluster_bootstrap`).
+
+    **Fields:**
+    - `mean_accuracy`, `worst_phase`, `gap` (max - min over phases, mean over seeds): each a
+      `MeanInterval`.
+    - Compressed rows only (else None): `boundary_phase` (accuracy at the phases of offset
+      S - 1), `within_gap` (the gap over the other phases), `boundary_phases` (those phases).
+    - `loss` (`SeedLosses`), `initial_loss` (mean held-out loss at step 0).
+    - `phase_accuracy` (period,): mean over seeds; `phase_accuracy_per_seed` (seeds, period);
+      `worst_phase_per_seed` (seeds,).
+    - `plateau_change` (`PlateauChange`); `curve_steps`, `curve` (points,): the training
+      loss curve, mean over seeds; `wall_s`: the training's wall time.
+    """
+
+    mean_accuracy: MeanInterval
+    worst_phase: MeanInterval
+    gap: MeanInterval
+    boundary_phase: MeanInterval | None = dataclasses.field(
+        default=None, metadata=OMIT_IF_NONE
+    )
+    within_gap: MeanInterval | None = dataclasses.field(
+        default=None, metadata=OMIT_IF_NONE
+    )
+    boundary_phases: list[int] | None = dataclasses.field(
+        default=None, metadata=OMIT_IF_NONE
+    )
+    loss: SeedLosses
+    initial_loss: float
+    phase_accuracy: list[float]
+    phase_accuracy_per_seed: list[list[float]]
+    worst_phase_per_seed: list[float]
+    plateau_change: PlateauChange
+    curve_steps: list[int]
+    curve: list[float]
+    wall_s: float
+
+
+def row_summary(arch, result: RowResult, period: int) -> RowSummary:
     """A row's measures with intervals over seeds and contexts (`cluster_bootstrap`)."""
     m = result.measures
     share = m.correct / m.queries_per_context  # (seeds, contexts, period)
     acc = m.phase_accuracy  # (seeds, period)
-    stats = {
-        "mean_accuracy": lambda a: a.mean(),
-        "worst_phase": lambda a: a.min(axis=1).mean(),
-        "gap": lambda a: (a.max(axis=1) - a.min(axis=1)).mean(),
-    }
-    out = {
-        name: _measure(f(acc), cluster_bootstrap(share, f)) for name, f in stats.items()
-    }
+
+    def measure(statistic) -> MeanInterval:
+        return MeanInterval(
+            mean=float(statistic(acc)), ci95=cluster_bootstrap(share, statistic)
+        )
+
+    compressed = {}
     if arch.attention is Attention.COMPRESSED:
         boundary = boundary_phases(arch.S, period)
         inside = np.setdiff1d(np.arange(period), boundary)
-        f = lambda a: a[:, boundary].mean()  # noqa: E731
-        out["boundary_phase"] = _measure(f(acc), cluster_bootstrap(share, f))
-        g = lambda a: (a[:, inside].max(axis=1) - a[:, inside].min(axis=1)).mean()  # noqa: E731
-        out["within_gap"] = _measure(g(acc), cluster_bootstrap(share, g))
-        out["boundary_phases"] = boundary.tolist()
+        compressed = dict(
+            boundary_phase=measure(lambda a: a[:, boundary].mean()),
+            within_gap=measure(
+                lambda a: (a[:, inside].max(axis=1) - a[:, inside].min(axis=1)).mean()
+            ),
+            boundary_phases=boundary.tolist(),
+        )
     seeds_loss = np.asarray(m.loss)
-    out.update(
-        loss={"mean": float(seeds_loss.mean()), "per_seed": seeds_loss.tolist()},
+    return RowSummary(
+        mean_accuracy=measure(lambda a: a.mean()),
+        worst_phase=measure(lambda a: a.min(axis=1).mean()),
+        gap=measure(lambda a: (a.max(axis=1) - a.min(axis=1)).mean()),
+        **compressed,
+        loss=SeedLosses(mean=float(seeds_loss.mean()), per_seed=seeds_loss.tolist()),
         initial_loss=float(np.mean(result.initial_loss)),
         phase_accuracy=acc.mean(axis=0).tolist(),
         phase_accuracy_per_seed=acc.tolist(),
         worst_phase_per_seed=acc.min(axis=1).tolist(),
-        plateau_change={
-            "mean": float(np.mean(result.plateau_change)),
-            "max_abs": float(np.max(np.abs(result.plateau_change))),
-        },
+        plateau_change=PlateauChange(
+            mean=float(np.mean(result.plateau_change)),
+            max_abs=float(np.max(np.abs(result.plateau_change))),
+        ),
         curve_steps=np.asarray(result.curve_steps).tolist(),
         curve=np.asarray(result.curve).mean(axis=0).tolist(),
         wall_s=result.wall_s,
     )
-    return out
 
 
-def compute(quick: bool, cache_dir) -> dict:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Headline(Record):
+    """Full attention against compressed W8/S8, both with 8 KV heads: `full_mean`,
+    `compressed_mean`, `full_worst`, `compressed_worst` (`MeanInterval`s); `full_learned`
+    (full attention's mean >= `LEARNED`), `full_seeds_learned` (its seeds with mean >=
+    `LEARNED`), `full_mean_of_learned_seeds` (their mean, None without any), and
+    `compressed_seeds`."""
+
+    full_mean: MeanInterval
+    compressed_mean: MeanInterval
+    full_worst: MeanInterval
+    compressed_worst: MeanInterval
+    full_learned: bool
+    full_seeds_learned: int
+    full_mean_of_learned_seeds: float | None
+    compressed_seeds: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Ordering(Record):
+    """The mitigation rows (`rows`) ordered by their measured gap (`measured_gap`) against the
+    paper's (`paper_gap`): Kendall's tau-a `tau` and its exact permutation `p_value`."""
+
+    rows: list[str]
+    measured_gap: list[float]
+    paper_gap: list[float]
+    tau: float
+    p_value: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Coverage(Record):
+    """A row with `kv_heads` KV heads: its `seeds_covering_every_phase` of `seeds` (every phase
+    at least `COVERED` times the mean accuracy of the full-attention row `baseline`)."""
+
+    kv_heads: int
+    seeds_covering_every_phase: int
+    seeds: int
+    baseline: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MatrixAnalysis(Record):
+    """The matrix's findings (`analyze`): the `headline`, the mitigations' `ordering`, the
+    phase `coverage` of the KV-head rows (by row name), and one line of `text`."""
+
+    headline: Headline
+    ordering: Ordering
+    coverage: dict[str, Coverage]
+    text: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PaperMatrixData(FigureData):
+    """Every trained row's `RowSummary` by row name (`rows`, in `MATRIX`'s order), the number
+    of phases `period`, and the `analysis` (`MatrixAnalysis`)."""
+
+    rows: dict[str, RowSummary]
+    period: int
+    analysis: MatrixAnalysis
+
+
+def compute(quick: bool, cache_dir) -> PaperMatrixData:
     size = QUICK_SIZE if quick else FULL_SIZE
     rows = {}
     for row in size.matrix:
@@ -123,11 +244,11 @@ def compute(quick: bool, cache_dir) -> dict:
         )
     findings = analyze(rows, size)
     t, ref, tr = size.task, size.reference, size.train
-    return {
-        "rows": rows,
-        "period": t.period,
-        "analysis": findings,
-        "parameters": {
+    return PaperMatrixData(
+        rows=rows,
+        period=t.period,
+        analysis=findings,
+        parameters={
             "task": f"T={t.T} positions on a cycle, N={t.N} tokens, every position a query, "
             f"phases = position mod {t.period}",
             "reference": f"d={ref.d}, {ref.layers} layers, {ref.q_heads} query heads of "
@@ -138,75 +259,72 @@ def compute(quick: bool, cache_dir) -> dict:
             "held out": f"{tr.eval_contexts} contexts, "
             f"{tr.eval_contexts * t.T // t.period} queries per phase group",
         },
-        "findings": findings["text"],
-    }
+        findings=findings.text,
+    )
 
 
-def analyze(rows: dict, size) -> dict:
+def analyze(rows: dict[str, RowSummary], size) -> MatrixAnalysis:
     """The matrix's findings (module docstring of `experiments._paper_matrix`), as numbers and
     one line of text."""
-    g = lambda name, key: rows[name][key]  # noqa: E731
-    full8, comp8 = g(FULL_ROWS[8], "mean_accuracy"), g("W8/S8 8 KV", "mean_accuracy")
-    headline = {
-        "full_mean": full8,
-        "compressed_mean": comp8,
-        "full_worst": g(FULL_ROWS[8], "worst_phase"),
-        "compressed_worst": g("W8/S8 8 KV", "worst_phase"),
-        "full_learned": full8["mean"] >= LEARNED,
-        "full_seeds_learned": _learned(rows[FULL_ROWS[8]]),
-        "full_mean_of_learned_seeds": _mean_of_learned(rows[FULL_ROWS[8]]),
-        "compressed_seeds": len(rows["W8/S8 8 KV"]["worst_phase_per_seed"]),
-    }
+    full8, comp8 = rows[FULL_ROWS[8]], rows["W8/S8 8 KV"]
+    headline = Headline(
+        full_mean=full8.mean_accuracy,
+        compressed_mean=comp8.mean_accuracy,
+        full_worst=full8.worst_phase,
+        compressed_worst=comp8.worst_phase,
+        full_learned=full8.mean_accuracy.mean >= LEARNED,
+        full_seeds_learned=_learned(full8),
+        full_mean_of_learned_seeds=_mean_of_learned(full8),
+        compressed_seeds=len(comp8.worst_phase_per_seed),
+    )
     mitigations = [r for r in MATRIX if r.mitigation and r.name in rows]
-    measured = [g(r.name, "gap")["mean"] for r in mitigations]
+    measured = [rows[r.name].gap.mean for r in mitigations]
     paper = [PAPER_TABLE8[r.paper].gap for r in mitigations]
-    ordering = {
-        "rows": [r.name for r in mitigations],
-        "measured_gap": measured,
-        "paper_gap": paper,
-        "tau": kendall_tau(measured, paper)["tau"],
-        "p_value": permutation_p_value(measured, paper),
-    }
+    ordering = Ordering(
+        rows=[r.name for r in mitigations],
+        measured_gap=measured,
+        paper_gap=paper,
+        tau=kendall_tau(measured, paper)["tau"],
+        p_value=permutation_p_value(measured, paper),
+    )
     coverage = {}
     for name in KV_ROWS:
         kv = dataclasses.replace(size.reference, **_changes(name)).kv_heads
         baseline = FULL_ROWS[8] if kv > 1 else FULL_ROWS[1]
         if name not in rows or baseline not in rows:
             continue
-        base = rows[baseline]["mean_accuracy"]["mean"]
-        acc = np.asarray(rows[name]["phase_accuracy_per_seed"])
+        base = rows[baseline].mean_accuracy.mean
+        acc = np.asarray(rows[name].phase_accuracy_per_seed)
         covered = acc >= COVERED * base
-        coverage[name] = {
-            "kv_heads": kv,
-            "seeds_covering_every_phase": int(np.sum(np.all(covered, axis=1))),
-            "seeds": int(acc.shape[0]),
-            "baseline": baseline,
-        }
+        coverage[name] = Coverage(
+            kv_heads=kv,
+            seeds_covering_every_phase=int(np.sum(np.all(covered, axis=1))),
+            seeds=int(acc.shape[0]),
+            baseline=baseline,
+        )
     ref = rows[REFERENCE_ROW]
     text = (
-        f"full attention with 8 KV heads: mean accuracy {_pct(full8)}; W8/S8 with 8 KV heads: "
-        f"{_pct(comp8)}, worst phase {_pct(headline['compressed_worst'])} against "
-        f"{_pct(headline['full_worst'])}; reference W8/S8: gap {_pct(ref['gap'])}, boundary "
-        f"phase {_pct(ref['boundary_phase'])}, within-window gap {_pct(ref['within_gap'])}; "
-        f"mitigation ordering by gap vs the paper's: tau {ordering['tau']:.2f}, permutation "
-        f"p = {ordering['p_value']:.2f}; {STRIDE2_NOTE}"
+        f"full attention with 8 KV heads: mean accuracy {_pct(headline.full_mean)}; W8/S8 "
+        f"with 8 KV heads: {_pct(headline.compressed_mean)}, worst phase "
+        f"{_pct(headline.compressed_worst)} against {_pct(headline.full_worst)}; reference "
+        f"W8/S8: gap {_pct(ref.gap)}, boundary phase {_pct(ref.boundary_phase)}, "
+        f"within-window gap {_pct(ref.within_gap)}; mitigation ordering by gap vs the "
+        f"paper's: tau {ordering.tau:.2f}, permutation p = {ordering.p_value:.2f}; "
+        f"{STRIDE2_NOTE}"
     )
-    return {
-        "headline": headline,
-        "ordering": ordering,
-        "coverage": coverage,
-        "text": text,
-    }
+    return MatrixAnalysis(
+        headline=headline, ordering=ordering, coverage=coverage, text=text
+    )
 
 
-def _learned(row: dict) -> int:
+def _learned(row: RowSummary) -> int:
     """Seeds of a row whose mean accuracy over phases is at least `LEARNED`."""
-    acc = np.asarray(row["phase_accuracy_per_seed"]).mean(axis=1)
+    acc = np.asarray(row.phase_accuracy_per_seed).mean(axis=1)
     return int(np.sum(acc >= LEARNED))
 
 
-def _mean_of_learned(row: dict) -> float | None:
-    acc = np.asarray(row["phase_accuracy_per_seed"]).mean(axis=1)
+def _mean_of_learned(row: RowSummary) -> float | None:
+    acc = np.asarray(row.phase_accuracy_per_seed).mean(axis=1)
     return float(acc[acc >= LEARNED].mean()) if np.any(acc >= LEARNED) else None
 
 
@@ -217,44 +335,44 @@ def _changes(name):
     raise KeyError(name)
 
 
-def _pct(m: dict, unit: str = "%") -> str:
-    lo, hi = (100 * x for x in m["ci95"])
-    return f"{100 * m['mean']:.1f}{unit} {interval_text(lo, hi, 1)}"
+def _pct(m: MeanInterval, unit: str = "%") -> str:
+    lo, hi = (100 * x for x in m.ci95)
+    return f"{100 * m.mean:.1f}{unit} {interval_text(lo, hi, 1)}"
 
 
-def _points(m: dict) -> str:
+def _points(m: MeanInterval) -> str:
     """A gap in percentage points (a max - min over phases: biased upward under resampling,
     so its interval may lie above the point estimate)."""
     return _pct(m, " pts")
 
 
-def _present(data: dict):
+def _present(data: PaperMatrixData):
     """The rows of `MATRIX` that `data` holds, in order."""
-    return [r for r in MATRIX if r.name in data["rows"]]
+    return [r for r in MATRIX if r.name in data.rows]
 
 
-def tables(data: dict) -> list[MeasuredTable]:
+def tables(data: PaperMatrixData) -> list[MeasuredTable]:
     rows = []
     for row in _present(data):
-        r = data["rows"][row.name]
+        r = data.rows[row.name]
         p = PAPER_TABLE8.get(row.paper) if row.paper else None
         fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
         rows.append(
             [
                 row.name,
-                f"{r['loss']['mean']:.3f}",
-                _pct(r["mean_accuracy"]),
-                _pct(r["worst_phase"]),
-                _points(r["gap"]),
-                _pct(r["boundary_phase"]) if "boundary_phase" in r else "n/a",
-                f"{r['plateau_change']['mean']:+.3f}",
+                f"{r.loss.mean:.3f}",
+                _pct(r.mean_accuracy),
+                _pct(r.worst_phase),
+                _points(r.gap),
+                "n/a" if r.boundary_phase is None else _pct(r.boundary_phase),
+                f"{r.plateau_change.mean:+.3f}",
                 "" if p is None else p.model,
                 ""
                 if p is None
                 else " / ".join(fmt(v) for v in (p.loss, p.mean, p.worst, p.gap)),
             ]
         )
-    period = data["period"]
+    period = data.period
     return [
         _findings_table(data),
         MeasuredTable(
@@ -282,10 +400,10 @@ def tables(data: dict) -> list[MeasuredTable]:
     ]
 
 
-def _findings_table(data: dict) -> MeasuredTable:
+def _findings_table(data: PaperMatrixData) -> MeasuredTable:
     """The questions of the matrix, each answered with its measured numbers and the paper's."""
-    rows, a = data["rows"], data["analysis"]
-    h, o = a["headline"], a["ordering"]
+    rows, a = data.rows, data.analysis
+    h, o = a.headline, a.ordering
     out = []
 
     def gap_row(name, paper_key):
@@ -294,8 +412,8 @@ def _findings_table(data: dict) -> MeasuredTable:
             out.append(
                 [
                     f"gap of {name}",
-                    f"{_points(rows[name]['gap'])} (reference "
-                    f"{_points(rows[REFERENCE_ROW]['gap'])})",
+                    f"{_points(rows[name].gap)} (reference "
+                    f"{_points(rows[REFERENCE_ROW].gap)})",
                     "" if p is None else f"{p.gap:g} ({p.model})",
                 ]
             )
@@ -303,16 +421,14 @@ def _findings_table(data: dict) -> MeasuredTable:
     out.append(
         [
             "8 KV heads: compressed W8/S8 against full attention, mean accuracy",
-            f"{_pct(h['compressed_mean'])} against {_pct(h['full_mean'])}; full attention "
+            f"{_pct(h.compressed_mean)} against {_pct(h.full_mean)}; full attention "
             f"learned the task (mean >= {LEARNED:g}) in "
-            + share_text(
-                h["full_seeds_learned"], len(rows[FULL_ROWS[8]]["loss"]["per_seed"])
-            )
+            + share_text(h.full_seeds_learned, len(rows[FULL_ROWS[8]].loss.per_seed))
             + " seeds"
             + (
                 ""
-                if h["full_mean_of_learned_seeds"] is None
-                else f", {100 * h['full_mean_of_learned_seeds']:.1f}% over those"
+                if h.full_mean_of_learned_seeds is None
+                else f", {100 * h.full_mean_of_learned_seeds:.1f}% over those"
             ),
             "59.4 against 61.1 (W8/S8 8 KV; full attention 8 KV)",
         ]
@@ -322,8 +438,8 @@ def _findings_table(data: dict) -> MeasuredTable:
         out.append(
             [
                 "1 KV head: full attention learned the task",
-                f"mean {_pct(full1['mean_accuracy'])}, in "
-                + share_text(_learned(full1), len(full1["loss"]["per_seed"]))
+                f"mean {_pct(full1.mean_accuracy)}, in "
+                + share_text(_learned(full1), len(full1.loss.per_seed))
                 + " seeds",
                 "mean 18.8, worst 17.2 (full attention 1 KV)",
             ]
@@ -331,7 +447,7 @@ def _findings_table(data: dict) -> MeasuredTable:
     out.append(
         [
             "8 KV heads: worst phase",
-            f"{_pct(h['compressed_worst'])} against {_pct(h['full_worst'])}",
+            f"{_pct(h.compressed_worst)} against {_pct(h.full_worst)}",
             "9.9 against 58.4 (the same models)",
         ]
     )
@@ -346,30 +462,28 @@ def _findings_table(data: dict) -> MeasuredTable:
         [
             "reference W8/S8: within-window gap (phases other than S - 1 mod S) and boundary "
             "phase",
-            f"within {_points(ref['within_gap'])}; boundary {_pct(ref['boundary_phase'])}",
+            f"within {_points(ref.within_gap)}; boundary {_pct(ref.boundary_phase)}",
             "phases 0-6 differ by more than 50 points (W8/S8 reference)",
         ]
     )
     out.append(
         [
             "mitigations ordered by gap ("
-            + ", ".join(o["rows"])
+            + ", ".join(o.rows)
             + ") against the paper's order",
-            f"Kendall tau-a {o['tau']:.2f}, exact permutation p = {o['p_value']:.3f} "
-            f"(share of the {len(o['rows'])}! orders agreeing at least as well)",
-            "gaps "
-            + ", ".join(f"{g:g}" for g in o["paper_gap"])
-            + " (each row's model)",
+            f"Kendall tau-a {o.tau:.2f}, exact permutation p = {o.p_value:.3f} "
+            f"(share of the {len(o.rows)}! orders agreeing at least as well)",
+            "gaps " + ", ".join(f"{g:g}" for g in o.paper_gap) + " (each row's model)",
         ]
     )
-    for c in a["coverage"].values():
+    for c in a.coverage.values():
         out.append(
             [
-                f"{c['kv_heads']} KV head(s): seeds covering every phase (each phase >= "
-                f"{COVERED:g} x the mean of {c['baseline']})",
-                share_text(c["seeds_covering_every_phase"], c["seeds"]),
+                f"{c.kv_heads} KV head(s): seeds covering every phase (each phase >= "
+                f"{COVERED:g} x the mean of {c.baseline})",
+                share_text(c.seeds_covering_every_phase, c.seeds),
                 "4 KV heads: sharp heads together cover all 8 phases (paper, Figure 4)"
-                if c["kv_heads"] == 4
+                if c.kv_heads == 4
                 else "",
             ]
         )
@@ -392,16 +506,16 @@ CURVE_ROWS = (
 )
 
 
-def draw(data: dict):
+def draw(data: PaperMatrixData):
     import matplotlib.pyplot as plt
 
     with _style.context():
         fig, axes = plt.subplots(2, 2, figsize=(11, 8))
         ax = axes[0, 0]
-        period = data["period"]
+        period = data.period
         present = _present(data)
-        for i, name in enumerate(n for n in CURVE_ROWS if n in data["rows"]):
-            acc = 100 * np.asarray(data["rows"][name]["phase_accuracy"])
+        for i, name in enumerate(n for n in CURVE_ROWS if n in data.rows):
+            acc = 100 * np.asarray(data.rows[name].phase_accuracy)
             ax.plot(
                 np.arange(period),
                 acc,
@@ -419,8 +533,8 @@ def draw(data: dict):
 
         ax = axes[0, 1]
         for i, row in enumerate(present):
-            r = data["rows"][row.name]
-            x, y = 100 * r["mean_accuracy"]["mean"], 100 * r["worst_phase"]["mean"]
+            r = data.rows[row.name]
+            x, y = 100 * r.mean_accuracy.mean, 100 * r.worst_phase.mean
             ax.scatter(
                 x, y, color=_style.color(i), marker=_style.MARKERS[i % 8], zorder=3
             )
@@ -460,10 +574,10 @@ def draw(data: dict):
 
         ax = axes[1, 0]
         for i, row in enumerate(present):
-            r = data["rows"][row.name]
+            r = data.rows[row.name]
             ax.plot(
-                np.asarray(r["curve_steps"]) + 1,
-                r["curve"],
+                np.asarray(r.curve_steps) + 1,
+                r.curve,
                 color=_style.color(i),
                 ls=_style.LINESTYLES[(i // 8) % 4],
                 label=f"{i + 1}. {row.name}",
@@ -476,14 +590,12 @@ def draw(data: dict):
 
         ax = axes[1, 1]
         names = [r.name for r in present]
-        gaps = [100 * data["rows"][n]["gap"]["mean"] for n in names]
+        gaps = [100 * data.rows[n].gap.mean for n in names]
         errs = np.array(
             [
                 [
-                    100 * data["rows"][n]["gap"]["mean"]
-                    - 100 * data["rows"][n]["gap"]["ci95"][0],
-                    100 * data["rows"][n]["gap"]["ci95"][1]
-                    - 100 * data["rows"][n]["gap"]["mean"],
+                    100 * data.rows[n].gap.mean - 100 * data.rows[n].gap.ci95[0],
+                    100 * data.rows[n].gap.ci95[1] - 100 * data.rows[n].gap.mean,
                 ]
                 for n in names
             ]
@@ -533,4 +645,5 @@ FIGURE = Figure(
     draw,
     cost=2400,
     tables=tables,
+    data=PaperMatrixData,
 )

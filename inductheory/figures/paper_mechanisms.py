@@ -5,9 +5,12 @@ effective offsets during training (its Figure 5a), value-gate against key-gate p
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from scipy import stats
 
+from ..experiments._measured import Count
 from ..experiments._paper_matrix import (
     FULL_SIZE,
     MECHANISM_ROWS,
@@ -15,9 +18,10 @@ from ..experiments._paper_matrix import (
     matrix_row_result,
 )
 from ..internal._progress import announce
+from ..internal._records import Record
 from ..trained._interventions import shift_r_squared
 from . import _style
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import interval_text, share_text, wilson_interval
 
 # A gate is statically concentrated where its static effective offsets are at most this,
@@ -45,12 +49,141 @@ def spearman(a, b) -> float:
     return float(stats.spearmanr(a, b).statistic)
 
 
-def _share(k: int, n: int) -> dict:
+def _share(k: int, n: int) -> Count:
     low, high = wilson_interval(k, n) if n else (0.0, 1.0)
-    return {"k": int(k), "n": int(n), "ci95": [low, high]}
+    return Count(k=int(k), n=int(n), ci95=[low, high])
 
 
-def gate_summary(m, W: int) -> dict:
+@dataclasses.dataclass(frozen=True)
+class KeyGateOffsets(Record):
+    """The final key gates' `static` and `avg` effective offsets, one per (seed, layer, KV
+    head, channel)."""
+
+    static: list[float]
+    avg: list[float]
+
+
+@dataclasses.dataclass(frozen=True)
+class GatePeaks(Record):
+    """Per (seed, layer, KV head, channel): the peak offset of the `key` and of the `value`
+    gate, and whether both are statically concentrated (`both_concentrated`)."""
+
+    key: list[int]
+    value: list[int]
+    both_concentrated: list[bool]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GateSummary(Record):
+    """Figure 5a and 5b over a row's final gates (`gate_summary`).
+
+    **Fields:**
+    - `key_gates`: key gates counted (seeds x layers x KV heads x channels).
+    - `static_concentrated`, `input_dependent` (of the key gates), `value_follows_key` (of the
+      pairs with both gates concentrated): `Count`s with Wilson 95% intervals.
+    - `covered_phases_per_seed`: distinct phases the concentrated key gates of each seed answer.
+    - `initial_static`, `initial_avg`: mean effective offsets at the first trajectory point.
+    - `final_key` (`KeyGateOffsets`), `peaks` (`GatePeaks`).
+    - `trajectory_steps` (points,), `key_trajectories` (key gates, points, 2): static and
+      average effective offsets of every key gate during training.
+    """
+
+    key_gates: int
+    static_concentrated: Count
+    input_dependent: Count
+    value_follows_key: Count
+    covered_phases_per_seed: list[int]
+    initial_static: float
+    initial_avg: float
+    final_key: KeyGateOffsets
+    peaks: GatePeaks
+    trajectory_steps: list[int]
+    key_trajectories: list
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class KnockoutSummary(Record):
+    """Figure 4 over every query head of every layer (`knockout_summary`).
+
+    **Fields:**
+    - `heads`: query heads knocked out (seeds x layers x query heads).
+    - `damaging` (heads whose largest per-phase loss is >= `DAMAGE`), `aligned` (damaging
+      heads whose largest loss falls on the phase their KV head's key gate answers): `Count`s.
+    - `chance`: the alignment a damaging head would have by chance; `spread_median`: median
+      number of phases a damaging head damages; `top_share_mean`: mean share of its loss on
+      its worst phase.
+    - `spearman_static_drop`, `spearman_ci95`: Spearman correlation of key-gate static offsets
+      with the largest loss, and its interval over resampled seeds.
+    - `largest_by_layer` (layers,), `largest`, `key_static` (heads,): largest losses and the
+      heads' key-gate static offsets; `mean_drop` (layers, query heads, S): loss per phase
+      mod S, mean over seeds.
+    """
+
+    heads: int
+    damaging: Count
+    aligned: Count
+    chance: float
+    spread_median: float
+    top_share_mean: float
+    spearman_static_drop: float
+    spearman_ci95: list[float]
+    largest_by_layer: list[float]
+    largest: list[float]
+    key_static: list[float]
+    mean_drop: list
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RotationSummary(Record):
+    """Appendix H (`rotation_summary`), phases folded mod S.
+
+    **Fields:**
+    - `deltas`: the rotations; `r_squared` (seeds, deltas): R^2 of each rotated curve against
+      the unrotated one shifted by delta (boundary phase out); `r_squared_median`,
+      `r_squared_range` over the finite ones, `undefined` the others.
+    - `boundary_unrotated`, `boundary_rotated_max`: boundary-phase accuracy unrotated (mean)
+      and rotated (largest); `mean_unrotated`, `mean_rotated`: mean accuracy.
+    - `base` (S,), `rotated` (deltas, S): the curves, means over seeds.
+    """
+
+    deltas: list[int]
+    r_squared: list
+    r_squared_median: float
+    r_squared_range: list[float]
+    undefined: int
+    boundary_unrotated: float
+    boundary_rotated_max: float
+    mean_unrotated: float
+    mean_rotated: float
+    base: list[float]
+    rotated: list
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MechanismRow(Record):
+    """One matrix row's mechanism measures: its `kv_heads`, `mean_accuracy` (over seeds and
+    phases), `gates`, `knockout`, and the `rotation` of the gates alone and with their
+    payload maps (`rotation_with_payloads`)."""
+
+    kv_heads: int
+    mean_accuracy: float
+    gates: GateSummary
+    knockout: KnockoutSummary
+    rotation: RotationSummary
+    rotation_with_payloads: RotationSummary
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PaperMechanismsData(FigureData):
+    """The `MechanismRow` of every row of `MECHANISM_ROWS` the size trains, by name (`rows`),
+    and the reference's stride `S` and window `W`."""
+
+    rows: dict[str, MechanismRow]
+    S: int
+    W: int
+
+
+def gate_summary(m, W: int) -> GateSummary:
     """Figure 5a and 5b counts over every (seed, layer, KV head) of a row's final gates."""
     static, avg, peak = (np.asarray(m.static), np.asarray(m.avg), np.asarray(m.peak))
     # (seeds, layers, branches, kv, channels): pool channels with the gates
@@ -65,32 +198,31 @@ def gate_summary(m, W: int) -> dict:
         for s in range(peak.shape[0])
     ]
     trajectory = np.asarray(m.trajectory)  # (seeds, points, layers, B, kv, g, 2)
-    return {
-        "key_gates": int(key_static.size),
-        "static_concentrated": _share(concentrated.sum(), key_static.size),
-        "input_dependent": _share(input_dependent.sum(), key_static.size),
-        "value_follows_key": _share(follows.sum(), both.sum()),
-        "covered_phases_per_seed": covered,
-        "initial_static": float(trajectory[:, 0, :, :, :, :, 0].mean()),
-        "initial_avg": float(trajectory[:, 0, :, :, :, :, 1].mean()),
-        "final_key": {
-            "static": key_static.reshape(-1).tolist(),
-            "avg": key_avg.reshape(-1).tolist(),
-        },
-        "peaks": {
-            "key": peak[:, :, KEY].reshape(-1).tolist(),
-            "value": peak[:, :, VALUE].reshape(-1).tolist(),
-            "both_concentrated": both.reshape(-1).tolist(),
-        },
-        "trajectory_steps": np.asarray(m.trajectory_steps).tolist(),
+    return GateSummary(
+        key_gates=int(key_static.size),
+        static_concentrated=_share(concentrated.sum(), key_static.size),
+        input_dependent=_share(input_dependent.sum(), key_static.size),
+        value_follows_key=_share(follows.sum(), both.sum()),
+        covered_phases_per_seed=covered,
+        initial_static=float(trajectory[:, 0, :, :, :, :, 0].mean()),
+        initial_avg=float(trajectory[:, 0, :, :, :, :, 1].mean()),
+        final_key=KeyGateOffsets(
+            static=key_static.reshape(-1).tolist(), avg=key_avg.reshape(-1).tolist()
+        ),
+        peaks=GatePeaks(
+            key=peak[:, :, KEY].reshape(-1).tolist(),
+            value=peak[:, :, VALUE].reshape(-1).tolist(),
+            both_concentrated=both.reshape(-1).tolist(),
+        ),
+        trajectory_steps=np.asarray(m.trajectory_steps).tolist(),
         # key gates only: (seeds * layers * kv * channels, points, 2)
-        "key_trajectories": np.moveaxis(trajectory[:, :, :, KEY], 1, -2)
+        key_trajectories=np.moveaxis(trajectory[:, :, :, KEY], 1, -2)
         .reshape(-1, trajectory.shape[1], 2)
         .tolist(),
-    }
+    )
 
 
-def knockout_summary(m, S: int, kv_heads: int) -> dict:
+def knockout_summary(m, S: int, kv_heads: int) -> KnockoutSummary:
     """Figure 4 on every query head of every layer: the largest per-phase accuracy drop, the
     phases it damages, whether its largest drop falls on the phase its KV head's key gate
     peak answers (offset r answers phase r mod S), and its key gate's static offsets."""
@@ -125,28 +257,30 @@ def knockout_summary(m, S: int, kv_heads: int) -> dict:
         boot.append(spearman(key_static[s].reshape(-1), largest[s].reshape(-1)))
     boot = np.asarray(boot)
     boot = boot[np.isfinite(boot)]
-    return {
-        "heads": int(largest.size),
-        "damaging": _share(damaging.sum(), largest.size),
-        "aligned": _share(aligned.sum(), damaging.sum()),
-        "chance": float(chance[damaging].mean()) if damaging.any() else 1.0 / S,
-        "spread_median": float(np.median(spread[damaging])) if damaging.any() else 0.0,
-        "top_share_mean": float(top_share[damaging].mean()) if damaging.any() else 0.0,
-        "spearman_static_drop": rho,
-        "spearman_ci95": [
+    return KnockoutSummary(
+        heads=int(largest.size),
+        damaging=_share(damaging.sum(), largest.size),
+        aligned=_share(aligned.sum(), damaging.sum()),
+        chance=float(chance[damaging].mean()) if damaging.any() else 1.0 / S,
+        spread_median=float(np.median(spread[damaging])) if damaging.any() else 0.0,
+        top_share_mean=float(top_share[damaging].mean()) if damaging.any() else 0.0,
+        spearman_static_drop=rho,
+        spearman_ci95=[
             float(np.percentile(boot, 2.5)),
             float(np.percentile(boot, 97.5)),
         ]
         if boot.size
         else [float("nan")] * 2,
-        "largest_by_layer": largest.mean(axis=(0, 2)).tolist(),
-        "largest": largest.reshape(-1).tolist(),
-        "key_static": key_static.reshape(-1).tolist(),
-        "mean_drop": drop.mean(axis=0).tolist(),  # (layers, Q, S)
-    }
+        largest_by_layer=largest.mean(axis=(0, 2)).tolist(),
+        largest=largest.reshape(-1).tolist(),
+        key_static=key_static.reshape(-1).tolist(),
+        mean_drop=drop.mean(axis=0).tolist(),  # (layers, Q, S)
+    )
 
 
-def rotation_summary(base_phase_accuracy, rotated_accuracy, deltas, S: int) -> dict:
+def rotation_summary(
+    base_phase_accuracy, rotated_accuracy, deltas, S: int
+) -> RotationSummary:
     """Appendix H: the rotated per-phase curves (folded mod S) against the unrotated curve
     shifted by delta, R^2 over the phases but the boundary one (`shift_r_squared`)."""
     base = _fold(base_phase_accuracy, S)  # (seeds, S)
@@ -156,24 +290,24 @@ def rotation_summary(base_phase_accuracy, rotated_accuracy, deltas, S: int) -> d
         [shift_r_squared(base, rotated[:, i], d) for i, d in enumerate(deltas)], axis=1
     )
     finite = r2[np.isfinite(r2)]
-    return {
-        "deltas": deltas,
-        "r_squared": r2.tolist(),
-        "r_squared_median": float(np.median(finite)) if finite.size else float("nan"),
-        "r_squared_range": [float(finite.min()), float(finite.max())]
+    return RotationSummary(
+        deltas=deltas,
+        r_squared=r2.tolist(),
+        r_squared_median=float(np.median(finite)) if finite.size else float("nan"),
+        r_squared_range=[float(finite.min()), float(finite.max())]
         if finite.size
         else [float("nan")] * 2,
-        "undefined": int(r2.size - finite.size),
-        "boundary_unrotated": float(base[:, S - 1].mean()),
-        "boundary_rotated_max": float(rotated[:, :, S - 1].max()),
-        "mean_unrotated": float(base.mean()),
-        "mean_rotated": float(rotated.mean()),
-        "base": base.mean(axis=0).tolist(),
-        "rotated": rotated.mean(axis=0).tolist(),
-    }
+        undefined=int(r2.size - finite.size),
+        boundary_unrotated=float(base[:, S - 1].mean()),
+        boundary_rotated_max=float(rotated[:, :, S - 1].max()),
+        mean_unrotated=float(base.mean()),
+        mean_rotated=float(rotated.mean()),
+        base=base.mean(axis=0).tolist(),
+        rotated=rotated.mean(axis=0).tolist(),
+    )
 
 
-def compute(quick: bool, cache_dir) -> dict:
+def compute(quick: bool, cache_dir) -> PaperMechanismsData:
     size = QUICK_SIZE if quick else FULL_SIZE
     names = [n for n in MECHANISM_ROWS if n in {r.name for r in size.matrix}]
     rows = {}
@@ -183,93 +317,93 @@ def compute(quick: bool, cache_dir) -> dict:
         )
         arch = row.architecture(size.reference)
         m = result.mechanisms
-        rows[row.name] = {
-            "kv_heads": arch.kv_heads,
-            "mean_accuracy": float(result.measures.mean_accuracy.mean()),
-            "gates": gate_summary(m, arch.W),
-            "knockout": knockout_summary(m, arch.S, arch.kv_heads),
-            "rotation": rotation_summary(
+        rows[row.name] = MechanismRow(
+            kv_heads=arch.kv_heads,
+            mean_accuracy=float(result.measures.mean_accuracy.mean()),
+            gates=gate_summary(m, arch.W),
+            knockout=knockout_summary(m, arch.S, arch.kv_heads),
+            rotation=rotation_summary(
                 m.base_accuracy, m.rotated_accuracy, m.rotations, arch.S
             ),
-            "rotation_with_payloads": rotation_summary(
+            rotation_with_payloads=rotation_summary(
                 m.base_accuracy, m.rotated_all_accuracy, m.rotations, arch.S
             ),
-        }
+        )
     ref = size.reference
-    return {
-        "rows": rows,
-        "S": ref.S,
-        "W": ref.W,
-        "parameters": {
+    return PaperMechanismsData(
+        rows=rows,
+        S=ref.S,
+        W=ref.W,
+        parameters={
             "runs": f"the paper_matrix rows {', '.join(names)}: {size.seeds} seeds, "
             f"{size.train.steps} AdamW steps, T={size.task.T}, N={size.task.N}, d={ref.d}, "
             f"{ref.layers} layers of {ref.q_heads} query heads, every layer compressed",
             "held_out": f"{size.train.eval_contexts} contexts per seed; knockout means over "
             f"{size.train.eval_contexts} other prompts",
         },
-        "findings": "; ".join(
-            f"{name}: {_gates_line(r['gates'])}; {_knockout_line(r['knockout'])}; "
-            f"{_rotation_line(r['rotation'])}"
+        findings="; ".join(
+            f"{name}: {_gates_line(r.gates)}; {_knockout_line(r.knockout)}; "
+            f"{_rotation_line(r.rotation)}"
             for name, r in rows.items()
         ),
-    }
-
-
-def _share_line(s: dict) -> str:
-    return share_text(s["k"], s["n"]) if s["n"] else "none of 0"
-
-
-def _gates_line(g: dict) -> str:
-    return (
-        f"key gates statically concentrated {_share_line(g['static_concentrated'])}, "
-        f"input-dependent {_share_line(g['input_dependent'])}, value = key + 1 among "
-        f"concentrated pairs {_share_line(g['value_follows_key'])}"
     )
 
 
-def _knockout_line(k: dict) -> str:
+def _share_line(s: Count) -> str:
+    return share_text(s.k, s.n) if s.n else "none of 0"
+
+
+def _gates_line(g: GateSummary) -> str:
     return (
-        f"damaging heads {_share_line(k['damaging'])}, aligned with their key gate's peak "
-        f"{_share_line(k['aligned'])} (chance {k['chance']:.3f}), Spearman(static, largest "
-        f"drop) {k['spearman_static_drop']:.2f} {interval_text(*k['spearman_ci95'])}"
+        f"key gates statically concentrated {_share_line(g.static_concentrated)}, "
+        f"input-dependent {_share_line(g.input_dependent)}, value = key + 1 among "
+        f"concentrated pairs {_share_line(g.value_follows_key)}"
     )
 
 
-def _rotation_line(r: dict) -> str:
+def _knockout_line(k: KnockoutSummary) -> str:
     return (
-        f"rotation R^2 median {r['r_squared_median']:.2f} "
-        f"(range {r['r_squared_range'][0]:.2f} to {r['r_squared_range'][1]:.2f}), boundary "
-        f"phase {100 * r['boundary_unrotated']:.1f}% unrotated, at most "
-        f"{100 * r['boundary_rotated_max']:.1f}% rotated"
+        f"damaging heads {_share_line(k.damaging)}, aligned with their key gate's peak "
+        f"{_share_line(k.aligned)} (chance {k.chance:.3f}), Spearman(static, largest "
+        f"drop) {k.spearman_static_drop:.2f} {interval_text(*k.spearman_ci95)}"
     )
 
 
-def tables(data: dict) -> list[MeasuredTable]:
-    rows = data["rows"]
+def _rotation_line(r: RotationSummary) -> str:
+    return (
+        f"rotation R^2 median {r.r_squared_median:.2f} "
+        f"(range {r.r_squared_range[0]:.2f} to {r.r_squared_range[1]:.2f}), boundary "
+        f"phase {100 * r.boundary_unrotated:.1f}% unrotated, at most "
+        f"{100 * r.boundary_rotated_max:.1f}% rotated"
+    )
+
+
+def tables(data: PaperMechanismsData) -> list[MeasuredTable]:
+    rows = data.rows
     body = []
     for name, r in rows.items():
-        g, k, rot = r["gates"], r["knockout"], r["rotation"]
-        both = r["rotation_with_payloads"]
+        g, k, rot = r.gates, r.knockout, r.rotation
+        both = r.rotation_with_payloads
         body.append(
             [
                 name,
-                f"{100 * r['mean_accuracy']:.1f}",
-                f"{g['initial_static']:.2f} / {g['initial_avg']:.2f}",
-                _share_line(g["static_concentrated"]),
-                _share_line(g["input_dependent"]),
-                _share_line(g["value_follows_key"]),
-                ", ".join(str(c) for c in g["covered_phases_per_seed"]),
-                _share_line(k["damaging"]),
-                f"{_share_line(k['aligned'])} (chance {k['chance']:.2f})",
-                f"{k['spearman_static_drop']:.2f} {interval_text(*k['spearman_ci95'])}",
-                f"{rot['r_squared_median']:.2f} [{rot['r_squared_range'][0]:.2f}, "
-                f"{rot['r_squared_range'][1]:.2f}]",
-                f"{100 * rot['boundary_unrotated']:.1f} / "
-                f"{100 * rot['boundary_rotated_max']:.1f}",
-                f"{100 * rot['mean_unrotated']:.1f} / {100 * rot['mean_rotated']:.1f}",
-                f"{both['r_squared_median']:.2f} [{both['r_squared_range'][0]:.2f}, "
-                f"{both['r_squared_range'][1]:.2f}]",
-                f"{100 * both['mean_rotated']:.1f}",
+                f"{100 * r.mean_accuracy:.1f}",
+                f"{g.initial_static:.2f} / {g.initial_avg:.2f}",
+                _share_line(g.static_concentrated),
+                _share_line(g.input_dependent),
+                _share_line(g.value_follows_key),
+                ", ".join(str(c) for c in g.covered_phases_per_seed),
+                _share_line(k.damaging),
+                f"{_share_line(k.aligned)} (chance {k.chance:.2f})",
+                f"{k.spearman_static_drop:.2f} {interval_text(*k.spearman_ci95)}",
+                f"{rot.r_squared_median:.2f} [{rot.r_squared_range[0]:.2f}, "
+                f"{rot.r_squared_range[1]:.2f}]",
+                f"{100 * rot.boundary_unrotated:.1f} / "
+                f"{100 * rot.boundary_rotated_max:.1f}",
+                f"{100 * rot.mean_unrotated:.1f} / {100 * rot.mean_rotated:.1f}",
+                f"{both.r_squared_median:.2f} [{both.r_squared_range[0]:.2f}, "
+                f"{both.r_squared_range[1]:.2f}]",
+                f"{100 * both.mean_rotated:.1f}",
             ]
         )
     return [
@@ -310,17 +444,17 @@ def tables(data: dict) -> list[MeasuredTable]:
     ]
 
 
-def draw(data: dict):
+def draw(data: PaperMechanismsData):
     import matplotlib.pyplot as plt
 
-    W = data["W"]
-    names = list(data["rows"])
+    W = data.W
+    names = list(data.rows)
     with _style.context():
         fig, axes = plt.subplots(2, 2, figsize=(11, 8.5))
         ax = axes[0, 0]
         for i, name in enumerate(names):
-            g = data["rows"][name]["gates"]
-            for j, t in enumerate(np.asarray(g["key_trajectories"])):
+            g = data.rows[name].gates
+            for j, t in enumerate(np.asarray(g.key_trajectories)):
                 ax.plot(
                     t[:, 0],
                     t[:, 1],
@@ -340,8 +474,8 @@ def draw(data: dict):
         ax = axes[0, 1]
         counts = np.zeros((W, W))
         for name in names:
-            p = data["rows"][name]["gates"]["peaks"]
-            for k, v, both in zip(p["key"], p["value"], p["both_concentrated"]):
+            p = data.rows[name].gates.peaks
+            for k, v, both in zip(p.key, p.value, p.both_concentrated):
                 if both:
                     counts[v, k] += 1
         # an empty count map stays white (vmax at least 1)
@@ -364,10 +498,10 @@ def draw(data: dict):
 
         ax = axes[1, 0]
         for i, name in enumerate(names):
-            k = data["rows"][name]["knockout"]
+            k = data.rows[name].knockout
             ax.scatter(
-                k["key_static"],
-                100 * np.asarray(k["largest"]),
+                k.key_static,
+                100 * np.asarray(k.largest),
                 s=8,
                 color=_style.color(i),
                 alpha=0.6,
@@ -381,13 +515,13 @@ def draw(data: dict):
 
         ax = axes[1, 1]
         name = names[-1]
-        S = data["S"]
-        gates = data["rows"][name]["rotation"]
-        both = data["rows"][name]["rotation_with_payloads"]
+        S = data.S
+        gates = data.rows[name].rotation
+        both = data.rows[name].rotation_with_payloads
         delta = 1
-        j = gates["deltas"].index(delta)
+        j = gates.deltas.index(delta)
         offsets = np.arange(S)
-        base = 100 * np.asarray(gates["base"])
+        base = 100 * np.asarray(gates.base)
         ax.plot(offsets, base, color="k", marker="o", label="unrotated")
         ax.plot(
             offsets,
@@ -398,14 +532,14 @@ def draw(data: dict):
         )
         ax.plot(
             offsets,
-            100 * np.asarray(gates["rotated"][j]),
+            100 * np.asarray(gates.rotated[j]),
             color=_style.color(0),
             marker="s",
             label=f"gates rotated by {delta}",
         )
         ax.plot(
             offsets,
-            100 * np.asarray(both["rotated"][j]),
+            100 * np.asarray(both.rotated[j]),
             color=_style.color(1),
             marker="^",
             label=f"gates and payload maps rotated by {delta}",
@@ -437,4 +571,5 @@ FIGURE = Figure(
     draw,
     cost=300,
     tables=tables,
+    data=PaperMechanismsData,
 )

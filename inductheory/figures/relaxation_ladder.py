@@ -3,6 +3,7 @@ setting, one switch at a time and cumulatively, measured on held-out contexts.""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -15,15 +16,17 @@ from ..experiments._ladder import (
     SWITCHES,
     LadderSettings,
     RungResult,
+    RungSummary,
     ladder_rungs,
     run_ladder,
     train_rung,
 )
+from ..experiments._measured import Count, MeanInterval
 from ..internal._io import cached
 from ..internal._progress import announce
 from ..model._task import assumptions_silenced
 from . import _runs, _style, _trained
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import (
     mean_interval,
     mean_text,
@@ -31,6 +34,7 @@ from ._stats import (
     stored_parameter,
     wilson_interval,
 )
+from ._trained import FlowCheck
 
 TASK = dict(L=4, S=3, H=2, N=48, gamma=1.0, beta=4.0, kappa=1.0)
 # (seeds, steps) per rung
@@ -63,36 +67,81 @@ def cached_rung(rung, seeds: int, seed: int = 0, *, cache_dir=None) -> RungResul
     )
 
 
-def _intervals(s: dict) -> dict:
+# The counts of a rung's summary, each given its Wilson 95% interval in the figure's data.
+COUNTS = (
+    "selected",
+    "value_follows_key",
+    "input_dependent",
+    "distinct",
+    "phase_uniform",
+    "all_phase_uniform",
+)
+# The per-seed values whose mean over seeds the figure gives with a bootstrap interval (as
+# `<name>_ci`).
+MEANS = (
+    "phase_gap",
+    "mean_accuracy",
+    "loss",
+    "boundary_accuracy",
+    "all_mean_accuracy",
+    "all_phase_gap",
+)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LadderRung(RungSummary):
+    """A rung's `RungSummary` with its intervals: every count of `COUNTS` with its Wilson 95%
+    `ci95`; `phase_accuracy`, per within phase the mean accuracy over seeds with its bootstrap
+    95% interval; `phase_gap_ci`, `mean_accuracy_ci`, `loss_ci`, `boundary_accuracy_ci`,
+    `all_mean_accuracy_ci`, `all_phase_gap_ci`: the same for the per-seed values of `MEANS`;
+    `gap_of_mean_curve`: max - min over phases of the seed-mean accuracy curve."""
+
+    phase_accuracy: list[MeanInterval]
+    phase_gap_ci: MeanInterval
+    mean_accuracy_ci: MeanInterval
+    loss_ci: MeanInterval
+    boundary_accuracy_ci: MeanInterval
+    all_mean_accuracy_ci: MeanInterval
+    all_phase_gap_ci: MeanInterval
+    gap_of_mean_curve: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RelaxationLadderData(FigureData):
+    """Every rung of the ladder in `ladder_rungs`' order (`rungs`, a `LadderRung` each: the
+    theorem rung, the alone, cumulative and control rungs) and `flow_check`, the full flow at
+    the theorem rung's setting beside its gradient descent (`FlowCheck`)."""
+
+    rungs: list[LadderRung]
+    flow_check: FlowCheck
+
+
+def _intervals(s: RungSummary) -> LadderRung:
     """Wilson intervals of the counts and bootstrap intervals (over seeds) of the means."""
-    out = dict(s)
-    for key in (
-        "selected",
-        "value_follows_key",
-        "input_dependent",
-        "distinct",
-        "phase_uniform",
-        "all_phase_uniform",
-    ):
-        c = s[key]
-        out[key] = dict(c, ci95=list(wilson_interval(c["k"], c["n"])))
-    p = s["per_seed"]
-    acc = np.asarray(p["phase_accuracy"])
-    out["phase_accuracy"] = [mean_interval(acc[:, j]) for j in range(acc.shape[1])]
-    for key in (
-        "phase_gap",
-        "mean_accuracy",
-        "loss",
-        "boundary_accuracy",
-        "all_mean_accuracy",
-        "all_phase_gap",
-    ):
-        out[key + "_ci"] = mean_interval(p[key])
-    out["gap_of_mean_curve"] = float(acc.mean(axis=0).max() - acc.mean(axis=0).min())
-    return out
+    counts = {
+        key: dataclasses.replace(c, ci95=list(wilson_interval(c.k, c.n)))
+        for key, c in ((key, getattr(s, key)) for key in COUNTS)
+    }
+    acc = np.asarray(s.per_seed.phase_accuracy)
+    means = {
+        key + "_ci": MeanInterval(**mean_interval(getattr(s.per_seed, key)))
+        for key in MEANS
+    }
+    summary = {f.name: getattr(s, f.name) for f in dataclasses.fields(s)}
+    return LadderRung(
+        **summary
+        | counts
+        | means
+        | dict(
+            phase_accuracy=[
+                MeanInterval(**mean_interval(acc[:, j])) for j in range(acc.shape[1])
+            ],
+            gap_of_mean_curve=float(acc.mean(axis=0).max() - acc.mean(axis=0).min()),
+        )
+    )
 
 
-def compute(quick: bool, cache_dir) -> dict:
+def compute(quick: bool, cache_dir) -> RelaxationLadderData:
     seeds, settings = _settings(quick)
     with assumptions_silenced():
         task = _runs.task_of(**TASK)
@@ -104,23 +153,15 @@ def compute(quick: bool, cache_dir) -> dict:
     )
     announce(f"summarizing {len(rungs)} rungs (bootstrap intervals over seeds)")
     summaries = [_intervals(s) for s in result.summaries()]
-    flow = _trained.theorem_flow(rungs[0], seeds, cache_dir)
-    trained = summaries[0]["per_seed"]
-    flow["agrees"] = sum(
-        fk == tk and fv == tv
-        for fk, tk, fv, tv in zip(
-            flow["key_offsets"],
-            trained["key_offsets"],
-            flow["value_offsets"],
-            trained["value_offsets"],
-        )
+    trained = summaries[0].per_seed
+    flow = _trained.theorem_flow(rungs[0], seeds, cache_dir).beside(
+        trained.key_offsets, trained.value_offsets
     )
-    flow["selected"] = sum(s == "selected" for s in flow["status"])
     s = LadderSettings(**settings)
-    return {
-        "rungs": summaries,
-        "flow_check": flow,
-        "parameters": {
+    return RelaxationLadderData(
+        rungs=summaries,
+        flow_check=flow,
+        parameters={
             "task": "L=4, S=3 (W=S), H=2, N=48, beta=4, gamma=1, kappa=1, queries=within",
             "training": f"{seeds} seeds per rung, {s.steps} steps; theorem rung: gradient "
             f"descent, lr={s.lr}, the full flow's balanced sample of M={s.M} contexts, "
@@ -134,38 +175,34 @@ def compute(quick: bool, cache_dir) -> dict:
             f"phase-uniform: per-seed gap <= {PHASE_UNIFORM}; boundary phase: the "
             "within-trained models evaluated with queries=all",
         },
-        "findings": _findings(summaries, flow),
-    }
+        findings=_findings(summaries, flow),
+    )
 
 
-def _findings(summaries, flow) -> str:
+def _findings(summaries: list[LadderRung], flow: FlowCheck) -> str:
     parts = [
-        f"{s['label']}: mass {s['gate_mass']['key']['mean']:.2f}/"
-        f"{s['gate_mass']['value']['mean']:.2f}, gap {s['phase_gap_ci']['mean']:.2f}, "
-        f"acc {s['mean_accuracy_ci']['mean']:.2f}"
+        f"{s.label}: mass {s.gate_mass.key.mean:.2f}/"
+        f"{s.gate_mass.value.mean:.2f}, gap {s.phase_gap_ci.mean:.2f}, "
+        f"acc {s.mean_accuracy_ci.mean:.2f}"
         for s in summaries
     ]
     return (
-        f"flow check: {flow['selected']}/{len(flow['status'])} selected, "
-        f"{flow['agrees']} agree; " + "; ".join(parts)
+        f"flow check: {flow.selected}/{len(flow.status)} selected, "
+        f"{flow.agrees} agree; " + "; ".join(parts)
     )
 
 
 def _by_kind(rungs):
     """x positions: the theorem rung at 0 on both lines, switch i at i + 1, the control one
     further; `(alone, cumulative, control)` as lists of (x, summary)."""
-    theorem = next(s for s in rungs if s["kind"] == "theorem")
+    theorem = next(s for s in rungs if s.kind == "theorem")
     alone = [(0, theorem)] + [
-        (SWITCHES.index(s["switches"][-1]) + 1, s)
-        for s in rungs
-        if s["kind"] == "alone"
+        (SWITCHES.index(s.switches[-1]) + 1, s) for s in rungs if s.kind == "alone"
     ]
     cumulative = [(0, theorem)] + [
-        (SWITCHES.index(s["switches"][-1]) + 1, s)
-        for s in rungs
-        if s["kind"] == "cumulative"
+        (SWITCHES.index(s.switches[-1]) + 1, s) for s in rungs if s.kind == "cumulative"
     ]
-    control = [(len(SWITCHES) + 1, s) for s in rungs if s["kind"] == "control"]
+    control = [(len(SWITCHES) + 1, s) for s in rungs if s.kind == "control"]
     return alone, cumulative, control
 
 
@@ -196,7 +233,7 @@ def _ticks(ax):
 def _series(ax, data, value, *, label, offset=0.0, marker=None, err=None, color=None):
     """One measure along the ladder, alone and cumulative (and the control), with error bars
     `err(summary) -> (low, high)`."""
-    for (kind, c, fmt), points in zip(SERIES, _by_kind(data["rungs"])):
+    for (kind, c, fmt), points in zip(SERIES, _by_kind(data.rungs)):
         if not points:
             continue
         x = np.array([p[0] for p in points]) + offset * (1 if kind != "alone" else -1)
@@ -219,28 +256,28 @@ def _series(ax, data, value, *, label, offset=0.0, marker=None, err=None, color=
 
 
 def _ci(key):
-    return lambda s: s[key]["ci95"]
+    return lambda s: getattr(s, key).ci95
 
 
-def draw(data: dict):
+def draw(data: RelaxationLadderData):
     fig, axes = _style.subplots(2, 3, figsize=(16, 9))
-    n = data["rungs"][0]["seeds"]
+    n = data.rungs[0].seeds
     ax = axes[0, 0]
     for b, branch in enumerate(("key", "value")):
         _series(
             ax,
             data,
-            lambda s, br=branch: s["gate_mass"][br]["mean"],
+            lambda s, br=branch: getattr(s.gate_mass, br).mean,
             label=f"{branch} gate",
             offset=0.08 * (2 * b - 1),
             marker="o^"[b],
             err=lambda s, br=branch: (
-                s["gate_mass"][br]["min"],
-                s["gate_mass"][br]["max"],
+                getattr(s.gate_mass, br).min,
+                getattr(s.gate_mass, br).max,
             ),
             color=2 * b,
         )
-    W = data["rungs"][0]["W"]
+    W = data.rungs[0].W
     ax.axhline(1 / W, color="0.6", ls=":", lw=1)
     ax.text(0, 1 / W, " uniform 1/W", fontsize=7, va="bottom", color="0.4")
     ax.axhline(SELECTED_MASS, color="0.6", ls="--", lw=0.8)
@@ -252,7 +289,7 @@ def draw(data: dict):
     _series(
         ax,
         data,
-        lambda s: s["value_follows_key"]["k"] / s["value_follows_key"]["n"],
+        lambda s: s.value_follows_key.k / s.value_follows_key.n,
         label="value = key + 1 (heads)",
         err=_ci("value_follows_key"),
         offset=0.06,
@@ -260,14 +297,14 @@ def draw(data: dict):
     _series(
         ax,
         data,
-        lambda s: s["distinct"]["k"] / s["distinct"]["n"],
+        lambda s: s.distinct.k / s.distinct.n,
         label="heads on distinct keys (seeds)",
         err=_ci("distinct"),
         marker="^",
         color=4,
         offset=0.06,
     )
-    base = data["rungs"][0]["distinct_baseline"]
+    base = data.rungs[0].distinct_baseline
     ax.axhline(base, color="0.5", ls=":", lw=1)
     ax.text(0, base, " independent baseline", fontsize=7, va="bottom", color="0.4")
     ax.set_ylabel("share (Wilson 95%)")
@@ -275,10 +312,10 @@ def draw(data: dict):
     ax.set_ylim(-0.03, 1.08)
 
     ax = axes[0, 2]
-    for (kind, c, fmt), points in zip(SERIES, _by_kind(data["rungs"])):
+    for (kind, c, fmt), points in zip(SERIES, _by_kind(data.rungs)):
         for x, s in points:
-            st = np.asarray(s["per_seed"]["static_offsets"]).ravel()
-            av = np.asarray(s["per_seed"]["avg_offsets"]).ravel()
+            st = np.asarray(s.per_seed.static_offsets).ravel()
+            av = np.asarray(s.per_seed.avg_offsets).ravel()
             ax.scatter(
                 st.mean(),
                 av.mean(),
@@ -303,8 +340,8 @@ def draw(data: dict):
     ax.set_ylabel("average effective offsets E_j exp H(p_j)")
     ax.set_title("Figure 5a measure (mean over heads, branches, seeds; number = rung)")
     lines = [
-        f"{x}: input-dep. {s['input_dependent']['k']}/{s['input_dependent']['n']}"
-        for x, s in _by_kind(data["rungs"])[1][1:]
+        f"{x}: input-dep. {s.input_dependent.k}/{s.input_dependent.n}"
+        for x, s in _by_kind(data.rungs)[1][1:]
     ]
     ax.text(
         0.98,
@@ -321,14 +358,14 @@ def draw(data: dict):
     _series(
         ax,
         data,
-        lambda s: s["phase_gap_ci"]["mean"],
+        lambda s: s.phase_gap_ci.mean,
         label="per-seed phase gap",
-        err=lambda s: s["phase_gap_ci"]["ci95"],
+        err=lambda s: s.phase_gap_ci.ci95,
     )
     _series(
         ax,
         data,
-        lambda s: s["gap_of_mean_curve"],
+        lambda s: s.gap_of_mean_curve,
         label="gap of the seed-mean curve",
         marker="x",
         color=5,
@@ -336,9 +373,9 @@ def draw(data: dict):
     _series(
         ax,
         data,
-        lambda s: s["all_phase_gap_ci"]["mean"],
+        lambda s: s.all_phase_gap_ci.mean,
         label="per-seed gap, all queries (boundary phase in)",
-        err=lambda s: s["all_phase_gap_ci"]["ci95"],
+        err=lambda s: s.all_phase_gap_ci.ci95,
         marker="v",
         color=4,
     )
@@ -348,14 +385,13 @@ def draw(data: dict):
 
     ax = axes[1, 1]
     rows = (
-        [s for _, s in _by_kind(data["rungs"])[0]]
-        + [s for _, s in _by_kind(data["rungs"])[1][1:]]
-        + [s for _, s in _by_kind(data["rungs"])[2]]
+        [s for _, s in _by_kind(data.rungs)[0]]
+        + [s for _, s in _by_kind(data.rungs)[1][1:]]
+        + [s for _, s in _by_kind(data.rungs)[2]]
     )
     grid = np.array(
         [
-            [p["mean"] for p in s["phase_accuracy"]]
-            + [s["boundary_accuracy_ci"]["mean"]]
+            [p.mean for p in s.phase_accuracy] + [s.boundary_accuracy_ci.mean]
             for s in rows
         ]
     )
@@ -378,7 +414,7 @@ def draw(data: dict):
     ax.set_yticks(
         range(len(rows)),
         [
-            ("" if s["kind"] == "alone" or s["kind"] == "theorem" else "") + s["label"]
+            ("" if s.kind == "alone" or s.kind == "theorem" else "") + s.label
             for s in rows
         ],
         fontsize=6,
@@ -395,16 +431,16 @@ def draw(data: dict):
     _series(
         ax,
         data,
-        lambda s: s["mean_accuracy_ci"]["mean"],
+        lambda s: s.mean_accuracy_ci.mean,
         label="mean accuracy",
-        err=lambda s: s["mean_accuracy_ci"]["ci95"],
+        err=lambda s: s.mean_accuracy_ci.ci95,
     )
     _series(
         ax,
         data,
-        lambda s: s["boundary_accuracy_ci"]["mean"],
+        lambda s: s.boundary_accuracy_ci.mean,
         label="boundary phase (all queries)",
-        err=lambda s: s["boundary_accuracy_ci"]["ci95"],
+        err=lambda s: s.boundary_accuracy_ci.ci95,
         marker="v",
         color=4,
     )
@@ -422,14 +458,14 @@ def draw(data: dict):
     return fig
 
 
-def tables(data: dict) -> list[MeasuredTable]:
+def tables(data: RelaxationLadderData) -> list[MeasuredTable]:
     """Per rung: gates (mass, shares, effective offsets) and accuracy (gap, phases,
     boundary, mean, loss), with their intervals; and the flow check."""
-    rungs = data["rungs"]
-    n = rungs[0]["seeds"]
+    rungs = data.rungs
+    n = rungs[0].seeds
 
     def name(s):
-        return s["label"] if s["kind"] != "cumulative" else s["label"]
+        return s.label if s.kind != "cumulative" else s.label
 
     gates = MeasuredTable(
         f"Gates on held-out contexts, {n} seeds per rung (kinds: theorem, alone, cumulative "
@@ -448,25 +484,27 @@ def tables(data: dict) -> list[MeasuredTable]:
         [
             [
                 name(s),
-                s["kind"],
-                f"{s['gate_mass']['key']['mean']:.3f} "
-                f"[{s['gate_mass']['key']['min']:.3f}, {s['gate_mass']['key']['max']:.3f}]",
-                f"{s['gate_mass']['value']['mean']:.3f} "
-                f"[{s['gate_mass']['value']['min']:.3f}, {s['gate_mass']['value']['max']:.3f}]",
-                share_text(s["selected"]["k"], s["selected"]["n"]),
-                share_text(s["value_follows_key"]["k"], s["value_follows_key"]["n"]),
-                share_text(s["distinct"]["k"], s["distinct"]["n"])
-                + f" ({s['distinct_baseline']:.2f})",
+                s.kind,
+                f"{s.gate_mass.key.mean:.3f} "
+                f"[{s.gate_mass.key.min:.3f}, {s.gate_mass.key.max:.3f}]",
+                f"{s.gate_mass.value.mean:.3f} "
+                f"[{s.gate_mass.value.min:.3f}, {s.gate_mass.value.max:.3f}]",
+                _share(s.selected),
+                _share(s.value_follows_key),
+                _share(s.distinct) + f" ({s.distinct_baseline:.2f})",
                 "; ".join(
-                    f"{s['static_offsets'][b]['mean']:.2f} / {s['avg_offsets'][b]['mean']:.2f}"
-                    for b in ("key", "value")
+                    f"{static.mean:.2f} / {avg.mean:.2f}"
+                    for static, avg in (
+                        (s.static_offsets.key, s.avg_offsets.key),
+                        (s.static_offsets.value, s.avg_offsets.value),
+                    )
                 ),
-                share_text(s["input_dependent"]["k"], s["input_dependent"]["n"]),
+                _share(s.input_dependent),
             ]
             for s in rungs
         ],
     )
-    S = len(rungs[0]["phase_accuracy"]) + 1
+    S = len(rungs[0].phase_accuracy) + 1
     accuracy = MeasuredTable(
         f"Accuracy on held-out contexts, {n} seeds per rung: means over seeds with bootstrap "
         "95% intervals; phase-uniform: seeds with per-seed gap <= "
@@ -489,28 +527,28 @@ def tables(data: dict) -> list[MeasuredTable]:
         [
             [
                 name(s),
-                s["kind"],
-                *(mean_text(p) for p in s["phase_accuracy"]),
-                mean_text(s["phase_gap_ci"]),
-                f"{s['gap_of_mean_curve']:.2f}",
-                share_text(s["phase_uniform"]["k"], s["phase_uniform"]["n"]),
-                mean_text(s["boundary_accuracy_ci"]),
-                mean_text(s["all_phase_gap_ci"]),
-                share_text(s["all_phase_uniform"]["k"], s["all_phase_uniform"]["n"]),
-                mean_text(s["mean_accuracy_ci"]),
-                mean_text(s["loss_ci"], 3),
-                f"{s['cpu_s']:.0f}",
+                s.kind,
+                *(_mean_text(p) for p in s.phase_accuracy),
+                _mean_text(s.phase_gap_ci),
+                f"{s.gap_of_mean_curve:.2f}",
+                _share(s.phase_uniform),
+                _mean_text(s.boundary_accuracy_ci),
+                _mean_text(s.all_phase_gap_ci),
+                _share(s.all_phase_uniform),
+                _mean_text(s.mean_accuracy_ci),
+                _mean_text(s.loss_ci, 3),
+                f"{s.cpu_s:.0f}",
             ]
             for s in rungs
         ],
     )
-    f = data["flow_check"]
+    f = data.flow_check
     keys = sorted(
-        {(tuple(k), tuple(v)) for k, v in zip(f["key_offsets"], f["value_offsets"])}
+        {(tuple(k), tuple(v)) for k, v in zip(f.key_offsets, f.value_offsets)}
     )
     flow = MeasuredTable(
         f"The theorem rung against the full flow at the same task, sample and seeds, "
-        f"t_max = steps * lr = {f['t_max']:g}, delta = {f['delta']:g}.",
+        f"t_max = steps * lr = {f.t_max:g}, delta = {f.delta:g}.",
         [
             "flow seeds selected",
             "same key and value offsets as gradient descent",
@@ -518,8 +556,8 @@ def tables(data: dict) -> list[MeasuredTable]:
         ],
         [
             [
-                share_text(f["selected"], len(f["status"])),
-                share_text(f["agrees"], len(f["status"])),
+                share_text(f.selected, len(f.status)),
+                share_text(f.agrees, len(f.status)),
                 ", ".join(f"{list(k)}; {list(v)}" for k, v in keys),
             ]
         ],
@@ -543,34 +581,38 @@ def _param(text: str, pattern: str) -> str:
     return re.search(pattern, text).group(1)
 
 
-def _share(c: dict) -> str:
-    return share_text(c["k"], c["n"])
+def _share(c: Count) -> str:
+    return share_text(c.k, c.n)
 
 
-def _shares(rungs: list[dict], key: str) -> str:
+def _mean_text(m: MeanInterval, digits: int = 2) -> str:
+    return mean_text(m.to_dict(), digits)
+
+
+def _shares(rungs: list[LadderRung], key: str) -> str:
     """One share when every rung has it, else the range of counts."""
-    counts = {(r[key]["k"], r[key]["n"]) for r in rungs}
+    counts = {(getattr(r, key).k, getattr(r, key).n) for r in rungs}
     if len(counts) == 1:
         return share_text(*counts.pop())
     ks = [k for k, _ in counts]
     return f"{min(ks)}-{max(ks)} of {max(n for _, n in counts)}"
 
 
-def _rung_name(r: dict) -> str:
-    if r["kind"] == "theorem":
+def _rung_name(r: LadderRung) -> str:
+    if r.kind == "theorem":
         return "the theorem rung"
-    name = NAMES[r["switches"][-1]]
-    return f"{name} alone" if r["kind"] == "alone" else f"the cumulative rung + {name}"
+    name = NAMES[r.switches[-1]]
+    return f"{name} alone" if r.kind == "alone" else f"the cumulative rung + {name}"
 
 
-def _names(rungs: list[dict]) -> str:
+def _names(rungs: list[LadderRung]) -> str:
     names = [_rung_name(r).removesuffix(" alone") for r in rungs]
     text = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    return text + (" alone" if rungs[-1]["kind"] == "alone" else "")
+    return text + (" alone" if rungs[-1].kind == "alone" else "")
 
 
-def _mass(r: dict) -> str:
-    key, value = (f"{r['gate_mass'][b]['mean']:.2f}" for b in ("key", "value"))
+def _mass(r: LadderRung) -> str:
+    key, value = (f"{getattr(r.gate_mass, b).mean:.2f}" for b in ("key", "value"))
     return (
         f"mean mass {key}"
         if key == value
@@ -578,21 +620,21 @@ def _mass(r: dict) -> str:
     )
 
 
-def claim(data: dict) -> str:
+def claim(data: RelaxationLadderData) -> str:
     """The claim, its settings, the flow check and every rung's shares and means from `data`."""
-    rungs, flow, par = data["rungs"], data["flow_check"], data["parameters"]
-    theorem = [r for r in rungs if r["kind"] == "theorem"]
-    alone = theorem + [r for r in rungs if r["kind"] == "alone"]
-    cumulative = [r for r in rungs if r["kind"] == "cumulative"]
+    rungs, flow, par = data.rungs, data.flow_check, data.parameters
+    theorem = [r for r in rungs if r.kind == "theorem"]
+    alone = theorem + [r for r in rungs if r.kind == "alone"]
+    cumulative = [r for r in rungs if r.kind == "cumulative"]
     full = ("selected", "value_follows_key", "distinct")
     kept = [
         r
         for r in alone
-        if all(r[c]["k"] == r[c]["n"] for c in full)
-        and all(p["mean"] == 1 for p in r["phase_accuracy"])
+        if all(getattr(r, c).k == getattr(r, c).n for c in full)
+        and all(p.mean == 1 for p in r.phase_accuracy)
     ]
     N = int(stored_parameter(par["task"], "N"))
-    n_flow = len(flow["status"])
+    n_flow = len(flow.status)
     text = (
         "The trained compressed model (docs/trained.md; beyond docs/theory.md §10) on "
         + par["task"].replace("queries=within", "within queries")
@@ -609,9 +651,9 @@ def claim(data: dict) -> str:
         "cumulatively; a control with bias-only gates on the cumulative learned rung. The "
         "boundary phase is measured by evaluating the within-trained models with queries=all "
         f"(no retraining). Measured: the full flow at the same task, sample and seeds, "
-        f"t={flow['t_max']:g}, delta={flow['delta']:.2g}, selects in "
-        f"{share_text(flow['selected'], n_flow)} seeds on the offsets gradient descent "
-        f"reaches ({share_text(flow['agrees'], n_flow)} agree)."
+        f"t={flow.t_max:g}, delta={flow.delta:.2g}, selects in "
+        f"{share_text(flow.selected, n_flow)} seeds on the offsets gradient descent "
+        f"reaches ({share_text(flow.agrees, n_flow)} agree)."
     )
     if kept:
         text += (
@@ -620,41 +662,35 @@ def claim(data: dict) -> str:
             f"({_shares(kept, 'selected')} branches with argmax mass >= {SELECTED_MASS}), "
             f"value = key + 1 ({_shares(kept, 'value_follows_key')} heads), distinct heads "
             f"({_shares(kept, 'distinct')} seeds, independent baseline "
-            f"{kept[0]['distinct_baseline']:.2f}) and accuracy 1 on every within phase."
+            f"{kept[0].distinct_baseline:.2f}) and accuracy 1 on every within phase."
         )
-    broken = next(
-        (r for r in alone if r["phase_uniform"]["k"] < r["phase_uniform"]["n"]), None
-    )
+    broken = next((r for r in alone if r.phase_uniform.k < r.phase_uniform.n), None)
     if broken is not None:
         text += (
             f" {_rung_name(broken)[0].upper()}{_rung_name(broken)[1:]} first breaks the "
-            f"phase-uniformity of the within phases: {_share(broken['phase_uniform'])} seeds "
+            f"phase-uniformity of the within phases: {_share(broken.phase_uniform)} seeds "
             f"phase-uniform (per-seed gap <= {PHASE_UNIFORM}), distinct heads "
-            f"{_share(broken['distinct'])}, mean accuracy {mean_text(broken['mean_accuracy_ci'])}"
+            f"{_share(broken.distinct)}, mean accuracy {_mean_text(broken.mean_accuracy_ci)}"
         )
     for r in alone:
-        offsets = {tuple(k) for k in r["per_seed"]["key_offsets"]}
-        if r["distinct"]["k"] == 0 and len(offsets) == 1 and len(set(*offsets)) == 1:
-            gap1 = sum(g == 1 for g in r["per_seed"]["phase_gap"])
+        offsets = {tuple(k) for k in r.per_seed.key_offsets}
+        if r.distinct.k == 0 and len(offsets) == 1 and len(set(*offsets)) == 1:
+            gap1 = sum(g == 1 for g in r.per_seed.phase_gap)
             text += (
                 f"; {_rung_name(r)} puts both heads on offset {offsets.pop()[0]} (distinct "
-                f"{_share(r['distinct'])}), gap 1 in {share_text(gap1, r['seeds'])} seeds"
+                f"{_share(r.distinct)}), gap 1 in {share_text(gap1, r.seeds)} seeds"
             )
     text += "."
-    soft = next(
-        (r for r in cumulative if r["selected"]["k"] < r["selected"]["n"] / 2), None
-    )
-    dep = next((r for r in cumulative if r["input_dependent"]["k"] > 0), None)
+    soft = next((r for r in cumulative if r.selected.k < r.selected.n / 2), None)
+    dep = next((r for r in cumulative if r.input_dependent.k > 0), None)
     if soft is not None:
         text += (
             f" Selection first turns soft on {_rung_name(soft)} (branches with mass >= "
-            f"{SELECTED_MASS}: {_share(soft['selected'])}; {_mass(soft)})"
+            f"{SELECTED_MASS}: {_share(soft.selected)}; {_mass(soft)})"
         )
     if dep is not None:
-        earlier = rungs[: rungs.index(dep)] + [
-            r for r in rungs if r["kind"] == "control"
-        ]
-        none_before = all(r["input_dependent"]["k"] == 0 for r in earlier)
+        earlier = rungs[: rungs.index(dep)] + [r for r in rungs if r.kind == "control"]
+        none_before = all(r.input_dependent.k == 0 for r in earlier)
         text += (
             (
                 " and there first input-dependent"
@@ -662,36 +698,32 @@ def claim(data: dict) -> str:
                 else f"; first input-dependent on {_rung_name(dep)}"
             )
             + f" (static - avg >= {INPUT_DEPENDENT} offsets: "
-            f"{_share(dep['input_dependent'])}"
+            f"{_share(dep.input_dependent)}"
             + (
                 f", {_shares(earlier, 'input_dependent')} on every earlier rung and on the "
                 "bias-only control"
                 if none_before
                 else ""
             )
-            + f"), with value = key + 1 in {_share(dep['value_follows_key'])} heads and "
-            f"distinct heads in {_share(dep['distinct'])} seeds at mean accuracy "
-            f"{mean_text(dep['mean_accuracy_ci'])}."
+            + f"), with value = key + 1 in {_share(dep.value_follows_key)} heads and "
+            f"distinct heads in {_share(dep.distinct)} seeds at mean accuracy "
+            f"{_mean_text(dep.mean_accuracy_ci)}."
         )
     elif soft is not None:
         text += "."
-    learned = next(r for r in alone if r["switches"] == ["learned"])
-    if learned["loss_ci"]["mean"] > math.log(N):
+    learned = next(r for r in alone if r.switches == ["learned"])
+    if learned.loss_ci.mean > math.log(N):
         text += (
             " The learned switch alone, under the theorem's gradient descent step, does not "
-            f"train (loss {learned['loss_ci']['mean']:.2f} above ln N = {math.log(N):.2f}, "
+            f"train (loss {learned.loss_ci.mean:.2f} above ln N = {math.log(N):.2f}, "
             f"{_mass(learned)})."
         )
-    worst = max(r["boundary_accuracy_ci"]["mean"] for r in rungs)
+    worst = max(r.boundary_accuracy_ci.mean for r in rungs)
     return text + (
         " No rung answers the boundary phase: its mean accuracy is at most "
         f"{math.ceil(100 * worst) / 100:.2f} on every rung, and with all queries "
         f"{_shares(rungs, 'all_phase_uniform')} seeds are phase-uniform"
-        + (
-            " on every rung"
-            if len({r["all_phase_uniform"]["k"] for r in rungs}) == 1
-            else ""
-        )
+        + (" on every rung" if len({r.all_phase_uniform.k for r in rungs}) == 1 else "")
         + ". Every rung was trained on within queries only, so its loss never contained the "
         "boundary phase: this says nothing about whether a model trained on it answers it "
         "(the figure paper_matrix trains with the boundary phase in the loss)."
@@ -706,4 +738,5 @@ FIGURE = Figure(
     draw,
     cost=400,
     tables=tables,
+    data=RelaxationLadderData,
 )
