@@ -215,7 +215,7 @@ def run(args) -> int:
             )
         report[r.name] = row_summary(
             r.architecture(size.reference), result, size.task.period
-        )
+        ).to_dict()
     if args.json:
         print_json({"size": size.to_dict(), "rows": report})
         return 0
