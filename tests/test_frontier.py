@@ -20,6 +20,7 @@ from inductheory.experiments import (
     simplex_frontier,
     uniformity_frontier,
 )
+from inductheory.experiments._frontier import FrontierEnd, SimplexFrontier
 from inductheory.model import SharedGates
 
 
@@ -95,17 +96,17 @@ def test_mean_and_worst_match_the_closed_form_by_hand():
 
 def test_frontier_points_are_feasible_and_their_losses_are_right(small):
     task, fr = small
-    ok = np.isfinite(fr["mean"])
+    ok = np.isfinite(fr.mean)
     assert ok.sum() >= len(ok) - 1  # at most the tightest bound may be missed
-    assert np.all(fr["worst"][ok] <= fr["bounds"][ok] + 1e-6)
-    for p, m, w in zip(fr["gates"][ok], fr["mean"][ok], fr["worst"][ok]):
+    assert np.all(fr.worst[ok] <= fr.bounds[ok] + 1e-6)
+    for p, m, w in zip(fr.gates[ok], fr.mean[ok], fr.worst[ok]):
         losses = reference_phase_losses(8, 3, 512, 4.0, 1.0, p[:, 0], p[:, 1])
         assert (losses.mean(), losses.max()) == pytest.approx((m, w), rel=1e-10)
 
 
 def test_frontier_is_monotone_in_the_bound(small):
     _, fr = small
-    mean = fr["mean"][np.isfinite(fr["mean"])]
+    mean = fr.mean[np.isfinite(fr.mean)]
     assert np.all(np.diff(mean) <= 1e-7), mean  # relaxing c never raises the best mean
     assert (
         mean[-1] - mean[0] < -1e-3
@@ -121,19 +122,23 @@ def test_uniform_gates_and_hard_selections_lie_on_or_above_the_frontier(small):
     assert u.max() - u.min() < 1e-12  # uniform gates are phase-uniform
     assert u.mean() >= frontier_mean_at(fr, u.max()) - 1e-9
     assert (
-        fr["min_worst"] <= u.max() + 1e-9
+        fr.min_worst <= u.max() + 1e-9
     )  # the smallest worst phase found is at least as good
     for m, w in hard_points(L, S, N, beta, gamma, 1):
         assert m >= frontier_mean_at(fr, w + 1e-12) - 1e-6  # w by hand, to rounding
     # unconstrained end: no worse than the best hard selection
     assert (
-        fr["unconstrained_mean"]
+        fr.unconstrained_mean
         <= min(m for m, _ in hard_points(L, S, N, beta, gamma, 1)) + 1e-6
     )
 
 
 def test_frontier_mean_at_reads_the_largest_bound_below():
-    fr = {"bounds": np.array([1.0, 2.0, 3.0]), "mean": np.array([0.9, np.nan, 0.5])}
+    fr = SimplexFrontier(
+        bounds=np.array([1.0, 2.0, 3.0]),
+        mean=np.array([0.9, np.nan, 0.5]),
+        worst=np.array([0.9, np.nan, 0.5]),
+    )
     assert frontier_mean_at(fr, [0.5, 1.0, 2.5, 3.5]).tolist() == [
         np.inf,
         0.9,
@@ -148,7 +153,7 @@ def test_full_size_frontier_against_uniform_and_hard_selections(H):
     L, S, N, beta, gamma = 8, 4, 4096, 4.0, 1.0
     task = task_of(L=L, S=S, H=H, N=N, beta=beta, gamma=gamma)
     fr = uniformity_frontier(task, n_bounds=8, starts=16)
-    mean = fr["mean"][np.isfinite(fr["mean"])]
+    mean = fr.mean[np.isfinite(fr.mean)]
     assert np.all(np.diff(mean) <= 1e-7)
     u = reference_phase_losses(
         L, S, N, beta, gamma, np.full((H, S), 1 / S), np.full((H, S), 1 / S)
@@ -157,7 +162,7 @@ def test_full_size_frontier_against_uniform_and_hard_selections(H):
     pts = hard_points(L, S, N, beta, gamma, H)
     for m, w in pts:
         assert m >= frontier_mean_at(fr, w + 1e-12) - 1e-6  # w by hand, to rounding
-    assert fr["unconstrained_mean"] <= min(m for m, _ in pts) + 1e-6
+    assert fr.unconstrained_mean <= min(m for m, _ in pts) + 1e-6
 
 
 def reference_worst(x, L, S, N, beta, gamma, H):
@@ -279,6 +284,15 @@ def test_kkt_check_rejects_a_perturbed_point(small2_end, move):
     assert kkt_check(task, end.gates).residual < 1e-9
 
 
+def test_the_end_reads_back_from_its_dict(small2_end):
+    """As stored (figure data): lists, the KKT check nested; read back, the same dict."""
+    stored = small2_end.to_dict()
+    back = FrontierEnd.from_dict(stored)
+    assert back.to_dict() == stored
+    assert back.kkt.residual == small2_end.kkt.residual
+    np.testing.assert_array_equal(back.gates.key, small2_end.key)
+
+
 def test_kkt_check_rejects_uniform_gates():
     task = task_of(**SMALL2)
     assert kkt_check(task, uniform_gates(2, 4)).residual > 1e-3
@@ -287,14 +301,12 @@ def test_kkt_check_rejects_uniform_gates():
 def test_frontier_at_every_bound_matches_slsqp_on_the_simplices(small_end, small):
     task, end = small_end
     _, fr = small
-    check = simplex_frontier(task, fr["bounds"], warm=[end.gates])
-    ok = np.isfinite(fr["mean"])
-    assert np.all(np.isfinite(check["mean"]))
+    check = simplex_frontier(task, fr.bounds, warm=[end.gates])
+    ok = np.isfinite(fr.mean)
+    assert np.all(np.isfinite(check.mean))
     # two solvers, two parametrizations: within the AL's feasibility tolerance
-    assert np.allclose(fr["mean"][ok], check["mean"][ok], atol=1e-6)
-    assert fr["mean"][0] == pytest.approx(
-        end.mean, abs=1e-6
-    )  # the first bound is the end
+    assert np.allclose(fr.mean[ok], check.mean[ok], atol=1e-6)
+    assert fr.mean[0] == pytest.approx(end.mean, abs=1e-6)  # the first bound is the end
 
 
 def test_minimax_end_rejects_bad_starts():

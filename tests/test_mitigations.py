@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import itertools
 import math
-
-import jax
 import types
 
+import jax
 import numpy as np
 import pytest
 
@@ -74,11 +73,11 @@ def test_gate_measures_match_the_literal_model(S, W):
     ):
         m = it.experiments.gate_measures(task, gates)
         loss, acc = literal_phase_measures(task, gates.key, gates.value)
-        np.testing.assert_allclose(m["loss"], loss, rtol=1e-10)
-        np.testing.assert_array_equal(m["accuracy"], acc)
-        np.testing.assert_allclose(m["target_probability"], np.exp(-loss), rtol=1e-10)
-        assert m["gap"] == acc.max() - acc.min() and m["worst_accuracy"] == acc.min()
-        assert m["mean_loss"] == pytest.approx(loss.mean(), rel=1e-10)
+        np.testing.assert_allclose(m.loss, loss, rtol=1e-10)
+        np.testing.assert_array_equal(m.accuracy, acc)
+        np.testing.assert_allclose(m.target_probability, np.exp(-loss), rtol=1e-10)
+        assert m.gap == acc.max() - acc.min() and m.worst_accuracy == acc.min()
+        assert m.mean_loss == pytest.approx(loss.mean(), rel=1e-10)
 
 
 def test_hard_gate_choices_are_every_multiset_of_pairs():
@@ -139,7 +138,7 @@ def test_table_rows_against_the_literal_model():
     rows = it.experiments.mitigation_table(
         [(3, 4)], seeds=3, runner=fake_runner(seeds_pairs), **TASK
     )
-    assert [r["gates"] for r in rows] == ["learned", "hard optimum", "uniform"]
+    assert [r.gates for r in rows] == ["learned", "hard optimum", "uniform"]
     task = it.experiments.mitigation_task(3, 4, **TASK)
     eye = np.eye(4)
     per_seed = [
@@ -148,37 +147,37 @@ def test_table_rows_against_the_literal_model():
     ]
     gaps = [a.max() - a.min() for _, a in per_seed]
     learned = rows[0]
-    assert learned["gap"]["mean"] == pytest.approx(np.mean(gaps)) and learned["gap"][
-        "sd"
-    ] == pytest.approx(np.std(gaps))
+    assert learned.gap.mean == pytest.approx(
+        np.mean(gaps)
+    ) and learned.gap.sd == pytest.approx(np.std(gaps))
     np.testing.assert_allclose(
-        learned["accuracy"], np.mean([a for _, a in per_seed], axis=0), atol=1e-12
+        learned.accuracy, np.mean([a for _, a in per_seed], axis=0), atol=1e-12
     )
     np.testing.assert_allclose(
-        learned["loss"], np.mean([l for l, _ in per_seed], axis=0), rtol=1e-8
+        learned.loss, np.mean([l for l, _ in per_seed], axis=0), rtol=1e-8
     )
-    assert learned["selections"] == {"0,1": 1, "0,0": 1, "1,2": 1}
+    assert learned.selections == {"0,1": 1, "0,0": 1, "1,2": 1}
+    assert learned.choice is None and "choice" not in learned.to_dict()
+    assert rows[1].choice is not None and rows[1].selections is None
+    assert set(rows[2].to_dict()) == set(rows[0].to_dict()) - {"selections", "status"}
+    assert type(learned).from_dict(learned.to_dict()) == learned
     for row in rows[
         1:
     ]:  # deterministic gates: the gap is max - min of the per-phase accuracy
-        assert row["seeds"] == 1 and row["gap"]["mean"] == max(row["accuracy"]) - min(
-            row["accuracy"]
-        )
+        assert row.seeds == 1 and row.gap.mean == max(row.accuracy) - min(row.accuracy)
     u_loss, u_acc = literal_phase_measures(
         task, np.full((2, 4), 0.25), np.full((2, 4), 0.25)
     )
-    np.testing.assert_allclose(rows[2]["loss"], u_loss, rtol=1e-10)
-    np.testing.assert_allclose(
-        rows[2]["target_probability"], np.exp(-u_loss), rtol=1e-10
-    )
-    assert rows[2]["mean_accuracy"]["mean"] == u_acc.mean()
+    np.testing.assert_allclose(rows[2].loss, u_loss, rtol=1e-10)
+    np.testing.assert_allclose(rows[2].target_probability, np.exp(-u_loss), rtol=1e-10)
+    assert rows[2].mean_accuracy.mean == u_acc.mean()
 
 
 def test_the_boundary_phase_is_never_answered_at_w_equal_s():
     rows = it.experiments.mitigation_table(
         [(3, 3), (4, 4)], seeds=2, runner=fake_runner([[(0, 1), (1, 2)]]), **TASK
     )
-    assert all(r["accuracy"][r["S"] - 1] == 0.0 for r in rows)
+    assert all(r.accuracy[r.S - 1] == 0.0 for r in rows)
 
 
 def test_coordination_rows_count_distinct_heads_and_the_worst_phase():
@@ -194,9 +193,9 @@ def test_coordination_rows_count_distinct_heads_and_the_worst_phase():
         beta=4.0,
     )
     (row,) = rows
-    assert row["distinct_fraction"] == 0.5 and row["selected_seeds"] == 4
+    assert row.distinct_fraction == 0.5 and row.selected_seeds == 4
     # within queries at S=3: phases 0, 1; seed 0 answers both, seed 1 only phase 0
-    assert row["worst_accuracy"]["mean"] == 0.5 and row["gap"]["mean"] == 0.5
+    assert row.worst_accuracy.mean == 0.5 and row.gap.mean == 0.5
 
 
 @pytest.mark.slow
@@ -208,10 +207,10 @@ def test_orderings_found_in_the_figure_hold_on_few_seeds():
         [(4, 4), (4, 8)], seeds=8, H=2, T=48, N=4096, beta=4.0
     )
     for learned, hard, uniform in zip(rows[::3], rows[1::3], rows[2::3]):
-        assert uniform["gap"]["mean"] == 0 and uniform["mean_accuracy"]["mean"] == 0
-        assert learned["gap"]["q25"] == 1
-        assert uniform["mean_target_probability"]["mean"] < min(
-            learned["mean_target_probability"]["q25"],
-            hard["mean_target_probability"]["mean"],
+        assert uniform.gap.mean == 0 and uniform.mean_accuracy.mean == 0
+        assert learned.gap.q25 == 1
+        assert uniform.mean_target_probability.mean < min(
+            learned.mean_target_probability.q25,
+            hard.mean_target_probability.mean,
         )
-        assert learned["mean_loss"]["q25"] >= hard["mean_loss"]["mean"] - 1e-12
+        assert learned.mean_loss.q25 >= hard.mean_loss.mean - 1e-12

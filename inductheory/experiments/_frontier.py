@@ -31,6 +31,7 @@ import scipy.optimize
 import threadpoolctl
 from jaxtyping import Array, Float
 
+from ..internal._records import Record
 from ..model._gates import (
     SharedGates,
     selectable_offsets,
@@ -230,7 +231,7 @@ def _simplex_starts(task, rng, n):
 
 
 @dataclasses.dataclass(frozen=True)
-class KKTCheck:
+class KKTCheck(Record):
     """First-order optimality of simplex gates for $\\min_p \\max_q \\ell_q(p)$ (the epigraph
     $\\min t$ s.t. $\\ell_q(p) \\le t$, each gate on its simplex).
 
@@ -413,7 +414,7 @@ def _al_minimax(task, key, starts, scale, mus, max_steps):
 
 
 @dataclasses.dataclass(frozen=True)
-class FrontierEnd:
+class FrontierEnd(Record):
     """The left end of the frontier: shared gates of least worst-phase loss, by two solvers.
 
     **Fields:**
@@ -426,6 +427,8 @@ class FrontierEnd:
       of `worst`.
     - `agreed`: the solvers whose best is within `tol` of `worst`.
     - `starts`, `tol`: starts per solver, agreement tolerance.
+
+    Read back by `from_dict`, the arrays are lists.
     """
 
     key: np.ndarray
@@ -539,6 +542,33 @@ def minimax_end(
     )
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class UniformityFrontier(Record):
+    """The frontier of `uniformity_frontier`: F at every bound, with the left end and the best
+    mean.
+
+    **Fields:**
+    - `bounds` (B,): the bounds c; `mean`, `worst` (B,): the chosen point's mean and worst
+      phase (NaN where no start was feasible); `gates` (B, H, 2, W): its gates (key, value).
+    - `all_mean`, `all_worst` (B, starts): every augmented-Lagrangian start's end.
+    - `end`: the left end (`FrontierEnd`); `min_worst`, `min_worst_mean`: its worst phase and
+      mean.
+    - `unconstrained_mean`, `unconstrained_worst`: the best plain mean and its worst phase.
+    """
+
+    bounds: np.ndarray
+    mean: np.ndarray
+    worst: np.ndarray
+    gates: np.ndarray
+    all_mean: np.ndarray
+    all_worst: np.ndarray
+    end: FrontierEnd
+    min_worst: float
+    min_worst_mean: float
+    unconstrained_mean: float
+    unconstrained_worst: float
+
+
 def uniformity_frontier(
     task: Task,
     bounds: Float[Array, " bounds"] | None = None,
@@ -553,7 +583,7 @@ def uniformity_frontier(
     max_steps: int = 2000,
     feasibility_tol: float = 1e-6,
     end: FrontierEnd | None = None,
-) -> dict:
+) -> UniformityFrontier:
     """Lower-left frontier of (worst-phase loss, mean loss) over block-shared gates.
 
     For each bound c, minimizes $\\bar\\ell(b) = \\frac1P \\sum_p \\ell_p(b)$ subject to
@@ -585,16 +615,15 @@ def uniformity_frontier(
       tolerance on $\\max_p \\ell_p - c$.
     - `end`: the left end if already computed (`minimax_end(task, seed=seed)` otherwise).
 
-    **Returns:** dict of numpy arrays: `bounds` (B,), `mean` and `worst` (B,) of the chosen point
-    (NaN where no start was feasible), `gates` (B, H, 2, W) of the chosen points (key, value),
-    `all_mean`,
-    `all_worst` (B, starts) of every AL start, `end` (the `FrontierEnd`), `min_worst` (its worst
-    phase, with `min_worst_mean` its mean), `unconstrained_mean` and `unconstrained_worst` (best
-    plain mean).
+    **Returns:** a `UniformityFrontier` (numpy arrays): `bounds` (B,), `mean` and `worst` (B,)
+    of the chosen point (NaN where no start was feasible), `gates` (B, H, 2, W) of the chosen
+    points (key, value), `all_mean`, `all_worst` (B, starts) of every AL start, `end` (the
+    `FrontierEnd`), `min_worst` (its worst phase, with `min_worst_mean` its mean),
+    `unconstrained_mean` and `unconstrained_worst` (best plain mean).
 
     ```python
     fr = uniformity_frontier(Task(L=8, S=4, H=2, N=4096, beta=4.0), starts=16)
-    fr["bounds"], fr["mean"]
+    fr.bounds, fr.mean
     ```
     """
     if starts < 2:
@@ -666,19 +695,29 @@ def uniformity_frontier(
     mean = np.where(use_end, end.mean, mean)
     worst = np.where(use_end, end.worst, worst)
     ok = np.isfinite(mean)
-    return {
-        "bounds": bounds,
-        "mean": np.where(ok, mean, np.nan),
-        "worst": np.where(ok, worst, np.nan),
-        "gates": gates,
-        "all_mean": all_mean,
-        "all_worst": all_worst,
-        "end": end,
-        "min_worst": end.worst,
-        "min_worst_mean": end.mean,
-        "unconstrained_mean": free_mean,
-        "unconstrained_worst": free_worst,
-    }
+    return UniformityFrontier(
+        bounds=bounds,
+        mean=np.where(ok, mean, np.nan),
+        worst=np.where(ok, worst, np.nan),
+        gates=gates,
+        all_mean=all_mean,
+        all_worst=all_worst,
+        end=end,
+        min_worst=end.worst,
+        min_worst_mean=end.mean,
+        unconstrained_mean=free_mean,
+        unconstrained_worst=free_worst,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SimplexFrontier(Record):
+    """The frontier of `simplex_frontier`: the `bounds` c (B,) and the best feasible point's
+    `mean` and `worst` phase at each (B,), NaN where nothing was feasible."""
+
+    bounds: np.ndarray
+    mean: np.ndarray
+    worst: np.ndarray
 
 
 def simplex_frontier(
@@ -690,7 +729,7 @@ def simplex_frontier(
     seed: int = 0,
     maxiter: int = 500,
     feasibility_tol: float = 1e-9,
-) -> dict:
+) -> SimplexFrontier:
     """The frontier $F(c)$ by a second solver: SLSQP on the simplices, continued along the bounds.
 
     Each bound (in increasing order) starts from the previous bound's solution, the `warm` gates
@@ -705,13 +744,13 @@ def simplex_frontier(
     - `starts`, `seed`, `maxiter`: random starts per bound, their seed, SLSQP iterations.
     - `feasibility_tol`: tolerance on $\\max_p \\ell_p - c$.
 
-    **Returns:** dict of numpy arrays `bounds`, `mean`, `worst` (B,) (NaN where nothing was
-    feasible), in the order given.
+    **Returns:** a `SimplexFrontier` of numpy arrays `bounds`, `mean`, `worst` (B,) (NaN where
+    nothing was feasible), in the order given.
 
     ```python
     task = Task(L=8, S=4, H=2, N=4096, beta=4.0)
     end = minimax_end(task)
-    simplex_frontier(task, [end.worst + 0.01, 8.0], warm=[end.gates])["mean"]
+    simplex_frontier(task, [end.worst + 0.01, 8.0], warm=[end.gates]).mean
     ```
     """
     rng = np.random.default_rng(seed)
@@ -734,24 +773,24 @@ def simplex_frontier(
         if best is not None:
             previous = [best[0]]
             mean[i], worst[i] = best[1].mean(), best[1].max()
-    return {"bounds": bounds, "mean": mean, "worst": worst}
+    return SimplexFrontier(bounds=bounds, mean=mean, worst=worst)
 
 
-def frontier_mean_at(frontier: dict, worst) -> np.ndarray:
+def frontier_mean_at(frontier: UniformityFrontier, worst) -> np.ndarray:
     """$F(c)$ read off a computed frontier: the smallest frontier mean among bounds $c_i \\le c$.
 
     Since F is non-increasing, the value at the largest computed bound not above c is an upper bound
     on the true $F(c)$; below the smallest bound it is +inf (no point known).
 
     **Arguments:**
-    - `frontier`: the dict of `uniformity_frontier`.
+    - `frontier`: the `UniformityFrontier` (or any record with its `bounds` and `mean`).
     - `worst`: worst-phase losses c (array-like).
 
     **Returns:** an array of the shape of `worst`.
     """
     bounds, mean = (
-        np.asarray(frontier["bounds"], float),
-        np.asarray(frontier["mean"], float),
+        np.asarray(frontier.bounds, float),
+        np.asarray(frontier.mean, float),
     )
     c = np.asarray(worst, float)
     below = bounds[None, :] <= c.reshape(-1, 1)
@@ -762,6 +801,8 @@ def frontier_mean_at(frontier: dict, worst) -> np.ndarray:
 __all__ = [
     "FrontierEnd",
     "KKTCheck",
+    "SimplexFrontier",
+    "UniformityFrontier",
     "frontier_mean_at",
     "kkt_check",
     "mean_and_worst",

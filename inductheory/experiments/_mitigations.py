@@ -13,6 +13,7 @@ import dataclasses
 import itertools
 import math
 import warnings
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +21,7 @@ import numpy as np
 
 from ..flow._config import FlowConfig
 from ..flow._solution import Status
+from ..internal._records import OMIT_IF_NONE, Record
 from ..model._gates import SharedGates, shared_gates_from_logits, uniform_gates
 from ..model._loss import phase_accuracy, phase_losses
 from ..model._task import Task, _require_real, assumptions_silenced, quiet_task
@@ -88,7 +90,28 @@ def mitigation_task(
     )
 
 
-def gate_measures(task: Task, gates: SharedGates) -> dict:
+@dataclasses.dataclass(frozen=True)
+class GateMeasures(Record):
+    """Exact per-phase measures of one shared gate and their summaries (`gate_measures`).
+
+    **Fields:**
+    - `accuracy`, `loss`, `target_probability`: per query phase (P,), numpy arrays.
+    - `gap`: max - min accuracy; `mean_accuracy`, `worst_accuracy`: mean and min accuracy.
+    - `mean_loss`: the population loss; `mean_target_probability`: the mean of
+      `target_probability`.
+    """
+
+    accuracy: np.ndarray
+    loss: np.ndarray
+    target_probability: np.ndarray
+    gap: float
+    mean_accuracy: float
+    worst_accuracy: float
+    mean_loss: float
+    mean_target_probability: float
+
+
+def gate_measures(task: Task, gates: SharedGates) -> GateMeasures:
     """Exact per-phase measures of shared gates and their summaries.
 
     With per-phase accuracy $a_p \\in \\{0, 1\\}$ (top-1, ties wrong), loss $\\ell_p$ and target
@@ -102,22 +125,22 @@ def gate_measures(task: Task, gates: SharedGates) -> dict:
     - `task`: exact-geometry task.
     - `gates`: `SharedGates` of shape (H, W).
 
-    **Returns:** dict of numpy values: `accuracy`, `loss`, `target_probability` (P,), and `gap`,
-    `mean_accuracy`, `worst_accuracy`, `mean_loss`, `mean_target_probability`.
+    **Returns:** a `GateMeasures`: numpy `accuracy`, `loss`, `target_probability` (P,), and float
+    `gap`, `mean_accuracy`, `worst_accuracy`, `mean_loss`, `mean_target_probability`.
     """
     acc = np.asarray(phase_accuracy(task, gates), float)
     loss = np.asarray(phase_losses(task, gates), float)
     prob = np.exp(-loss)
-    return {
-        "accuracy": acc,
-        "loss": loss,
-        "target_probability": prob,
-        "gap": float(acc.max() - acc.min()),
-        "mean_accuracy": float(acc.mean()),
-        "worst_accuracy": float(acc.min()),
-        "mean_loss": float(loss.mean()),
-        "mean_target_probability": float(prob.mean()),
-    }
+    return GateMeasures(
+        accuracy=acc,
+        loss=loss,
+        target_probability=prob,
+        gap=float(acc.max() - acc.min()),
+        mean_accuracy=float(acc.mean()),
+        worst_accuracy=float(acc.min()),
+        mean_loss=float(loss.mean()),
+        mean_target_probability=float(prob.mean()),
+    )
 
 
 def hard_gate_choices(H: int, W: int) -> np.ndarray:
@@ -168,42 +191,93 @@ def best_hard_selection(
     return SharedGates(key=eye[c[:, 0]], value=eye[c[:, 1]]), c, float(losses[best])
 
 
-def _spread(values) -> dict:
-    """Mean, sd and quartiles over seeds."""
-    v = np.asarray(values, float)
-    q = np.quantile(v, [0.25, 0.5, 0.75])
-    return {
-        "mean": float(v.mean()),
-        "sd": float(v.std()),
-        "q25": float(q[0]),
-        "median": float(q[1]),
-        "q75": float(q[2]),
-    }
+@dataclasses.dataclass(frozen=True)
+class Spread(Record):
+    """A measure's spread over seeds: `mean`, `sd` (population), quartiles `q25`, `median`,
+    `q75`."""
+
+    mean: float
+    sd: float
+    q25: float
+    median: float
+    q75: float
+
+    @classmethod
+    def of(cls, values) -> Spread:
+        """The spread of `values` (one per seed)."""
+        v = np.asarray(values, float)
+        q = np.quantile(v, [0.25, 0.5, 0.75])
+        return cls(
+            float(v.mean()), float(v.std()), float(q[0]), float(q[1]), float(q[2])
+        )
 
 
-def _row(task: Task, kind: str, measures: list[dict], **extra) -> dict:
+@dataclasses.dataclass(frozen=True)
+class MitigationRow(Record):
+    """One row of `mitigation_table`: one kind of gate at one (S, W).
+
+    **Fields:**
+    - `S`, `W`, `L`, `H`: the task; `gates`: `"learned"`, `"hard optimum"` or `"uniform"`.
+    - `seeds`: gates measured (1 for a deterministic gate).
+    - `accuracy`, `loss`, `target_probability`: per phase, means over seeds (lists, (P,)).
+    - `gap`, `mean_accuracy`, `worst_accuracy`, `mean_loss`, `mean_target_probability`: their
+      `Spread` over seeds.
+    - `selections`: learned rows only, seeds per selection (sorted offsets per head, `"0,2"`;
+      -1: none), most common first; `status`: learned rows only, seeds per status label.
+    - `choice`: hard-optimum rows only, the (key, value) offsets per head (H, 2).
+    """
+
+    S: int
+    W: int
+    L: int
+    H: int
+    gates: str
+    seeds: int
+    accuracy: list[float]
+    loss: list[float]
+    target_probability: list[float]
+    gap: Spread
+    mean_accuracy: Spread
+    worst_accuracy: Spread
+    mean_loss: Spread
+    mean_target_probability: Spread
+    selections: dict[str, int] | None = dataclasses.field(
+        default=None, metadata=OMIT_IF_NONE
+    )
+    status: dict[str, int] | None = dataclasses.field(
+        default=None, metadata=OMIT_IF_NONE
+    )
+    choice: list[list[int]] | None = dataclasses.field(
+        default=None, metadata=OMIT_IF_NONE
+    )
+
+
+def _row(task: Task, kind: str, measures: list[GateMeasures], **extra) -> MitigationRow:
     """One table row from per-seed `gate_measures` (one entry for a deterministic gate)."""
-    row = {
-        "S": task.S,
-        "W": task.W,
-        "L": task.L,
-        "H": task.H,
-        "gates": kind,
-        "seeds": len(measures),
-    }
-    for name in ("accuracy", "loss", "target_probability"):
-        row[name] = np.mean(
-            [m[name] for m in measures], axis=0
-        ).tolist()  # per phase, mean over seeds
-    for name in (
-        "gap",
-        "mean_accuracy",
-        "worst_accuracy",
-        "mean_loss",
-        "mean_target_probability",
-    ):
-        row[name] = _spread([m[name] for m in measures])
-    return {**row, **extra}
+
+    def per_phase(name):  # mean over seeds
+        return np.mean([getattr(m, name) for m in measures], axis=0).tolist()
+
+    def spread(name):
+        return Spread.of([getattr(m, name) for m in measures])
+
+    return MitigationRow(
+        S=task.S,
+        W=task.W,
+        L=task.L,
+        H=task.H,
+        gates=kind,
+        seeds=len(measures),
+        accuracy=per_phase("accuracy"),
+        loss=per_phase("loss"),
+        target_probability=per_phase("target_probability"),
+        gap=spread("gap"),
+        mean_accuracy=spread("mean_accuracy"),
+        worst_accuracy=spread("worst_accuracy"),
+        mean_loss=spread("mean_loss"),
+        mean_target_probability=spread("mean_target_probability"),
+        **extra,
+    )
 
 
 def default_runner(task: Task, config: FlowConfig, seeds: int) -> FlowOutcomes:
@@ -216,7 +290,7 @@ def default_runner(task: Task, config: FlowConfig, seeds: int) -> FlowOutcomes:
 
 def _learned(
     task: Task, run: FlowOutcomes
-) -> tuple[list[dict], np.ndarray, np.ndarray]:
+) -> tuple[list[GateMeasures], np.ndarray, np.ndarray]:
     """Per-seed measures of a flow batch's final gates, its selections and statuses (as
     Status values)."""
     status = np.array([Status[s.upper()] for s in run.status])
@@ -227,7 +301,7 @@ def _learned(
     return measures, np.asarray(run.selected), status
 
 
-def _selection_counts(selected) -> dict:
+def _selection_counts(selected) -> dict[str, int]:
     """How many seeds ended at each selection (sorted offsets per head, -1: none), most
     common first."""
     counts: dict[str, int] = {}
@@ -244,7 +318,7 @@ def mitigation_table(
     config: FlowConfig | None = None,
     runner=None,
     **task_params,
-) -> list[dict]:
+) -> list[MitigationRow]:
     """Per-phase accuracy, loss and target probability of learned, best hard and uniform
     shared gates.
 
@@ -264,14 +338,12 @@ def mitigation_table(
       `run_flow`'s, the figure passes a cached one.
     - `task_params`: `H`, `T`, `N`, `beta`, `gamma`, `kappa`, `queries` of `mitigation_task`.
 
-    **Returns:** a list of rows (dicts), three per setting (`gates` = "learned", "hard optimum",
-    "uniform"): `S`, `W`, `L`, `H`, `seeds`, per-phase `accuracy`, `loss`,
-    `target_probability` (means
-    over seeds), and `gap`, `mean_accuracy`, `worst_accuracy`, `mean_loss`,
-    `mean_target_probability`
-    as {mean, sd, q25, median, q75} over seeds. Learned rows add `selections` (seed counts
-    per selected
-    offsets) and `status` counts; hard rows add `choice` ((key, value) offset per head).
+    **Returns:** a list of `MitigationRow`, three per setting (`gates` = "learned", "hard
+    optimum", "uniform"): `S`, `W`, `L`, `H`, `seeds`, per-phase `accuracy`, `loss`,
+    `target_probability` (means over seeds), and `gap`, `mean_accuracy`, `worst_accuracy`,
+    `mean_loss`, `mean_target_probability` as a `Spread` (mean, sd, q25, median, q75) over seeds.
+    Learned rows add `selections` (seed counts per selected offsets) and `status` counts; hard
+    rows add `choice` ((key, value) offset per head).
     """
     config = config or FlowConfig(
         dynamics="reduced", rho=0.1, delta=1e-3, t_max=1e7, n_save=8, max_steps=200_000
@@ -305,6 +377,37 @@ def mitigation_table(
     return rows
 
 
+@dataclasses.dataclass(frozen=True)
+class CoordinationRow(Record):
+    """One row of `coordination_table`: one variant's flows on one (H, S, queries) group.
+
+    **Fields:**
+    - `H`, `S`, `queries`: the task (W = S); `variant`: the `FlowConfig` changes, by name.
+    - `seeds`, `selected_seeds`: flows run, and those that selected.
+    - `distinct_fraction`: among the selected seeds, the share whose heads selected pairwise
+      distinct offsets (`selected_distinct_fraction`; NaN when none selected, None once read
+      back from JSON).
+    - `distinct_key_fraction`: among all seeds, the share whose heads' largest key gates are
+      pairwise distinct.
+    - `status`: seeds per status label.
+    - `worst_accuracy`, `mean_accuracy`, `gap`, `mean_loss`: their `Spread` over seeds.
+    """
+
+    H: int
+    S: int
+    queries: str
+    variant: dict[str, Any]
+    seeds: int
+    selected_seeds: int
+    distinct_fraction: float | None
+    distinct_key_fraction: float
+    status: dict[str, int]
+    worst_accuracy: Spread
+    mean_accuracy: Spread
+    gap: Spread
+    mean_loss: Spread
+
+
 def coordination_table(
     variants,
     *,
@@ -314,7 +417,7 @@ def coordination_table(
     base: FlowConfig | None = None,
     runner=None,
     **task_params,
-) -> list[dict]:
+) -> list[CoordinationRow]:
     """What coordination does to reduced flows: coverage, worst-phase accuracy and mean loss.
 
     For each (H, S) of `shapes`, query set and variant (FlowConfig changes, e.g.
@@ -335,9 +438,9 @@ def coordination_table(
     - `queries`: query sets.
     - `seeds`, `runner`, `task_params`: as for `mitigation_table`.
 
-    **Returns:** a list of rows: `H`, `S`, `queries`, `variant`, `seeds`, `selected_seeds`,
-    `distinct_fraction`, `distinct_key_fraction`, `status` counts, and `worst_accuracy`,
-    `mean_accuracy`, `gap`, `mean_loss` as {mean, sd, q25, median, q75} over seeds.
+    **Returns:** a list of `CoordinationRow`: `H`, `S`, `queries`, `variant`, `seeds`,
+    `selected_seeds`, `distinct_fraction`, `distinct_key_fraction`, `status` counts, and
+    `worst_accuracy`, `mean_accuracy`, `gap`, `mean_loss` as a `Spread` over seeds.
     """
     base = base or FlowConfig(
         dynamics="reduced", rho=0.1, delta=1e-3, t_max=1e7, n_save=8, max_steps=200_000
@@ -353,22 +456,26 @@ def coordination_table(
             key_argmax = np.argmax(
                 np.asarray(run.final_biases)[:, :, 0], axis=-1
             )  # (seeds, H)
-            row = {
-                "H": H,
-                "S": S,
-                "queries": q,
-                "variant": dict(variant),
-                "seeds": seeds,
-                "selected_seeds": int(np.sum(status == Status.SELECTED)),
-                "distinct_fraction": selected_distinct_fraction(selected, status),
-                "distinct_key_fraction": float(
-                    np.mean([len(set(k)) == H for k in key_argmax])
-                ),
-                "status": {s.label: int(np.sum(status == s)) for s in Status},
+            spread = {
+                name: Spread.of([getattr(m, name) for m in measures])
+                for name in ("worst_accuracy", "mean_accuracy", "gap", "mean_loss")
             }
-            for name in ("worst_accuracy", "mean_accuracy", "gap", "mean_loss"):
-                row[name] = _spread([m[name] for m in measures])
-            rows.append(row)
+            rows.append(
+                CoordinationRow(
+                    H=H,
+                    S=S,
+                    queries=q,
+                    variant=dict(variant),
+                    seeds=seeds,
+                    selected_seeds=int(np.sum(status == Status.SELECTED)),
+                    distinct_fraction=selected_distinct_fraction(selected, status),
+                    distinct_key_fraction=float(
+                        np.mean([len(set(k)) == H for k in key_argmax])
+                    ),
+                    status={s.label: int(np.sum(status == s)) for s in Status},
+                    **spread,
+                )
+            )
     return rows
 
 
@@ -603,8 +710,12 @@ def coordination_threshold(task: Task) -> CoordinationThreshold:
 __all__ = [
     "PAPER",
     "SETTINGS",
+    "CoordinationRow",
     "CoordinationThreshold",
+    "GateMeasures",
+    "MitigationRow",
     "SelectionEdges",
+    "Spread",
     "best_hard_selection",
     "coordination_table",
     "coordination_threshold",

@@ -3,20 +3,79 @@ long does selection take?"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
 import numpy as np
 
 from ..experiments._flows import independent_distinct_baseline
+from ..internal._records import Record
 from . import _runs, _style
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import compact, quartile_median_coverage, share_text, span_text
 
 N = 4096  # the vocabulary of every flow here (`_runs.BASE`)
 
 
-def compute(quick: bool, cache_dir) -> dict:
+@dataclasses.dataclass(frozen=True)
+class DistinctShare(Record):
+    """One (H, S): the share of seeds whose heads selected pairwise distinct offsets
+    (`distinct_fraction`, among the selected), its independent-uniform `baseline`, and the
+    share of seeds that selected (`selected_fraction`)."""
+
+    H: int
+    S: int
+    distinct_fraction: float
+    baseline: float
+    selected_fraction: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SelectionTimes(Record):
+    """Time to delta-selection over seeds: `median` and quartiles `q25`, `q75`."""
+
+    median: float
+    q25: float
+    q75: float
+
+    @classmethod
+    def of(cls, t, **at) -> SelectionTimes:
+        """The times `t` (one per seed), at the setting `at` (a subclass's fields)."""
+        t = np.asarray(t, float)
+        return cls(
+            **at,
+            median=float(np.median(t)),
+            q25=float(np.quantile(t, 0.25)),
+            q75=float(np.quantile(t, 0.75)),
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TimesAtRho(SelectionTimes):
+    """`SelectionTimes` at the init radius `rho`."""
+
+    rho: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TimesAtKappa(SelectionTimes):
+    """`SelectionTimes` at the shared component `kappa`."""
+
+    kappa: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CoverageData(FigureData):
+    """Distinct offsets per (H, S) (`distinct`: `DistinctShare`s) and the time to selection at
+    S=4, H=2 against rho (`by_rho`) and kappa (`by_kappa`)."""
+
+    distinct: list[DistinctShare]
+    by_rho: list[TimesAtRho]
+    by_kappa: list[TimesAtKappa]
+
+
+def compute(quick: bool, cache_dir) -> CoverageData:
     config, seeds = _runs.reduced_config(quick)
     shapes = (
         [(2, 4), (3, 4)]
@@ -29,97 +88,92 @@ def compute(quick: bool, cache_dir) -> dict:
             _runs.task_of(**_runs.BASE, S=S, H=H), config, seeds, cache_dir
         )
         distinct.append(
-            {
-                "H": H,
-                "S": S,
-                "distinct_fraction": run.summary["distinct_fraction"],
-                "baseline": independent_distinct_baseline(H, S),
-                "selected_fraction": run.summary["selected_fraction"],
-            }
+            DistinctShare(
+                H=H,
+                S=S,
+                distinct_fraction=run.summary["distinct_fraction"],
+                baseline=independent_distinct_baseline(H, S),
+                selected_fraction=run.summary["selected_fraction"],
+            )
         )
     rhos = [1e-3, 1e-1] if quick else [1e-4, 1e-3, 1e-2, 1e-1, 0.5]
     kappas = [0.5, 1.0, 2.0] if quick else [0.25, 0.5, 1.0, 2.0, 4.0]
 
-    def times(task, cfg):
-        t = np.asarray(_runs.flow_runs(task, cfg, seeds, cache_dir).t_final, float)
-        return {
-            "median": float(np.median(t)),
-            "q25": float(np.quantile(t, 0.25)),
-            "q75": float(np.quantile(t, 0.75)),
-        }
+    def t_final(task, cfg):
+        return _runs.flow_runs(task, cfg, seeds, cache_dir).t_final
 
     base = {**_runs.BASE, "S": 4, "H": 2}
     by_rho = [
-        {
-            "rho": rho,
-            **times(_runs.task_of(**base), _runs.reduced_config(quick, rho=rho)[0]),
-        }
+        TimesAtRho.of(
+            t_final(_runs.task_of(**base), _runs.reduced_config(quick, rho=rho)[0]),
+            rho=rho,
+        )
         for rho in rhos
     ]
     by_kappa = [
-        {"kappa": k, **times(_runs.task_of(**{**base, "kappa": k}), config)}
+        TimesAtKappa.of(t_final(_runs.task_of(**{**base, "kappa": k}), config), kappa=k)
         for k in kappas
     ]
-    return {
-        "distinct": distinct,
-        "by_rho": by_rho,
-        "by_kappa": by_kappa,
-        "parameters": {
+    return CoverageData(
+        distinct=distinct,
+        by_rho=by_rho,
+        by_kappa=by_kappa,
+        parameters={
             "task": "L=8 N=4096 beta=4 gamma=1 (S=4 H=2 for the times)",
             "flow": f"reduced, delta={config.delta}, {seeds} seeds per point",
         },
-        "findings": "distinct fraction vs independent-uniform baseline: "
+        findings="distinct fraction vs independent-uniform baseline: "
         + ", ".join(
-            f"H={d['H']},S={d['S']}: {d['distinct_fraction']:.2f} vs {d['baseline']:.2f}"
+            f"H={d.H},S={d.S}: {d.distinct_fraction:.2f} vs {d.baseline:.2f}"
             for d in distinct
         )
         + "; median time to selection "
-        + ", ".join(f"rho={r['rho']}: {r['median']:.0f}" for r in by_rho)
+        + ", ".join(f"rho={r.rho}: {r.median:.0f}" for r in by_rho)
         + "; "
-        + ", ".join(f"kappa={r['kappa']}: {r['median']:.0f}" for r in by_kappa),
-    }
+        + ", ".join(f"kappa={r.kappa}: {r.median:.0f}" for r in by_kappa),
+    )
 
 
 def _times(ax, rows, key):
-    _, x, med = _style.median_quartiles(
-        ax, rows, key, fmt="o-", label="median, quartiles"
+    _, x, med = _style.median_quartiles(  # it reads dicts
+        ax, [r.to_dict() for r in rows], key, fmt="o-", label="median, quartiles"
     )
     _style.log_ticks(ax, x)
     ax.set_ylabel("time to delta-selection")
     return x, med
 
 
-def draw(data: dict):
+def draw(data: CoverageData):
     fig, axes = _style.subplots(1, 3, figsize=(14, 4.4))
-    d = data["distinct"]
+    d = data.distinct
     idx = np.arange(len(d))
     ax = axes[0]
     ax.bar(
         idx - 0.2,
-        [x["distinct_fraction"] for x in d],
+        [x.distinct_fraction for x in d],
         0.4,
         color=_style.color(0),
         label="gradient flow",
     )
     ax.bar(
         idx + 0.2,
-        [x["baseline"] for x in d],
+        [x.baseline for x in d],
         0.4,
         color=_style.color(4),
         label="independent uniform choices",
     )
-    ax.set_xticks(idx, [f"H={x['H']}\nS={x['S']}" for x in d])
+    ax.set_xticks(idx, [f"H={x.H}\nS={x.S}" for x in d])
     ax.set_xlabel("heads H and stride S")
     ax.set_ylabel("share of seeds with distinct offsets")
     ax.set_ylim(0, 1.12)
     ax.legend(loc="upper right", ncol=2, fontsize=7)
     ax.set_title("heads need not split the offsets")
     ax = axes[1]
-    _times(ax, data["by_rho"], "rho")
+    _times(ax, data.by_rho, "rho")
     ax.set_xlabel("init radius rho")
     ax.set_title("time to selection vs rho (S=4, H=2)")
     ax = axes[2]
-    x, med = _times(ax, data["by_kappa"], "kappa")
+    x, med = _times(ax, data.by_kappa, "kappa")
     ax.set_yscale("log")
     N = 4096
     ref = med[np.argmin(np.abs(x - 1.0))] * (1 + 1 / N) / (x + 1 / N)
@@ -130,9 +184,9 @@ def draw(data: dict):
     return fig
 
 
-def _seeds(data: dict) -> int:
+def _seeds(data: CoverageData) -> int:
     """The seeds per point, as the parameters state them."""
-    return int(re.search(r"(\d+) seeds per point", data["parameters"]["flow"]).group(1))
+    return int(re.search(r"(\d+) seeds per point", data.parameters["flow"]).group(1))
 
 
 def _quartile_confidence(n: int) -> str:
@@ -144,31 +198,31 @@ def _quartile_confidence(n: int) -> str:
     return f"{cover:.3f}"
 
 
-def _rate_scaled(row: dict) -> float:
+def _rate_scaled(row: TimesAtKappa) -> float:
     """A `by_kappa` row's median time times the reduced flow's rate kappa + 1/N."""
-    return row["median"] * (row["kappa"] + 1 / N)
+    return row.median * (row.kappa + 1 / N)
 
 
-def claim(data: dict) -> str:
+def claim(data: CoverageData) -> str:
     """The claim, its shapes, shares, quartiles and times from `data`."""
     n = _seeds(data)
-    distinct = data["distinct"]
-    excess = [d["distinct_fraction"] - d["baseline"] for d in distinct]
+    distinct = data.distinct
+    excess = [d.distinct_fraction - d.baseline for d in distinct]
     above = sum(e >= 0 for e in excess)
     largest = distinct[int(np.argmax(excess))]
-    example = next((d for d in distinct if (d["H"], d["S"]) == (2, 4)), distinct[0])
-    by_rho = sorted(data["by_rho"], key=lambda r: r["rho"])
-    apart = all(a["q75"] < b["q25"] for a, b in zip(by_rho[1:], by_rho))
-    kappas = [r["kappa"] for r in data["by_kappa"]]
+    example = next((d for d in distinct if (d.H, d.S) == (2, 4)), distinct[0])
+    by_rho = sorted(data.by_rho, key=lambda r: r.rho)
+    apart = all(a.q75 < b.q25 for a, b in zip(by_rho[1:], by_rho))
+    kappas = [r.kappa for r in data.by_kappa]
 
-    def share(d: dict) -> str:
-        return share_text(round(d["distinct_fraction"] * n), n)
+    def share(d: DistinctShare) -> str:
+        return share_text(round(d.distinct_fraction * n), n)
 
     return (
         "Checked on reduced flows (exact geometry, L=8, N=4096, beta=4, gamma=1, rho=0.1, "
         f"delta=1e-3, {n} seeds per point): gradient flow does not enforce complementary "
         "coverage. For (H, S) in {"
-        + ", ".join(f"({d['H']},{d['S']})" for d in distinct)
+        + ", ".join(f"({d.H},{d.S})" for d in distinct)
         + "} the share of seeds whose heads selected pairwise distinct offsets is within "
         f"{math.ceil(100 * max(map(abs, excess))) / 100:.2f} of the share for independent "
         "uniform choices of offsets ("
@@ -178,43 +232,43 @@ def claim(data: dict) -> str:
             else f"at or above it for {above} of the {len(distinct)} shapes"
         )
         + "; every share with its Wilson 95% interval under Measured, e.g. "
-        f"{share(example)} at H={example['H']}, S={example['S']} against "
-        f"{example['baseline']:.3f}"
+        f"{share(example)} at H={example.H}, S={example.S} against "
+        f"{example.baseline:.3f}"
         + (
             ""
             if largest is example
-            else f"; the largest excess {share(largest)} at H={largest['H']}, "
-            f"S={largest['S']} against {largest['baseline']:.3f}"
+            else f"; the largest excess {share(largest)} at H={largest.H}, "
+            f"S={largest.S} against {largest.baseline:.3f}"
         )
         + "), so phases stay uncovered. At S=4, H=2 the median time to delta-selection (bars and "
         f"Measured: quartiles over the {n} seeds, which as order statistics bound the median "
         f"with confidence above {_quartile_confidence(n)}, and "
         + ("do not overlap" if apart else "overlap in places")
         + " between neighbouring rho) grows only slowly as rho shrinks (by "
-        f"{100 * (by_rho[0]['median'] / by_rho[-1]['median'] - 1):.0f}% from "
-        f"rho={compact(by_rho[-1]['rho'])} to {compact(by_rho[0]['rho'])}: medians "
-        f"{by_rho[-1]['median']:.0f} and {by_rho[0]['median']:.0f}) and scales as "
+        f"{100 * (by_rho[0].median / by_rho[-1].median - 1):.0f}% from "
+        f"rho={compact(by_rho[-1].rho)} to {compact(by_rho[0].rho)}: medians "
+        f"{by_rho[-1].median:.0f} and {by_rho[0].median:.0f}) and scales as "
         f"1/(kappa + 1/N) for kappa in [{min(kappas):g}, {max(kappas):g}], the rate of the "
         "reduced flow (docs/theory.md §6): median x (kappa + 1/N) lies in "
-        f"{span_text([_rate_scaled(r) for r in data['by_kappa']], lambda x: f'{x:.0f}')} at "
+        f"{span_text([_rate_scaled(r) for r in data.by_kappa], lambda x: f'{x:.0f}')} at "
         f"the {len(kappas)} kappa."
     )
 
 
-def tables(data: dict) -> list[MeasuredTable]:
+def tables(data: CoverageData) -> list[MeasuredTable]:
     """Distinct-offset shares (Wilson 95% intervals) against the independent-choice baseline,
     and the quartiles of the time to delta-selection against rho and kappa."""
     n = _seeds(data)
     distinct = []
-    for d in data["distinct"]:
+    for d in data.distinct:
         # the share is over the seeds that selected (all of them where selected_fraction = 1)
-        n_sel = round(d["selected_fraction"] * n)
+        n_sel = round(d.selected_fraction * n)
         distinct.append(
             [
-                f"H={d['H']}, S={d['S']}",
+                f"H={d.H}, S={d.S}",
                 share_text(n_sel, n),
-                share_text(round(d["distinct_fraction"] * n_sel), n_sel),
-                f"{d['baseline']:.3f}",
+                share_text(round(d.distinct_fraction * n_sel), n_sel),
+                f"{d.baseline:.3f}",
             ]
         )
     quartiles = (
@@ -224,7 +278,7 @@ def tables(data: dict) -> list[MeasuredTable]:
 
     def times(rows, key, scaled):
         return [
-            [f"{r[key]:g}", f"{r['median']:.0f}", f"{r['q25']:.0f}..{r['q75']:.0f}"]
+            [f"{getattr(r, key):g}", f"{r.median:.0f}", f"{r.q25:.0f}..{r.q75:.0f}"]
             + ([f"{_rate_scaled(r):.0f}"] if scaled else [])
             for r in rows
         ]
@@ -240,13 +294,13 @@ def tables(data: dict) -> list[MeasuredTable]:
         MeasuredTable(
             f"Time to delta-selection at S=4, H=2 against the init radius rho ({quartiles}).",
             ["rho", "median", "quartiles"],
-            times(data["by_rho"], "rho", False),
+            times(data.by_rho, "rho", False),
         ),
         MeasuredTable(
             f"Time to delta-selection at S=4, H=2, N={N} against kappa ({quartiles}): the "
             "reduced flow's rate is kappa + 1/N.",
             ["kappa", "median", "quartiles", "median x (kappa + 1/N)"],
-            times(data["by_kappa"], "kappa", True),
+            times(data.by_kappa, "kappa", True),
         ),
     ]
 
@@ -259,4 +313,5 @@ FIGURE = Figure(
     draw,
     cost=50,
     tables=tables,
+    data=CoverageData,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -10,6 +11,8 @@ import numpy as np
 from ..experiments._mitigations import (
     PAPER,
     SETTINGS,
+    CoordinationRow,
+    MitigationRow,
     coordination_table,
     coordination_threshold,
     mitigation_table,
@@ -17,8 +20,9 @@ from ..experiments._mitigations import (
     selection_edges,
 )
 from ..flow._config import FlowConfig
+from ..internal._records import Record
 from . import _runs, _style
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import (
     compact,
     interval_text,
@@ -28,6 +32,77 @@ from ._stats import (
     stored_parameter,
     wilson_interval,
 )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LabelledCoordinationRow(CoordinationRow):
+    """A `CoordinationRow` with its variant's `label` on the axis (`"mean"`, `"lambda=0.1"`,
+    `"tau=0.3"`)."""
+
+    label: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ThresholdRow(CoordinationRow):
+    """A `CoordinationRow` of flows penalized at `factor` times lambda* of their group.
+
+    **Fields (besides the row's):** `lambda_star`, `lambda_star_lowest`: the group's lambda*
+    and the smallest threshold of its overlapped selections (`CoordinationThreshold`);
+    `factor`, `coordination`: the multiple of lambda* and the lambda run; `overlapped_seeds`:
+    selected seeds that ended with two heads on one offset; `strict_minima`: the overlapped
+    selections (key offsets per head) that are strict local minima at that lambda, among
+    `overlapped_selections` in all.
+    """
+
+    lambda_star: float
+    lambda_star_lowest: float
+    factor: float
+    coordination: float
+    overlapped_seeds: int
+    strict_minima: list[list[int]]
+    overlapped_selections: int
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperComparison(Record):
+    """One of the paper's settings beside ours (percent).
+
+    **Fields:** `setting`: the paper's name of it; `S`, `W`, `gates`: the table row it compares
+    with; `paper_gap`, `paper_mean_accuracy`: the paper's gap and mean accuracy on trained
+    models (None where it gives none); `gap`: our mean per-seed gap; `gap_of_mean_curve`: the
+    gap of our seed-mean accuracy curve; `mean_accuracy`: our mean accuracy.
+    """
+
+    setting: str
+    S: int
+    W: int
+    gates: str
+    paper_gap: float
+    paper_mean_accuracy: float | None
+    gap: float
+    gap_of_mean_curve: float
+    mean_accuracy: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MitigationsData(FigureData):
+    """The mitigation table and coordination, with the paper's gaps.
+
+    **Fields:** `table`: three `MitigationRow` per (S, W) (learned, hard optimum, uniform);
+    `coordination`: one `LabelledCoordinationRow` per group (H, queries) and variant;
+    `threshold`: per group, a `ThresholdRow` at each of `THRESHOLD_FACTORS` lambda*; `paper`:
+    the paper's settings that the table has (`PaperComparison`; empty in the quick run).
+    """
+
+    table: list[MitigationRow]
+    coordination: list[LabelledCoordinationRow]
+    threshold: list[ThresholdRow]
+    paper: list[PaperComparison]
+
+
+def _fields(record) -> dict:
+    """A record's fields by name, nested records kept as they are."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
 
 
 def _lower(n: int) -> str:
@@ -60,28 +135,28 @@ def _pair(S, W) -> str:
 
 
 def _tau(r) -> float:
-    return r["variant"].get("tau", 1.0) if r["variant"].get("objective") else 1.0
+    return r.variant.get("tau", 1.0) if r.variant.get("objective") else 1.0
 
 
 def _lam(r) -> float:
-    return r["variant"].get("coordination", 0.0)
+    return r.variant.get("coordination", 0.0)
 
 
-def _settings_claim(data: dict) -> str:
+def _settings_claim(data: MitigationsData) -> str:
     """The mitigation table's part of the claim."""
-    table, task = data["table"], data["parameters"]["task"]
-    flow = data["parameters"]["flow"]
-    rows = {(r["S"], r["W"], r["gates"]): r for r in table}
-    settings = list(dict.fromkeys((r["S"], r["W"]) for r in table))
+    table, task = data.table, data.parameters["task"]
+    flow = data.parameters["flow"]
+    rows = {(r.S, r.W, r.gates): r for r in table}
+    settings = list(dict.fromkeys((r.S, r.W) for r in table))
     learned = [rows[(S, W, "learned")] for S, W in settings]
     hard = [rows[(S, W, "hard optimum")] for S, W in settings]
     uniform = [rows[(S, W, "uniform")] for S, W in settings]
-    seeds = sorted({r["seeds"] for r in learned})
-    total = sum(r["seeds"] for r in learned)
-    selected = sum(r["status"]["selected"] for r in learned)
-    gap_one = sum(round(r["gap"]["mean"] * r["seeds"]) for r in learned)
-    (T,) = {r["L"] * r["S"] for r in table}
-    (H,) = {r["H"] for r in table}
+    seeds = sorted({r.seeds for r in learned})
+    total = sum(r.seeds for r in learned)
+    selected = sum(r.status["selected"] for r in learned)
+    gap_one = sum(round(r.gap.mean * r.seeds) for r in learned)
+    (T,) = {r.L * r.S for r in table}
+    (H,) = {r.H for r in table}
     if selected == total:
         per = "/".join(f"{n}/{n}" for n in seeds)
         sel = f"every seed selected: {per} per setting (Wilson 95% lower bound " + (
@@ -115,17 +190,15 @@ def _settings_claim(data: dict) -> str:
     else:
         text += f"Learned seeds with phase gap 1: {share_text(gap_one, total)} (Wilson 95%; "
     text += "per-seed accuracy is 0 or 1 per phase). "
-    ties = all(
-        r["gap"]["mean"] == 0 and r["mean_accuracy"]["mean"] == 0 for r in uniform
-    )
-    p_uniform = [r["mean_target_probability"]["mean"] for r in uniform]
-    p_other = [r["mean_target_probability"]["mean"] for r in learned + hard]
+    ties = all(r.gap.mean == 0 and r.mean_accuracy.mean == 0 for r in uniform)
+    p_uniform = [r.mean_target_probability.mean for r in uniform]
+    p_other = [r.mean_target_probability.mean for r in learned + hard]
     text += (
         "Uniform gates "
         + (
             "tie at every phase: gap 0, mean accuracy 0, and "
             if ties
-            else f"have gaps {span_text([r['gap']['mean'] for r in uniform])} and "
+            else f"have gaps {span_text([r.gap.mean for r in uniform])} and "
         )
         + ("the lowest" if max(p_uniform) < min(p_other) else "not always the lowest")
         + f" target probability ({_sci_span(p_uniform)} against {_sci_span(p_other)})."
@@ -133,32 +206,30 @@ def _settings_claim(data: dict) -> str:
     # learned flows whose every seed put both heads on one offset, under a window W > S
     collapsed = []
     for r in learned:
-        ((choice, k),) = (
-            r["selections"].items() if len(r["selections"]) == 1 else ((0, 0),)
-        )
+        ((choice, k),) = r.selections.items() if len(r.selections) == 1 else ((0, 0),)
         offsets = set(str(choice).split(","))
-        if r["W"] > r["S"] and k == r["seeds"] and len(offsets) == 1:
+        if r.W > r.S and k == r.seeds and len(offsets) == 1:
             collapsed.append((r, int(offsets.pop())))
     if collapsed:
         boundary = [
             r
             for r, offset in collapsed
-            if offset == r["S"] - 1 and r["accuracy"] == [0.0] * (r["S"] - 1) + [1.0]
+            if offset == r.S - 1 and r.accuracy == [0.0] * (r.S - 1) + [1.0]
         ]
-        counts = sorted({r["seeds"] for r, _ in collapsed})
+        counts = sorted({r.seeds for r, _ in collapsed})
         text += (
             " With windows the flows collapse: at "
-            + ", ".join(_pair(r["S"], r["W"]) for r, _ in collapsed)
+            + ", ".join(_pair(r.S, r.W) for r, _ in collapsed)
             + f" all {'/'.join(map(str, counts))} seeds put both heads on one offset"
             + (
                 " ("
-                + ", ".join(_pair(r["S"], r["W"]) for r in boundary)
+                + ", ".join(_pair(r.S, r.W) for r in boundary)
                 + ": offset S-1, answering only the boundary phase)"
                 if boundary
                 else ""
             )
         )
-        at4 = {r["W"]: r["mean_accuracy"]["mean"] for r in learned if r["S"] == 4}
+        at4 = {r.W: r.mean_accuracy.mean for r in learned if r.S == 4}
         if 4 in at4 and len(at4) > 1:
             wider: dict[str, list[int]] = {}
             for W, a in at4.items():
@@ -177,9 +248,7 @@ def _settings_claim(data: dict) -> str:
                 )
             )
         text += ";"
-    above = sum(
-        a["mean_loss"]["mean"] > h["mean_loss"]["mean"] for a, h in zip(learned, hard)
-    )
+    above = sum(a.mean_loss.mean > h.mean_loss.mean for a, h in zip(learned, hard))
     text += (
         (" the" if collapsed else " The")
         + " learned loss is above the hard optimum's at "
@@ -189,7 +258,7 @@ def _settings_claim(data: dict) -> str:
             else f"{above} of the {len(learned)} settings"
         )
     )
-    both = {r["W"]: all(a == 1 for a in r["accuracy"]) for r in hard if r["S"] == 2}
+    both = {r.W: all(a == 1 for a in r.accuracy) for r in hard if r.S == 2}
     if len(both) > 1:
         from_W = [W for W in sorted(both) if all(both[w] for w in both if w >= W)]
         text += ", and the hard optimum answers both phases of S=2 " + (
@@ -198,26 +267,26 @@ def _settings_claim(data: dict) -> str:
     return text + "."
 
 
-def _paper_claim(data: dict) -> str:
+def _paper_claim(data: MitigationsData) -> str:
     """The comparison with the paper's gaps, where the data have it."""
-    paper = data["paper"]
+    paper = data.paper
     if not paper:
         return ""
-    learned = [p for p in paper if p["gates"] == "learned"]
-    uniform = [p for p in paper if p["gates"] == "uniform"]
-    order = sorted(paper, key=lambda p: -p["paper_gap"])
-    reproduced = all(u["gap"] < min(p["gap"] for p in learned) for u in uniform)
+    learned = [p for p in paper if p.gates == "learned"]
+    uniform = [p for p in paper if p.gates == "uniform"]
+    order = sorted(paper, key=lambda p: -p.paper_gap)
+    reproduced = all(u.gap < min(p.gap for p in learned) for u in uniform)
     curve: dict[str, list[int]] = {}
-    for p in sorted(learned, key=lambda p: p["gap_of_mean_curve"]):
-        curve.setdefault(f"{p['gap_of_mean_curve']:.0f}", []).append(p["S"])
+    for p in sorted(learned, key=lambda p: p.gap_of_mean_curve):
+        curve.setdefault(f"{p.gap_of_mean_curve:.0f}", []).append(p.S)
     tau = kendall_tau(
-        [p["gap_of_mean_curve"] for p in learned], [p["paper_gap"] for p in learned]
+        [p.gap_of_mean_curve for p in learned], [p.paper_gap for p in learned]
     )["tau"]
-    (W,) = {p["W"] for p in learned}
-    gaps = {p["gap"] for p in learned}
+    (W,) = {p.W for p in learned}
+    gaps = {p.gap for p in learned}
     return (
         " Against the paper's gaps on trained models ("
-        + " > ".join(f"{p['setting']} {compact(p['paper_gap'])}%" for p in order)
+        + " > ".join(f"{p.setting} {compact(p.paper_gap)}%" for p in order)
         + "): only 'uniform averaging has the smaller gap and a low mean accuracy' is "
         + ("reproduced" if reproduced else "reproduced, and not even that")
         + "; the per-seed gap is "
@@ -240,16 +309,16 @@ def _paper_claim(data: dict) -> str:
     )
 
 
-def _coordination_claim(data: dict) -> str:
+def _coordination_claim(data: MitigationsData) -> str:
     """The coordination part: lambda*, the overlap penalty and the worst-phase objective."""
-    coord, threshold = data["coordination"], data["threshold"]
-    Hs = sorted({r["H"] for r in coord})
-    queries = list(dict.fromkeys(r["queries"] for r in coord))
-    (S,) = {r["S"] for r in coord}
-    star = {(r["H"], r["queries"]): r["lambda_star"] for r in threshold}
-    lowest = {(r["H"], r["queries"]): r["lambda_star_lowest"] for r in threshold}
-    full = sorted({r["seeds"] for r in coord if _tau(r) >= 1})
-    budget = sorted({r["seeds"] for r in coord if _tau(r) < 1})
+    coord, threshold = data.coordination, data.threshold
+    Hs = sorted({r.H for r in coord})
+    queries = list(dict.fromkeys(r.queries for r in coord))
+    (S,) = {r.S for r in coord}
+    star = {(r.H, r.queries): r.lambda_star for r in threshold}
+    lowest = {(r.H, r.queries): r.lambda_star_lowest for r in threshold}
+    full = sorted({r.seeds for r in coord if _tau(r) >= 1})
+    budget = sorted({r.seeds for r in coord if _tau(r) < 1})
     text = (
         f" Coordination (W=S={S}, H "
         + (f"in {{{', '.join(map(str, Hs))}}}" if len(Hs) > 1 else f"= {Hs[0]}")
@@ -289,17 +358,17 @@ def _coordination_claim(data: dict) -> str:
     )
 
     # runs above lambda*: the threshold rows above 1 and the penalties above their group's
-    above_thr = [r for r in threshold if r["factor"] > 1]
+    above_thr = [r for r in threshold if r.factor > 1]
     penalties = [r for r in coord if _lam(r) > 0]
-    above_pen = [r for r in penalties if _lam(r) > star[(r["H"], r["queries"])]]
+    above_pen = [r for r in penalties if _lam(r) > star[(r.H, r.queries)]]
     runs = above_thr + above_pen
-    lams = {q: {_lam(r) for r in above_pen if r["queries"] == q} for q in queries}
+    lams = {q: {_lam(r) for r in above_pen if r.queries == q} for q in queries}
     common = set.intersection(*lams.values())
     extra = {q: sorted(v - common) for q, v in lams.items() if v - common}
-    seeds = sorted({r["seeds"] for r in runs})
-    pooled = sum(r["seeds"] for r in runs)
+    seeds = sorted({r.seeds for r in runs})
+    pooled = sum(r.seeds for r in runs)
     distinct = sum(_distinct_seeds(r) for r in runs)
-    factors = sorted({r["factor"] for r in above_thr})
+    factors = sorted({r.factor for r in above_thr})
     text += (
         " Above it ("
         + _and(
@@ -321,14 +390,12 @@ def _coordination_claim(data: dict) -> str:
         )
     )
 
-    below = [r for r in threshold if r["factor"] < 1]
-    (factor,) = {r["factor"] for r in below}
+    below = [r for r in threshold if r.factor < 1]
+    (factor,) = {r.factor for r in below}
     strict = []
     for H in Hs:
         counts = {
-            (len(r["strict_minima"]), r["overlapped_selections"])
-            for r in below
-            if r["H"] == H
+            (len(r.strict_minima), r.overlapped_selections) for r in below if r.H == H
         }
         (k, n), *_ = sorted(counts)
         strict.append(
@@ -337,14 +404,14 @@ def _coordination_claim(data: dict) -> str:
             + f" at H={H}"
         )
     triples_strict = any(
-        len(set(c)) == 1 for r in below for c in r["strict_minima"] if len(c) > 2
+        len(set(c)) == 1 for r in below for c in r.strict_minima if len(c) > 2
     )
     text += (
         " Below it the overlapped selections with a pair of heads are strict local minima "
         f"(at {factor:g} lambda*: {_and(strict)}"
         + (
             ", the triples not"
-            if any(r["H"] > 2 for r in below) and not triples_strict
+            if any(r.H > 2 for r in below) and not triples_strict
             else ""
         )
         + "; every one enumerated, not a sample)"
@@ -352,10 +419,8 @@ def _coordination_claim(data: dict) -> str:
     # seeds of more than two heads that ended overlapped below lambda*
     many = [H for H in Hs if H > 2]
     for H in many:
-        thr = [r for r in below if r["H"] == H]
-        pen = [
-            r for r in penalties if r["H"] == H and _lam(r) <= star[(H, r["queries"])]
-        ]
+        thr = [r for r in below if r.H == H]
+        pen = [r for r in penalties if r.H == H and _lam(r) <= star[(H, r.queries)]]
         stuck = [r for r in thr + pen if _overlapped(r)]
         if not stuck:
             text += f" and no H={H} seed ends there"
@@ -363,8 +428,7 @@ def _coordination_claim(data: dict) -> str:
         text += (
             f" and some H={H} seeds end there: "
             + _and(
-                f"{_count(_overlapped(r), r['selected_seeds'])} ({r['queries']})"
-                for r in thr
+                f"{_count(_overlapped(r), r.selected_seeds)} ({r.queries})" for r in thr
             )
             + f" at {factor:g} lambda*"
         )
@@ -372,16 +436,16 @@ def _coordination_claim(data: dict) -> str:
             at = [r for r in pen if _lam(r) == lam]
             if len(at) == 1:
                 (r,) = at
-                k, n = _distinct_seeds(r), r["selected_seeds"]
+                k, n = _distinct_seeds(r), r.selected_seeds
                 text += (
-                    f", {_count(_overlapped(r), n)} {r['queries']} at lambda={lam:g} "
+                    f", {_count(_overlapped(r), n)} {r.queries} at lambda={lam:g} "
                     f"({k}/{n} distinct, {_count(k, n).split(' ', 1)[1]})"
                 )
             else:
                 text += (
                     f"; lambda={lam:g}: H={H} "
                     + _and(
-                        f"{_count(_distinct_seeds(r), r['selected_seeds'])} {r['queries']}"
+                        f"{_count(_distinct_seeds(r), r.selected_seeds)} {r.queries}"
                         for r in at
                     )
                     + " distinct"
@@ -399,24 +463,22 @@ def _query_order(queries):
 
 def _overlapped(r) -> int:
     """Selected seeds whose heads did not all select distinct offsets."""
-    return r["selected_seeds"] - _distinct_seeds(r)
+    return r.selected_seeds - _distinct_seeds(r)
 
 
 def _two_heads_claim(data, star, penalties, below) -> str:
     """H=2 under the penalty, the mean objective's shares and what the penalty costs."""
-    coord = data["coordination"]
+    coord = data.coordination
     text = ""
-    pen2 = [r for r in penalties if r["H"] == 2]
-    below2 = [r for r in below if r["H"] == 2]
+    pen2 = [r for r in penalties if r.H == 2]
+    below2 = [r for r in below if r.H == 2]
     if pen2 and below2:
-        seeds = sorted({r["seeds"] for r in pen2})
-        stuck = sum(r["overlapped_seeds"] for r in below2)
-        n_below = sum(r["selected_seeds"] for r in below2)
-        clean = all(_distinct_seeds(r) == r["seeds"] for r in pen2)
-        strict = all(
-            len(r["strict_minima"]) == r["overlapped_selections"] for r in below2
-        )
-        factor = below2[0]["factor"]
+        seeds = sorted({r.seeds for r in pen2})
+        stuck = sum(r.overlapped_seeds for r in below2)
+        n_below = sum(r.selected_seeds for r in below2)
+        clean = all(_distinct_seeds(r) == r.seeds for r in pen2)
+        strict = all(len(r.strict_minima) == r.overlapped_selections for r in below2)
+        factor = below2[0].factor
         text += (
             " At H=2 "
             + (
@@ -429,15 +491,15 @@ def _two_heads_claim(data, star, penalties, below) -> str:
             + f"{_count(stuck, n_below)} overlapped at {factor:g} lambda*)"
             + (", although the pair is then a strict local minimum." if strict else ".")
         )
-    means = {(r["H"], r["queries"]): r for r in coord if not r["variant"]}
+    means = {(r.H, r.queries): r for r in coord if not r.variant}
     Hs = sorted({H for H, _ in means})
     parts = []
     for i, H in enumerate(Hs):
         rows = [r for (H2, _), r in means.items() if H2 == H]
         parts.append(
             _and(
-                f"{_count(_distinct_seeds(r), r['selected_seeds'])}"
-                + (f" ({r['queries']})" if i == 0 else "")
+                f"{_count(_distinct_seeds(r), r.selected_seeds)}"
+                + (f" ({r.queries})" if i == 0 else "")
                 for r in rows
             )
             + (" distinct" if i == 0 else "")
@@ -445,8 +507,7 @@ def _two_heads_claim(data, star, penalties, below) -> str:
         )
     text += " The mean objective: " + ", ".join(parts) + "."
     cheap = all(
-        r["mean_loss"]["mean"] <= means[(r["H"], r["queries"])]["mean_loss"]["mean"]
-        for r in penalties
+        r.mean_loss.mean <= means[(r.H, r.queries)].mean_loss.mean for r in penalties
     )
     text += (
         " The penalty costs no population loss (mean over seeds no higher than the mean "
@@ -454,22 +515,22 @@ def _two_heads_claim(data, star, penalties, below) -> str:
         if cheap
         else " The penalty raises the population loss (mean over seeds) in some group"
     )
-    (S,) = {r["S"] for r in coord}
+    (S,) = {r.S for r in coord}
     last = [q for H, q in means if H == S - 1]
     if last:
         said = []
         for q in last:
             rows = sorted(
-                (r for r in penalties if (r["H"], r["queries"]) == (S - 1, q)), key=_lam
+                (r for r in penalties if (r.H, r.queries) == (S - 1, q)), key=_lam
             )
-            start = means[(S - 1, q)]["worst_accuracy"]["mean"]
-            if all(r["worst_accuracy"]["mean"] == start for r in rows):
+            start = means[(S - 1, q)].worst_accuracy.mean
+            if all(r.worst_accuracy.mean == start for r in rows):
                 said.append(f"with {q} queries it stays {start:.2g}")
                 continue
             ones = [
                 _lam(r)
                 for i, r in enumerate(rows)
-                if all(x["worst_accuracy"]["mean"] == 1 for x in rows[i:])
+                if all(x.worst_accuracy.mean == 1 for x in rows[i:])
             ]
             said.append(
                 f"with {q} queries the worst-phase accuracy (mean over seeds) rises from "
@@ -477,7 +538,7 @@ def _two_heads_claim(data, star, penalties, below) -> str:
                 + (
                     f"1 at lambda >= {ones[0]:g}"
                     if ones
-                    else f"{max(r['worst_accuracy']['mean'] for r in rows):.2f}"
+                    else f"{max(r.worst_accuracy.mean for r in rows):.2f}"
                 )
             )
         text += f"; at H = S-1 = {S - 1} " + ", ".join(said)
@@ -486,19 +547,19 @@ def _two_heads_claim(data, star, penalties, below) -> str:
     return text + "."
 
 
-def _objective_claim(data) -> str:
+def _objective_claim(data: MitigationsData) -> str:
     """The worst-phase objective, where the data have it."""
-    coord = data["coordination"]
-    worst = [r for r in coord if r["variant"].get("objective") == "worst-phase"]
+    coord = data.coordination
+    worst = [r for r in coord if r.variant.get("objective") == "worst-phase"]
     if not worst:
         return ""
-    means = {(r["H"], r["queries"]): r for r in coord if not r["variant"]}
+    means = {(r.H, r.queries): r for r in coord if not r.variant}
     sharp = [r for r in worst if _tau(r) >= 1]
     clauses = []
     if sharp:
-        whole = [r for r in sharp if r["selected_seeds"] == r["seeds"]]
-        n_whole = sorted({r["seeds"] for r in whole})
-        every = all(_distinct_seeds(r) == r["selected_seeds"] for r in sharp)
+        whole = [r for r in sharp if r.selected_seeds == r.seeds]
+        n_whole = sorted({r.seeds for r in whole})
+        every = all(_distinct_seeds(r) == r.selected_seeds for r in sharp)
         items = (
             [
                 f"{'/'.join(f'{n}/{n}' for n in n_whole)} in "
@@ -509,15 +570,15 @@ def _objective_claim(data) -> str:
             else []
         )
         items += [
-            f"H={r['H']}, {r['queries']}: {_count(r['selected_seeds'], r['seeds'])} selected, "
-            f"{_distinct_seeds(r)}/{r['selected_seeds']} distinct"
+            f"H={r.H}, {r.queries}: {_count(r.selected_seeds, r.seeds)} selected, "
+            f"{_distinct_seeds(r)}/{r.selected_seeds} distinct"
             + (
-                f", lower bound {_lower(r['selected_seeds'])}"
-                if _distinct_seeds(r) == r["selected_seeds"] > 0
+                f", lower bound {_lower(r.selected_seeds)}"
+                if _distinct_seeds(r) == r.selected_seeds > 0
                 else ""
             )
             for r in sharp
-            if r["selected_seeds"] < r["seeds"]
+            if r.selected_seeds < r.seeds
         ]
         clauses.append(
             f"at tau={'/'.join(sorted({f'{_tau(r):g}' for r in sharp}))} ends distinct in "
@@ -528,12 +589,12 @@ def _objective_claim(data) -> str:
     if soft:
         clauses.append(_unselected_clause(soft))
     for r in soft:
-        if r["selected_seeds"] == 0 and r["worst_accuracy"]["mean"] == 1:
-            mean = means[(r["H"], r["queries"])]["mean_loss"]["mean"]
-            loss = r["mean_loss"]["mean"]
+        if r.selected_seeds == 0 and r.worst_accuracy.mean == 1:
+            mean = means[(r.H, r.queries)].mean_loss.mean
+            loss = r.mean_loss.mean
             clauses.append(
-                f"at H={r['H']}, {r['queries']}, tau={_tau(r):g} the unselected gates answered "
-                f"all {_phases(r)} {r['queries']} phases (worst accuracy 1) at a "
+                f"at H={r.H}, {r.queries}, tau={_tau(r):g} the unselected gates answered "
+                f"all {_phases(r)} {r.queries} phases (worst accuracy 1) at a "
                 f"{'higher' if loss > mean else 'lower'} loss ({loss:.3f} against {mean:.3f} "
                 "for the mean flow)"
             )
@@ -543,11 +604,11 @@ def _objective_claim(data) -> str:
 def _unselected_clause(soft) -> str:
     """What the worst-phase flows at tau < 1 (`soft`, their step budget) ended on."""
     taus = sorted({_tau(r) for r in soft}, reverse=True)
-    budget = soft[0]["variant"]
-    groups = list(dict.fromkeys((r["H"], r["queries"]) for r in soft))
-    rows = {g: [r for r in soft if (r["H"], r["queries"]) == g] for g in groups}
-    none = [g for g in groups if all(r["selected_seeds"] == 0 for r in rows[g])]
-    seeds = sorted({r["seeds"] for r in soft})
+    budget = soft[0].variant
+    groups = list(dict.fromkeys((r.H, r.queries) for r in soft))
+    rows = {g: [r for r in soft if (r.H, r.queries) == g] for g in groups}
+    none = [g for g in groups if all(r.selected_seeds == 0 for r in rows[g])]
+    seeds = sorted({r.seeds for r in soft})
     text = (
         f"at tau in {{{', '.join(f'{t:g}' for t in taus)}}} (budget t_max="
         f"{compact(budget['t_max'])}, {budget['max_steps']:,} steps, "
@@ -556,10 +617,8 @@ def _unselected_clause(soft) -> str:
     parts = []
     for H, q in (g for g in groups if g not in none):
         rs = rows[(H, q)]
-        n = rs[0]["seeds"]
-        if all(
-            _distinct_seeds(r) == r["selected_seeds"] == r["seeds"] == n for r in rs
-        ):
+        n = rs[0].seeds
+        if all(_distinct_seeds(r) == r.selected_seeds == r.seeds == n for r in rs):
             parts.append(
                 f"H={H}, {q} ({n}/{n} selected and distinct, {_count(n, n).split(' ', 1)[1]})"
             )
@@ -567,7 +626,7 @@ def _unselected_clause(soft) -> str:
             parts.append(
                 f"H={H}, {q} ("
                 + ", ".join(
-                    f"tau={_tau(r):g}: {r['selected_seeds']}/{r['seeds']} selected, "
+                    f"tau={_tau(r):g}: {r.selected_seeds}/{r.seeds} selected, "
                     f"{_distinct_seeds(r)} distinct"
                     for r in rs
                 )
@@ -581,14 +640,14 @@ def _unselected_clause(soft) -> str:
 _NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 
 
-def claim(data: dict) -> str:
+def claim(data: MitigationsData) -> str:
     """The claim, its settings, seeds, shares, thresholds and losses from `data`."""
     return _settings_claim(data) + _paper_claim(data) + _coordination_claim(data)
 
 
 def _phases(r) -> str:
     """The number of query phases of a coordination row, in words where short."""
-    n = r["S"] - 1 if r["queries"] == "within" else r["S"]
+    n = r.S - 1 if r.queries == "within" else r.S
     return _NUMBERS.get(n, str(n))
 
 
@@ -622,7 +681,9 @@ def _seeds_of(variant: dict, quick: bool) -> int:
     return BUDGET_SEEDS if variant.get("tau", 1.0) < 1 else COORDINATION_SEEDS
 
 
-def _coordination(quick: bool, shapes, queries, config, runner, task) -> list[dict]:
+def _coordination(
+    quick: bool, shapes, queries, config, runner, task
+) -> list[CoordinationRow]:
     """`coordination_table` rows of every variant, each with its seed count (`_seeds_of`), in the
     order group by group, variant by variant."""
     variants = _variants(quick)
@@ -644,8 +705,8 @@ def _coordination(quick: bool, shapes, queries, config, runner, task) -> list[di
     return sorted(
         rows,
         key=lambda r: (
-            groups.index((r["H"], r["S"], r["queries"])),
-            variants.index(r["variant"]),
+            groups.index((r.H, r.S, r.queries)),
+            variants.index(r.variant),
         ),
     )
 
@@ -669,7 +730,7 @@ def _group_flows(quick: bool, shapes, queries, config, cache_dir, task) -> None:
         _runs.flow_runs_together(group, configs, seeds, cache_dir)
 
 
-def _threshold_rows(shapes, queries, seeds, config, runner, task) -> list[dict]:
+def _threshold_rows(shapes, queries, seeds, config, runner, task) -> list[ThresholdRow]:
     """Per group: lambda* (`coordination_threshold`) and flows at `THRESHOLD_FACTORS` lambda*."""
     rows = []
     for (H, S), q in itertools.product(shapes, queries):
@@ -692,23 +753,23 @@ def _threshold_rows(shapes, queries, seeds, config, runner, task) -> list[dict]:
                 for c, t in ct.thresholds.items()
                 if t is not None and selection_edges(task_q, c, lam).minimum > 0
             ]
-            distinct = row["distinct_fraction"]
+            distinct = row.distinct_fraction
             overlapped = (
-                row["selected_seeds"]
+                row.selected_seeds
                 if distinct is None
-                else int(round((1 - distinct) * row["selected_seeds"]))
+                else int(round((1 - distinct) * row.selected_seeds))
             )
             rows.append(
-                {
-                    **row,
-                    "lambda_star": ct.threshold,
-                    "lambda_star_lowest": ct.lowest,
-                    "factor": f,
-                    "coordination": lam,
-                    "overlapped_seeds": overlapped,
-                    "strict_minima": [list(c) for c in strict],
-                    "overlapped_selections": len(ct.thresholds),
-                }
+                ThresholdRow(
+                    **_fields(row),
+                    lambda_star=ct.threshold,
+                    lambda_star_lowest=ct.lowest,
+                    factor=f,
+                    coordination=lam,
+                    overlapped_seeds=overlapped,
+                    strict_minima=[list(c) for c in strict],
+                    overlapped_selections=len(ct.thresholds),
+                )
             )
     return rows
 
@@ -721,7 +782,7 @@ def _label(variant: dict) -> str:
     return "mean"
 
 
-def compute(quick: bool, cache_dir) -> dict:
+def compute(quick: bool, cache_dir) -> MitigationsData:
     config, seeds = _runs.reduced_config(quick)
     seeds = 4 if quick else seeds
 
@@ -739,43 +800,39 @@ def compute(quick: bool, cache_dir) -> dict:
     )
     task = {k: v for k, v in TASK.items() if k not in ("H", "queries")}
     _group_flows(quick, shapes, queries, config, cache_dir, task)
-    coordination = _coordination(quick, shapes, queries, config, runner, task)
-    for row in coordination:
-        row["label"] = _label(row["variant"])
+    coordination = [
+        LabelledCoordinationRow(**_fields(row), label=_label(row.variant))
+        for row in _coordination(quick, shapes, queries, config, runner, task)
+    ]
     threshold = _threshold_rows(
         shapes, queries, 4 if quick else COORDINATION_SEEDS, config, runner, task
     )
     paper = []
     for name, p in PAPER.items():
         ours = next(
-            (
-                r
-                for r in table
-                if (r["S"], r["W"], r["gates"]) == (p["S"], p["W"], p["gates"])
-            ),
+            (r for r in table if (r.S, r.W, r.gates) == (p["S"], p["W"], p["gates"])),
             None,
         )
         if ours is not None:
             paper.append(
-                {
-                    "setting": name,
-                    "S": p["S"],
-                    "W": p["W"],
-                    "gates": p["gates"],
-                    "paper_gap": p["gap"],
-                    "paper_mean_accuracy": p.get("mean_accuracy"),
-                    "gap": 100 * ours["gap"]["mean"],
-                    "gap_of_mean_curve": 100
-                    * (max(ours["accuracy"]) - min(ours["accuracy"])),
-                    "mean_accuracy": 100 * ours["mean_accuracy"]["mean"],
-                }
+                PaperComparison(
+                    setting=name,
+                    S=p["S"],
+                    W=p["W"],
+                    gates=p["gates"],
+                    paper_gap=p["gap"],
+                    paper_mean_accuracy=p.get("mean_accuracy"),
+                    gap=100 * ours.gap.mean,
+                    gap_of_mean_curve=100 * (max(ours.accuracy) - min(ours.accuracy)),
+                    mean_accuracy=100 * ours.mean_accuracy.mean,
+                )
             )
-    return {
-        "table": table,
-        "coordination": coordination,
-        "threshold": threshold,
-        "paper": paper,
-        "parameters": {
+    return MitigationsData(
+        table=table,
+        coordination=coordination,
+        threshold=threshold,
+        paper=paper,
+        parameters={
             "task": "T=L*S=48 positions, H=2, N=4096, beta=4, gamma=1, kappa=1, exact "
             "geometry, queries=all",
             "flow": f"reduced, rho={config.rho}, delta={config.delta}, "
@@ -787,8 +844,8 @@ def compute(quick: bool, cache_dir) -> dict:
             f"{' and '.join(f'{f:g}' for f in THRESHOLD_FACTORS)} lambda*, "
             f"{4 if quick else COORDINATION_SEEDS} seeds each",
         },
-        "findings": _findings(table, coordination, paper, threshold),
-    }
+        findings=_findings(table, coordination, paper, threshold),
+    )
 
 
 def _num(x) -> str:
@@ -797,42 +854,42 @@ def _num(x) -> str:
 
 def _distinct_seeds(row) -> int:
     """Seeds whose heads selected pairwise distinct offsets."""
-    d = row["distinct_fraction"]
-    return 0 if d is None else int(round(d * row["selected_seeds"]))
+    d = row.distinct_fraction
+    return 0 if d is None else int(round(d * row.selected_seeds))
 
 
 def _findings(table, coordination, paper, threshold) -> str:
     rows = "; ".join(
-        f"S={r['S']} W={r['W']} {r['gates']}: gap {r['gap']['mean']:.2f}+-{r['gap']['sd']:.2f}, "
-        f"mean acc {r['mean_accuracy']['mean']:.3f}, loss {r['mean_loss']['mean']:.4f}, "
-        f"target prob {r['mean_target_probability']['mean']:.2e}"
+        f"S={r.S} W={r.W} {r.gates}: gap {r.gap.mean:.2f}+-{r.gap.sd:.2f}, "
+        f"mean acc {r.mean_accuracy.mean:.3f}, loss {r.mean_loss.mean:.4f}, "
+        f"target prob {r.mean_target_probability.mean:.2e}"
         for r in table
     )
     vs = "; ".join(
-        f"{p['setting']}: per-seed gap {p['gap']:.1f}%, gap of the seed-mean curve "
-        f"{p['gap_of_mean_curve']:.1f}%, mean acc {p['mean_accuracy']:.1f}% (paper gap "
-        f"{p['paper_gap']}%"
+        f"{p.setting}: per-seed gap {p.gap:.1f}%, gap of the seed-mean curve "
+        f"{p.gap_of_mean_curve:.1f}%, mean acc {p.mean_accuracy:.1f}% (paper gap "
+        f"{p.paper_gap}%"
         + (
-            f", mean {p['paper_mean_accuracy']}%)"
-            if p["paper_mean_accuracy"] is not None
+            f", mean {p.paper_mean_accuracy}%)"
+            if p.paper_mean_accuracy is not None
             else ")"
         )
         for p in paper
     )
     co = "; ".join(
-        f"H={r['H']} {r['queries']} {r['label']}: distinct {_num(r['distinct_fraction'])} "
-        f"(argmax keys {r['distinct_key_fraction']:.2f}) "
-        f"({r['selected_seeds']}/{r['seeds']} selected), worst acc "
-        f"{r['worst_accuracy']['mean']:.2f}, "
-        f"loss {r['mean_loss']['mean']:.4f}"
+        f"H={r.H} {r.queries} {r.label}: distinct {_num(r.distinct_fraction)} "
+        f"(argmax keys {r.distinct_key_fraction:.2f}) "
+        f"({r.selected_seeds}/{r.seeds} selected), worst acc "
+        f"{r.worst_accuracy.mean:.2f}, "
+        f"loss {r.mean_loss.mean:.4f}"
         for r in coordination
     )
     th = "; ".join(
-        f"H={r['H']} {r['queries']} lambda*={r['lambda_star']:.4f}, "
-        f"lambda={r['coordination']:.4f} ({r['factor']:g} lambda*): overlapped "
-        f"{r['overlapped_seeds']}/{r['selected_seeds']} selected "
-        f"({r['selected_seeds']}/{r['seeds']} selected), strict local minima among the "
-        f"{r['overlapped_selections']} overlapped selections: {len(r['strict_minima'])}"
+        f"H={r.H} {r.queries} lambda*={r.lambda_star:.4f}, "
+        f"lambda={r.coordination:.4f} ({r.factor:g} lambda*): overlapped "
+        f"{r.overlapped_seeds}/{r.selected_seeds} selected "
+        f"({r.selected_seeds}/{r.seeds} selected), strict local minima among the "
+        f"{r.overlapped_selections} overlapped selections: {len(r.strict_minima)}"
         for r in threshold
     )
     return (
@@ -842,10 +899,10 @@ def _findings(table, coordination, paper, threshold) -> str:
     )
 
 
-def tables(data: dict) -> list[MeasuredTable]:
+def tables(data: MitigationsData) -> list[MeasuredTable]:
     """The README's measured numbers: the mitigation table, the paper's gaps, coordination and
     its threshold lambda*."""
-    table, coord, paper = data["table"], data["coordination"], data["paper"]
+    table, coord, paper = data.table, data.coordination, data.paper
     out = [
         MeasuredTable(
             "Mitigation table (exact per-phase measures; learned: mean +- sd over seeds).",
@@ -861,14 +918,14 @@ def tables(data: dict) -> list[MeasuredTable]:
             ],
             [
                 [
-                    str(r["S"]),
-                    str(r["W"]),
-                    r["gates"],
-                    str(r["seeds"]),
-                    f"{r['gap']['mean']:.2f} +- {r['gap']['sd']:.2f}",
-                    f"{r['mean_accuracy']['mean']:.3f}",
-                    f"{r['mean_loss']['mean']:.4f}",
-                    f"{r['mean_target_probability']['mean']:.2e}",
+                    str(r.S),
+                    str(r.W),
+                    r.gates,
+                    str(r.seeds),
+                    f"{r.gap.mean:.2f} +- {r.gap.sd:.2f}",
+                    f"{r.mean_accuracy.mean:.3f}",
+                    f"{r.mean_loss.mean:.4f}",
+                    f"{r.mean_target_probability.mean:.2e}",
                 ]
                 for r in table
             ],
@@ -888,14 +945,14 @@ def tables(data: dict) -> list[MeasuredTable]:
                 ],
                 [
                     [
-                        p["setting"],
-                        f"{p['gap']:.1f}",
-                        f"{p['gap_of_mean_curve']:.1f}",
-                        f"{p['mean_accuracy']:.1f}",
-                        f"{p['paper_gap']}",
+                        p.setting,
+                        f"{p.gap:.1f}",
+                        f"{p.gap_of_mean_curve:.1f}",
+                        f"{p.mean_accuracy:.1f}",
+                        f"{p.paper_gap}",
                         ""
-                        if p["paper_mean_accuracy"] is None
-                        else f"{p['paper_mean_accuracy']}",
+                        if p.paper_mean_accuracy is None
+                        else f"{p.paper_mean_accuracy}",
                     ]
                     for p in paper
                 ],
@@ -917,16 +974,16 @@ def tables(data: dict) -> list[MeasuredTable]:
             ],
             [
                 [
-                    str(r["H"]),
-                    r["queries"],
-                    r["label"],
-                    f"{r['selected_seeds']}/{r['seeds']}",
-                    share_text(_distinct_seeds(r), r["selected_seeds"])
-                    if r["selected_seeds"]
+                    str(r.H),
+                    r.queries,
+                    r.label,
+                    f"{r.selected_seeds}/{r.seeds}",
+                    share_text(_distinct_seeds(r), r.selected_seeds)
+                    if r.selected_seeds
                     else "n/a",
-                    f"{r['distinct_key_fraction']:.3f}",
-                    f"{r['worst_accuracy']['mean']:.2f}",
-                    f"{r['mean_loss']['mean']:.4f}",
+                    f"{r.distinct_key_fraction:.3f}",
+                    f"{r.worst_accuracy.mean:.2f}",
+                    f"{r.mean_loss.mean:.4f}",
                 ]
                 for r in coord
             ],
@@ -949,17 +1006,17 @@ def tables(data: dict) -> list[MeasuredTable]:
             ],
             [
                 [
-                    str(r["H"]),
-                    r["queries"],
-                    f"{r['lambda_star']:.4f}",
-                    f"{r['coordination']:.4f}",
-                    f"{r['selected_seeds']}/{r['seeds']}",
-                    share_text(r["overlapped_seeds"], r["selected_seeds"])
-                    if r["selected_seeds"]
+                    str(r.H),
+                    r.queries,
+                    f"{r.lambda_star:.4f}",
+                    f"{r.coordination:.4f}",
+                    f"{r.selected_seeds}/{r.seeds}",
+                    share_text(r.overlapped_seeds, r.selected_seeds)
+                    if r.selected_seeds
                     else "n/a",
-                    f"{len(r['strict_minima'])}/{r['overlapped_selections']}",
+                    f"{len(r.strict_minima)}/{r.overlapped_selections}",
                 ]
-                for r in data["threshold"]
+                for r in data.threshold
             ],
         )
     )
@@ -967,13 +1024,13 @@ def tables(data: dict) -> list[MeasuredTable]:
 
 
 def _setting_bars(ax, table, key, ylabel, title, scale=1.0):
-    settings = list(dict.fromkeys((r["S"], r["W"]) for r in table))
+    settings = list(dict.fromkeys((r.S, r.W) for r in table))
     x = np.arange(len(settings))
     width = 0.27
     for k, kind in enumerate(KINDS):
-        rows = {(r["S"], r["W"]): r for r in table if r["gates"] == kind}
-        mean = np.array([rows[s][key]["mean"] for s in settings]) * scale
-        sd = np.array([rows[s][key]["sd"] for s in settings]) * scale
+        rows = {(r.S, r.W): r for r in table if r.gates == kind}
+        mean = np.array([getattr(rows[s], key).mean for s in settings]) * scale
+        sd = np.array([getattr(rows[s], key).sd for s in settings]) * scale
         # an edge of the bar's colour: a bar of height 0 still shows, as a line at 0
         ax.bar(
             x + (k - 1) * width,
@@ -1044,8 +1101,8 @@ def _threshold_marks(ax, rows, threshold, groups, positions):
     with distinct offsets at 0.8 and 1.2 lambda* as open markers."""
     by_group: dict[tuple, list[str]] = {}
     for r in threshold:
-        by_group.setdefault((r["H"], r["queries"]), []).append(
-            f"{r['overlapped_seeds']}/{r['selected_seeds']}"
+        by_group.setdefault((r.H, r.queries), []).append(
+            f"{r.overlapped_seeds}/{r.selected_seeds}"
         )
     ax.text(
         0.63,
@@ -1060,14 +1117,14 @@ def _threshold_marks(ax, rows, threshold, groups, positions):
     )
     drawn = set()
     for r in threshold:
-        x_star = _lambda_position(r["lambda_star"], positions)
-        if x_star is not None and r["queries"] not in drawn:
-            drawn.add(r["queries"])
+        x_star = _lambda_position(r.lambda_star, positions)
+        if x_star is not None and r.queries not in drawn:
+            drawn.add(r.queries)
             ax.axvline(x_star, color="0.4", ls=":", lw=1, zorder=0)
             ax.text(
                 x_star,
                 0.3,
-                f"lambda*={r['lambda_star']:.3f} ({r['queries']}) ",
+                f"lambda*={r.lambda_star:.3f} ({r.queries}) ",
                 transform=ax.get_xaxis_transform(),
                 rotation=90,
                 ha="right",
@@ -1075,13 +1132,13 @@ def _threshold_marks(ax, rows, threshold, groups, positions):
                 fontsize=6.5,
                 color="0.3",
             )
-        x = _lambda_position(r["coordination"], positions)
-        if x is None or (r["H"], r["queries"]) not in groups:
+        x = _lambda_position(r.coordination, positions)
+        if x is None or (r.H, r.queries) not in groups:
             continue
-        g = groups.index((r["H"], r["queries"]))
+        g = groups.index((r.H, r.queries))
         ax.plot(
             x + 0.08 * (g - (len(groups) - 1) / 2),
-            r["distinct_key_fraction"],
+            r.distinct_key_fraction,
             _style.MARKERS[g],
             mfc="w",
             color=_style.color(g + 3),
@@ -1090,30 +1147,25 @@ def _threshold_marks(ax, rows, threshold, groups, positions):
 
 
 def _coordination_panel(ax, rows, key, ylabel, title, threshold=None):
-    groups = list(dict.fromkeys((r["H"], r["queries"]) for r in rows))
-    labels = list(dict.fromkeys(r["label"] for r in rows))
+    groups = list(dict.fromkeys((r.H, r.queries) for r in rows))
+    labels = list(dict.fromkeys(r.label for r in rows))
     positions, families = _coordination_positions(labels)
     if threshold:
         _threshold_marks(ax, rows, threshold, groups, positions)
     for g, (H, q) in enumerate(groups):
-        sel = {r["label"]: r for r in rows if (r["H"], r["queries"]) == (H, q)}
+        sel = {r.label: r for r in rows if (r.H, r.queries) == (H, q)}
         for f, (_, _, _, members) in enumerate(families):
             x = np.array([positions[lab] for lab in members])
             if key.startswith("distinct"):
-                y = np.array([sel[lab][key] for lab in members], float)
+                y = np.array([getattr(sel[lab], key) for lab in members], float)
                 err = None
             else:
-                y = np.array([sel[lab][key]["mean"] for lab in members])
+                spreads = [getattr(sel[lab], key) for lab in members]
+                y = np.array([v.mean for v in spreads])
                 err = np.array(
                     [
-                        [
-                            sel[lab][key]["mean"] - sel[lab][key]["q25"]
-                            for lab in members
-                        ],
-                        [
-                            sel[lab][key]["q75"] - sel[lab][key]["mean"]
-                            for lab in members
-                        ],
+                        [v.mean - v.q25 for v in spreads],
+                        [v.q75 - v.mean for v in spreads],
                     ]
                 ).clip(0)
             # lines join the settings of one family only
@@ -1147,8 +1199,8 @@ def _coordination_panel(ax, rows, key, ylabel, title, threshold=None):
     ax.set_title(title, pad=14)
 
 
-def draw(data: dict):
-    table, coord, paper = data["table"], data["coordination"], data["paper"]
+def draw(data: MitigationsData):
+    table, coord, paper = data.table, data.coordination, data.paper
     fig, axes = _style.subplots(2, 3, figsize=(15, 9))
     settings, x = _setting_bars(
         axes[0, 0],
@@ -1158,11 +1210,11 @@ def draw(data: dict):
         "phase gap; paper's measured gaps (x)",
     )
     for p in paper:
-        i = settings.index((p["S"], p["W"]))
-        k = KINDS.index(p["gates"])
+        i = settings.index((p.S, p.W))
+        k = KINDS.index(p.gates)
         axes[0, 0].plot(
             x[i] + (k - 1) * 0.27,
-            p["paper_gap"] / 100,
+            p.paper_gap / 100,
             "kx",
             ms=8,
             mew=2,
@@ -1172,17 +1224,15 @@ def draw(data: dict):
         )
         # the paper's name of the setting, so that a marker is read with its bar
         axes[0, 0].annotate(
-            p["setting"],
-            (x[i] + (k - 1) * 0.27, p["paper_gap"] / 100),
+            p.setting,
+            (x[i] + (k - 1) * 0.27, p.paper_gap / 100),
             xytext=(0, 7),
             textcoords="offset points",
             ha="center",
             fontsize=6.5,
         )
-    learned = {(r["S"], r["W"]): r for r in table if r["gates"] == "learned"}
-    curve_gap = [
-        max(learned[s]["accuracy"]) - min(learned[s]["accuracy"]) for s in settings
-    ]
+    learned = {(r.S, r.W): r for r in table if r.gates == "learned"}
+    curve_gap = [max(learned[s].accuracy) - min(learned[s].accuracy) for s in settings]
     axes[0, 0].plot(
         x - 0.27,
         curve_gap,
@@ -1201,11 +1251,9 @@ def draw(data: dict):
         "mean top-1 accuracy; paper's uniform (x)",
     )
     for p in paper:
-        if p["paper_mean_accuracy"] is not None:
-            i = settings.index((p["S"], p["W"]))
-            axes[0, 1].plot(
-                x[i] + 0.27, p["paper_mean_accuracy"] / 100, "kx", ms=8, mew=2
-            )
+        if p.paper_mean_accuracy is not None:
+            i = settings.index((p.S, p.W))
+            axes[0, 1].plot(x[i] + 0.27, p.paper_mean_accuracy / 100, "kx", ms=8, mew=2)
     axes[0, 1].set_ylim(-0.03, 1.12)
     axes[0, 1].text(
         0.98,
@@ -1231,7 +1279,7 @@ def draw(data: dict):
         "distinct_key_fraction",
         "share of seeds, heads' key argmax distinct",
         "coordination: heads on distinct offsets (all seeds)",
-        threshold=data.get("threshold"),
+        threshold=data.threshold,
     )
     _coordination_panel(
         axes[1, 1],
@@ -1250,7 +1298,7 @@ def draw(data: dict):
     axes[1, 0].set_ylim(-0.05, 1.05)
     axes[1, 1].set_ylim(-0.05, 1.05)
     axes[1, 0].legend(loc="lower right", fontsize=7)
-    unselected = sorted({r["label"] for r in coord if r["selected_seeds"] < r["seeds"]})
+    unselected = sorted({r.label for r in coord if r.selected_seeds < r.seeds})
     if unselected:
         axes[1, 1].text(
             0.02,
@@ -1275,4 +1323,5 @@ FIGURE = Figure(
     draw,
     cost=490,
     tables=tables,
+    data=MitigationsData,
 )
