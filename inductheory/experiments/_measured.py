@@ -26,31 +26,32 @@ class Count(Record):
         return cls(k=int(flags.sum()), n=int(flags.size))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Spread(Record):
-    """Mean, standard deviation, quartiles and range of a set of values."""
+    """Mean, standard deviation (population), quartiles and, where kept, the range of a set of
+    values (`min`, `max`: None when left out)."""
 
     mean: float
     sd: float
-    min: float
+    min: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
     q25: float
     median: float
     q75: float
-    max: float
+    max: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
 
     @classmethod
-    def of(cls, x) -> Spread:
-        """The spread of the values of `x` (any shape)."""
+    def of(cls, x, *, extremes: bool = True) -> Spread:
+        """The spread of the values of `x` (any shape), with their range if `extremes`."""
         x = np.asarray(x, float).ravel()
         q25, q50, q75 = np.percentile(x, [25, 50, 75])
         return cls(
             mean=float(x.mean()),
             sd=float(x.std()),
-            min=float(x.min()),
+            min=float(x.min()) if extremes else None,
             q25=float(q25),
             median=float(q50),
             q75=float(q75),
-            max=float(x.max()),
+            max=float(x.max()) if extremes else None,
         )
 
 

@@ -26,6 +26,7 @@ from ..model._gates import SharedGates, shared_gates_from_logits, uniform_gates
 from ..model._loss import phase_accuracy, phase_losses
 from ..model._task import Task, _require_real, assumptions_silenced, quiet_task
 from ._flows import NoSelectionWarning, run_flow, selected_distinct_fraction
+from ._measured import Spread
 from ._results import FlowOutcomes
 
 # The paper's measurements on trained models (per-phase accuracy over query phases, in %).
@@ -191,25 +192,9 @@ def best_hard_selection(
     return SharedGates(key=eye[c[:, 0]], value=eye[c[:, 1]]), c, float(losses[best])
 
 
-@dataclasses.dataclass(frozen=True)
-class Spread(Record):
-    """A measure's spread over seeds: `mean`, `sd` (population), quartiles `q25`, `median`,
-    `q75`."""
-
-    mean: float
-    sd: float
-    q25: float
-    median: float
-    q75: float
-
-    @classmethod
-    def of(cls, values) -> Spread:
-        """The spread of `values` (one per seed)."""
-        v = np.asarray(values, float)
-        q = np.quantile(v, [0.25, 0.5, 0.75])
-        return cls(
-            float(v.mean()), float(v.std()), float(q[0]), float(q[1]), float(q[2])
-        )
+def _seed_spread(values) -> Spread:
+    """A measure's spread over seeds, without the range (the tables' columns)."""
+    return Spread.of(values, extremes=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,7 +244,7 @@ def _row(task: Task, kind: str, measures: list[GateMeasures], **extra) -> Mitiga
         return np.mean([getattr(m, name) for m in measures], axis=0).tolist()
 
     def spread(name):
-        return Spread.of([getattr(m, name) for m in measures])
+        return _seed_spread([getattr(m, name) for m in measures])
 
     return MitigationRow(
         S=task.S,
@@ -457,7 +442,7 @@ def coordination_table(
                 np.asarray(run.final_biases)[:, :, 0], axis=-1
             )  # (seeds, H)
             spread = {
-                name: Spread.of([getattr(m, name) for m in measures])
+                name: _seed_spread([getattr(m, name) for m in measures])
                 for name in ("worst_accuracy", "mean_accuracy", "gap", "mean_loss")
             }
             rows.append(
