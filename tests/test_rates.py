@@ -12,6 +12,7 @@ from scipy.integrate import solve_ivp
 
 from inductheory import Task
 from inductheory.flow import (
+    EscapeRates,
     ReducedDynamics,
     breaking_norm,
     escape_blocks,
@@ -72,7 +73,7 @@ def test_closed_form_blocks_match_the_autodiff_jacobian(kw):
         # the mode space is invariant under J
         np.testing.assert_allclose(J @ Q - Q @ (Q.T @ J @ Q), 0, atol=1e-12)
         expected = np.sort(
-            np.repeat(-scale * np.linalg.eigvalsh(blocks[name]), task.S - 2)
+            np.repeat(-scale * np.linalg.eigvalsh(getattr(blocks, name)), task.S - 2)
         )
         np.testing.assert_allclose(
             np.sort(np.linalg.eigvalsh(Q.T @ J @ Q)), expected, rtol=1e-9, atol=1e-14
@@ -80,9 +81,18 @@ def test_closed_form_blocks_match_the_autodiff_jacobian(kw):
         for lam in expected:  # and they are eigenvalues of the whole Jacobian
             assert np.min(np.abs(full - lam)) < 1e-9
     rates = reduced_escape_rates(task)
-    assert rates["rate"] > 0
+    assert rates.rate > 0
     # the largest growth rate of the whole Jacobian is the symmetry-breaking one in these settings
-    np.testing.assert_allclose(full[-1], rates["rate"], rtol=1e-9)
+    np.testing.assert_allclose(full[-1], rates.rate, rtol=1e-9)
+
+
+def test_one_head_has_no_antisymmetric_mode():
+    task = Task(L=4, S=4, H=1, N=64, beta=3.0)
+    blocks, rates = escape_blocks(task), reduced_escape_rates(task)
+    assert blocks.anti is None and blocks.anti_multiplicity == 0
+    assert rates.anti is None and rates.rate == rates.sym
+    assert rates.to_dict() == {"sym": rates.sym, "anti": None, "rate": rates.rate}
+    assert EscapeRates.from_dict(rates.to_dict()) == rates
 
 
 def test_uniform_point_is_not_a_fixed_point_but_the_drift_breaks_no_symmetry():
@@ -95,7 +105,7 @@ def test_uniform_point_is_not_a_fixed_point_but_the_drift_breaks_no_symmetry():
 def test_escape_time_is_log_over_rate():
     task = Task(**TASKS[0])
     np.testing.assert_allclose(
-        escape_time(task, [np.exp(-2.0)]), 2.0 / reduced_escape_rates(task)["rate"]
+        escape_time(task, [np.exp(-2.0)]), 2.0 / reduced_escape_rates(task).rate
     )
     with pytest.raises(ValueError):
         escape_time(task, 0.0)

@@ -3,6 +3,7 @@ flows as eps grows."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -10,12 +11,13 @@ import numpy as np
 
 from ..experiments._flows import flow_sample
 from ..flow._config import FlowConfig
+from ..internal._records import Record
 from ..model._gates import value_follows_key
 from ..model._geometry import make_geometry
 from ..model._task import welch_bound
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import plural, share_text, wilson_interval
 
 SHAPE = dict(L=4, S=3, H=2, N=240, gamma=1.0, beta=4.0, kappa=1.0)
@@ -24,46 +26,84 @@ SHAPE = dict(L=4, S=3, H=2, N=240, gamma=1.0, beta=4.0, kappa=1.0)
 PADDED_DIM_MAX = 128
 
 
-def _orders(rows: list, share: str, eps: str) -> bool:
-    """Whether the share `share` never rises as the coherence `eps` grows over the rows."""
-    values = [r[share]["share"] for r in sorted(rows, key=lambda r: r[eps])]
+@dataclasses.dataclass(frozen=True)
+class Share(Record):
+    """`k` of `n` (contexts or seeds), the `share` k/n and its Wilson 95% interval `ci95`."""
+
+    k: int
+    n: int
+    share: float
+    ci95: list[float]
+
+
+@dataclasses.dataclass(frozen=True)
+class GeometryRow(Record):
+    """One dimension `d`: the max and mean coherence of the oracle's geometry
+    (`oracle_eps_max`, `oracle_eps_mean`) and of the flows' (`flow_eps_max`, `flow_eps_mean`);
+    the oracle contexts whose minimizer is hard (`oracle_hard`) and hard with distinct heads
+    (`oracle_hard_distinct`), the flow seeds that end hard (`flow_hard`), each a `Share`; and
+    every flow seed's status (`flow_statuses`)."""
+
+    d: int
+    oracle_eps_max: float
+    oracle_eps_mean: float
+    flow_eps_max: float
+    flow_eps_mean: float
+    oracle_hard: Share
+    oracle_hard_distinct: Share
+    flow_hard: Share
+    flow_statuses: list[str]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ApproximateGeometryData(FigureData):
+    """A `GeometryRow` per dimension d (`rows`)."""
+
+    rows: list[GeometryRow]
+
+
+def _orders(rows: list[GeometryRow], share: str, eps: str) -> bool:
+    """Whether the share named `share` never rises as the coherence named `eps` grows over
+    the rows."""
+    values = [
+        getattr(r, share).share for r in sorted(rows, key=lambda r: getattr(r, eps))
+    ]
     return all(b <= a for a, b in zip(values, values[1:]))
 
 
-def _shares(rows: list, share: str, source: str) -> str:
+def _shares(rows: list[GeometryRow], share: str, source: str) -> str:
     """Each row's share as text with its d and max coherence; rows of equal count grouped."""
     groups: dict[str, list] = {}
     key = f"{source}_eps_max"
     for r in rows:
-        groups.setdefault(share_text(r[share]["k"], r[share]["n"]), []).append(r)
+        counted = getattr(r, share)
+        groups.setdefault(share_text(counted.k, counted.n), []).append(r)
     return "; ".join(
-        f"{text} at d = {', '.join(str(r['d']) for r in group)} (max coherence "
-        f"{', '.join(f'{r[key]:.2f}' for r in group)})"
+        f"{text} at d = {', '.join(str(r.d) for r in group)} (max coherence "
+        f"{', '.join(f'{getattr(r, key):.2f}' for r in group)})"
         for text, group in groups.items()
     )
 
 
-def claim(data: dict) -> str:
+def claim(data: ApproximateGeometryData) -> str:
     """The claim, its dimensions, contexts, seeds, shares and coherences from `data`."""
-    rows, parameters = data["rows"], data["parameters"]
+    rows, parameters = data.rows, data.parameters
     ordered = [
         _orders(rows, "oracle_hard", f"oracle_eps_{kind}") for kind in ("max", "mean")
     ]
-    unselected = sum(
-        r["flow_statuses"].count("selected") < r["flow_hard"]["n"] for r in rows
-    )
-    missed = sum(r["flow_hard"]["n"] - r["flow_hard"]["k"] for r in rows)
+    unselected = sum(r.flow_statuses.count("selected") < r.flow_hard.n for r in rows)
+    missed = sum(r.flow_hard.n - r.flow_hard.k for r in rows)
     return (
         "With eps > 0 (docs/theory.md §3): embeddings x_i = sqrt(kappa) u + v_i with random "
         "unit v_i in dimension d - 1, d in {"
-        + ", ".join(str(r["d"]) for r in rows)
+        + ", ".join(str(r.d) for r in rows)
         + "}; L=4, S=3, H=2, N=240, beta=4, gamma=1, kappa=1. The figure sets d and draws "
         "one geometry per d for the oracle and another for the flows; the x axes are two "
         "coherences of that very geometry (re-created from the runs' keys): the realized "
         "eps = max_{i != j} |<v_i, v_j>| and the mean coherence mean_{i != j} |<v_i, v_j>| "
         "over all token pairs (Welch bound: the smallest max possible at that d). Oracle "
         f"minimizers: {parameters['oracle'].replace(' of one geometry per d', ' per d')}. "
-        f"Full gradient flows: {rows[0]['flow_hard']['n']} seeds per d on one balanced "
+        f"Full gradient flows: {rows[0].flow_hard.n} seeds per d on one balanced "
         "sample of N/L contexts, rho=0.1, t_max=1e6. Error bars are 95% Wilson intervals "
         "over the contexts or seeds of one geometry per d (they do not cover the spread "
         "between geometries of the same d). Measured: the oracle's minimizer is hard in "
@@ -87,9 +127,7 @@ def claim(data: dict) -> str:
         + (
             f"; the {plural(missed, 'seed')} that did not end hard ran to t_max without "
             "selecting."
-            if missed
-            and unselected
-            == sum(r["flow_hard"]["k"] < r["flow_hard"]["n"] for r in rows)
+            if missed and unselected == sum(r.flow_hard.k < r.flow_hard.n for r in rows)
             else "."
         )
     )
@@ -105,14 +143,14 @@ def coherence(embeddings, kappa: float) -> tuple[float, float]:
     return float(gram[off].max()), float(gram[off].mean())
 
 
-def _share(flags) -> dict:
+def _share(flags) -> Share:
     flags = np.asarray(flags, bool)
     k, n = int(flags.sum()), int(flags.size)
     lo, hi = wilson_interval(k, n)
-    return {"k": k, "n": n, "share": k / n, "ci95": [lo, hi]}
+    return Share(k=k, n=n, share=k / n, ci95=[lo, hi])
 
 
-def compute(quick: bool, cache_dir) -> dict:
+def compute(quick: bool, cache_dir) -> ApproximateGeometryData:
     dims = [16, 128] if quick else [12, 16, 24, 32, 64, 1024]
     # BFGS, the method the data were measured with
     oracle_config = OracleMinimizer(method="bfgs", restarts=8)
@@ -161,25 +199,25 @@ def compute(quick: bool, cache_dir) -> dict:
         flow_hard = (status == "selected") & value_follows_key(keys, values)
         records = point.contexts
         rows.append(
-            {
-                "d": d,
-                "oracle_eps_max": o_max,
-                "oracle_eps_mean": o_mean,
-                "flow_eps_max": f_max,
-                "flow_eps_mean": f_mean,
-                "oracle_hard": _share([r.hard_selection for r in records]),
-                "oracle_hard_distinct": _share([r.distinct_heads for r in records]),
-                "flow_hard": _share(flow_hard),
-                "flow_statuses": flow.status,
-            }
+            GeometryRow(
+                d=d,
+                oracle_eps_max=o_max,
+                oracle_eps_mean=o_mean,
+                flow_eps_max=f_max,
+                flow_eps_mean=f_mean,
+                oracle_hard=_share([r.hard_selection for r in records]),
+                oracle_hard_distinct=_share([r.distinct_heads for r in records]),
+                flow_hard=_share(flow_hard),
+                flow_statuses=flow.status,
+            )
         )
 
     def fmt(s):
-        return f"{s['k']}/{s['n']} [{s['ci95'][0]:.2f}, {s['ci95'][1]:.2f}]"
+        return f"{s.k}/{s.n} [{s.ci95[0]:.2f}, {s.ci95[1]:.2f}]"
 
-    return {
-        "rows": rows,
-        "parameters": {
+    return ApproximateGeometryData(
+        rows=rows,
+        parameters={
             "task": "L=4 S=3 H=2 N=240 beta=4 gamma=1 kappa=1, approximate geometry through d "
             f"({', '.join(map(str, dims))})",
             "oracle": f"{contexts} contexts of one geometry per d, "
@@ -191,15 +229,15 @@ def compute(quick: bool, cache_dir) -> dict:
             "intervals": "95% Wilson score intervals of each share (binomial over "
             "contexts or seeds)",
         },
-        "findings": "; ".join(
-            f"d={r['d']}: oracle (eps max {r['oracle_eps_max']:.2f}, mean "
-            f"{r['oracle_eps_mean']:.3f}) hard "
-            f"{fmt(r['oracle_hard'])}, hard+distinct {fmt(r['oracle_hard_distinct'])}; "
+        findings="; ".join(
+            f"d={r.d}: oracle (eps max {r.oracle_eps_max:.2f}, mean "
+            f"{r.oracle_eps_mean:.3f}) hard "
+            f"{fmt(r.oracle_hard)}, hard+distinct {fmt(r.oracle_hard_distinct)}; "
             "flow (eps max "
-            f"{r['flow_eps_max']:.2f}, mean {r['flow_eps_mean']:.3f}) hard {fmt(r['flow_hard'])}"
+            f"{r.flow_eps_max:.2f}, mean {r.flow_eps_mean:.3f}) hard {fmt(r.flow_hard)}"
             for r in rows
         ),
-    }
+    )
 
 
 def _series(ax, rows, x_key: str, prefix: str, y_key: str, i: int, label: str):
@@ -208,11 +246,14 @@ def _series(ax, rows, x_key: str, prefix: str, y_key: str, i: int, label: str):
     each other."""
     from matplotlib.transforms import offset_copy
 
-    pts = sorted((r[f"{prefix}_eps_{x_key}"], r[y_key]) for r in rows)
+    pts = sorted(
+        ((getattr(r, f"{prefix}_eps_{x_key}"), getattr(r, y_key)) for r in rows),
+        key=lambda p: p[0],
+    )
     x = np.array([p[0] for p in pts])
-    y = np.array([p[1]["share"] for p in pts])
-    lo = np.array([p[1]["ci95"][0] for p in pts])
-    hi = np.array([p[1]["ci95"][1] for p in pts])
+    y = np.array([p[1].share for p in pts])
+    lo = np.array([p[1].ci95[0] for p in pts])
+    hi = np.array([p[1].ci95[1] for p in pts])
     shift = offset_copy(ax.transData, fig=ax.figure, x=4.0 * (i - 1), units="points")
     bars = ax.errorbar(
         x,
@@ -230,9 +271,9 @@ def _series(ax, rows, x_key: str, prefix: str, y_key: str, i: int, label: str):
         artist.set_transform(shift)
 
 
-def draw(data: dict):
-    rows = data["rows"]
-    n_ctx, n_seeds = rows[0]["oracle_hard"]["n"], rows[0]["flow_hard"]["n"]
+def draw(data: ApproximateGeometryData):
+    rows = data.rows
+    n_ctx, n_seeds = rows[0].oracle_hard.n, rows[0].flow_hard.n
     fig, axes = _style.subplots(
         1, 3, figsize=(15, 4.8), gridspec_kw={"width_ratios": [1.3, 1.3, 1]}
     )
@@ -260,25 +301,25 @@ def draw(data: dict):
     axes[0].set_ylabel("share of contexts (oracle) / seeds (flow)")
     axes[0].legend(loc="lower left")
     ax = axes[2]
-    rows_d = sorted(rows, key=lambda r: r["d"])
-    d = np.array([r["d"] for r in rows_d])
+    rows_d = sorted(rows, key=lambda r: r.d)
+    d = np.array([r.d for r in rows_d])
     ax.plot(
         d,
-        [r["oracle_eps_max"] for r in rows_d],
+        [r.oracle_eps_max for r in rows_d],
         "o-",
         color=_style.color(0),
         label="max, oracle geometry",
     )
     ax.plot(
         d,
-        [r["flow_eps_max"] for r in rows_d],
+        [r.flow_eps_max for r in rows_d],
         "^--",
         color=_style.color(2),
         label="max, flow geometry",
     )
     ax.plot(
         d,
-        [r["oracle_eps_mean"] for r in rows_d],
+        [r.oracle_eps_mean for r in rows_d],
         "o-",
         color=_style.color(0),
         mfc="white",
@@ -286,7 +327,7 @@ def draw(data: dict):
     )
     ax.plot(
         d,
-        [r["flow_eps_mean"] for r in rows_d],
+        [r.flow_eps_mean for r in rows_d],
         "^--",
         color=_style.color(2),
         mfc="white",
@@ -309,23 +350,23 @@ def draw(data: dict):
     return fig
 
 
-def tables(data: dict) -> list[MeasuredTable]:
+def tables(data: ApproximateGeometryData) -> list[MeasuredTable]:
     """Per d: both geometries' coherences and the shares of hard (and distinct) oracle contexts
     and hard-ending flows, with their Wilson 95% intervals."""
 
     def share(s):
-        return share_text(s["k"], s["n"])
+        return share_text(s.k, s.n)
 
     rows = [
         [
-            str(r["d"]),
-            f"{r['oracle_eps_max']:.2f}, {r['oracle_eps_mean']:.3f}",
-            share(r["oracle_hard"]),
-            share(r["oracle_hard_distinct"]),
-            f"{r['flow_eps_max']:.2f}, {r['flow_eps_mean']:.3f}",
-            share(r["flow_hard"]),
+            str(r.d),
+            f"{r.oracle_eps_max:.2f}, {r.oracle_eps_mean:.3f}",
+            share(r.oracle_hard),
+            share(r.oracle_hard_distinct),
+            f"{r.flow_eps_max:.2f}, {r.flow_eps_mean:.3f}",
+            share(r.flow_hard),
         ]
-        for r in data["rows"]
+        for r in data.rows
     ]
     return [
         MeasuredTable(
@@ -352,4 +393,5 @@ FIGURE = Figure(
     draw,
     cost=540,
     tables=tables,
+    data=ApproximateGeometryData,
 )

@@ -3,14 +3,17 @@ then a 1/t tail."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
 
 from ..flow import _rates
 from ..flow._config import FlowConfig
+from ..flow._rates import EscapeRates
+from ..internal._records import OMIT_IF_NONE, Record
 from . import _runs, _style
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import (
     bootstrap_interval,
     compact,
@@ -31,6 +34,126 @@ LEVEL = 0.95  # of every interval
 BOOTSTRAP = dict(resamples=2000, seed=0)
 
 
+@dataclasses.dataclass(frozen=True)
+class MedianEstimate(Record):
+    """A median with its order-statistic interval at `LEVEL`: `median`, `ci` [low, high], its
+    exact `coverage` and the sample size `n`."""
+
+    median: float
+    ci: list[float]
+    coverage: float
+    n: int
+
+
+def _optional():
+    """A field that only selected seeds have: None, and then left out of the data."""
+    return dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TailRun(Record):
+    """One seed run to the tail: `rho`, `seed`, `status`; for a selected seed also its
+    `key_offsets` (H,), the fitted `exponent` of 1 - p(t), the predicted coefficient
+    `C_predicted`, `t_times_unselected_last` (t (1 - p) at the last save), `t_final`, the
+    initial symmetry-breaking norm `rho_eff` and the escape time `escape_measured` against
+    `escape_predicted`; for the drawn seeds (the first three) also the saved times `t` (T,) and
+    the unselected mass 1 - p(t) `unselected` (T,)."""
+
+    rho: float
+    seed: int
+    status: str
+    key_offsets: list[int] | None = _optional()
+    t: list[float] | None = _optional()
+    unselected: list[float] | None = _optional()
+    exponent: float | None = _optional()
+    C_predicted: float | None = _optional()
+    t_times_unselected_last: float | None = _optional()
+    t_final: float | None = _optional()
+    rho_eff: float | None = _optional()
+    escape_measured: float | None = _optional()
+    escape_predicted: float | None = _optional()
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TailFit(Record):
+    """The tail over a set of seeds: `selected` of `seeds` with its Wilson `selected_ci95`;
+    the exponent's `exponent_mean` with its bootstrap `exponent_mean_ci95`, `exponent_min`,
+    `exponent_max`, `exponent_std`; t (1 - p) / C as `tail_over_C` (a `MedianEstimate`) with
+    `tail_over_C_min`, `tail_over_C_max`; measured / predicted escape time as `escape_ratio`
+    with `escape_ratio_min`, `escape_ratio_max`."""
+
+    selected: int
+    seeds: int
+    selected_ci95: list[float]
+    exponent_mean: float
+    exponent_mean_ci95: list[float]
+    exponent_min: float
+    exponent_max: float
+    exponent_std: float
+    tail_over_C: MedianEstimate
+    tail_over_C_min: float
+    tail_over_C_max: float
+    escape_ratio: MedianEstimate
+    escape_ratio_min: float
+    escape_ratio_max: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RhoTailFit(TailFit):
+    """The `TailFit` of the seeds started at one `rho`."""
+
+    rho: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TailSummary(TailFit):
+    """The `TailFit` of every seed, with `escape_ratio_median` (the median of `escape_ratio`),
+    the log-log slope `time_vs_delta_slope` of the median time to selection against delta with
+    its bootstrap `time_vs_delta_slope_ci95`, and `selected_tails` of `tails` (`selected` of
+    `seeds` again)."""
+
+    escape_ratio_median: float
+    time_vs_delta_slope: float
+    time_vs_delta_slope_ci95: list[float]
+    selected_tails: int
+    tails: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DeltaRuns(Record):
+    """The seeds run to one `delta` (rho = 0.1): `selected` of `seeds` with its Wilson
+    `selected_ci95`; over the selected seeds the time to selection's `median` with its
+    `median_interval` (a `MedianEstimate`), quartiles `q25`, `q75` and every `t_final`; the
+    median tail coefficient `median_C`; t delta / C as `median_t_delta_over_C` and
+    `t_delta_over_C` (a `MedianEstimate`)."""
+
+    delta: float
+    selected: int
+    seeds: int
+    selected_ci95: list[float]
+    median: float
+    median_interval: MedianEstimate
+    q25: float
+    q75: float
+    median_C: float
+    median_t_delta_over_C: float
+    t_delta_over_C: MedianEstimate
+    t_final: list[float]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ConvergenceRatesData(FigureData):
+    """The escape `rates` at the uniform point (`EscapeRates`), every seed of the tail runs
+    (`tails`, a `TailRun` each), their fit per rho (`per_rho`) and over all (`summary`), and
+    the time to selection per delta (`by_delta`, a `DeltaRuns` each)."""
+
+    rates: EscapeRates
+    tails: list[TailRun]
+    per_rho: list[RhoTailFit]
+    by_delta: list[DeltaRuns]
+    summary: TailSummary
+
+
 def _small(x: float) -> str:
     """A rho or delta as the claim writes it: `1e-2`, `0.1`, `0.5`."""
     return compact(x, sci=x < 0.1)
@@ -48,26 +171,26 @@ def _grid(values) -> str:
 
 def _selects(rows) -> str:
     """Whether every seed of `rows` (with `selected`, `seeds`, `selected_ci95`) selects."""
-    return all(r["selected"] == r["seeds"] for r in rows)
+    return all(r.selected == r.seeds for r in rows)
 
 
-def claim(data: dict) -> str:
+def claim(data: ConvergenceRatesData) -> str:
     """The claim, its shapes, seeds, grids, saves and selections from `data`."""
-    params, summary = data["parameters"], data["summary"]
+    params, summary = data.parameters, data.summary
     task, tail = params["task"], params["tail"]
-    per_rho, by_delta = data["per_rho"], data["by_delta"]
+    per_rho, by_delta = data.per_rho, data.by_delta
     lo, hi = re.search(r"1-p in \(([^,]+), ([^)]+)\)", tail).groups()
     saves = re.search(r"saves in \[([^\]]+)\]", tail).group(1)
-    n_rho = sorted({r["seeds"] for r in per_rho})
-    n_delta = sorted({r["seeds"] for r in by_delta})
-    exponents = [r["exponent_mean"] for r in sorted(per_rho, key=lambda r: r["rho"])]
+    n_rho = sorted({r.seeds for r in per_rho})
+    n_delta = sorted({r.seeds for r in by_delta})
+    exponents = [r.exponent_mean for r in sorted(per_rho, key=lambda r: r.rho)]
     below = all(-1.05 < e < -1 for e in exponents)
     nearer = all(a < b for a, b in zip(exponents, exponents[1:]))
-    n, k = summary["seeds"], summary["selected"]
+    n, k = summary.seeds, summary.selected
     delta_rows = ", ".join(
         sorted(
             {
-                f"{r['selected']}/{r['seeds']} {interval_text(*r['selected_ci95'])}"
+                f"{r.selected}/{r.seeds} {interval_text(*r.selected_ci95)}"
                 for r in by_delta
             }
         )
@@ -80,12 +203,12 @@ def claim(data: dict) -> str:
         )
         + f"), the selection time located by {params['root_finder']}. Tail: "
         f"{'/'.join(map(str, n_rho))} seeds for each rho in "
-        f"{{{', '.join(_small(r['rho']) for r in per_rho)}}} ({n} in all), run to delta = "
+        f"{{{', '.join(_small(r.rho) for r in per_rho)}}} ({n} in all), run to delta = "
         f"{_small(float(stored_parameter(tail, 'delta')))} with "
-        f"{len(data['tails'][0]['t']) - 1} log-spaced saves in [{saves}]; "
+        f"{len(data.tails[0].t) - 1} log-spaced saves in [{saves}]; "
         + ("every seed selects" if _selects(per_rho) else "not every seed selects")
         + f" (n/n with its Wilson 95% interval under Measured: {k}/{n} "
-        f"{interval_text(*summary['selected_ci95'])}). The unselected mass 1 - p(t) (largest "
+        f"{interval_text(*summary.selected_ci95)}). The unselected mass 1 - p(t) (largest "
         "mass off the final selection over heads and branches) is fitted on log-log axes over "
         f"1 - p in ({_small(float(lo))}, {_small(float(hi))}]: the exponent is "
         + ("close to -1, a little below it" if below else "not just below -1")
@@ -100,7 +223,7 @@ def claim(data: dict) -> str:
         "loss gradient gaps Delta g at the selected vertex (inductheory.flow.tail_coefficients; "
         "median ratio with its 95% order-statistic interval). Hence the time to "
         f"delta-selection is about C/delta plus the escape time: delta in "
-        f"{_grid([r['delta'] for r in by_delta])} ({'/'.join(map(str, n_delta))} seeds per "
+        f"{_grid([r.delta for r in by_delta])} ({'/'.join(map(str, n_delta))} seeds per "
         f"delta, rho = {_small(float(stored_parameter(params['delta'], 'rho')))}; "
         + (
             f"every seed selects at every delta, {delta_rows} each"
@@ -165,11 +288,11 @@ def _first_crossing(t, y, level):
     return float(np.exp(np.log(t[i - 1]) + w * (np.log(t[i]) - np.log(t[i - 1]))))
 
 
-def _median_interval(values) -> dict:
-    """`median_interval` at `LEVEL` as the data store it: median, ci, coverage, n."""
+def _median_interval(values) -> MedianEstimate:
+    """`median_interval` at `LEVEL` as the data store it."""
     m = median_interval(values, LEVEL)
     n = int(np.asarray(values).size)
-    return {"median": m.median, "ci": [m.low, m.high], "coverage": m.coverage, "n": n}
+    return MedianEstimate(median=m.median, ci=[m.low, m.high], coverage=m.coverage, n=n)
 
 
 def _bootstrap_interval(groups, statistic) -> list[float]:
@@ -177,29 +300,31 @@ def _bootstrap_interval(groups, statistic) -> list[float]:
     return bootstrap_interval(groups, statistic, level=LEVEL, **BOOTSTRAP)
 
 
-def _tail_summary(rows: list[dict]) -> dict:
+def _tail_fit(rows: list[TailRun], fit=TailFit, **extra) -> TailFit:
     """Exponent (mean, bootstrap interval, range), t(1-p)/C and escape ratio (medians with
-    order-statistic intervals) over the selected seeds of `rows`; shares with Wilson intervals."""
-    good = [r for r in rows if r["status"] == "selected"]
-    ex = np.array([r["exponent"] for r in good])
-    ratio_c = np.array([r["t_times_unselected_last"] / r["C_predicted"] for r in good])
-    ratio_e = np.array([r["escape_measured"] / r["escape_predicted"] for r in good])
-    return {
-        "selected": len(good),
-        "seeds": len(rows),
-        "selected_ci95": list(wilson_interval(len(good), len(rows))),
-        "exponent_mean": float(ex.mean()),
-        "exponent_mean_ci95": _bootstrap_interval([ex], np.mean),
-        "exponent_min": float(ex.min()),
-        "exponent_max": float(ex.max()),
-        "exponent_std": float(ex.std()),
-        "tail_over_C": _median_interval(ratio_c),
-        "tail_over_C_min": float(ratio_c.min()),
-        "tail_over_C_max": float(ratio_c.max()),
-        "escape_ratio": _median_interval(ratio_e),
-        "escape_ratio_min": float(ratio_e.min()),
-        "escape_ratio_max": float(ratio_e.max()),
-    }
+    order-statistic intervals) over the selected seeds of `rows`; shares with Wilson intervals.
+    A `fit` subclass of `TailFit` takes its other fields from `extra`."""
+    good = [r for r in rows if r.status == "selected"]
+    ex = np.array([r.exponent for r in good])
+    ratio_c = np.array([r.t_times_unselected_last / r.C_predicted for r in good])
+    ratio_e = np.array([r.escape_measured / r.escape_predicted for r in good])
+    return fit(
+        selected=len(good),
+        seeds=len(rows),
+        selected_ci95=list(wilson_interval(len(good), len(rows))),
+        exponent_mean=float(ex.mean()),
+        exponent_mean_ci95=_bootstrap_interval([ex], np.mean),
+        exponent_min=float(ex.min()),
+        exponent_max=float(ex.max()),
+        exponent_std=float(ex.std()),
+        tail_over_C=_median_interval(ratio_c),
+        tail_over_C_min=float(ratio_c.min()),
+        tail_over_C_max=float(ratio_c.max()),
+        escape_ratio=_median_interval(ratio_e),
+        escape_ratio_min=float(ratio_e.min()),
+        escape_ratio_max=float(ratio_e.max()),
+        **extra,
+    )
 
 
 def _log_slope(deltas, *times) -> float:
@@ -209,7 +334,7 @@ def _log_slope(deltas, *times) -> float:
     )
 
 
-def compute(quick: bool, cache_dir) -> dict:
+def compute(quick: bool, cache_dir) -> ConvergenceRatesData:
     task = _runs.task_of(**SHAPE)
     rates = _rates.reduced_escape_rates(task)
     rhos = [1e-3, 1e-1] if quick else [1e-4, 1e-3, 1e-2, 1e-1, 0.5]
@@ -223,7 +348,7 @@ def compute(quick: bool, cache_dir) -> dict:
         for i in range(seeds):
             keys = np.asarray(run.key_offsets[i])
             if run.status[i] != "selected":
-                tails.append({"rho": rho, "seed": i, "status": run.status[i]})
+                tails.append(TailRun(rho=rho, seed=i, status=run.status[i]))
                 continue
             y = _rates.unselected_mass(mass[i], keys)
             slope, _ = _rates.fit_decay_exponent(
@@ -232,24 +357,23 @@ def compute(quick: bool, cache_dir) -> dict:
             breaking = _rates.breaking_norm(np.log(mass[i]))
             C = float(_rates.tail_coefficients(task, keys).max())
             last = np.flatnonzero(np.isfinite(y))[-1]
-            row = (
-                {"t": t[i].tolist(), "unselected": y.tolist()} if i < 3 else {}
-            )  # drawn seeds only
+            drawn = i < 3  # only the drawn seeds keep their trajectories
             tails.append(
-                {
-                    "rho": rho,
-                    "seed": i,
-                    "status": "selected",
-                    "key_offsets": keys.tolist(),
-                    **row,
-                    "exponent": slope,
-                    "C_predicted": C,
-                    "t_times_unselected_last": float(t[i][last] * y[last]),
-                    "t_final": float(run.t_final[i]),
-                    "rho_eff": float(breaking[0]),
-                    "escape_measured": _first_crossing(t[i], breaking, 1.0),
-                    "escape_predicted": float(_rates.escape_time(task, breaking[0])),
-                }
+                TailRun(
+                    rho=rho,
+                    seed=i,
+                    status="selected",
+                    key_offsets=keys.tolist(),
+                    t=t[i].tolist() if drawn else None,
+                    unselected=y.tolist() if drawn else None,
+                    exponent=slope,
+                    C_predicted=C,
+                    t_times_unselected_last=float(t[i][last] * y[last]),
+                    t_final=float(run.t_final[i]),
+                    rho_eff=float(breaking[0]),
+                    escape_measured=_first_crossing(t[i], breaking, 1.0),
+                    escape_predicted=float(_rates.escape_time(task, breaking[0])),
+                )
             )
     deltas = [1e-2, 1e-3, 1e-4] if quick else [1e-2, 1e-3, 1e-4, 1e-5, 1e-6]
     d_seeds = 8 if quick else 64
@@ -266,44 +390,46 @@ def compute(quick: bool, cache_dir) -> dict:
         )
         times.append(tf)
         by_delta.append(
-            {
-                "delta": delta,
-                "selected": int(ok.sum()),
-                "seeds": d_seeds,
-                "selected_ci95": list(wilson_interval(int(ok.sum()), d_seeds)),
-                "median": float(np.median(tf)),
-                "median_interval": _median_interval(tf),
-                "q25": float(np.quantile(tf, 0.25)),
-                "q75": float(np.quantile(tf, 0.75)),
-                "median_C": float(np.median(C)),
-                "median_t_delta_over_C": float(np.median(tf * delta / C)),
-                "t_delta_over_C": _median_interval(tf * delta / C),
-                "t_final": tf.tolist(),
-            }
+            DeltaRuns(
+                delta=delta,
+                selected=int(ok.sum()),
+                seeds=d_seeds,
+                selected_ci95=list(wilson_interval(int(ok.sum()), d_seeds)),
+                median=float(np.median(tf)),
+                median_interval=_median_interval(tf),
+                q25=float(np.quantile(tf, 0.25)),
+                q75=float(np.quantile(tf, 0.75)),
+                median_C=float(np.median(C)),
+                median_t_delta_over_C=float(np.median(tf * delta / C)),
+                t_delta_over_C=_median_interval(tf * delta / C),
+                t_final=tf.tolist(),
+            )
         )
-    summary = _tail_summary(tails)
-    per_rho = [
-        {"rho": rho, **_tail_summary([r for r in tails if r["rho"] == rho])}
-        for rho in rhos
-    ]
+    every = _tail_fit(tails)
     slope_dt = _log_slope(deltas, *times)
-    summary.update(
-        escape_ratio_median=summary["escape_ratio"]["median"],
+    summary = _tail_fit(
+        tails,
+        TailSummary,
+        escape_ratio_median=every.escape_ratio.median,
         time_vs_delta_slope=slope_dt,
         time_vs_delta_slope_ci95=_bootstrap_interval(
             times, lambda *t: _log_slope(deltas, *t)
         ),
-        selected_tails=summary["selected"],
-        tails=summary["seeds"],
+        selected_tails=every.selected,
+        tails=every.seeds,
     )
+    per_rho = [
+        _tail_fit([r for r in tails if r.rho == rho], RhoTailFit, rho=rho)
+        for rho in rhos
+    ]
     s = summary
-    return {
-        "rates": rates,
-        "tails": tails,
-        "per_rho": per_rho,
-        "by_delta": by_delta,
-        "summary": summary,
-        "parameters": {
+    return ConvergenceRatesData(
+        rates=rates,
+        tails=tails,
+        per_rho=per_rho,
+        by_delta=by_delta,
+        summary=summary,
+        parameters={
             "task": "L=8 S=4 H=2 N=4096 beta=4 gamma=1 kappa=1, reduced flow",
             "tail": f"rho in {rhos}, {seeds} seeds each, delta={TAIL_DELTA}, saves in [1, 1e9], "
             f"exponent fitted over 1-p in {FIT_WINDOW}",
@@ -313,35 +439,35 @@ def compute(quick: bool, cache_dir) -> dict:
             f"percentile bootstrap over seeds ({BOOTSTRAP['resamples']} resamples, seed "
             f"{BOOTSTRAP['seed']}) for the mean exponent and the slope",
         },
-        "findings": (
-            f"escape rates lambda sym {rates['sym']:.4f}, anti {rates['anti']:.4f}; "
-            f"exponent of 1-p(t) {s['exponent_mean']:.4f} "
-            f"[{s['exponent_mean_ci95'][0]:.4f}, {s['exponent_mean_ci95'][1]:.4f}] "
-            f"(range {s['exponent_min']:.4f}..{s['exponent_max']:.4f}, "
-            f"{s['selected']}/{s['seeds']} seeds selected); "
-            f"t(1-p) at the end / predicted C median {s['tail_over_C']['median']:.4f} "
-            f"(range {s['tail_over_C_min']:.4f}..{s['tail_over_C_max']:.4f}); measured / "
-            f"predicted escape time median {s['escape_ratio']['median']:.2f} (range "
-            f"{s['escape_ratio_min']:.2f}..{s['escape_ratio_max']:.2f}); median time to "
+        findings=(
+            f"escape rates lambda sym {rates.sym:.4f}, anti {rates.anti:.4f}; "
+            f"exponent of 1-p(t) {s.exponent_mean:.4f} "
+            f"[{s.exponent_mean_ci95[0]:.4f}, {s.exponent_mean_ci95[1]:.4f}] "
+            f"(range {s.exponent_min:.4f}..{s.exponent_max:.4f}, "
+            f"{s.selected}/{s.seeds} seeds selected); "
+            f"t(1-p) at the end / predicted C median {s.tail_over_C.median:.4f} "
+            f"(range {s.tail_over_C_min:.4f}..{s.tail_over_C_max:.4f}); measured / "
+            f"predicted escape time median {s.escape_ratio.median:.2f} (range "
+            f"{s.escape_ratio_min:.2f}..{s.escape_ratio_max:.2f}); median time to "
             f"selection vs delta: slope {slope_dt:.3f}, "
             + ", ".join(
-                f"delta={r['delta']:g}: {r['median']:.4g} (t delta / C = "
-                f"{r['median_t_delta_over_C']:.3f}, {r['selected']}/{r['seeds']})"
+                f"delta={r.delta:g}: {r.median:.4g} (t delta / C = "
+                f"{r.median_t_delta_over_C:.3f}, {r.selected}/{r.seeds})"
                 for r in by_delta
             )
         ),
-    }
+    )
 
 
 def _interval(ci, digits: int, fmt: str = "f") -> str:
     return f"[{ci[0]:.{digits}{fmt}}, {ci[1]:.{digits}{fmt}}]"
 
 
-def _median_text(m: dict, digits: int, fmt: str = "f") -> str:
+def _median_text(m: MedianEstimate, digits: int, fmt: str = "f") -> str:
     """A `_median_interval` as `median [low, high]`, marked * when its coverage is below `LEVEL`
     (too few seeds: the interval is then the range)."""
-    mark = "" if m["coverage"] >= LEVEL else "*"
-    return f"{m['median']:.{digits}{fmt}} {_interval(m['ci'], digits, fmt)}{mark}"
+    mark = "" if m.coverage >= LEVEL else "*"
+    return f"{m.median:.{digits}{fmt}} {_interval(m.ci, digits, fmt)}{mark}"
 
 
 def _share_text(k: int, n: int, ci) -> str:
@@ -357,25 +483,25 @@ def _with_note(caption: str, rows: list[list[str]]) -> str:
     return caption
 
 
-def tables(data: dict) -> list[MeasuredTable]:
+def tables(data: ConvergenceRatesData) -> list[MeasuredTable]:
     """The tail fit per rho and over all seeds, the time to selection per delta, the rates."""
-    s, rates = data["summary"], data["rates"]
+    s, rates = data.summary, data.rates
     pct = f"{LEVEL:.0%}"
     rows = [
         [
             label,
-            _share_text(r["selected"], r["seeds"], r["selected_ci95"]),
-            f"{r['exponent_mean']:.4f} {_interval(r['exponent_mean_ci95'], 4)}",
-            f"{r['exponent_min']:.4f}..{r['exponent_max']:.4f}",
-            _median_text(r["tail_over_C"], 4),
-            _median_text(r["escape_ratio"], 3),
+            _share_text(r.selected, r.seeds, r.selected_ci95),
+            f"{r.exponent_mean:.4f} {_interval(r.exponent_mean_ci95, 4)}",
+            f"{r.exponent_min:.4f}..{r.exponent_max:.4f}",
+            _median_text(r.tail_over_C, 4),
+            _median_text(r.escape_ratio, 3),
         ]
-        for label, r in [(f"{r['rho']:g}", r) for r in data["per_rho"]] + [("all", s)]
+        for label, r in [(f"{r.rho:g}", r) for r in data.per_rho] + [("all", s)]
     ]
-    per_rho = data["per_rho"][0]["seeds"]
+    per_rho = data.per_rho[0].seeds
     tail = MeasuredTable(
         _with_note(
-            f"Tail to delta = {TAIL_DELTA:g}, {per_rho} seeds per rho, {s['seeds']} in all "
+            f"Tail to delta = {TAIL_DELTA:g}, {per_rho} seeds per rho, {s.seeds} in all "
             f"({pct} intervals: Wilson for the share selected, bootstrap over seeds for the "
             "mean exponent, order statistics for medians)",
             rows,
@@ -392,20 +518,20 @@ def tables(data: dict) -> list[MeasuredTable]:
     )
     rows = [
         [
-            f"{r['delta']:g}",
-            _share_text(r["selected"], r["seeds"], r["selected_ci95"]),
-            _median_text(r["median_interval"], 4, "g"),
-            f"{r['q25']:.4g}..{r['q75']:.4g}",
-            _median_text(r["t_delta_over_C"], 3),
+            f"{r.delta:g}",
+            _share_text(r.selected, r.seeds, r.selected_ci95),
+            _median_text(r.median_interval, 4, "g"),
+            f"{r.q25:.4g}..{r.q75:.4g}",
+            _median_text(r.t_delta_over_C, 3),
         ]
-        for r in data["by_delta"]
+        for r in data.by_delta
     ]
-    lo, hi = s["time_vs_delta_slope_ci95"]
+    lo, hi = s.time_vs_delta_slope_ci95
     delta = MeasuredTable(
         _with_note(
-            f"Time to delta-selection, rho = 0.1, {data['by_delta'][0]['seeds']} seeds per "
+            f"Time to delta-selection, rho = 0.1, {data.by_delta[0].seeds} seeds per "
             f"delta: log-log slope of the median time against delta "
-            f"{s['time_vs_delta_slope']:.3f} [{lo:.3f}, {hi:.3f}] (bootstrap over seeds); "
+            f"{s.time_vs_delta_slope:.3f} [{lo:.3f}, {hi:.3f}] (bootstrap over seeds); "
             f"{pct} intervals, Wilson for shares, order statistics for medians",
             rows,
         ),
@@ -416,24 +542,24 @@ def tables(data: dict) -> list[MeasuredTable]:
         "Escape rates at the uniform point (closed form, proofs/escape_rate.py)",
         ["mode", "lambda"],
         [
-            ["head-symmetric", f"{rates['sym']:.6f}"],
-            ["head-antisymmetric", f"{rates['anti']:.6f}"],
-            ["escape (the larger)", f"{rates['rate']:.6f}"],
+            ["head-symmetric", f"{rates.sym:.6f}"],
+            ["head-antisymmetric", f"{rates.anti:.6f}"],
+            ["escape (the larger)", f"{rates.rate:.6f}"],
         ],
     )
     return [tail, delta, escape]
 
 
-def draw(data: dict):
+def draw(data: ConvergenceRatesData):
     fig, axes = _style.subplots(1, 3, figsize=(15, 4.6))
-    tails = [r for r in data["tails"] if r["status"] == "selected"]
-    rhos = sorted({r["rho"] for r in tails})
+    tails = [r for r in data.tails if r.status == "selected"]
+    rhos = sorted({r.rho for r in tails})
     ax = axes[0]
     for j, rho in enumerate(rhos):
-        for k, r in enumerate([r for r in tails if r["rho"] == rho and "t" in r]):
+        for k, r in enumerate([r for r in tails if r.rho == rho and r.t is not None]):
             t, y = (
-                np.array(r["t"], dtype=float),
-                np.array(r["unselected"], dtype=float),
+                np.array(r.t, dtype=float),
+                np.array(r.unselected, dtype=float),
             )  # JSON null -> nan
             ok = np.isfinite(y) & (t > 0)
             ax.loglog(
@@ -444,13 +570,13 @@ def draw(data: dict):
                 alpha=0.8,
                 label=f"rho={rho:g}" if k == 0 else None,
             )
-    C = np.median([r["C_predicted"] for r in tails])
+    C = np.median([r.C_predicted for r in tails])
     tt = np.geomspace(1e3, 1e7, 20)
     ax.loglog(tt, C / tt, "k--", lw=1.2, label=f"C/t, C={C:.2f} (vertex gradient gaps)")
-    s = data["summary"]
+    s = data.summary
     ax.set_title(
-        f"1 - p(t): fitted exponent {s['exponent_mean']:.3f} "
-        f"({s['exponent_min']:.3f}..{s['exponent_max']:.3f}, {s['selected']} seeds)"
+        f"1 - p(t): fitted exponent {s.exponent_mean:.3f} "
+        f"({s.exponent_min:.3f}..{s.exponent_max:.3f}, {s.selected} seeds)"
     )
     ax.set_xlabel("flow time t")
     ax.set_ylabel("1 - p(t), mass off the final selection")
@@ -460,9 +586,7 @@ def draw(data: dict):
     ax = axes[1]
     for j, rho in enumerate(rhos):
         pts = [
-            (np.log(1 / r["rho_eff"]), r["escape_measured"])
-            for r in tails
-            if r["rho"] == rho
+            (np.log(1 / r.rho_eff), r.escape_measured) for r in tails if r.rho == rho
         ]
         ax.plot(
             *zip(*sorted(pts)),
@@ -472,24 +596,29 @@ def draw(data: dict):
             ls="none",
             label=f"rho={rho:g}",
         )
-    x = np.linspace(0, max(np.log(1 / r["rho_eff"]) for r in tails) * 1.05, 50)
-    lam = data["rates"]["rate"]
+    x = np.linspace(0, max(np.log(1 / r.rho_eff) for r in tails) * 1.05, 50)
+    lam = data.rates.rate
     ax.plot(x, x / lam, "k--", lw=1.2, label=f"log(1/rho_eff)/lambda, lambda={lam:.4f}")
     ax.set_xlabel("log(1/rho_eff), rho_eff = initial symmetry-breaking norm")
     ax.set_ylabel("time the symmetry-breaking norm reaches 1")
     ax.set_title("escape from the uniform point: measured vs linearized")
     ax.legend(loc="upper left", fontsize=7)
     ax = axes[2]
-    rows, d, _ = _style.median_quartiles(
-        ax, data["by_delta"], "delta", fmt="o", label="median, quartiles over seeds"
+    by_delta = sorted(data.by_delta, key=lambda r: r.delta)
+    _, d, _ = _style.median_quartiles(
+        ax,
+        [r.to_dict() for r in by_delta],  # median_quartiles reads dicts
+        "delta",
+        fmt="o",
+        label="median, quartiles over seeds",
     )
-    Cd = np.array([r["median_C"] for r in rows])
+    Cd = np.array([r.median_C for r in by_delta])
     ax.loglog(d, Cd / d, "k--", lw=1.2, label="C/delta (tail prediction)")
     ax.set_xlabel("selection tolerance delta")
     ax.set_ylabel("time to delta-selection")
     ax.set_title(
         "time to selection ~ C/delta (log-log slope "
-        f"{s['time_vs_delta_slope']:.3f} {_interval(s['time_vs_delta_slope_ci95'], 3)}), "
+        f"{s.time_vs_delta_slope:.3f} {_interval(s.time_vs_delta_slope_ci95, 3)}), "
         "rho=0.1"
     )
     ax.legend(loc="upper right", fontsize=7)
@@ -504,4 +633,5 @@ FIGURE = Figure(
     draw,
     cost=35,
     tables=tables,
+    data=ConvergenceRatesData,
 )

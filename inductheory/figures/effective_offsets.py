@@ -3,38 +3,74 @@ offsets (docs/theory.md §9)."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 from matplotlib.lines import Line2D
 
+from ..internal._records import Record
 from . import _runs, _style
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import compact, plural, stored_parameter
 
 BRANCHES = ("key", "value")
 
 
-def claim(data: dict) -> str:
+@dataclasses.dataclass(frozen=True)
+class ApproximateFlows(Record):
+    """The full flows under approximate geometry: per seed the save times `t` (seeds, T), the
+    `static` and `avg` effective numbers of offsets (seeds, T, H, 2) and the `status`; the
+    vocabulary `N`, dimension `d` and realized `eps` of the geometry; the largest
+    `max_static_avg_difference` |static - avg| over seeds, times, heads and gates."""
+
+    t: Any
+    static: Any
+    avg: Any
+    N: int
+    d: int
+    eps: float
+    status: list[str]
+    max_static_avg_difference: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EffectiveOffsetsData(FigureData):
+    """The full flows under exact geometry with `S` offsets: per seed the save times `t`
+    (seeds, T) and the `static` and `avg` effective numbers of offsets (seeds, T, H, 2), their
+    largest `max_static_avg_difference`; and the same flows under approximate geometry
+    (`approximate`)."""
+
+    t: Any
+    static: Any
+    avg: Any
+    S: int
+    max_static_avg_difference: float
+    approximate: ApproximateFlows
+
+
+def claim(data: EffectiveOffsetsData) -> str:
     """The claim, its sizes, seeds and largest differences from `data`."""
-    task, approx = data["parameters"]["task"], data["approximate"]
-    M = stored_parameter(data["parameters"]["flow"], "M")
+    task, approx = data.parameters["task"], data.approximate
+    M = stored_parameter(data.parameters["flow"], "M")
     return (
         "Along the full gradient flow of the linear gate class (exact geometry, L=8, "
-        f"S={data['S']}, H=2, N={stored_parameter(task, 'N')}, beta=4, gamma=1, rho=0.1, "
-        f"M={M} balanced contexts, {plural(len(data['static']), 'seed')}) the static "
+        f"S={data.S}, H=2, N={stored_parameter(task, 'N')}, beta=4, gamma=1, rho=0.1, "
+        f"M={M} balanced contexts, {plural(len(data.static), 'seed')}) the static "
         "effective number of offsets exp(H(E[alpha])) and the average one E[exp(H(alpha))] "
         "(docs/theory.md §9, measured on the training contexts) both fall from "
-        f"S={data['S']} to 1 for key and value gates, and they coincide along the whole "
+        f"S={data.S} to 1 for key and value gates, and they coincide along the whole "
         "trajectory: their largest difference over seeds, heads, gates and saved times is "
-        f"{compact(data['max_static_avg_difference'], 2)} (under Measured), largest at t=0 "
+        f"{compact(data.max_static_avg_difference, 2)} (under Measured), largest at t=0 "
         "and shrinking as the flow proceeds. This is a property of exact geometry, not a "
         "finding about training: the tokens share only the mean direction m, so the only "
         "input-dependent part of a linear gate's score is one coordinate per token, which "
         "stays at the size of the initialization; the gates are static, and the "
         "concentration is static selection, not input-dependent concentration (which would "
         "show as static near S with average near 1). Under approximate geometry (eps > 0: "
-        f"same flow with N={approx['N']}, d={approx['d']}, realized eps "
-        f"{approx['eps']:.2f}, {plural(len(approx['status']), 'seed')}) the two separate by "
-        f"at most {compact(approx['max_static_avg_difference'], 2)}, most during the "
+        f"same flow with N={approx.N}, d={approx.d}, realized eps "
+        f"{approx.eps:.2f}, {plural(len(approx.status), 'seed')}) the two separate by "
+        f"at most {compact(approx.max_static_avg_difference, 2)}, most during the "
         "selection and less after it: in this setting linear gates stay nearly static too, "
         "so the figure does not reproduce the paper's input-dependent concentration (both "
         "measures are taken on the training contexts, not on held-out windows)."
@@ -49,7 +85,7 @@ def _approximate_setup(quick: bool):
     return task, _runs.theorem2_setups(quick)[1][1], 1 if quick else 2
 
 
-def compute(quick: bool, cache_dir) -> dict:
+def compute(quick: bool, cache_dir) -> EffectiveOffsetsData:
     task, config, seeds = _runs.theorem2_setups(quick)[1]
     r = _runs.flow_runs(task, config, seeds, cache_dir, trajectories=True)
     static, avg = (
@@ -66,39 +102,39 @@ def compute(quick: bool, cache_dir) -> dict:
             )
         )
     )
-    approximate = {
-        "t": ra.t,
-        "static": ra.static_offsets,
-        "avg": ra.avg_offsets,
-        "N": a_task.N,
-        "d": a_task.d,
-        "eps": ra.sample["eps_realized"],
-        "status": ra.status,
-        "max_static_avg_difference": a_difference,
-    }
-    return {
-        "t": r.t,
-        "static": r.static_offsets,
-        "avg": r.avg_offsets,
-        "S": task.S,
-        "max_static_avg_difference": difference,
-        "approximate": approximate,
-        "parameters": {
+    approximate = ApproximateFlows(
+        t=ra.t,
+        static=ra.static_offsets,
+        avg=ra.avg_offsets,
+        N=a_task.N,
+        d=a_task.d,
+        eps=ra.sample["eps_realized"],
+        status=ra.status,
+        max_static_avg_difference=a_difference,
+    )
+    return EffectiveOffsetsData(
+        t=r.t,
+        static=r.static_offsets,
+        avg=r.avg_offsets,
+        S=task.S,
+        max_static_avg_difference=difference,
+        approximate=approximate,
+        parameters={
             "task": f"L={task.L} S={task.S} H={task.H} N={task.N} beta={task.beta}",
-            "flow": f"full, rho={config.rho}, M={r['sample']['M']} balanced contexts, "
+            "flow": f"full, rho={config.rho}, M={r.sample['M']} balanced contexts, "
             f"{seeds} seeds",
             "approximate": f"same flow and shape, N={a_task.N}, d={a_task.d} (realized eps "
-            f"{approximate['eps']:.2f}), M={ra['sample']['M']} balanced contexts, {a_seeds} seeds",
+            f"{approximate.eps:.2f}), M={ra.sample['M']} balanced contexts, {a_seeds} seeds",
         },
-        "findings": f"start (static, avg) ~ ({static[:, 0].mean():.2f}, "
+        findings=f"start (static, avg) ~ ({static[:, 0].mean():.2f}, "
         f"{avg[:, 0].mean():.2f}) of S={task.S}; "
         f"end max static {_runs.last_finite(static).max():.4f}, max avg "
         f"{_runs.last_finite(avg).max():.4f}; "
         f"max |static - avg| over seeds, heads, gates and times {difference:.2g}: "
         "static concentration; "
-        f"approximate geometry (eps {approximate['eps']:.2f}): max |static - avg| "
+        f"approximate geometry (eps {approximate.eps:.2f}): max |static - avg| "
         f"{a_difference:.2g}",
-    }
+    )
 
 
 def _worst_difference(t, static, avg, b):
@@ -112,13 +148,13 @@ def _worst_difference(t, static, avg, b):
     return tt[keep], worst[keep]
 
 
-def draw(data: dict):
-    t = np.asarray(data["t"], float)
+def draw(data: EffectiveOffsetsData):
+    t = np.asarray(data.t, float)
     static, avg = (
-        np.asarray(data["static"], float),
-        np.asarray(data["avg"], float),
+        np.asarray(data.static, float),
+        np.asarray(data.avg, float),
     )  # (seeds, T, H, 2)
-    S = data["S"]
+    S = data.S
     seeds, _, H, _ = static.shape
     fig, axes = _style.subplots(2, 2, figsize=(10, 7.5))
     for b, branch in enumerate(BRANCHES):
@@ -169,29 +205,28 @@ def draw(data: dict):
     ax.set_title("the paper's Fig. 5a plane (* = end; grey: eps > 0 run)")
     ax = axes[1, 1]
     runs = [("exact", t, static, avg, (2, 3))]
-    approx = data.get("approximate")
-    if approx:
-        a_static, a_avg = (
-            np.asarray(approx["static"], float),
-            np.asarray(approx["avg"], float),
+    approx = data.approximate
+    a_static, a_avg = (
+        np.asarray(approx.static, float),
+        np.asarray(approx.avg, float),
+    )
+    runs.append(
+        (
+            f"eps={approx.eps:.2f} (d={approx.d}, N={approx.N})",
+            np.asarray(approx.t, float),
+            a_static,
+            a_avg,
+            (7, 5),
         )
-        runs.append(
-            (
-                f"eps={approx['eps']:.2f} (d={approx['d']}, N={approx['N']})",
-                np.asarray(approx["t"], float),
-                a_static,
-                a_avg,
-                (7, 5),
-            )
-        )
-        for s in range(a_static.shape[0]):  # into the plane as well
-            for h in range(a_static.shape[2]):
-                for b in range(2):
-                    x, y = a_static[s, :, h, b], a_avg[s, :, h, b]
-                    ok = np.isfinite(x) & np.isfinite(y)
-                    axes[1, 0].plot(
-                        x[ok], y[ok], _style.LINESTYLES[b], color="0.35", lw=0.8
-                    )
+    )
+    for s in range(a_static.shape[0]):  # into the plane as well
+        for h in range(a_static.shape[2]):
+            for b in range(2):
+                x, y = a_static[s, :, h, b], a_avg[s, :, h, b]
+                ok = np.isfinite(x) & np.isfinite(y)
+                axes[1, 0].plot(
+                    x[ok], y[ok], _style.LINESTYLES[b], color="0.35", lw=0.8
+                )
     maxima = []
     for label, tr, st, av, c in runs:
         for b, branch in enumerate(BRANCHES):
@@ -234,16 +269,16 @@ def draw(data: dict):
     return fig
 
 
-def tables(data: dict) -> list[MeasuredTable]:
+def tables(data: EffectiveOffsetsData) -> list[MeasuredTable]:
     """Static and average effective numbers of offsets at the start and the end of the flows,
     and their largest difference, per geometry and gate branch."""
-    approx = data["approximate"]
+    approx = data.approximate
     runs = [
-        ("exact", data["static"], data["avg"]),
+        ("exact", data.static, data.avg),
         (
-            f"approximate (d={approx['d']}, eps {approx['eps']:.2f})",
-            approx["static"],
-            approx["avg"],
+            f"approximate (d={approx.d}, eps {approx.eps:.2f})",
+            approx.static,
+            approx.avg,
         ),
     ]
     rows = []
@@ -266,7 +301,7 @@ def tables(data: dict) -> list[MeasuredTable]:
             )
     return [
         MeasuredTable(
-            f"Effective number of offsets (of S={data['S']}) on the training contexts: static "
+            f"Effective number of offsets (of S={data.S}) on the training contexts: static "
             "exp(H(E[alpha])) and average E[exp(H(alpha))]; start = mean over seeds and heads "
             "at t=0, end = largest over seeds and heads at the last saved time, largest "
             "abs(static - avg) over seeds, heads and saved times.",
@@ -291,4 +326,5 @@ FIGURE = Figure(
     draw,
     cost=60,
     tables=tables,
+    data=EffectiveOffsetsData,
 )

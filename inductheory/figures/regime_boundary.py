@@ -3,6 +3,7 @@ against measured brackets."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -10,10 +11,11 @@ import numpy as np
 
 from ..experiments._regime import regime_map
 from ..flow._config import FlowConfig
+from ..internal._records import Record
 from ..oracle._boundary import hard_vertex_boundary
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import share_text, span_text, stored_parameter
 
 SHAPE = dict(S=4, kappa=1.0)
@@ -29,6 +31,74 @@ SERIES = (
 N_MAX = 2048
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Bracket(Record):
+    """A measured bracket (`N_below`, `N_star`] of the regime boundary at `beta` (either end
+    None when not found), against the `predicted` N* (None: a local minimum at every N) and
+    whether it `agrees` with it (`inside`)."""
+
+    beta: float
+    N_below: int | None
+    N_star: int | None
+    predicted: float | None
+    agrees: bool
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OracleBracket(Bracket):
+    """The oracle's `Bracket` (a `BoundaryBracket` of `regime_map`: `bracketed` when both ends
+    are known)."""
+
+    bracketed: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowPoint(Record):
+    """One bisection point of the reduced flow: vocabulary `N`, `beta`, and the shares of seeds
+    that delta-select (`share_selected`) and delta-select with distinct heads
+    (`share_distinct`)."""
+
+    N: int
+    beta: float
+    share_selected: float
+    share_distinct: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlowBracket(Bracket):
+    """The reduced flow's `Bracket`, with every bisection point it ran (`points`, by N)."""
+
+    points: list[FlowPoint]
+
+
+@dataclasses.dataclass(frozen=True)
+class OracleSeries(Record):
+    """The oracle measurements of one setting (`label`; `L`, `H`, `gamma`): the grid `N_grid`,
+    an `OracleBracket` per beta (`boundary`), the largest Frank-Wolfe gap `max_fw_gap` and the
+    largest share of contexts whose minimizer failed (`share_minimizer_failed`) over its
+    points."""
+
+    label: str
+    L: int
+    H: int
+    gamma: float
+    N_grid: list[int]
+    boundary: list[OracleBracket]
+    max_fw_gap: float
+    share_minimizer_failed: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RegimeBoundaryData(FigureData):
+    """The oracle series (`oracle`, an `OracleSeries` each), the reduced flow's brackets
+    (`flow`, a `FlowBracket` per beta) and the series label of the flow's setting
+    (`flow_label`)."""
+
+    oracle: list[OracleSeries]
+    flow: list[FlowBracket]
+    flow_label: str
+
+
 def predicted(L: int, H: int, gamma: float, betas) -> list[float | None]:
     """N*(beta) of `hard_vertex_boundary` (None where the vertex is a local minimum at every N)."""
     values = np.asarray(
@@ -39,10 +109,10 @@ def predicted(L: int, H: int, gamma: float, betas) -> list[float | None]:
     return [float(v) if np.isfinite(v) else None for v in values]
 
 
-def inside(bracket: dict, prediction: float | None, LS: int) -> bool:
-    """Whether a measured bracket (N_below, N*] agrees with the prediction (no prediction: the
-    vertex is a local minimum at every N, so the bracket must be the smallest N)."""
-    lo, hi = bracket["N_below"], bracket["N_star"]
+def inside(lo: int | None, hi: int | None, prediction: float | None, LS: int) -> bool:
+    """Whether a measured bracket (lo, hi] = (N_below, N*] agrees with the prediction (no
+    prediction: the vertex is a local minimum at every N, so the bracket must be the smallest
+    N)."""
     if hi is None:
         return False
     if prediction is None or prediction <= LS:
@@ -59,10 +129,11 @@ def flow_bracket(
     config: FlowConfig,
     seeds: int,
     cache_dir,
-):
-    """Bisection in log N of the smallest N at which at least half of the reduced flow's
-    seeds delta-select
-    with distinct heads (the structure of the vertex whose boundary is predicted)."""
+    prediction: float | None,
+) -> FlowBracket:
+    """Bisection in log N, from `lo` = LS, of the smallest N at which at least half of the
+    reduced flow's seeds delta-select with distinct heads (the structure of the vertex whose
+    boundary is predicted), against the `prediction` of that N."""
     points = {}
 
     def ok(N: int) -> bool:
@@ -70,12 +141,12 @@ def flow_bracket(
         sel = np.asarray(run.selected)
         hard = np.all(sel >= 0, axis=1)
         distinct = hard & np.array([len(set(row)) == len(row) for row in sel.tolist()])
-        points[N] = {
-            "N": N,
-            "beta": beta,
-            "share_selected": float(hard.mean()),
-            "share_distinct": float(distinct.mean()),
-        }
+        points[N] = FlowPoint(
+            N=N,
+            beta=beta,
+            share_selected=float(hard.mean()),
+            share_distinct=float(distinct.mean()),
+        )
         return bool(distinct.mean() >= 0.5)
 
     below, above = (None, lo) if ok(lo) else (lo, None)
@@ -86,15 +157,17 @@ def flow_bracket(
         if not below < mid < above:
             break
         below, above = (below, mid) if ok(mid) else (mid, above)
-    return {
-        "beta": beta,
-        "N_below": below,
-        "N_star": above,
-        "points": sorted(points.values(), key=lambda p: p["N"]),
-    }
+    return FlowBracket(
+        beta=beta,
+        N_below=below,
+        N_star=above,
+        points=sorted(points.values(), key=lambda p: p.N),
+        predicted=prediction,
+        agrees=inside(below, above, prediction, lo),
+    )
 
 
-def compute(quick: bool, cache_dir) -> dict:
+def compute(quick: bool, cache_dir) -> RegimeBoundaryData:
     # BFGS, the method the data were measured with
     config = OracleMinimizer(method="bfgs", restarts=8 if quick else 16)
     series_spec = SERIES[:1] if quick else SERIES
@@ -117,22 +190,26 @@ def compute(quick: bool, cache_dir) -> dict:
         )
         pred = predicted(L, H, gamma, betas)
         boundary = [
-            {**b, "predicted": p, "agrees": inside(b, p, L * SHAPE["S"])}
-            for b, p in zip((b.to_dict() for b in regime.boundary), pred)
+            OracleBracket(
+                **b.to_dict(),
+                predicted=p,
+                agrees=inside(b.N_below, b.N_star, p, L * SHAPE["S"]),
+            )
+            for b, p in zip(regime.boundary, pred)
         ]
         oracle.append(
-            {
-                "label": label,
-                "L": L,
-                "H": H,
-                "gamma": gamma,
-                "N_grid": N_grid,
-                "boundary": boundary,
-                "max_fw_gap": max(p.max_fw_gap for p in regime.points),
-                "share_minimizer_failed": max(
+            OracleSeries(
+                label=label,
+                L=L,
+                H=H,
+                gamma=gamma,
+                N_grid=N_grid,
+                boundary=boundary,
+                max_fw_gap=max(p.max_fw_gap for p in regime.points),
+                share_minimizer_failed=max(
                     p.share_minimizer_failed for p in regime.points
                 ),
-            }
+            )
         )
     # reduced flow in the first series' setting
     label, L, H, gamma, betas = SERIES[0]
@@ -144,38 +221,40 @@ def compute(quick: bool, cache_dir) -> dict:
     task_of = lambda **kw: _runs.task_of(L=L, H=H, gamma=gamma, **SHAPE, **kw)  # noqa: E731
     flow = []
     for beta, p in zip(betas, predicted(L, H, gamma, betas)):
-        b = flow_bracket(
-            task_of,
-            beta,
-            L * SHAPE["S"],
-            N_MAX,
-            3 if quick else 6,
-            flow_config,
-            seeds,
-            cache_dir,
+        flow.append(
+            flow_bracket(
+                task_of,
+                beta,
+                L * SHAPE["S"],
+                N_MAX,
+                3 if quick else 6,
+                flow_config,
+                seeds,
+                cache_dir,
+                prediction=p,
+            )
         )
-        flow.append({**b, "predicted": p, "agrees": inside(b, p, L * SHAPE["S"])})
-    rows = [(s["label"], b) for s in oracle for b in s["boundary"]] + [
+    rows = [(s.label, b) for s in oracle for b in s.boundary] + [
         ("flow " + label, b) for b in flow
     ]
     closed = [
         b
         for _, b in rows
-        if b["N_below"] is not None and b["N_star"] is not None and b["predicted"]
+        if b.N_below is not None and b.N_star is not None and b.predicted
     ]
-    ratios = [b["N_star"] / b["N_below"] for b in closed]
-    return {
-        "oracle": oracle,
-        "flow": flow,
-        "flow_label": label,
-        "parameters": {
+    ratios = [b.N_star / b.N_below for b in closed]
+    return RegimeBoundaryData(
+        oracle=oracle,
+        flow=flow,
+        flow_label=label,
+        parameters={
             "oracle": f"S=4 kappa=1, exact geometry; {config.restarts} restarts + 8 vertex seeds; "
             f"{'1' if quick else '3'} bisection steps",
             "flow": f"reduced, {label}, {seeds} seeds, rho=0.1, delta=1e-3, t_max=1e7, "
             "max_steps=5e4; criterion: at least half of the seeds delta-select with "
             "distinct heads",
         },
-        "findings": f"{sum(b['agrees'] for _, b in rows)}/{len(rows)} brackets agree "
+        findings=f"{sum(b.agrees for _, b in rows)}/{len(rows)} brackets agree "
         "with the prediction"
         + (
             f" (closed brackets N*/N_below in [{min(ratios):.2f}, {max(ratios):.2f}])"
@@ -184,11 +263,11 @@ def compute(quick: bool, cache_dir) -> dict:
         )
         + "; "
         + ", ".join(
-            f"{lab} beta={b['beta']:g}: ({b['N_below']}, {b['N_star']}] vs "
-            + (f"{b['predicted']:.1f}" if b["predicted"] else "none")
+            f"{lab} beta={b.beta:g}: ({b.N_below}, {b.N_star}] vs "
+            + (f"{b.predicted:.1f}" if b.predicted else "none")
             for lab, b in rows
         ),
-    }
+    )
 
 
 def _brackets(ax, boundary, color, label, dx=0.0):
@@ -196,12 +275,12 @@ def _brackets(ax, boundary, color, label, dx=0.0):
     triangle at N*."""
     first = True
     for b in boundary:
-        lo, hi = b["N_below"], b["N_star"]
+        lo, hi = b.N_below, b.N_star
         if hi is None:
             continue
         if lo is None:
             ax.plot(
-                [b["beta"] + dx],
+                [b.beta + dx],
                 [hi],
                 "v",
                 color=color,
@@ -210,7 +289,7 @@ def _brackets(ax, boundary, color, label, dx=0.0):
             )
         else:
             ax.vlines(
-                b["beta"] + dx,
+                b.beta + dx,
                 lo,
                 hi,
                 color=color,
@@ -231,11 +310,11 @@ def _legend_above_data(ax) -> None:
     ax.legend(fontsize=7, loc="upper left")
 
 
-def draw(data: dict):
+def draw(data: RegimeBoundaryData):
     fig = _style.plt.figure(figsize=(16, 9.5), layout="constrained")
     mosaic = fig.subplot_mosaic("ABC;DEE")
     axes = [mosaic[k] for k in "ABCD"]
-    by_label = {s["label"]: s for s in data["oracle"]}
+    by_label = {s.label: s for s in data.oracle}
     panels = [
         (
             "number of blocks L (S=4, H=2, gamma=1)",
@@ -253,9 +332,9 @@ def draw(data: dict):
     for ax, (title, labels) in zip(axes, panels):
         for i, label in enumerate(lab for lab in labels if lab in by_label):
             s = by_label[label]
-            betas = np.array([b["beta"] for b in s["boundary"]])
+            betas = np.array([b.beta for b in s.boundary])
             grid = np.linspace(betas.min() - 1, betas.max() + 1, 100)
-            curve = predicted(s["L"], s["H"], s["gamma"], grid)
+            curve = predicted(s.L, s.H, s.gamma, grid)
             if curve[0] is not None:
                 ax.plot(
                     grid,
@@ -267,29 +346,28 @@ def draw(data: dict):
                 )
             else:
                 ax.axhline(
-                    s["L"] * 4,
+                    s.L * 4,
                     color=_style.color(i),
                     lw=1,
                     ls=":",
                     label=f"{label}: no local boundary (N = LS dotted)",
                 )
-            _brackets(ax, s["boundary"], _style.color(i), f"{label}: measured bracket")
+            _brackets(ax, s.boundary, _style.color(i), f"{label}: measured bracket")
         ax.set_yscale("log")
         ax.set_title(f"oracle optimum: {title}", fontsize=10)
         ax.set_xlabel("beta")
         ax.set_ylabel("vocabulary size N")
         _legend_above_data(ax)
     ax = axes[3]
-    s = by_label.get(data["flow_label"])
+    s = by_label.get(data.flow_label)
     betas = np.array(
-        [b["beta"] for b in data["flow"]]
-        + ([b["beta"] for b in s["boundary"]] if s else [])
+        [b.beta for b in data.flow] + ([b.beta for b in s.boundary] if s else [])
     )
     grid = np.linspace(betas.min() - 1, betas.max() + 1, 100)
-    shape = s if s is not None else {"L": 4, "H": 2, "gamma": 1.0}
+    L, H, gamma = (s.L, s.H, s.gamma) if s is not None else (4, 2, 1.0)
     ax.plot(
         grid,
-        predicted(shape["L"], shape["H"], shape["gamma"], grid),
+        predicted(L, H, gamma, grid),
         "-",
         color=_style.color(0),
         lw=1.5,
@@ -297,15 +375,15 @@ def draw(data: dict):
     )
     _brackets(
         ax,
-        data["flow"],
+        data.flow,
         _style.color(2),
         "reduced flow: >= half of the seeds select distinct heads above",
         dx=0.12,
     )
     if s is not None:
-        _brackets(ax, s["boundary"], _style.color(0), "oracle bracket", dx=-0.12)
+        _brackets(ax, s.boundary, _style.color(0), "oracle bracket", dx=-0.12)
     ax.set_yscale("log")
-    ax.set_title(f"reduced gradient flow, {data['flow_label']} (S=4)", fontsize=10)
+    ax.set_title(f"reduced gradient flow, {data.flow_label} (S=4)", fontsize=10)
     ax.set_xlabel("beta")
     ax.set_ylabel("vocabulary size N")
     _legend_above_data(ax)
@@ -313,29 +391,29 @@ def draw(data: dict):
     return fig
 
 
-def _ratios(ax, data: dict):
+def _ratios(ax, data: RegimeBoundaryData):
     """Every closed bracket divided by its prediction: agreement where the bar crosses 1."""
-    rows = [(s["label"], b) for s in data["oracle"] for b in s["boundary"]]
-    rows += [("flow " + data["flow_label"], b) for b in data["flow"]]
+    rows = [(s.label, b) for s in data.oracle for b in s.boundary]
+    rows += [("flow " + data.flow_label, b) for b in data.flow]
     rows = [
         (lab, b)
         for lab, b in rows
-        if b["predicted"] and b["N_below"] is not None and b["N_star"] is not None
+        if b.predicted and b.N_below is not None and b.N_star is not None
     ]
     labels = list(dict.fromkeys(lab for lab, _ in rows))
     for x, (lab, b) in enumerate(rows):
         color = _style.color(labels.index(lab))
         ax.vlines(
             x,
-            b["N_below"] / b["predicted"],
-            b["N_star"] / b["predicted"],
+            b.N_below / b.predicted,
+            b.N_star / b.predicted,
             color=color,
             lw=7,
             alpha=0.7,
             label=lab if lab not in [r[0] for r in rows[:x]] else None,
         )
     ax.axhline(1.0, color="k", lw=1)
-    ax.set_xticks(range(len(rows)), [f"{b['beta']:g}" for _, b in rows], fontsize=7)
+    ax.set_xticks(range(len(rows)), [f"{b.beta:g}" for _, b in rows], fontsize=7)
     ax.set_xlabel("beta of each closed bracket")
     ax.set_ylabel("measured bracket / predicted N*")
     ax.set_title(
@@ -346,52 +424,52 @@ def _ratios(ax, data: dict):
     ax.legend(fontsize=7, ncol=3, loc="upper left")
 
 
-def _bracket(b: dict) -> str:
-    return f"({b['N_below']}, {b['N_star']}]"
+def _bracket(b: Bracket) -> str:
+    return f"({b.N_below}, {b.N_star}]"
 
 
-def _predicted(b: dict) -> str:
-    return f"{b['predicted']:.1f}" if b["predicted"] else "none (every N)"
+def _predicted(b: Bracket) -> str:
+    return f"{b.predicted:.1f}" if b.predicted else "none (every N)"
 
 
-def tables(data: dict) -> list[MeasuredTable]:
+def tables(data: RegimeBoundaryData) -> list[MeasuredTable]:
     """Oracle and flow brackets against the prediction, and the flow's share of seeds selecting
     with distinct heads at every bisection point (Wilson 95% intervals)."""
     oracle = [
         [
-            s["label"],
-            f"{b['beta']:g}",
+            s.label,
+            f"{b.beta:g}",
             _bracket(b),
             _predicted(b),
-            f"{b['N_star'] / b['N_below']:.3f}" if b["N_below"] else "-",
-            "yes" if b["agrees"] else "no",
+            f"{b.N_star / b.N_below:.3f}" if b.N_below else "-",
+            "yes" if b.agrees else "no",
         ]
-        for s in data["oracle"]
-        for b in s["boundary"]
+        for s in data.oracle
+        for b in s.boundary
     ]
-    seeds = int(re.search(r"(\d+) seeds", data["parameters"]["flow"]).group(1))
+    seeds = int(re.search(r"(\d+) seeds", data.parameters["flow"]).group(1))
     flow = []
-    for b in data["flow"]:
-        at = {p["N"]: p for p in b["points"]}
+    for b in data.flow:
+        at = {p.N: p for p in b.points}
         flow.append(
             [
-                f"{b['beta']:g}",
+                f"{b.beta:g}",
                 _bracket(b),
                 _predicted(b),
-                "yes" if b["agrees"] else "no",
-                share_text(round(at[b["N_below"]]["share_distinct"] * seeds), seeds),
-                share_text(round(at[b["N_star"]]["share_distinct"] * seeds), seeds),
+                "yes" if b.agrees else "no",
+                share_text(round(at[b.N_below].share_distinct * seeds), seeds),
+                share_text(round(at[b.N_star].share_distinct * seeds), seeds),
             ]
         )
     points = [
         [
-            f"{b['beta']:g}",
+            f"{b.beta:g}",
             ", ".join(
-                f"{p['N']}: {round(p['share_distinct'] * seeds)}"
-                for p in sorted(b["points"], key=lambda p: p["N"])
+                f"{p.N}: {round(p.share_distinct * seeds)}"
+                for p in sorted(b.points, key=lambda p: p.N)
             ),
         ]
-        for b in data["flow"]
+        for b in data.flow
     ]
     return [
         MeasuredTable(
@@ -401,7 +479,7 @@ def tables(data: dict) -> list[MeasuredTable]:
             oracle,
         ),
         MeasuredTable(
-            f"Reduced-flow brackets ({data['flow_label']}, {seeds} seeds): seeds that "
+            f"Reduced-flow brackets ({data.flow_label}, {seeds} seeds): seeds that "
             "delta-select with distinct heads at the bracket's ends (Wilson 95% intervals).",
             ["beta", "bracket", "predicted N*", "agrees", "at N_below", "at N*"],
             flow,
@@ -415,32 +493,38 @@ def tables(data: dict) -> list[MeasuredTable]:
     ]
 
 
-def _flow_seeds(data: dict) -> int:
-    return int(re.search(r"(\d+) seeds", data["parameters"]["flow"]).group(1))
+def _flow_seeds(data: RegimeBoundaryData) -> int:
+    return int(re.search(r"(\d+) seeds", data.parameters["flow"]).group(1))
 
 
-def _series_text(oracle: list[dict]) -> str:
+def _series_text(oracle: list[OracleSeries]) -> str:
     """The oracle series as one base setting varied along L, gamma and H."""
     base, keys = oracle[0], ("L", "gamma", "H")
     if len(oracle) == 1:
-        return ", ".join(f"{k}={base[k]:g}" for k in keys)
+        return ", ".join(f"{k}={getattr(base, k):g}" for k in keys)
     parts = []
     for k in keys:
         rest = [o for o in keys if o != k]
-        values = sorted({s[k] for s in oracle if all(s[o] == base[o] for o in rest)})
+        values = sorted(
+            {
+                getattr(s, k)
+                for s in oracle
+                if all(getattr(s, o) == getattr(base, o) for o in rest)
+            }
+        )
         if len(values) > 1:
-            fixed = ", ".join(f"{o}={base[o]:g}" for o in rest)
+            fixed = ", ".join(f"{o}={getattr(base, o):g}" for o in rest)
             parts.append(f"{k} in {{{', '.join(f'{v:g}' for v in values)}}} ({fixed})")
     return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
 
 
-def _ends_text(flow: list[dict], seeds: int) -> str:
+def _ends_text(flow: list[FlowBracket], seeds: int) -> str:
     """Seeds that delta-select with distinct heads at the ends of the flow brackets."""
 
     def at(end: str) -> str:
         counts = [
             round(
-                next(p for p in b["points"] if p["N"] == b[end])["share_distinct"]
+                next(p for p in b.points if p.N == getattr(b, end)).share_distinct
                 * seeds
             )
             for b in flow
@@ -457,42 +541,41 @@ def _ends_text(flow: list[dict], seeds: int) -> str:
     )
 
 
-def _missed_text(b: dict) -> str:
+def _missed_text(b: FlowBracket) -> str:
     """A flow bracket that does not contain the prediction."""
-    if b["N_star"] < b["predicted"]:
+    if b.N_star < b.predicted:
         return (
-            f"at beta={b['beta']:g} the flow still selects at N={b['N_star']}, "
-            f"{100 * (1 - b['N_star'] / b['predicted']):.1f}% below "
-            f"N*={b['predicted']:.1f}, within the tolerance of the criterion: the selection "
+            f"at beta={b.beta:g} the flow still selects at N={b.N_star}, "
+            f"{100 * (1 - b.N_star / b.predicted):.1f}% below "
+            f"N*={b.predicted:.1f}, within the tolerance of the criterion: the selection "
             "event fires on entering the delta-neighbourhood of the vertex"
         )
     return (
-        f"at beta={b['beta']:g} the flow does not select at N={b['N_below']}, "
-        f"{100 * (b['N_below'] / b['predicted'] - 1):.1f}% above N*={b['predicted']:.1f}"
+        f"at beta={b.beta:g} the flow does not select at N={b.N_below}, "
+        f"{100 * (b.N_below / b.predicted - 1):.1f}% above N*={b.predicted:.1f}"
     )
 
 
-def claim(data: dict) -> str:
+def claim(data: RegimeBoundaryData) -> str:
     """The claim, its settings, brackets and flow shares from `data`."""
-    oracle, flow, params = data["oracle"], data["flow"], data["parameters"]
-    brackets = [b for s in oracle for b in s["boundary"]]
-    closed = [b for b in brackets if b["N_below"] is not None and b["predicted"]]
-    widths = [100 * (b["N_star"] / b["N_below"] - 1) for b in closed]
-    n_betas = {len(s["boundary"]) for s in oracle}
+    oracle, flow, params = data.oracle, data.flow, data.parameters
+    brackets = [b for s in oracle for b in s.boundary]
+    closed = [b for b in brackets if b.N_below is not None and b.predicted]
+    widths = [100 * (b.N_star / b.N_below - 1) for b in closed]
+    n_betas = {len(s.boundary) for s in oracle}
     each = " each" if len(oracle) > 1 else ""
     S = int(stored_parameter(params["oracle"], "S"))
     covered = [
         s
         for s in oracle
-        if all(b["predicted"] is None for b in s["boundary"])
-        and all(b["agrees"] for b in s["boundary"])
+        if all(b.predicted is None for b in s.boundary)
+        and all(b.agrees for b in s.boundary)
     ]
     restarts = re.search(r"\d+ restarts \+ \d+ vertex seeds", params["oracle"]).group(0)
     oracle_steps = int(re.search(r"(\d+) bisection steps", params["oracle"]).group(1))
-    grids = list(dict.fromkeys(tuple(s["N_grid"]) for s in oracle))
+    grids = list(dict.fromkeys(tuple(s.N_grid) for s in oracle))
     doubling = all(
-        list(s["N_grid"])
-        == [2**k for k in range(20) if s["L"] * S <= 2**k <= s["N_grid"][-1]]
+        list(s.N_grid) == [2**k for k in range(20) if s.L * S <= 2**k <= s.N_grid[-1]]
         for s in oracle
     )
     grid = (
@@ -500,11 +583,11 @@ def claim(data: dict) -> str:
         if doubling
         else "N grid " + " / ".join("{" + ", ".join(map(str, g)) + "}" for g in grids)
     )
-    agree_oracle = sum(b["agrees"] for b in brackets)
+    agree_oracle = sum(b.agrees for b in brackets)
     seeds = _flow_seeds(data)
-    flow_steps = {len(b["points"]) - 2 for b in flow}
-    f_label = dict(kv.split("=") for kv in data["flow_label"].split())
-    missed = [b for b in flow if not b["agrees"]]
+    flow_steps = {len(b.points) - 2 for b in flow}
+    f_label = dict(kv.split("=") for kv in data.flow_label.split())
+    missed = [b for b in flow if not b.agrees]
     text = (
         "The hard vertex with distinct heads (docs/theory.md §7) is a strict local minimum "
         "of the per-context loss exactly for N > N*(beta), a closed form (larger root of a "
@@ -524,19 +607,19 @@ def claim(data: dict) -> str:
         + f": the {len(closed)} closed ones "
         + (
             "contain it"
-            if all(b["agrees"] for b in closed)
-            else f"{sum(b['agrees'] for b in closed)} of which contain it"
+            if all(b.agrees for b in closed)
+            else f"{sum(b.agrees for b in closed)} of which contain it"
         )
         + f" (bracket width {span_text([round(w) for w in widths], lambda x: f'{x:.0f}')}% in N)"
     )
     for s in covered:
-        LS = s["L"] * S
+        LS = s.L * S
         text += (
-            f", and with H = {s['H']} = S - 1, where every phase is covered and the vertex is "
+            f", and with H = {s.H} = S - 1, where every phase is covered and the vertex is "
             "a local minimum at every N, the optimum is hard with distinct heads down to "
-            f"N = LS = {LS} at all {len(s['boundary'])} betas"
-            if s["H"] == S - 1
-            else f", and at {s['label']} (no local boundary) hard down to N = LS = {LS}"
+            f"N = LS = {LS} at all {len(s.boundary)} betas"
+            if s.H == S - 1
+            else f", and at {s.label} (no local boundary) hard down to N = LS = {LS}"
         )
     if agree_oracle == len(brackets):
         text += (
@@ -552,7 +635,7 @@ def claim(data: dict) -> str:
         )
         + f"; {len(flow)} beta{'' if len(flow) == 1 else 's'}): the N below which fewer "
         "than half of the seeds delta-select with distinct heads, bisected in log N between "
-        f"LS and {max(p['N'] for b in flow for p in b['points'])} "
+        f"LS and {max(p.N for b in flow for p in b.points)} "
         f"({'/'.join(map(str, sorted(flow_steps)))} steps): "
         f"{len(flow) - len(missed)} of {len(flow)} brackets contain N*, and at both ends of "
         f"every flow bracket {_ends_text(flow, seeds)}"
@@ -568,4 +651,5 @@ FIGURE = Figure(
     draw,
     cost=350,
     tables=tables,
+    data=RegimeBoundaryData,
 )

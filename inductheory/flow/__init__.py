@@ -38,6 +38,8 @@ from ._integrate import (
     solve_reduced as solve_reduced,
 )
 from ._rates import (
+    EscapeBlocks as EscapeBlocks,
+    EscapeRates as EscapeRates,
     breaking_norm as breaking_norm,
     escape_blocks as escape_blocks,
     escape_time as escape_time,

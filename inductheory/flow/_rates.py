@@ -19,11 +19,36 @@ grows like $C/\\delta$. `fit_decay_exponent` measures the exponent on saved traj
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
+from ..internal._records import Record
 from ..model._task import Task
+
+
+@dataclasses.dataclass(frozen=True)
+class EscapeBlocks(Record):
+    """The 2x2 blocks of `escape_blocks`: `sym` (head-symmetric modes) and `anti`
+    (head-antisymmetric modes; None for H = 1), numpy arrays, and how often each block repeats
+    in the Jacobian, `sym_multiplicity` = S-2 and `anti_multiplicity` = (S-2)(H-1)."""
+
+    sym: Any
+    anti: Any | None
+    sym_multiplicity: int
+    anti_multiplicity: int
+
+
+@dataclasses.dataclass(frozen=True)
+class EscapeRates(Record):
+    """The growth rates of `reduced_escape_rates`, in units of flow time: `sym` and `anti`
+    (None for H = 1) of the head-symmetric and -antisymmetric modes, and `rate`, the larger."""
+
+    sym: float
+    anti: float | None
+    rate: float
 
 
 def _uniform_point_constants(task: Task) -> dict:
@@ -43,7 +68,7 @@ def _uniform_point_constants(task: Task) -> dict:
     return dict(u=u, a=a, a1=a1, a2=a2, D=D, E=E, G=G)
 
 
-def escape_blocks(task: Task) -> dict:
+def escape_blocks(task: Task) -> EscapeBlocks:
     """The 2x2 blocks of the Hessian of $\\bar L(b)$ at b = 0 on the symmetry-breaking modes.
 
     With u = 1/S, $a = A(u)$, $\\bar a = (1-a)/(L-1)$, $A' = \\gamma a(1-a)$,
@@ -64,8 +89,8 @@ def escape_blocks(task: Task) -> dict:
     **Arguments:**
     - `task`: exact-geometry configuration (S >= 3).
 
-    **Returns:** dict with `sym` and `anti` (2x2 numpy arrays; `anti` is present for H >= 2 only),
-    and the multiplicities `sym_multiplicity` = S-2, `anti_multiplicity` = (S-2)(H-1).
+    **Returns:** an `EscapeBlocks`: `sym` and `anti` (2x2 numpy arrays; `anti` is None for
+    H = 1), and the multiplicities `sym_multiplicity` = S-2, `anti_multiplicity` = (S-2)(H-1).
     """
     task.require_exact("the escape rates of the reduced flow")
     if task.S < 3:
@@ -82,17 +107,15 @@ def escape_blocks(task: Task) -> dict:
     sym = anti + c * np.diag(
         [H * beta**2 * k["a1"] ** 2 * k["E"], H * beta**2 * (S - 1) * k["G"]]
     )
-    out = {
-        "sym": sym,
-        "sym_multiplicity": S - 2,
-        "anti_multiplicity": (S - 2) * (H - 1),
-    }
-    if H >= 2:
-        out["anti"] = anti
-    return out
+    return EscapeBlocks(
+        sym=sym,
+        anti=anti if H >= 2 else None,
+        sym_multiplicity=S - 2,
+        anti_multiplicity=(S - 2) * (H - 1),
+    )
 
 
-def reduced_escape_rates(task: Task) -> dict:
+def reduced_escape_rates(task: Task) -> EscapeRates:
     """Growth rates of the symmetry-breaking modes of the reduced flow at b = 0 (closed form).
 
     $\\lambda = -(\\kappa + 1/N) \\lambda_{\\min}(M)$ for each block M of `escape_blocks`; a
@@ -101,24 +124,26 @@ def reduced_escape_rates(task: Task) -> dict:
     **Arguments:**
     - `task`: exact-geometry configuration (S >= 3).
 
-    **Returns:** dict with `sym`, `anti` (None for H = 1) and `rate` (floats, in units of
-    flow time).
+    **Returns:** an `EscapeRates`: `sym`, `anti` (None for H = 1) and `rate` (floats, in
+    units of flow time).
     """
     blocks = escape_blocks(task)
     scale = float(task.kappa) + 1.0 / int(task.N)
-    rate = {
-        k: -scale * float(np.linalg.eigvalsh(blocks[k])[0])
-        for k in ("sym", "anti")
-        if k in blocks
-    }
-    return {"sym": rate["sym"], "anti": rate.get("anti"), "rate": max(rate.values())}
+
+    def growth(block) -> float | None:
+        return None if block is None else -scale * float(np.linalg.eigvalsh(block)[0])
+
+    sym, anti = growth(blocks.sym), growth(blocks.anti)
+    return EscapeRates(
+        sym=sym, anti=anti, rate=max(r for r in (sym, anti) if r is not None)
+    )
 
 
 def escape_time(task: Task, rho_eff) -> np.ndarray:
     """Linearized time to leave the uniform point: $t = \\log(1/\\rho_{\\text{eff}}) / \\lambda$.
 
     The time at which a symmetry-breaking perturbation of size `rho_eff` grows to size 1 at the rate
-    $\\lambda$ = `reduced_escape_rates(task)["rate"]`.
+    $\\lambda$ = `reduced_escape_rates(task).rate`.
 
     **Arguments:**
     - `task`: exact-geometry configuration.
@@ -129,7 +154,7 @@ def escape_time(task: Task, rho_eff) -> np.ndarray:
     rho_eff = np.asarray(rho_eff, float)
     if np.any(rho_eff <= 0):
         raise ValueError("rho_eff must be > 0")
-    return np.log(1.0 / rho_eff) / reduced_escape_rates(task)["rate"]
+    return np.log(1.0 / rho_eff) / reduced_escape_rates(task).rate
 
 
 def breaking_norm(b) -> np.ndarray:
@@ -243,6 +268,8 @@ def tail_coefficients(task: Task, key_offsets) -> np.ndarray:
 
 
 __all__ = [
+    "EscapeBlocks",
+    "EscapeRates",
     "breaking_norm",
     "escape_blocks",
     "reduced_escape_rates",
