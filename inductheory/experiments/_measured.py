@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from ..internal._records import OMIT_IF_NONE, Record
+from ..internal._records import Record, optional_field
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,7 +17,7 @@ class Count(Record):
 
     k: int
     n: int
-    ci95: list[float] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    ci95: list[float] | None = optional_field()
 
     @classmethod
     def of(cls, flags) -> Count:
@@ -33,11 +33,11 @@ class Spread(Record):
 
     mean: float
     sd: float
-    min: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    min: float | None = optional_field()
     q25: float
     median: float
     q75: float
-    max: float | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    max: float | None = optional_field()
 
     @classmethod
     def of(cls, x, *, extremes: bool = True) -> Spread:

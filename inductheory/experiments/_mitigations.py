@@ -21,7 +21,7 @@ import numpy as np
 
 from ..flow._config import FlowConfig
 from ..flow._solution import Status
-from ..internal._records import OMIT_IF_NONE, Record
+from ..internal._records import Record, optional_field
 from ..model._gates import SharedGates, shared_gates_from_logits, uniform_gates
 from ..model._loss import phase_accuracy, phase_losses
 from ..model._task import Task, _require_real, assumptions_silenced, quiet_task
@@ -226,15 +226,9 @@ class MitigationRow(Record):
     worst_accuracy: Spread
     mean_loss: Spread
     mean_target_probability: Spread
-    selections: dict[str, int] | None = dataclasses.field(
-        default=None, metadata=OMIT_IF_NONE
-    )
-    status: dict[str, int] | None = dataclasses.field(
-        default=None, metadata=OMIT_IF_NONE
-    )
-    choice: list[list[int]] | None = dataclasses.field(
-        default=None, metadata=OMIT_IF_NONE
-    )
+    selections: dict[str, int] | None = optional_field()
+    status: dict[str, int] | None = optional_field()
+    choice: list[list[int]] | None = optional_field()
 
 
 def _row(task: Task, kind: str, measures: list[GateMeasures], **extra) -> MitigationRow:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..flow._config import FlowConfig
 from ..flow._solution import OUTCOMES, STATUSES
-from ..internal._records import OMIT_IF_NONE, Record
+from ..internal._records import Record, optional_field
 from ..model._task import Task
 
 # The summary's wall-clock fields: not results (they differ between runs of the same numbers).
@@ -226,11 +226,11 @@ class FlowOutcomes(Record):
     final_loss: Any
     summary: dict[str, Any]
     sample: dict[str, Any]
-    t: Any = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
-    mass: Any = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
-    static_offsets: Any = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
-    avg_offsets: Any = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
-    loss: Any = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    t: Any = optional_field()
+    mass: Any = optional_field()
+    static_offsets: Any = optional_field()
+    avg_offsets: Any = optional_field()
+    loss: Any = optional_field()
 
     @classmethod
     def of(cls, run, trajectories: bool) -> FlowOutcomes:

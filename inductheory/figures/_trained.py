@@ -35,7 +35,7 @@ from ..experiments._ladder import (
 )
 from ..experiments._mitigations import PAPER
 from ..flow._config import FlowConfig
-from ..internal._records import OMIT_IF_NONE, Record
+from ..internal._records import Record, optional_field
 from ..model._contexts import sample_contexts
 from ..model._logits import top1_correct
 from ..model._task import Task, _require_int, assumptions_silenced
@@ -287,8 +287,8 @@ class FlowCheck(TheoremFlow):
 
     selected: int
     agrees: int
-    keys_agree: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
-    seeds: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    keys_agree: int | None = optional_field()
+    seeds: int | None = optional_field()
 
 
 def theorem_flow(rung: Rung, seeds: int, cache_dir, *, seed: int = 0) -> TheoremFlow:

@@ -11,7 +11,7 @@ import numpy as np
 from ..flow import _rates
 from ..flow._config import FlowConfig
 from ..flow._rates import EscapeRates
-from ..internal._records import OMIT_IF_NONE, Record
+from ..internal._records import Record, optional_field
 from . import _runs, _style
 from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import (
@@ -45,11 +45,6 @@ class MedianEstimate(Record):
     n: int
 
 
-def _optional():
-    """A field that only selected seeds have: None, and then left out of the data."""
-    return dataclasses.field(default=None, metadata=OMIT_IF_NONE)
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TailRun(Record):
     """One seed run to the tail: `rho`, `seed`, `status`; for a selected seed also its
@@ -62,16 +57,16 @@ class TailRun(Record):
     rho: float
     seed: int
     status: str
-    key_offsets: list[int] | None = _optional()
-    t: list[float] | None = _optional()
-    unselected: list[float] | None = _optional()
-    exponent: float | None = _optional()
-    C_predicted: float | None = _optional()
-    t_times_unselected_last: float | None = _optional()
-    t_final: float | None = _optional()
-    rho_eff: float | None = _optional()
-    escape_measured: float | None = _optional()
-    escape_predicted: float | None = _optional()
+    key_offsets: list[int] | None = optional_field()
+    t: list[float] | None = optional_field()
+    unselected: list[float] | None = optional_field()
+    exponent: float | None = optional_field()
+    C_predicted: float | None = optional_field()
+    t_times_unselected_last: float | None = optional_field()
+    t_final: float | None = optional_field()
+    rho_eff: float | None = optional_field()
+    escape_measured: float | None = optional_field()
+    escape_predicted: float | None = optional_field()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -23,7 +23,7 @@ from ..experiments._paper_matrix import (
     permutation_p_value,
 )
 from ..internal._progress import announce
-from ..internal._records import OMIT_IF_NONE, Record
+from ..internal._records import Record, optional_field
 from ..trained._architecture import Attention
 from . import _style
 from ._figure import Figure, FigureData, MeasuredTable
@@ -101,15 +101,9 @@ class RowSummary(Record):
     mean_accuracy: MeanInterval
     worst_phase: MeanInterval
     gap: MeanInterval
-    boundary_phase: MeanInterval | None = dataclasses.field(
-        default=None, metadata=OMIT_IF_NONE
-    )
-    within_gap: MeanInterval | None = dataclasses.field(
-        default=None, metadata=OMIT_IF_NONE
-    )
-    boundary_phases: list[int] | None = dataclasses.field(
-        default=None, metadata=OMIT_IF_NONE
-    )
+    boundary_phase: MeanInterval | None = optional_field()
+    within_gap: MeanInterval | None = optional_field()
+    boundary_phases: list[int] | None = optional_field()
     loss: SeedLosses
     initial_loss: float
     phase_accuracy: list[float]

@@ -19,7 +19,7 @@ from ..experiments._frontier import (
     uniformity_frontier,
 )
 from ..internal._io import cached
-from ..internal._records import OMIT_IF_NONE, Record
+from ..internal._records import Record, optional_field
 from ..model._gates import hard_selection, selectable_offsets, uniform_gates
 from . import _runs, _style
 from ._figure import Figure, FigureData, MeasuredTable
@@ -56,8 +56,8 @@ class PlacedPoint(Record):
     mean: float
     worst: float
     above_frontier: float
-    seeds: int | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
-    offsets: list[int] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    seeds: int | None = optional_field()
+    offsets: list[int] | None = optional_field()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,12 @@ from typing import Any, Self
 OMIT_IF_NONE = {"omit_if_none": True}
 
 
+def optional_field() -> Any:
+    """A field that only some results have: None by default, and then left out of `to_dict`
+    (a fresh `dataclasses.field` per call: one shared field object would be one field)."""
+    return dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+
+
 class Record:
     """Base of the typed results: use on a frozen dataclass.
 
