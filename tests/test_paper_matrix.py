@@ -240,7 +240,7 @@ def test_kendall_tau_against_scipy_without_ties():
     for _ in range(20):
         a, b = rng.permutation(6), rng.normal(size=6)
         got = kendall_tau(a, b)
-        assert got["tau"] == pytest.approx(stats.kendalltau(a, b).statistic)
-        assert got["concordant"] + got["discordant"] == got["pairs"] == 15
+        assert got.tau == pytest.approx(stats.kendalltau(a, b).statistic)
+        assert got.concordant + got.discordant == got.pairs == 15
     with pytest.raises(ValueError, match="1-d of one length"):
         kendall_tau([1.0], [2.0])

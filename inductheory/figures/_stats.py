@@ -11,11 +11,15 @@ share_text(67, 256)  # '67/256 = 0.262 [0.212, 0.319]'
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import typing
 
 import numpy as np
+
+from ..experiments._measured import MeanInterval
+from ..internal._records import Record
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
@@ -176,22 +180,20 @@ def bootstrap_interval(
     return [float(np.percentile(stats, tail)), float(np.percentile(stats, 100 - tail))]
 
 
-def mean_interval(values) -> dict:
+def mean_interval(values) -> MeanInterval:
     """The mean of `values` (flattened) with its bootstrap 95% interval (`bootstrap_interval`).
 
-    **Returns:** `{"mean": float, "ci95": [low, high]}`.
-
     ```python
-    mean_interval([1.0, 2.0, 3.0])["mean"]  # 2.0
+    mean_interval([1.0, 2.0, 3.0]).mean  # 2.0
     ```
     """
     v = np.asarray(values, float).ravel()
-    return {"mean": float(v.mean()), "ci95": bootstrap_interval([v], np.mean)}
+    return MeanInterval(mean=float(v.mean()), ci95=bootstrap_interval([v], np.mean))
 
 
-def mean_text(m: dict, digits: int = 2) -> str:
-    """`mean_interval`'s result as text: `0.53 [0.47, 0.59]`."""
-    return f"{m['mean']:.{digits}f} {interval_text(*m['ci95'], digits)}"
+def mean_text(m: MeanInterval, digits: int = 2) -> str:
+    """A mean with its interval as text: `0.53 [0.47, 0.59]`."""
+    return f"{m.mean:.{digits}f} {interval_text(*m.ci95, digits)}"
 
 
 def median_interval(values, level: float = 0.95) -> MedianInterval:
@@ -277,17 +279,27 @@ def quartile_median_coverage(n: int) -> float:
     return order_statistic_coverage(n, math.ceil((n - 1) / 4) + 1)
 
 
-def kendall_tau(values, reference) -> dict:
+@dataclasses.dataclass(frozen=True)
+class KendallTau(Record):
+    """Kendall's tau-a of two rankings: `tau` = (concordant - discordant) / pairs, the
+    `concordant` and `discordant` pairs, `ties` (pairs tied in either ranking, counted in
+    neither) and all `pairs`."""
+
+    tau: float
+    concordant: int
+    discordant: int
+    ties: int
+    pairs: int
+
+
+def kendall_tau(values, reference) -> KendallTau:
     """Kendall's tau-a between two rankings of the same items.
 
     **Arguments:**
     - `values`, `reference`: numbers per item (equal length >= 2).
 
-    **Returns:** a dict: `tau` = (concordant - discordant) / pairs, `concordant`, `discordant`,
-    `ties` (pairs tied in either ranking, counted in neither), `pairs`.
-
     ```python
-    kendall_tau([3, 2, 1], [30, 20, 10])["tau"]  # 1.0
+    kendall_tau([3, 2, 1], [30, 20, 10]).tau  # 1.0
     ```
     """
     a, b = np.asarray(values, float), np.asarray(reference, float)
@@ -299,7 +311,7 @@ def kendall_tau(values, reference) -> dict:
     i, j = np.triu_indices(a.size, 1)
     s = np.sign(a[i] - a[j]) * np.sign(b[i] - b[j])
     c, d = int(np.sum(s > 0)), int(np.sum(s < 0))
-    return dict(
+    return KendallTau(
         tau=(c - d) / i.size,
         concordant=c,
         discordant=d,

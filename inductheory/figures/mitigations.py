@@ -281,7 +281,7 @@ def _paper_claim(data: MitigationsData) -> str:
         curve.setdefault(f"{p.gap_of_mean_curve:.0f}", []).append(p.S)
     tau = kendall_tau(
         [p.gap_of_mean_curve for p in learned], [p.paper_gap for p in learned]
-    )["tau"]
+    ).tau
     (W,) = {p.W for p in learned}
     gaps = {p.gap for p in learned}
     return (

@@ -278,7 +278,7 @@ def analyze(rows: dict[str, RowSummary], size) -> MatrixAnalysis:
         rows=[r.name for r in mitigations],
         measured_gap=measured,
         paper_gap=paper,
-        tau=kendall_tau(measured, paper)["tau"],
+        tau=kendall_tau(measured, paper).tau,
         p_value=permutation_p_value(measured, paper),
     )
     coverage = {}

@@ -123,19 +123,14 @@ def _intervals(s: RungSummary) -> LadderRung:
         for key, c in ((key, getattr(s, key)) for key in COUNTS)
     }
     acc = np.asarray(s.per_seed.phase_accuracy)
-    means = {
-        key + "_ci": MeanInterval(**mean_interval(getattr(s.per_seed, key)))
-        for key in MEANS
-    }
+    means = {key + "_ci": mean_interval(getattr(s.per_seed, key)) for key in MEANS}
     summary = {f.name: getattr(s, f.name) for f in dataclasses.fields(s)}
     return LadderRung(
         **summary
         | counts
         | means
         | dict(
-            phase_accuracy=[
-                MeanInterval(**mean_interval(acc[:, j])) for j in range(acc.shape[1])
-            ],
+            phase_accuracy=[mean_interval(acc[:, j]) for j in range(acc.shape[1])],
             gap_of_mean_curve=float(acc.mean(axis=0).max() - acc.mean(axis=0).min()),
         )
     )
@@ -528,15 +523,15 @@ def tables(data: RelaxationLadderData) -> list[MeasuredTable]:
             [
                 name(s),
                 s.kind,
-                *(_mean_text(p) for p in s.phase_accuracy),
-                _mean_text(s.phase_gap_ci),
+                *(mean_text(p) for p in s.phase_accuracy),
+                mean_text(s.phase_gap_ci),
                 f"{s.gap_of_mean_curve:.2f}",
                 _share(s.phase_uniform),
-                _mean_text(s.boundary_accuracy_ci),
-                _mean_text(s.all_phase_gap_ci),
+                mean_text(s.boundary_accuracy_ci),
+                mean_text(s.all_phase_gap_ci),
                 _share(s.all_phase_uniform),
-                _mean_text(s.mean_accuracy_ci),
-                _mean_text(s.loss_ci, 3),
+                mean_text(s.mean_accuracy_ci),
+                mean_text(s.loss_ci, 3),
                 f"{s.cpu_s:.0f}",
             ]
             for s in rungs
@@ -583,10 +578,6 @@ def _param(text: str, pattern: str) -> str:
 
 def _share(c: Count) -> str:
     return share_text(c.k, c.n)
-
-
-def _mean_text(m: MeanInterval, digits: int = 2) -> str:
-    return mean_text(m.to_dict(), digits)
 
 
 def _shares(rungs: list[LadderRung], key: str) -> str:
@@ -670,7 +661,7 @@ def claim(data: RelaxationLadderData) -> str:
             f" {_rung_name(broken)[0].upper()}{_rung_name(broken)[1:]} first breaks the "
             f"phase-uniformity of the within phases: {_share(broken.phase_uniform)} seeds "
             f"phase-uniform (per-seed gap <= {PHASE_UNIFORM}), distinct heads "
-            f"{_share(broken.distinct)}, mean accuracy {_mean_text(broken.mean_accuracy_ci)}"
+            f"{_share(broken.distinct)}, mean accuracy {mean_text(broken.mean_accuracy_ci)}"
         )
     for r in alone:
         offsets = {tuple(k) for k in r.per_seed.key_offsets}
@@ -707,7 +698,7 @@ def claim(data: RelaxationLadderData) -> str:
             )
             + f"), with value = key + 1 in {_share(dep.value_follows_key)} heads and "
             f"distinct heads in {_share(dep.distinct)} seeds at mean accuracy "
-            f"{_mean_text(dep.mean_accuracy_ci)}."
+            f"{mean_text(dep.mean_accuracy_ci)}."
         )
     elif soft is not None:
         text += "."
