@@ -111,19 +111,17 @@ def log_ticks(ax, values, axis: str = "x", fmt="{:g}") -> None:
 
 
 def median_quartiles(ax, rows, key: str, *, fmt: str, label: str):
-    """Medians of `rows` (dicts with `median`, `q25`, `q75`) against `row[key]`, sorted by it,
-    with quartile error bars in the first colour.
+    """Medians of `rows` (records with `median`, `q25`, `q75`) against the field `key`, sorted
+    by it, with quartile error bars in the first colour.
 
     **Returns:** `(rows, x, median)`: the sorted rows and the plotted arrays.
 
-    **Example:** `_style.median_quartiles(ax, data["by_rho"], "rho", fmt="o-", label="median")`.
+    **Example:** `_style.median_quartiles(ax, data.by_rho, "rho", fmt="o-", label="median")`.
     """
-    rows = sorted(rows, key=lambda r: r[key])
-    x = np.array([r[key] for r in rows])
-    med = np.array([r["median"] for r in rows])
-    err = np.array(
-        [[r["median"] - r["q25"] for r in rows], [r["q75"] - r["median"] for r in rows]]
-    )
+    rows = sorted(rows, key=lambda r: getattr(r, key))
+    x = np.array([getattr(r, key) for r in rows])
+    med = np.array([r.median for r in rows])
+    err = np.array([[r.median - r.q25 for r in rows], [r.q75 - r.median for r in rows]])
     ax.errorbar(x, med, yerr=err, fmt=fmt, capsize=3, color=color(0), label=label)
     return rows, x, med
 

@@ -602,7 +602,7 @@ def draw(data: ConvergenceRatesData):
     by_delta = sorted(data.by_delta, key=lambda r: r.delta)
     _, d, _ = _style.median_quartiles(
         ax,
-        [r.to_dict() for r in by_delta],  # median_quartiles reads dicts
+        by_delta,
         "delta",
         fmt="o",
         label="median, quartiles over seeds",

@@ -135,8 +135,8 @@ def compute(quick: bool, cache_dir) -> CoverageData:
 
 
 def _times(ax, rows, key):
-    _, x, med = _style.median_quartiles(  # it reads dicts
-        ax, [r.to_dict() for r in rows], key, fmt="o-", label="median, quartiles"
+    _, x, med = _style.median_quartiles(
+        ax, rows, key, fmt="o-", label="median, quartiles"
     )
     _style.log_ticks(ax, x)
     ax.set_ylabel("time to delta-selection")
