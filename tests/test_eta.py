@@ -121,15 +121,15 @@ def test_the_status_names_a_figure_past_its_estimate(capsys):
 
 
 def test_a_figure_read_from_the_figure_cache_keeps_the_earlier_time():
-    from inductheory.figures._reproduce import kept_timings
+    from inductheory.figures._reproduce import FigureTimes, kept_timings
+
+    def times(wall_s, compiles):
+        return FigureTimes(wall_s, wall_s, 0.0, compiles, 0)
 
     previous = {"a": 50.0, "b": 20.0}
     results = {
-        "a": {"wall_s": 0.4, "compiles": 0},  # read whole from the figure cache
-        "b": {"wall_s": 30.0, "compiles": 12},
-        "c": {
-            "wall_s": 0.3,
-            "compiles": 0,
-        },  # nothing earlier: its time is all there is
+        "a": times(0.4, 0),  # read whole from the figure cache
+        "b": times(30.0, 12),
+        "c": times(0.3, 0),  # nothing earlier: its time is all there is
     }
     assert kept_timings(previous, results) == {"a": 50.0, "b": 30.0, "c": 0.3}

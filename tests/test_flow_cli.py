@@ -5,6 +5,7 @@ import json
 import numpy as np
 
 from inductheory.cli import main
+from inductheory.internal._io import to_json
 
 SMALL = [
     "flow",
@@ -89,6 +90,20 @@ def test_flow_cli_per_seed_detail(capsys):
             and "diffrax_result" not in seed
             and isinstance(seed["num_steps"], int)
         )
+
+
+def test_flow_report_is_a_record_read_back_from_its_json(capsys):
+    """What --json prints is a `FlowReport`'s dict, compact (`SeedOutcome`s) or per seed
+    (`SeedDetails`), and reads back as that record."""
+    from inductheory.cli._flow import FlowReport, SeedDetails, SeedOutcome
+
+    for extra, kind in (([], SeedOutcome), (["--per-seed"], SeedDetails)):
+        assert main([*SMALL, "--seeds", "3", "--json", *extra]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        report = FlowReport.from_dict(printed)
+        assert [type(s) for s in report.seeds] == [kind] * 3
+        assert report.seeds[0].status == "selected" and report.task["L"] == 4
+        assert json.loads(to_json(report.to_dict(), sort_keys=True)) == printed
 
 
 def test_failed_seeds_exit_non_zero_unless_allowed(capsys):

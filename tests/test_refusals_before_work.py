@@ -97,7 +97,7 @@ def test_times_that_cannot_be_kept_are_a_warning_not_a_failure(tmp_path, monkeyp
 
     def make(name, quick, mode_cache, out, report=None):
         (out / "data" / f"{name}.json").write_text("{}")
-        return {"wall_s": 1.0, "cpu_s": 1.0, "compile_s": 0.0, "compiles": 0}
+        return module.FigureRun(name, {}, module.FigureTimes(1.0, 1.0, 0.0, 0, 0))
 
     write = module.write_json_atomic
 

@@ -9,7 +9,8 @@ from fake_progress import FakeClock, fake_figures
 
 import inductheory.figures._runs as runs
 from inductheory.cli import main
-from inductheory.figures import FIGURES, figure_names, redraw, reproduce
+from inductheory.figures import FIGURES, FigureRun, figure_names, redraw, reproduce
+from inductheory.internal._io import to_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP_KEYS = {
@@ -85,6 +86,44 @@ def test_committed_quick_data_are_reproduced(quick_run):
 def test_every_committed_quick_figure_is_reproduced(tmp_path_factory):
     out, _, results = regenerate(tmp_path_factory, None)
     check_quick_run(out, results, figure_names())
+
+
+# What a `FigureRun`'s times add to its data in `to_dict()` (and `--json` prints per figure).
+TIME_KEYS = {"wall_s", "cpu_s", "compile_s", "compiles", "cache_hits"}
+
+
+def test_a_figure_run_is_its_record_and_times(quick_run):
+    """`reproduce` returns a `FigureRun` per figure: the figure's record (what data/<name>.json
+    stores) and its times; `to_dict()` is the stored dict with the times beside it."""
+    out, _, results = quick_run
+    run = results["theorem1_oracle"]
+    assert isinstance(run, FigureRun) and run.name == "theorem1_oracle"
+    assert isinstance(run.data, FIGURES["theorem1_oracle"].data)
+    stored = json.loads((out / "data" / "theorem1_oracle.json").read_text())
+    d = json.loads(to_json(run.to_dict(), sort_keys=True))
+    assert set(d) == set(stored) | TIME_KEYS
+    assert {k: d[k] for k in stored} == stored
+    assert run.findings == stored["findings"] == run.data.findings
+    assert run.times.wall_s == d["wall_s"] > 0 and run.times.compiles == d["compiles"]
+
+
+def test_cli_json_prints_findings_and_times_per_figure(tmp_path, monkeypatch, capsys):
+    import inductheory.figures._reproduce as module
+
+    times = module.FigureTimes(1.5, 1.25, 0.5, 3, 1)
+    data = {"parameters": {}, "findings": "measured"}
+    monkeypatch.setattr(
+        module,
+        "_reproduce",
+        lambda figures, *args: {
+            f.name: module.FigureRun(f.name, data, times) for f in figures
+        },
+    )
+    argv = ["reproduce", "--only", "coverage", "--no-cache", "--quiet", "--jobs", "1"]
+    assert main([*argv, "--out", str(tmp_path), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == {"coverage": {"findings": "measured", **times.to_dict()}}
+    assert set(printed["coverage"]) == {"findings"} | TIME_KEYS
 
 
 def test_committed_full_figures_exist_with_their_data():

@@ -7,6 +7,7 @@ import os
 import queue
 import subprocess
 import sys
+import types
 import warnings
 
 import pytest
@@ -32,7 +33,9 @@ def warning_figure(monkeypatch):
         return None
 
     monkeypatch.setattr(runs, "run_flow", run_flow)
+    # no outcomes to cache or read back: the flows computed nothing
     monkeypatch.setattr(runs, "_flow_result", lambda run, trajectories: {})
+    monkeypatch.setattr(runs, "FlowOutcomes", types.SimpleNamespace(from_dict=dict))
 
     def compute(quick, cache_dir):
         runs.flow_runs(runs.task_of(L=4, S=3, H=2, N=64), FlowConfig(), 5, cache_dir)
@@ -87,6 +90,7 @@ def test_warnings_in_this_process_are_named_once(warning_figure, tmp_path):
 # The figure "stub" of `warning_figure`, registered in every process of a command line that
 # imports this (sitecustomize), so that the spawned workers have it too.
 STUB = """
+import types
 import warnings
 import inductheory.figures._reproduce as module
 import inductheory.figures._runs as runs
@@ -109,6 +113,7 @@ def draw(data):
 
 runs.run_flow = run_flow
 runs._flow_result = lambda run, trajectories: {}
+runs.FlowOutcomes = types.SimpleNamespace(from_dict=dict)
 module.FIGURES["stub"] = Figure(name="stub", title="Stub", claim="none", compute=compute, draw=draw)
 """
 

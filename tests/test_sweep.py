@@ -289,6 +289,19 @@ def test_sweep_baseline_matches_run_flow_for_windows_and_tied_gates(W, tied, exp
     assert ds.attrs["distinct_baseline_independent_uniform"] == baseline
 
 
+def test_sweep_cli_report_is_a_sweep_report(capsys):
+    from inductheory.cli._sweep import SweepReport
+
+    args = ["sweep", "loss", "--L", "4", "--S", "3", "--H", "1", "--N", "64", "--quiet"]
+    assert main([*args, "--select", "0", "--grid", "beta=2,4", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert set(printed) == {"kind", "task", "grid", "points", "attrs"}
+    report = SweepReport.from_dict(printed)
+    assert report.kind == "loss" and report.size is None
+    assert report.grid == {"beta": [2.0, 4.0]} and len(report.points) == 2
+    assert report.to_dict() == printed
+
+
 def test_sweep_cli_says_each_assumption_once_naming_the_grid_values(capsys):
     args = ["sweep", "loss", "--L", "4", "--S", "3", "--H", "1", "--N", "64", "--quiet"]
     assert main([*args, "--select", "0", "--grid", "gamma=0.5,2,3", "--json"]) == 0

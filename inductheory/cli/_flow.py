@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +32,7 @@ from ..flow._init import mean_norm_squared
 from ..flow._solution import STATUSES
 from ..internal._io import write_json_atomic, write_npz_atomic
 from ..internal._memory import check_memory, flow_bytes
+from ..internal._records import Record
 from ._common import (
     EXIT_FAILED,
     CLIError,
@@ -209,56 +212,118 @@ def _none_if_negative(a):
     return [None if int(x) < 0 else int(x) for x in a]
 
 
-def flow_report(result: FlowRun, per_seed: bool = True) -> dict:
-    """The JSON report: every parameter, the across-seed summary and per-seed outcomes.
+@dataclasses.dataclass(frozen=True)
+class SeedOutcome(Record):
+    """How one seed's flow ended: its `seed_index`, `status` name and `selected_offsets` (per
+    head, None where the head selected none)."""
 
-    `per_seed=False`: per seed only its index, status name and selected offsets (the compact form
-    `--json` prints); `True`: every per-seed detail (what flow.json holds and `--per-seed` prints).
-    The parameters and the summary are those of `result.to_dict()`.
+    seed_index: int
+    status: str
+    selected_offsets: list[int | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedDetails(SeedOutcome):
+    """Every detail of one seed's flow: its `SeedOutcome`, then per head the `key_offsets` and
+    `value_offsets`; `t_selection` (None unless selected) and `t_final`; at the end the
+    `final_loss` and the gate masses (H, S) `final_key_mass`, `final_value_mass` (mean over
+    windows) and `final_worst_key_mass`, `final_worst_value_mass` (minimum over windows); the
+    solver's `num_steps`, `num_accepted_steps`, `num_rejected_steps`; and
+    `reduced_selected_offsets`, the reduced flow's selection from the same start (None where it
+    does not apply: reduced flows, approximate geometries)."""
+
+    key_offsets: list[int | None]
+    value_offsets: list[int | None]
+    t_selection: float | None
+    t_final: float
+    final_loss: float
+    final_key_mass: Any
+    final_value_mass: Any
+    final_worst_key_mass: Any
+    final_worst_value_mass: Any
+    num_steps: int
+    num_accepted_steps: int
+    num_rejected_steps: int
+    reduced_selected_offsets: list[int | None] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowReport(Record):
+    """What `inductheory flow` reports (`--json`, flow.json): the `task`, the `flow`
+    configuration and the first `seed`; the context `sample` and the across-seed `summary` (the
+    `FlowRun`'s, with every field of the full flow, None where it does not apply, so both
+    dynamics have one schema); and per seed a `SeedOutcome` (compact) or `SeedDetails`."""
+
+    task: dict[str, Any]
+    flow: dict[str, Any]
+    seed: int
+    sample: dict[str, Any]
+    summary: dict[str, Any]
+    seeds: list[SeedOutcome]
+
+    @classmethod
+    def from_dict(cls, data):
+        """The report of `to_dict()`, its seeds `SeedDetails` where they hold every detail."""
+        seeds = [
+            (SeedDetails if "t_final" in s else SeedOutcome).from_dict(s)
+            for s in data["seeds"]
+        ]
+        return dataclasses.replace(
+            super().from_dict({**data, "seeds": []}), seeds=seeds
+        )
+
+
+def flow_report(result: FlowRun, per_seed: bool = True) -> FlowReport:
+    """The report: every parameter, the across-seed summary and per-seed outcomes.
+
+    `per_seed=False`: per seed a `SeedOutcome`, its index, status name and selected offsets
+    (the compact form `--json` prints); `True`: its `SeedDetails` (what flow.json holds and
+    `--per-seed` prints). The parameters and the summary are those of `result.to_dict()`.
     """
     out = result.to_dict()
     ps = out["per_seed"]
     seeds = []
     for i in range(len(ps["status"])):
-        selected = ps["status"][i] == STATUSES.index("selected")
-        entry = {
-            "seed_index": i,
-            "status": STATUSES[int(ps["status"][i])],
-            "selected_offsets": _none_if_negative(ps["selected"][i]),
-        }
-        if per_seed:
-            entry.update(
-                {
-                    "key_offsets": _none_if_negative(ps["key_offsets"][i]),
-                    "value_offsets": _none_if_negative(ps["value_offsets"][i]),
-                    "t_selection": float(ps["t_final"][i]) if selected else None,
-                    "t_final": float(ps["t_final"][i]),
-                    "final_loss": float(ps["final"]["loss"][i]),
-                    "final_key_mass": ps["final"]["mass"][i][:, 0],
-                    "final_value_mass": ps["final"]["mass"][i][:, 1],
-                    "final_worst_key_mass": ps["final"]["worst"][i][:, 0],
-                    "final_worst_value_mass": ps["final"]["worst"][i][:, 1],
-                    "num_steps": int(ps["num_steps"][i]),
-                    "num_accepted_steps": int(ps["num_accepted_steps"][i]),
-                    "num_rejected_steps": int(ps["num_rejected_steps"][i]),
-                }
+        outcome = SeedOutcome(
+            seed_index=i,
+            status=STATUSES[int(ps["status"][i])],
+            selected_offsets=_none_if_negative(ps["selected"][i]),
+        )
+        if not per_seed:
+            seeds.append(outcome)
+            continue
+        selected = outcome.status == "selected"
+        seeds.append(
+            SeedDetails(
+                **dataclasses.asdict(outcome),
+                key_offsets=_none_if_negative(ps["key_offsets"][i]),
+                value_offsets=_none_if_negative(ps["value_offsets"][i]),
+                t_selection=float(ps["t_final"][i]) if selected else None,
+                t_final=float(ps["t_final"][i]),
+                final_loss=float(ps["final"]["loss"][i]),
+                final_key_mass=ps["final"]["mass"][i][:, 0],
+                final_value_mass=ps["final"]["mass"][i][:, 1],
+                final_worst_key_mass=ps["final"]["worst"][i][:, 0],
+                final_worst_value_mass=ps["final"]["worst"][i][:, 1],
+                num_steps=int(ps["num_steps"][i]),
+                num_accepted_steps=int(ps["num_accepted_steps"][i]),
+                num_rejected_steps=int(ps["num_rejected_steps"][i]),
+                reduced_selected_offsets=(
+                    _none_if_negative(ps["reduced_selected"][i])
+                    if "reduced_selected" in ps
+                    else None
+                ),
             )
-            # null where it does not apply (reduced flows, approximate geometries)
-            entry["reduced_selected_offsets"] = (
-                _none_if_negative(ps["reduced_selected"][i])
-                if "reduced_selected" in ps
-                else None
-            )
-        seeds.append(entry)
+        )
     # One schema for both dynamics: the full flow's fields are null where they do not apply.
-    return {
-        "task": out["task"],
-        "flow": out["config"],
-        "seed": out["seed"],
-        "sample": {**dict.fromkeys(SAMPLE_FIELDS), **out["sample"]},
-        "summary": {"same_selection_as_reduced_fraction": None, **out["summary"]},
-        "seeds": seeds,
-    }
+    return FlowReport(
+        task=out["task"],
+        flow=out["config"],
+        seed=out["seed"],
+        sample={**dict.fromkeys(SAMPLE_FIELDS), **out["sample"]},
+        summary={"same_selection_as_reduced_fraction": None, **out["summary"]},
+        seeds=seeds,
+    )
 
 
 def trajectory_arrays(result: FlowRun) -> dict:
@@ -380,7 +445,7 @@ def run(args) -> int:
     full_report = flow_report(result, per_seed=True)
     if args.out is not None:
         write_npz_atomic(args.out / "flow.npz", **trajectory_arrays(result))
-        write_json_atomic(args.out / "flow.json", full_report)
+        write_json_atomic(args.out / "flow.json", full_report.to_dict())
     s = result.summary
     if (
         s.selected_seeds
@@ -393,7 +458,9 @@ def run(args) -> int:
         code = EXIT_FAILED
     if args.json:
         print_json(
-            full_report if args.per_seed else flow_report(result, per_seed=False)
+            (
+                full_report if args.per_seed else flow_report(result, per_seed=False)
+            ).to_dict()
         )
     else:
         _print_text(args, result, full_report)
@@ -424,29 +491,29 @@ def run(args) -> int:
     return code
 
 
-def _print_text(args, result: FlowRun, report: dict) -> None:
+def _print_text(args, result: FlowRun, report: FlowReport) -> None:
     s = result.summary
-    print(f"task: {report['task']}")
-    print(f"flow: {report['flow']}")
-    if report["sample"]:
-        print(f"sample: {report['sample']}")
+    print(f"task: {report.task}")
+    print(f"flow: {report.flow}")
+    if report.sample:
+        print(f"sample: {report.sample}")
     rows = [
         (
-            e["seed_index"],
-            e["status"],
-            e["key_offsets"],
-            e["value_offsets"],
-            "-" if e["t_selection"] is None else f"{e['t_selection']:.4g}",
-            e["num_steps"],
+            e.seed_index,
+            e.status,
+            e.key_offsets,
+            e.value_offsets,
+            "-" if e.t_selection is None else f"{e.t_selection:.4g}",
+            e.num_steps,
         )
-        for e in report["seeds"][:32]
+        for e in report.seeds[:32]
     ]
     print(
         format_table(["seed", "status", "key r", "value r", "t_select", "steps"], rows)
     )
-    if len(report["seeds"]) > 32:
+    if len(report.seeds) > 32:
         print(
-            f"... {len(report['seeds']) - 32} more seeds (see --json --per-seed or --out)"
+            f"... {len(report.seeds) - 32} more seeds (see --json --per-seed or --out)"
         )
     print(f"statuses: {s.status_counts}")
     if s.selected_seeds:

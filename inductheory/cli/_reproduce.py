@@ -114,14 +114,8 @@ def run(args) -> int:
         jobs=jobs,
     )
     summary = {
-        name: {
-            "findings": d.get("findings"),
-            **{
-                k: d.get(k)
-                for k in ("wall_s", "cpu_s", "compile_s", "compiles", "cache_hits")
-            },
-        }
-        for name, d in results.items()
+        name: {"findings": run.findings, **run.times.to_dict()}
+        for name, run in results.items()
     }
     if args.json:
         print_json(summary)

@@ -10,6 +10,7 @@ import json
 import math
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 from ..experiments._sweep import (
     SWEEP_KINDS,
@@ -29,6 +30,7 @@ from ..experiments._sweep import (
 )
 from ..flow._config import Dynamics
 from ..internal._io import write_json_atomic
+from ..internal._records import OMIT_IF_NONE, Record
 from ..model._task import task_with
 from ..trained._architecture import Architecture
 from ._common import (
@@ -343,14 +345,7 @@ def run_matrix(args) -> int:
             scheduler=args.scheduler,
             progress=not args.quiet,
         )
-    dims = _grid_order(ds)
-    report = {
-        "kind": "matrix",
-        "size": size.to_dict(),
-        "grid": {d: ds.coords[d].values.tolist() for d in dims},
-        "points": points_of(ds),
-        "attrs": {k: v for k, v in ds.attrs.items() if k != "parameters"},
-    }
+    report = SweepReport.of(ds, _grid_order(ds), kind="matrix", size=size.to_dict())
     return _report(args, ds, report)
 
 
@@ -386,6 +381,32 @@ def register(sub) -> None:
         k.set_defaults(func=run, sweep_inputs=options.inputs)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SweepReport(Record):
+    """What `inductheory sweep` reports (`--json`, points.json): the sweep's `kind`, its `task`
+    (a `Task`'s dict; the matrix kind: its `size` instead), the `grid` values by dimension,
+    every point's results `points` (`points_of`) and the dataset's `attrs` (without its
+    parameters)."""
+
+    kind: str
+    task: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    size: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_IF_NONE)
+    grid: dict[str, list]
+    points: list[dict[str, Any]]
+    attrs: dict[str, Any]
+
+    @classmethod
+    def of(cls, ds, dims, **setting) -> SweepReport:
+        """The report of dataset `ds` over the grid dimensions `dims`; `setting`: `kind` and
+        `task` or `size`."""
+        return cls(
+            **setting,
+            grid={d: ds.coords[d].values.tolist() for d in dims},
+            points=points_of(ds),
+            attrs={k: v for k, v in ds.attrs.items() if k != "parameters"},
+        )
+
+
 def run(args) -> int:
     task = task_from_args(args)
     grid = {}
@@ -409,23 +430,17 @@ def run(args) -> int:
     with warnings.catch_warnings():  # said below, in one line with the exit status
         warnings.simplefilter("ignore", SweepFailureWarning)
         ds = sweep(args.kind, task, grid, **inputs, **kwargs)
-    report = {
-        "kind": args.kind,
-        "task": task.to_dict(),
-        "grid": {d: ds.coords[d].values.tolist() for d in grid},
-        "points": points_of(ds),
-        "attrs": {k: v for k, v in ds.attrs.items() if k != "parameters"},
-    }
+    report = SweepReport.of(ds, grid, kind=args.kind, task=task.to_dict())
     return _report(args, ds, report)
 
 
-def _report(args, ds, report: dict) -> int:
+def _report(args, ds, report: SweepReport) -> int:
     """Write points.json (with --out), print the report (--json) or the summary table; the exit
     status of the sweep's problems."""
     if args.out is not None:
-        write_json_atomic(args.out / "points.json", report)
+        write_json_atomic(args.out / "points.json", report.to_dict())
     if args.json:
-        print_json(report)
+        print_json(report.to_dict())
     else:
         print(summary_table(ds))
         if args.out is not None:

@@ -13,12 +13,13 @@ reproduce("figures/quick", quick=True, only=["toy_stability"])
 
 from ._figure import Figure, FigureData, MeasuredTable
 from ._registry import FIGURES, figure_names
-from ._reproduce import readme, redraw, reproduce
+from ._reproduce import FigureRun, readme, redraw, reproduce
 
 __all__ = [
     "FIGURES",
     "Figure",
     "FigureData",
+    "FigureRun",
     "MeasuredTable",
     "figure_names",
     "readme",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
@@ -31,9 +32,10 @@ from ..internal._io import (
     write_text_atomic,
 )
 from ..internal._progress import Heartbeat, duration, report_to
+from ..internal._records import Record
 from ..internal._warnings import rewarn, warn_at_caller, warnings_named
 from . import _style
-from ._figure import Figure
+from ._figure import Figure, FigureData
 from ._registry import FIGURES
 
 
@@ -134,16 +136,56 @@ def _select(only: list[str] | None) -> list[Figure]:
     return [f for name, f in FIGURES.items() if name in only]
 
 
-# What `_make` adds to a figure's data: the run's own measurements, not the figure's numbers.
-RUN_KEYS = ("wall_s", "cpu_s", "compile_s", "compiles", "cache_hits")
+@dataclasses.dataclass(frozen=True)
+class FigureTimes(Record):
+    """What making one figure cost its process: `wall_s`, `cpu_s` and `compile_s` (wall, CPU,
+    and tracing and compiling seconds, rounded to ms), `compiles` (XLA compiles) and
+    `cache_hits` (those the persistent compilation cache served)."""
+
+    wall_s: float
+    cpu_s: float
+    compile_s: float
+    compiles: int
+    cache_hits: int
 
 
-def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> dict:
-    """Compute, store and draw one figure; returns its data with the time it took (`wall_s`,
-    `cpu_s`, `compile_s`: this process's wall, CPU, and tracing and compiling seconds;
-    `compiles`: its XLA compiles, `cache_hits` of which the persistent compilation cache served).
-    Warnings raised meanwhile name the figure (and the run, where
-    `_runs` names it), each distinct one once (`warnings_named`; `report`: see there)."""
+@dataclasses.dataclass(frozen=True)
+class FigureRun:
+    """One figure made by `reproduce`: its `name`, its `data` (the record its `compute`
+    returned, which `data/<name>.json` stores; a dict for a figure without a `FigureData`
+    class) and what making it cost (`times`, a `FigureTimes`).
+
+    ```python
+    run = reproduce("figures/quick", quick=True, only=["toy_stability"])["toy_stability"]
+    run.data.findings, run.times.wall_s
+    ```
+    """
+
+    name: str
+    data: FigureData | dict
+    times: FigureTimes
+
+    @property
+    def findings(self) -> str | None:
+        """The data's one line of measured values."""
+        if isinstance(self.data, FigureData):
+            return self.data.findings
+        return self.data.get("findings")
+
+    def stored(self) -> dict:
+        """The figure's data as `data/<name>.json` stores it (no times)."""
+        return FIGURES[self.name].stored(self.data)
+
+    def to_dict(self) -> dict:
+        """The stored data with the times' fields beside them (what `--json` prints per
+        figure)."""
+        return {**self.stored(), **self.times.to_dict()}
+
+
+def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> FigureRun:
+    """Compute, store and draw one figure; returns its data with what it cost this process
+    (`FigureRun`). Warnings raised meanwhile name the figure (and the run, where `_runs` names
+    it), each distinct one once (`warnings_named`; `report`: see there)."""
     from ..internal._compiles import CompileCount
     from ..internal._programs import fast_lane_programs
 
@@ -155,19 +197,23 @@ def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> dict:
             record = f.compute(quick, mode_cache)
     finally:  # the process's later programs compile as usual
         fast_lane_programs(False)
-    data = f.stored(record)
-    write_json_atomic(out / "data" / f"{f.name}.json", data)  # numbers only: no timings
+    # numbers only: no timings
+    write_json_atomic(out / "data" / f"{f.name}.json", f.stored(record))
     _draw_and_save(f, record, out)
-    data = dict(data)
     spent = clock.spent()
-    data.update(  # the keys of RUN_KEYS
+    times = FigureTimes(
         wall_s=round(spent.wall_s, 3),
         cpu_s=round(spent.cpu_s, 3),
         compile_s=round(spent.compile_s, 3),
         compiles=spent.compiles,
         cache_hits=counter.count().hits,
     )
-    return data
+    return FigureRun(name, record, times)
+
+
+def _status_times(run: FigureRun) -> tuple[float, float, float]:
+    """The seconds `_Status.finished` reports of a figure: wall, CPU and compile."""
+    return run.times.wall_s, run.times.cpu_s, run.times.compile_s
 
 
 class _Status:
@@ -504,9 +550,9 @@ def _serve(worker: int, caches, fast: bool, tasks, events, progress: bool) -> No
         try:
             if progress:
                 with Heartbeat(beat, HEARTBEAT) as heart, report_to(heart.sink(sink)):
-                    data = _make(*task, report=warn)
+                    run = _make(*task, report=warn)
             else:
-                data = _make(*task, report=warn)
+                run = _make(*task, report=warn)
         except BaseException as err:
             import traceback
 
@@ -518,7 +564,7 @@ def _serve(worker: int, caches, fast: bool, tasks, events, progress: bool) -> No
             events.put(("failed", worker, name, err, trace))
             return
         retiring = _worn_out()
-        events.put(("done", worker, name, data, retiring))
+        events.put(("done", worker, name, run, retiring))
         if retiring:
             return
 
@@ -531,7 +577,7 @@ def _make_in_workers(
     out: Path,
     previous: dict,
     status: _Status,
-) -> dict[str, dict]:
+) -> dict[str, FigureRun]:
     """Figures computed by `jobs` long-lived worker processes, the longest expected first, each
     worker taking the next figure when it finishes one. A worker keeps jax's compiled programs
     (and its imports) from one figure to the next, so figures of the same shapes compile them
@@ -560,7 +606,7 @@ def _make_in_workers(
             figures, key=lambda f: -float(previous.get(f.name, expected_cost(f, quick)))
         )
     ]
-    results: dict[str, dict] = {}
+    results: dict[str, FigureRun] = {}
     workers: dict[int, tuple] = {}  # id -> (process, task queue)
     busy: dict[int, str] = {}  # id -> the figure it computes
     count = iter(range(10**9))
@@ -601,10 +647,10 @@ def _make_in_workers(
         elif kind == "warn":  # already named and made distinct by the worker
             rewarn(*event[1:])
         elif kind == "done":
-            _, worker, name, data, retiring = event
+            _, worker, name, run, retiring = event
             busy.pop(worker, None)
-            results[name] = data
-            status.finished(name, data["wall_s"], data["cpu_s"], data["compile_s"])
+            results[name] = run
+            status.finished(name, *_status_times(run))
             if retiring:  # a fresh process takes over the figures left
                 workers.pop(worker)[0].join()
                 if not order:
@@ -668,7 +714,7 @@ def reproduce(
     progress: bool = True,
     command: str | None = None,
     jobs: int | None = None,
-) -> dict[str, dict]:
+) -> dict[str, FigureRun]:
     """Compute, save and draw the theorem figures.
 
     **Arguments:**
@@ -688,8 +734,8 @@ def reproduce(
       mode, workers compile the `FAST_COMPILE` figures with `FAST_COMPILE_FLAGS`, which this
       process does not: the same numbers within that tolerance).
 
-    **Returns:** the data of each figure made, by name. The README is written only when every
-    figure was made.
+    **Returns:** a `FigureRun` (its data and times) of each figure made, by name. The README is
+    written only when every figure was made.
     """
     import matplotlib
 
@@ -724,7 +770,7 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
         )
     except (OSError, ValueError):
         previous = {}
-    results: dict[str, dict] = {}
+    results: dict[str, FigureRun] = {}
     status = _Status(figures, previous, progress, jobs=jobs or 1, quick=quick)
     cpu_start = _cpu_seconds()
     if jobs is not None:
@@ -750,13 +796,13 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
                     results[f.name] = _make(f.name, quick, mode_cache, out)
             else:
                 results[f.name] = _make(f.name, quick, mode_cache, out)
-            d = results[f.name]
-            status.finished(f.name, d["wall_s"], d["cpu_s"], d["compile_s"])
+            status.finished(f.name, *_status_times(results[f.name]))
     status.total(_cpu_seconds() - cpu_start)
     results = {f.name: results[f.name] for f in figures}  # registry order
     if timings_path is not None:
         try:
-            write_json_atomic(timings_path, kept_timings(previous, results))
+            times = {name: run.times for name, run in results.items()}
+            write_json_atomic(timings_path, kept_timings(previous, times))
         except (
             OSError
         ) as err:  # the figures are written: only the next run's ETA is lost
@@ -781,10 +827,8 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
     # rendered from the data as stored (keys sorted), so that a fresh run, a run from the cache and
     # a redraw of data/*.json write the same README
     stored = {
-        k: json.loads(
-            to_json({n: x for n, x in v.items() if n not in RUN_KEYS}, sort_keys=True)
-        )
-        for k, v in results.items()
+        name: json.loads(to_json(run.stored(), sort_keys=True))
+        for name, run in results.items()
     }
     text = readme(stored, quick, cmd, kept)
     if (
@@ -794,19 +838,21 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
     return results
 
 
-def kept_timings(previous: dict[str, float], results: dict[str, dict]) -> dict:
-    """The figures' wall seconds kept for the next run's ETA: this run's, except for figures it
-    read whole from the figure cache (no jax program at all: their seconds say nothing of a
-    computation), which keep the earlier run's.
+def kept_timings(
+    previous: dict[str, float], times: dict[str, FigureTimes]
+) -> dict[str, float]:
+    """The figures' wall seconds kept for the next run's ETA: this run's (`times`, by figure),
+    except for figures it read whole from the figure cache (no jax program at all: their seconds
+    say nothing of a computation), which keep the earlier run's.
 
     ```python
-    kept_timings({"a": 50.0}, {"a": {"wall_s": 0.4, "compiles": 0}})  # {"a": 50.0}
+    kept_timings({"a": 50.0}, {"a": FigureTimes(0.4, 0.4, 0.0, 0, 0)})  # {"a": 50.0}
     ```
     """
     kept = dict(previous)
-    for name, d in results.items():
-        if d.get("compiles", 1) or name not in kept:
-            kept[name] = d["wall_s"]
+    for name, t in times.items():
+        if t.compiles or name not in kept:
+            kept[name] = t.wall_s
     return kept
 
 

@@ -4,6 +4,7 @@ with the two-head toy's split advantage as the predicted trend."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -17,7 +18,7 @@ from ..internal._io import cached
 from ..model._task import assumptions_silenced
 from ..toy._toy import ToyConfig, split_advantage
 from . import _runs, _style
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import (
     compact,
     grid_text,
@@ -28,6 +29,38 @@ from ._stats import (
 )
 
 L, S, H = 8, 4, 2
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CoverageMapData(FigureData):
+    """The distinct share of converged reduced flows over the grid `N` x `beta` x `rho`.
+
+    **Fields:**
+    - `N`, `beta`, `rho`: the grid; `seeds`: the seeds per point.
+    - `baseline`: the distinct share of independent uniform choices.
+    - `distinct_fraction`, `selected_fraction`, `interval_low`, `interval_high`, each
+      (N, beta, rho): the share of selected seeds with distinct offsets, the share of seeds
+      selected, and the distinct share's Wilson 95% interval.
+    - `toy_D_K_outside`, `toy_D_K_all`, each (N, beta): the two-head toy's split advantage with
+      K = N - L*S and with K = N - 1.
+    - `spearman_excess_vs_D`: the rank correlation, over every point, of the excess over the
+      baseline with `toy_D_K_all`.
+    - `monotone_in_N`: per (beta, rho) line, whether the share never rises with N.
+    """
+
+    N: list[int]
+    beta: list[float]
+    rho: list[float]
+    seeds: int
+    baseline: float
+    distinct_fraction: list
+    selected_fraction: list
+    interval_low: list
+    interval_high: list
+    toy_D_K_outside: list
+    toy_D_K_all: list
+    spearman_excess_vs_D: float
+    monotone_in_N: list[bool]
 
 
 def distinct_intervals(distinct, n_selected) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +106,7 @@ def grid(quick: bool) -> dict:
     }, 128
 
 
-def compute(quick: bool, cache_dir) -> dict:
+def compute(quick: bool, cache_dir) -> CoverageMapData:
     g, seeds = grid(quick)
     config, _ = _runs.reduced_config(quick)
     task = _runs.task_of(**{**_runs.BASE, "S": S, "H": H})
@@ -129,27 +162,27 @@ def compute(quick: bool, cache_dir) -> dict:
         for j in range(len(betas))
         for k in range(len(rhos))
     ]
-    return {
-        "N": Ns,
-        "beta": betas,
-        "rho": rhos,
-        "seeds": seeds,
-        "baseline": base,
-        "distinct_fraction": distinct.tolist(),
-        "selected_fraction": res["selected_fraction"],
-        "interval_low": lo.tolist(),
-        "interval_high": hi.tolist(),
-        "toy_D_K_outside": D_free.tolist(),
-        "toy_D_K_all": D_all.tolist(),
-        "spearman_excess_vs_D": rho_s,
-        "monotone_in_N": falls,
-        "parameters": {
+    return CoverageMapData(
+        N=Ns,
+        beta=betas,
+        rho=rhos,
+        seeds=seeds,
+        baseline=base,
+        distinct_fraction=distinct.tolist(),
+        selected_fraction=res["selected_fraction"],
+        interval_low=lo.tolist(),
+        interval_high=hi.tolist(),
+        toy_D_K_outside=D_free.tolist(),
+        toy_D_K_all=D_all.tolist(),
+        spearman_excess_vs_D=rho_s,
+        monotone_in_N=falls,
+        parameters={
             "task": f"L={L} S={S} H={H} gamma=1 kappa=1",
             "grid": f"N={Ns}, beta={betas}, rho={rhos}",
             "flow": f"reduced, delta={config.delta}, {seeds} seeds per point",
             "toy": "split_advantage(beta, gamma=1, L=8, K) with K = N - L*S and K = N - 1",
         },
-        "findings": "distinct fraction (N=min..max) "
+        findings="distinct fraction (N=min..max) "
         + "; ".join(
             f"beta={b:g} rho={r:g}: {distinct[0, j, k]:.3f} -> {distinct[-1, j, k]:.3f}"
             for j, b in enumerate(betas)
@@ -159,21 +192,21 @@ def compute(quick: bool, cache_dir) -> dict:
         f"{sum(falls)}/{len(falls)} (beta, rho) lines"
         + "; Spearman rank correlation of (distinct - baseline)/(1 - baseline) with "
         f"toy D (K = N - 1): {rho_s:.2f}",
-    }
+    )
 
 
-def draw(data: dict):
+def draw(data: CoverageMapData):
     fig, axes = _style.subplots(1, 3, figsize=(15, 4.6))
-    Ns = np.asarray(data["N"], float)
-    d = np.asarray(data["distinct_fraction"], float)
+    Ns = np.asarray(data.N, float)
+    d = np.asarray(data.distinct_fraction, float)
     lo, hi = (
-        np.asarray(data["interval_low"], float),
-        np.asarray(data["interval_high"], float),
+        np.asarray(data.interval_low, float),
+        np.asarray(data.interval_high, float),
     )
     ax = axes[0]
-    for j, b in enumerate(data["beta"]):
-        for k, r in enumerate(data["rho"]):
-            shift = 1 + 0.04 * (k - (len(data["rho"]) - 1) / 2)  # separate the rho bars
+    for j, b in enumerate(data.beta):
+        for k, r in enumerate(data.rho):
+            shift = 1 + 0.04 * (k - (len(data.rho) - 1) / 2)  # separate the rho bars
             ax.errorbar(
                 Ns * shift,
                 d[:, j, k],
@@ -187,26 +220,26 @@ def draw(data: dict):
                 label=f"beta={b:g}, rho={r:g}",
             )
     ax.axhline(
-        data["baseline"],
+        data.baseline,
         color="k",
         ls=":",
         lw=1,
-        label=f"independent choices {data['baseline']:.2f}",
+        label=f"independent choices {data.baseline:.2f}",
     )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("vocabulary N")
     ax.set_ylabel("share of seeds with distinct offsets")
     ax.set_title(
-        f"converged reduced flows, L={L} S={S} H={H} ({data['seeds']} seeds per point)"
+        f"converged reduced flows, L={L} S={S} H={H} ({data.seeds} seeds per point)"
     )
     ax.set_ylim(0.45, 1.03)
     ax.legend(loc="lower left", ncol=2, fontsize=7)
     ax = axes[1]
     Df, Da = (
-        np.asarray(data["toy_D_K_outside"], float),
-        np.asarray(data["toy_D_K_all"], float),
+        np.asarray(data.toy_D_K_outside, float),
+        np.asarray(data.toy_D_K_all, float),
     )
-    for j, b in enumerate(data["beta"]):
+    for j, b in enumerate(data.beta):
         ax.plot(
             Ns, Da[:, j], "-", color=_style.color(j), label=f"beta={b:g}, K = N - 1"
         )
@@ -220,9 +253,9 @@ def draw(data: dict):
     ax.set_title("prediction: two-head toy, D(beta, K)")
     ax.legend(loc="lower left", fontsize=7)
     ax = axes[2]
-    base = data["baseline"]
-    for j, b in enumerate(data["beta"]):
-        for k, r in enumerate(data["rho"]):
+    base = data.baseline
+    for j, b in enumerate(data.beta):
+        for k, r in enumerate(data.rho):
             ax.plot(
                 Da[:, j],
                 (d[:, j, k] - base) / (1 - base),
@@ -235,9 +268,7 @@ def draw(data: dict):
     ax.set_xscale("log")
     ax.set_xlabel("toy split advantage D (K = N - 1)")
     ax.set_ylabel("(distinct - baseline) / (1 - baseline)")
-    ax.set_title(
-        f"does D order the points? Spearman {data['spearman_excess_vs_D']:.2f}"
-    )
+    ax.set_title(f"does D order the points? Spearman {data.spearman_excess_vs_D:.2f}")
     ax.legend(loc="upper left", fontsize=7)
     fig.suptitle(
         "Coverage vs N, beta and rho: distinct fraction of converged flows and the "
@@ -246,28 +277,26 @@ def draw(data: dict):
     return fig
 
 
-def _counts(data: dict) -> tuple[np.ndarray, np.ndarray]:
+def _counts(data: CoverageMapData) -> tuple[np.ndarray, np.ndarray]:
     """(selected seeds, of them distinct), each (N, beta, rho), from the stored fractions."""
-    n_sel = np.rint(
-        np.asarray(data["selected_fraction"], float) * data["seeds"]
-    ).astype(int)
-    k = np.rint(np.asarray(data["distinct_fraction"], float) * n_sel).astype(int)
+    n_sel = np.rint(np.asarray(data.selected_fraction, float) * data.seeds).astype(int)
+    k = np.rint(np.asarray(data.distinct_fraction, float) * n_sel).astype(int)
     return n_sel, k
 
 
-def _fall_D(data: dict, j: int) -> float:
+def _fall_D(data: CoverageMapData, j: int) -> float:
     """The toy's D (K = N - 1) at the first N where beta j's share, averaged over rho, is below
     half-way from 1 to the baseline (the fall), or NaN if it never is."""
-    share = np.asarray(data["distinct_fraction"], float)[:, j].mean(axis=1)
-    below = np.flatnonzero(share < (1 + data["baseline"]) / 2)
-    return float(data["toy_D_K_all"][below[0]][j]) if below.size else float("nan")
+    share = np.asarray(data.distinct_fraction, float)[:, j].mean(axis=1)
+    below = np.flatnonzero(share < (1 + data.baseline) / 2)
+    return float(data.toy_D_K_all[below[0]][j]) if below.size else float("nan")
 
 
-def claim(data: dict) -> str:
+def claim(data: CoverageMapData) -> str:
     """The claim, its grid, seeds, shares, intervals and correlation from `data`."""
-    Ns, betas, rhos, seeds = data["N"], data["beta"], data["rho"], data["seeds"]
+    Ns, betas, rhos, seeds = data.N, data.beta, data.rho, data.seeds
     n_sel, k = _counts(data)
-    share = np.asarray(data["distinct_fraction"], float)
+    share = np.asarray(data.distinct_fraction, float)
     low = np.unravel_index(np.argmin(n_sel), n_sel.shape)
 
     def shares_at(i: int) -> str:
@@ -291,8 +320,8 @@ def claim(data: dict) -> str:
         "and Measured: 95% Wilson intervals, about "
         f"+-{(seventy[1] - seventy[0]) / 2:.2f} at 0.7): it falls from {shares_at(0)} to "
         f"{shares_at(len(Ns) - 1)} on every (beta, rho) line, non-increasing in N on "
-        f"{sum(data['monotone_in_N'])} of {len(data['monotone_in_N'])} lines, towards the "
-        f"independent-choice baseline {data['baseline']:.3f}; the fall comes at larger N "
+        f"{sum(data.monotone_in_N)} of {len(data.monotone_in_N)} lines, towards the "
+        f"independent-choice baseline {data.baseline:.3f}; the fall comes at larger N "
         f"for larger beta (at N={Ns[mid]}, "
         + ", vs ".join(
             f"beta={betas[j]:g}: "
@@ -324,14 +353,14 @@ def claim(data: dict) -> str:
         f"{compact(D_high, 1, True)} at "
         f"beta={betas[-1]:g}), so D alone does not collapse the data (Spearman rank "
         f"correlation of the normalized excess with D over all {share.size} points: "
-        f"{data['spearman_excess_vs_D']:.2f}, carried by the trends within each line)."
+        f"{data.spearman_excess_vs_D:.2f}, carried by the trends within each line)."
     )
 
 
-def tables(data: dict) -> list[MeasuredTable]:
+def tables(data: CoverageMapData) -> list[MeasuredTable]:
     """The distinct share at every grid point (Wilson 95% intervals) and the toy's split
     advantage at the same N and beta."""
-    Ns, betas, rhos = data["N"], data["beta"], data["rho"]
+    Ns, betas, rhos = data.N, data.beta, data.rho
     n_sel, k = _counts(data)
     lines = [(j, b, r_i, r) for j, b in enumerate(betas) for r_i, r in enumerate(rhos)]
     shares = [
@@ -347,7 +376,7 @@ def tables(data: dict) -> list[MeasuredTable]:
         ]
         for i, N in enumerate(Ns)
     ]
-    Da, Df = (np.asarray(data[f], float) for f in ("toy_D_K_all", "toy_D_K_outside"))
+    Da, Df = (np.asarray(d, float) for d in (data.toy_D_K_all, data.toy_D_K_outside))
     toy = [
         [str(N)]
         + [f"{Da[i, j]:.3g}" for j in range(len(betas))]
@@ -359,9 +388,9 @@ def tables(data: dict) -> list[MeasuredTable]:
     ]
     return [
         MeasuredTable(
-            f"Selected seeds (of {data['seeds']}) whose two heads chose distinct offsets, "
-            f"with 95% Wilson intervals; independent choices give {data['baseline']:.3f}; "
-            f"non-increasing in N on {sum(data['monotone_in_N'])}/{len(data['monotone_in_N'])} "
+            f"Selected seeds (of {data.seeds}) whose two heads chose distinct offsets, "
+            f"with 95% Wilson intervals; independent choices give {data.baseline:.3f}; "
+            f"non-increasing in N on {sum(data.monotone_in_N)}/{len(data.monotone_in_N)} "
             "lines.",
             ["N", *(f"beta={b:g}, rho={r:g}" for _, b, _, r in lines)],
             shares,
@@ -369,7 +398,7 @@ def tables(data: dict) -> list[MeasuredTable]:
         MeasuredTable(
             "The two-head toy's split advantage D(beta, K) with K = N - 1 and K = N - L*S "
             "(Spearman rank correlation of (distinct - baseline)/(1 - baseline) with D, "
-            f"K = N - 1, over all points: {data['spearman_excess_vs_D']:.2f}).",
+            f"K = N - 1, over all points: {data.spearman_excess_vs_D:.2f}).",
             ["N"]
             + [f"D, beta={b:g}, K=N-1" for b in betas]
             + [f"D, beta={b:g}, K=N-LS" for b in betas],
@@ -386,4 +415,5 @@ FIGURE = Figure(
     draw,
     cost=60,
     tables=tables,
+    data=CoverageMapData,
 )

@@ -3,30 +3,75 @@ hard selection stops."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 
 from ..experiments._regime import BoundaryBracket, log_boundary, regime_map
+from ..internal._records import Record
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
-from ._figure import Figure, MeasuredTable
+from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import compact, grid_text, plural, span_text
 
 BRANCHES = ("key", "value")
 
 
-def claim(data: dict) -> str:
+@dataclasses.dataclass(frozen=True)
+class OracleExample(Record):
+    """One example panel: the grid point (`N`, `beta`), the best minimizer's gates `key` and
+    `value` (H, L, S), its loss `best_loss` against the best vertex's `best_vertex_loss`, and
+    whether it is a hard selection (`hard_selection`) with distinct heads (`distinct_heads`)."""
+
+    N: int
+    beta: float
+    key: Any
+    value: Any
+    best_loss: float
+    best_vertex_loss: float
+    hard_selection: bool
+    distinct_heads: bool
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Theorem1Data(FigureData):
+    """The regime map over `N_grid` x `beta_grid` and its example panels.
+
+    **Fields:**
+    - `examples`: an `OracleExample` by label, `"inside"` and `"outside"` the regime.
+    - `N_grid`, `beta_grid`: the grid's vocabulary sizes and betas.
+    - `share_hard_distinct`, `gap`: per grid point (beta, N), the share of contexts whose best
+      minimizer is a hard selection with distinct heads, and how far its loss lies below the
+      best vertex's.
+    - `boundary`: per beta, a `BoundaryBracket`'s dict (`beta`, `N_star`, `N_below`,
+      `bracketed`).
+    - `fit`: the `LogThresholdFit`'s dict (`slope`, `intercept`, `n`), or None with fewer than
+      two closed brackets.
+    """
+
+    examples: dict[str, OracleExample]
+    N_grid: list[int]
+    beta_grid: list[float]
+    share_hard_distinct: list[list[float]]
+    gap: list[list[float]]
+    boundary: list[dict[str, Any]]
+    fit: dict[str, Any] | None
+
+
+def claim(data: Theorem1Data) -> str:
     """The claim, its grid, restarts, hard points, gaps and brackets from `data`."""
-    hard = np.asarray(data["share_hard_distinct"]) == 1.0  # (beta, N)
-    gap = np.asarray(data["gap"], float)[~hard]
-    N = np.asarray(data["N_grid"])
-    above = all((N[row] >= b["N_star"]).all() for row, b in zip(hard, data["boundary"]))
-    restarts = data["parameters"]["minimizer"].split(", ")[1]
-    refined = data["parameters"]["boundary"].partition(", ")[2]
+    hard = np.asarray(data.share_hard_distinct) == 1.0  # (beta, N)
+    gap = np.asarray(data.gap, float)[~hard]
+    N = np.asarray(data.N_grid)
+    above = all((N[row] >= b["N_star"]).all() for row, b in zip(hard, data.boundary))
+    restarts = data.parameters["minimizer"].split(", ")[1]
+    refined = data.parameters["boundary"].partition(", ")[2]
     return (
         "Theorem 1 (docs/theory.md §7), checked numerically, not proved, at L=4, S=4, H=2, "
-        f"gamma=1, kappa=1, exact geometry, over N in {grid_text(data['N_grid'])} and beta "
-        f"in {grid_text(data['beta_grid'])} ({len(data['N_grid'])} x "
-        f"{len(data['beta_grid'])} points), one context per point (all contexts are "
+        f"gamma=1, kappa=1, exact geometry, over N in {grid_text(data.N_grid)} and beta "
+        f"in {grid_text(data.beta_grid)} ({len(data.N_grid)} x "
+        f"{len(data.beta_grid)} points), one context per point (all contexts are "
         f"equivalent under exact geometry), best of {restarts}: for N above a boundary "
         "N*(beta) the best minimizer found is a hard selection (key e_r, value e_{r+1}) "
         "with distinct heads in every block; below it the optimum spreads mass and beats "
@@ -38,17 +83,17 @@ def claim(data: dict) -> str:
         "on the grid"
         + (f" ({refined})" if refined else "")
         + " and log N* is fitted linearly in beta from the closed brackets "
-        f"({plural(data['fit']['n'], 'bracket')}; slope and intercept under Measured): "
+        f"({plural(data.fit['n'], 'bracket')}; slope and intercept under Measured): "
         "the hard-selection "
         + (
             "regime shrinks as beta grows."
-            if data["fit"]["slope"] > 0
+            if data.fit["slope"] > 0
             else "regime does not shrink as beta grows."
         )
     )
 
 
-def compute(quick: bool, cache_dir) -> dict:
+def compute(quick: bool, cache_dir) -> Theorem1Data:
     config = OracleMinimizer(restarts=8 if quick else 32)
     shape = dict(L=4, S=4, H=2, gamma=1.0, kappa=1.0)
     N_grid = [16, 64, 256] if quick else [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -74,33 +119,33 @@ def compute(quick: bool, cache_dir) -> dict:
             _runs.task_of(**shape, N=N, beta=beta), config, cache_dir
         )  # a grid point: cached
         ctx = point.contexts[0]
-        examples[label] = {
-            "N": N,
-            "beta": beta,
-            "key": ctx.key_gates,
-            "value": ctx.value_gates,
-            "best_loss": point.best_loss,
-            "best_vertex_loss": point.best_vertex_loss,
-            "hard_selection": point.hard_selection,
-            "distinct_heads": point.distinct_heads,
-        }
+        examples[label] = OracleExample(
+            N=N,
+            beta=beta,
+            key=ctx.key_gates,
+            value=ctx.value_gates,
+            best_loss=point.best_loss,
+            best_vertex_loss=point.best_vertex_loss,
+            hard_selection=point.hard_selection,
+            distinct_heads=point.distinct_heads,
+        )
     regime_dict = regime.to_dict()
     boundary, fit = regime_dict["boundary"], regime_dict["fit"]
-    return {
-        "examples": examples,
-        "N_grid": N_grid,
-        "beta_grid": beta_grid,
-        "share_hard_distinct": share,
-        "gap": [[by_point[(N, beta)].gap for N in N_grid] for beta in beta_grid],
-        "boundary": boundary,
-        "fit": fit,
-        "parameters": {
+    return Theorem1Data(
+        examples=examples,
+        N_grid=N_grid,
+        beta_grid=beta_grid,
+        share_hard_distinct=share,
+        gap=[[by_point[(N, beta)].gap for N in N_grid] for beta in beta_grid],
+        boundary=boundary,
+        fit=fit,
+        parameters={
             "task": "L=4 S=4 H=2 gamma=1 kappa=1, exact geometry",
             "minimizer": f"active-set Newton, {config.restarts} restarts + 8 vertex seeds",
             "boundary": "smallest grid N from which every larger N is hard with distinct heads"
             + ("" if quick else ", refined by 2 bisection steps in log N"),
         },
-        "findings": "boundary N*(beta) in (N_below, N*]: "
+        findings="boundary N*(beta) in (N_below, N*]: "
         + ", ".join(
             f"beta={b['beta']}: ({b['N_below']}, {b['N_star']}]" for b in boundary
         )
@@ -109,18 +154,18 @@ def compute(quick: bool, cache_dir) -> dict:
             if fit
             else ""
         ),
-    }
+    )
 
 
-def draw(data: dict):
+def draw(data: Theorem1Data):
     fig = _style.plt.figure(figsize=(15, 7.8), layout="constrained")
     grid = fig.add_gridspec(2, 3, width_ratios=[1, 1, 1.3])
     gate_axes, im = [], None
-    for col, (label, ex) in enumerate(data["examples"].items()):
+    for col, (label, ex) in enumerate(data.examples.items()):
         for row, branch in enumerate(BRANCHES):
             ax = fig.add_subplot(grid[row, col])
             gate_axes.append(ax)
-            p = np.asarray(ex[branch], float)  # (H, L, S)
+            p = np.asarray(getattr(ex, branch), float)  # (H, L, S)
             H, L, S = p.shape
             im = ax.imshow(
                 p.reshape(H * L, S),
@@ -137,8 +182,8 @@ def draw(data: dict):
             )
             _style.phase_axis(ax, S, label="offset r")
             ax.set_title(
-                f"{label} the regime: N={ex['N']}, beta={ex['beta']:g}, {branch} gates\n"
-                f"hard={ex['hard_selection']}, distinct heads={ex['distinct_heads']}"
+                f"{label} the regime: N={ex.N}, beta={ex.beta:g}, {branch} gates\n"
+                f"hard={ex.hard_selection}, distinct heads={ex.distinct_heads}"
             )
     # below the gates: the regime map's beta axis keeps its room; one colour map for both, which
     # both read on [0, 1]
@@ -152,8 +197,8 @@ def draw(data: dict):
         shrink=0.6,
     )
     ax = fig.add_subplot(grid[:, 2])
-    share = np.asarray(data["share_hard_distinct"], float)
-    N_grid, beta_grid = data["N_grid"], data["beta_grid"]
+    share = np.asarray(data.share_hard_distinct, float)
+    N_grid, beta_grid = data.N_grid, data.beta_grid
     mesh = ax.imshow(
         share,
         origin="lower",
@@ -169,7 +214,7 @@ def draw(data: dict):
     # boundary at the geometric middle of its bracket (N_below, N*], in grid-index coordinates
     logs, idx = np.log(N_grid), np.arange(len(N_grid))
     xs, ys = [], []
-    for i, b in enumerate(data["boundary"]):
+    for i, b in enumerate(data.boundary):
         if b["N_star"] is not None:
             xs.append(
                 float(np.interp(log_boundary(BoundaryBracket(**b)), logs, idx))
@@ -186,7 +231,7 @@ def draw(data: dict):
         label="boundary N*(beta)",
     )
     _style.colorbar(fig, mesh, ax, "share of contexts: hard with distinct heads")
-    fit = data.get("fit")
+    fit = data.fit
     ax.set_title(
         "regime map"
         + (
@@ -201,11 +246,11 @@ def draw(data: dict):
     return fig
 
 
-def tables(data: dict) -> list[MeasuredTable]:
+def tables(data: Theorem1Data) -> list[MeasuredTable]:
     """The regime map (hard with distinct heads, or how far the optimum found lies below the
     best vertex) and the boundary brackets with the fit."""
-    betas, Ns = data["beta_grid"], data["N_grid"]
-    share, gap = np.asarray(data["share_hard_distinct"]), np.asarray(data["gap"])
+    betas, Ns = data.beta_grid, data.N_grid
+    share, gap = np.asarray(data.share_hard_distinct), np.asarray(data.gap)
     grid = [
         [str(N)]
         + [
@@ -221,9 +266,9 @@ def tables(data: dict) -> list[MeasuredTable]:
             str(b["N_star"]),
             "yes" if b["bracketed"] else "no",
         ]
-        for b in data["boundary"]
+        for b in data.boundary
     ]
-    fit = data["fit"]
+    fit = data.fit
     return [
         MeasuredTable(
             "Best minimizer found per grid point (one context each): 'hard' = hard selection "
@@ -253,4 +298,5 @@ FIGURE = Figure(
     draw,
     cost=60,
     tables=tables,
+    data=Theorem1Data,
 )

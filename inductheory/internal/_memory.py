@@ -11,9 +11,12 @@ estimate with `available_bytes()`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Iterator, Mapping
 
 from ._counts import embedding_dimension, is_exact_geometry, vertex_count
+from ._records import Record
 
 F64, I32 = 8, 4
 # Solver stages and buffers per state (Tsit5/Dopri: 7 stages, y0, y1, error estimate, the saved
@@ -105,6 +108,43 @@ def _device_limit() -> int | None:
 # --- estimates ---------------------------------------------------------------------------------
 
 
+@dataclasses.dataclass(frozen=True)
+class MemoryEstimate(Record, Mapping):
+    """Bytes a run will need: `parts`, bytes by the name of what holds them (which parts there
+    are depends on the run), and their `total`.
+
+    It also reads as the mapping of its parts and `"total"` (`estimate["total"]`,
+    `estimate.items()`), the form the estimates had before they were records.
+
+    ```python
+    estimate = flow_bytes(dynamics="reduced", N=64, L=4, S=4, H=2, M=0, seeds=8, chunk=8,
+                          n_save=16)
+    estimate.total, estimate.parts["solver_state"]
+    ```
+    """
+
+    parts: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        """The sum of the parts."""
+        return sum(self.parts.values())
+
+    def largest(self, n: int) -> list[tuple[str, int]]:
+        """The `n` largest parts as (name, bytes), largest first."""
+        ranked = sorted(((v, k) for k, v in self.parts.items()), reverse=True)
+        return [(k, v) for v, k in ranked[:n]]
+
+    def __getitem__(self, name: str) -> int:
+        return self.total if name == "total" else self.parts[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self.parts, "total"])
+
+    def __len__(self) -> int:
+        return len(self.parts) + 1
+
+
 def approximate_geometry_bytes(N: int, d: int) -> int:
     """An approximate geometry: the N x d embeddings, the random directions they are built from,
     and the eps check (`measure_eps`: a chunk of the Gram matrix, EPS_CHUNK x N, and its copy)."""
@@ -172,8 +212,8 @@ def flow_bytes(
     eps: float | None = None,
     d: int | None = None,
     batch_size: int | None = None,
-) -> dict:
-    """Bytes of a `run_flow`, by part (and `total`).
+) -> MemoryEstimate:
+    """Bytes of a `run_flow`, by part.
 
     - `geometry`, `contexts` (full dynamics only);
     - `solver_state`: `chunk` seeds integrated at once, each holding SOLVER_STATES arrays of the
@@ -201,8 +241,7 @@ def flow_bytes(
         out["loss"] = chunk * loss_bytes(
             batch, L, S, H, L * S + 1 if exact else N, None if exact else dim
         )
-    out["total"] = sum(out.values())
-    return out
+    return MemoryEstimate(out)
 
 
 def oracle_bytes(
@@ -218,8 +257,8 @@ def oracle_bytes(
     d: int | None = None,
     windowed: bool = False,
     tied: bool = False,
-) -> dict:
-    """Bytes of an `oracle_point`, by part (and `total`). `S` is the offsets per gate (the
+) -> MemoryEstimate:
+    """Bytes of an `oracle_point`, by part. `S` is the offsets per gate (the
     window W); `windowed` (W > S or the boundary phase queried) and `tied` decide, with the
     geometry, which vertex configurations the oracle enumerates (`vertex_configurations`).
 
@@ -244,36 +283,37 @@ def oracle_bytes(
     )
     per_start = loss_bytes(1, L, S, H, columns, hidden)
     per_vertex = per_start // BACKWARD_COPIES  # loss values only
-    out = {
-        "geometry": geometry_bytes(N, eps, d)
-        + (0 if exact else F64 * N * L * S),  # + per-context basis
-        "contexts": contexts_bytes(contexts, L, S),
-        "starts": F64 * starts * (NEWTON_MATRICES * n * n + 8 * n)
-        + starts * (n + NEWTON_CANDIDATES // BACKWARD_COPIES) * per_start,
-        "vertices": configs * per_vertex,
-    }
-    out["total"] = sum(out.values())
-    return out
+    return MemoryEstimate(
+        {
+            "geometry": geometry_bytes(N, eps, d)
+            + (0 if exact else F64 * N * L * S),  # + per-context basis
+            "contexts": contexts_bytes(contexts, L, S),
+            "starts": F64 * starts * (NEWTON_MATRICES * n * n + 8 * n)
+            + starts * (n + NEWTON_CANDIDATES // BACKWARD_COPIES) * per_start,
+            "vertices": configs * per_vertex,
+        }
+    )
 
 
-def with_total(**parts) -> dict:
-    """`parts` (bytes by name) with their sum as `total`."""
-    return {**parts, "total": sum(parts.values())}
+def with_total(**parts) -> MemoryEstimate:
+    """The estimate of `parts` (bytes by name)."""
+    return MemoryEstimate(parts)
 
 
-def check_memory(estimate: dict | int, what: str) -> None:
+def check_memory(estimate: Mapping | int, what: str) -> None:
     """Raise `MemoryError` with one line (the estimate, its largest parts and the memory available)
-    when `estimate` exceeds `available_bytes()`. Unknown availability: no check."""
-    total = estimate["total"] if isinstance(estimate, dict) else int(estimate)
+    when `estimate` (a `MemoryEstimate`, a mapping of parts with their `"total"`, or bytes)
+    exceeds `available_bytes()`. Unknown availability: no check."""
+    if isinstance(estimate, Mapping) and not isinstance(estimate, MemoryEstimate):
+        estimate = MemoryEstimate({k: v for k, v in estimate.items() if k != "total"})
+    total = estimate.total if isinstance(estimate, MemoryEstimate) else int(estimate)
     limit, source = available_bytes()
     if limit is None or total <= limit:
         return
     parts = ""
-    if isinstance(estimate, dict):
-        big = sorted(
-            ((v, k) for k, v in estimate.items() if k != "total"), reverse=True
-        )[:2]
-        parts = " (" + ", ".join(f"{k} {human(v)}" for v, k in big) + ")"
+    if isinstance(estimate, MemoryEstimate):
+        big = estimate.largest(2)
+        parts = " (" + ", ".join(f"{k} {human(v)}" for k, v in big) + ")"
     raise MemoryError(
         f"{what} needs about {human(total)}{parts} but {human(limit)} is available ({source}); "
         "reduce the sizes"
@@ -282,6 +322,7 @@ def check_memory(estimate: dict | int, what: str) -> None:
 
 __all__ = [
     "ENV_MAX_BYTES",
+    "MemoryEstimate",
     "approximate_geometry_bytes",
     "available_bytes",
     "check_memory",
