@@ -111,7 +111,7 @@ def test_cli_json_prints_findings_and_times_per_figure(tmp_path, monkeypatch, ca
     import inductheory.figures._reproduce as module
 
     times = module.FigureTimes(1.5, 1.25, 0.5, 3, 1)
-    data = {"parameters": {}, "findings": "measured"}
+    data = module.FigureData(parameters={}, findings="measured")
     monkeypatch.setattr(
         module,
         "_reproduce",

@@ -15,7 +15,7 @@ import pytest
 import inductheory.figures._reproduce as module
 import inductheory.figures._runs as runs
 from inductheory.experiments import NoSelectionWarning
-from inductheory.figures._figure import Figure
+from inductheory.figures._figure import Figure, FigureData
 from inductheory.flow import FlowConfig
 
 MESSAGE = "no seed selected (max_steps: 4 of 4), so distinct_fraction is NaN"
@@ -39,14 +39,21 @@ def warning_figure(monkeypatch):
 
     def compute(quick, cache_dir):
         runs.flow_runs(runs.task_of(L=4, S=3, H=2, N=64), FlowConfig(), 5, cache_dir)
-        return {"parameters": {}, "findings": "none"}
+        return FigureData(parameters={}, findings="none")
 
     def draw(data):
         import matplotlib.pyplot as plt
 
         return plt.figure(figsize=(1, 1))
 
-    figure = Figure(name="stub", title="Stub", claim="none", compute=compute, draw=draw)
+    figure = Figure(
+        name="stub",
+        title="Stub",
+        claim="none",
+        compute=compute,
+        draw=draw,
+        data=FigureData,
+    )
     monkeypatch.setitem(module.FIGURES, "stub", figure)
 
 
@@ -95,7 +102,7 @@ import warnings
 import inductheory.figures._reproduce as module
 import inductheory.figures._runs as runs
 from inductheory.experiments import NoSelectionWarning
-from inductheory.figures._figure import Figure
+from inductheory.figures._figure import Figure, FigureData
 from inductheory.flow import FlowConfig
 
 def run_flow(task, config, seeds, seed=0):
@@ -105,7 +112,7 @@ def run_flow(task, config, seeds, seed=0):
 
 def compute(quick, cache_dir):
     runs.flow_runs(runs.task_of(L=4, S=3, H=2, N=64), FlowConfig(), 5, cache_dir)
-    return {"parameters": {}, "findings": "none"}
+    return FigureData(parameters={}, findings="none")
 
 def draw(data):
     import matplotlib.pyplot as plt
@@ -114,7 +121,9 @@ def draw(data):
 runs.run_flow = run_flow
 runs._flow_result = lambda run, trajectories: {}
 runs.FlowOutcomes = types.SimpleNamespace(from_dict=dict)
-module.FIGURES["stub"] = Figure(name="stub", title="Stub", claim="none", compute=compute, draw=draw)
+module.FIGURES["stub"] = Figure(
+    name="stub", title="Stub", claim="none", compute=compute, draw=draw, data=FigureData
+)
 """
 
 

@@ -56,18 +56,18 @@ class Figure:
     draw: Callable[[Any], object]
     cost: float = 0.0
     tables: Callable[[Any], list[MeasuredTable]] | None = None
-    data: type[FigureData] | None = None
+    data: type[FigureData] = dataclasses.field(kw_only=True)
 
     def record(self, stored: Mapping | FigureData) -> Any:
         """The figure's data as its record, from the dict stored in `data/<name>.json` (a record
         is returned as it is)."""
-        if self.data is None or isinstance(stored, FigureData):
+        if isinstance(stored, FigureData):
             return stored
         return self.data.from_dict(stored)
 
-    def stored(self, data: Any) -> dict:
-        """The dict that `data/<name>.json` stores for `data` (a record or a dict)."""
-        return data.to_dict() if isinstance(data, Record) else data
+    def stored(self, data: FigureData) -> dict:
+        """The dict that `data/<name>.json` stores for `data`."""
+        return data.to_dict()
 
     def claim_text(self, stored: Mapping | FigureData) -> str:
         """The claim printed beside the data: `claim(data)`, or `claim` when it is a string."""

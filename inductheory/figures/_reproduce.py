@@ -152,8 +152,8 @@ class FigureTimes(Record):
 @dataclasses.dataclass(frozen=True)
 class FigureRun:
     """One figure made by `reproduce`: its `name`, its `data` (the record its `compute`
-    returned, which `data/<name>.json` stores; a dict for a figure without a `FigureData`
-    class) and what making it cost (`times`, a `FigureTimes`).
+    returned, which `data/<name>.json` stores) and what making it cost (`times`, a
+    `FigureTimes`).
 
     ```python
     run = reproduce("figures/quick", quick=True, only=["toy_stability"])["toy_stability"]
@@ -162,15 +162,13 @@ class FigureRun:
     """
 
     name: str
-    data: FigureData | dict
+    data: FigureData
     times: FigureTimes
 
     @property
-    def findings(self) -> str | None:
+    def findings(self) -> str:
         """The data's one line of measured values."""
-        if isinstance(self.data, FigureData):
-            return self.data.findings
-        return self.data.get("findings")
+        return self.data.findings
 
     def stored(self) -> dict:
         """The figure's data as `data/<name>.json` stores it (no times)."""
