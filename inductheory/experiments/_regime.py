@@ -19,6 +19,7 @@ import numpy as np
 from ..internal._io import load_cached, store_cached
 from ..internal._lanes import pad_items, padded_size, shard_lanes, stack_lanes
 from ..internal._progress import Progress
+from ..internal._records import Record
 from ..model._task import Task, task_with
 from ..oracle._minimize import OracleMinimizer
 from ..oracle._point import (
@@ -61,7 +62,7 @@ class RegimePoint(OracleSummary):
 
 
 @dataclasses.dataclass(frozen=True)
-class BoundaryBracket:
+class BoundaryBracket(Record):
     """The boundary of one beta: hard selection holds from `N_star` on, and failed at `N_below`.
 
     **Fields:** `beta`; `N_star` (None if no grid N qualifies); `N_below`, the largest N known to
@@ -75,13 +76,9 @@ class BoundaryBracket:
     N_below: int | None
     bracketed: bool
 
-    def to_dict(self) -> dict:
-        """The fields as a dict."""
-        return dataclasses.asdict(self)
-
 
 @dataclasses.dataclass(frozen=True)
-class LogThresholdFit:
+class LogThresholdFit(Record):
     """The least-squares line $\\log N^* = $ `intercept` $+$ `slope` $\\beta$ through `n`
     bracketed boundaries.
 
@@ -91,10 +88,6 @@ class LogThresholdFit:
     slope: float
     intercept: float
     n: int
-
-    def to_dict(self) -> dict:
-        """The fields as a dict."""
-        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass(frozen=True)

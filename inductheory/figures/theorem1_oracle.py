@@ -8,7 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from ..experiments._regime import BoundaryBracket, log_boundary, regime_map
+from ..experiments._regime import (
+    BoundaryBracket,
+    LogThresholdFit,
+    log_boundary,
+    regime_map,
+)
 from ..internal._records import Record
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
@@ -44,10 +49,9 @@ class Theorem1Data(FigureData):
     - `share_hard_distinct`, `gap`: per grid point (beta, N), the share of contexts whose best
       minimizer is a hard selection with distinct heads, and how far its loss lies below the
       best vertex's.
-    - `boundary`: per beta, a `BoundaryBracket`'s dict (`beta`, `N_star`, `N_below`,
-      `bracketed`).
-    - `fit`: the `LogThresholdFit`'s dict (`slope`, `intercept`, `n`), or None with fewer than
-      two closed brackets.
+    - `boundary`: per beta, its `BoundaryBracket` (`beta`, `N_star`, `N_below`, `bracketed`).
+    - `fit`: the `LogThresholdFit` (`slope`, `intercept`, `n`), or None with fewer than two
+      closed brackets.
     """
 
     examples: dict[str, OracleExample]
@@ -55,8 +59,8 @@ class Theorem1Data(FigureData):
     beta_grid: list[float]
     share_hard_distinct: list[list[float]]
     gap: list[list[float]]
-    boundary: list[dict[str, Any]]
-    fit: dict[str, Any] | None
+    boundary: list[BoundaryBracket]
+    fit: LogThresholdFit | None
 
 
 def claim(data: Theorem1Data) -> str:
@@ -64,7 +68,7 @@ def claim(data: Theorem1Data) -> str:
     hard = np.asarray(data.share_hard_distinct) == 1.0  # (beta, N)
     gap = np.asarray(data.gap, float)[~hard]
     N = np.asarray(data.N_grid)
-    above = all((N[row] >= b["N_star"]).all() for row, b in zip(hard, data.boundary))
+    above = all((N[row] >= b.N_star).all() for row, b in zip(hard, data.boundary))
     restarts = data.parameters["minimizer"].split(", ")[1]
     refined = data.parameters["boundary"].partition(", ")[2]
     return (
@@ -83,11 +87,11 @@ def claim(data: Theorem1Data) -> str:
         "on the grid"
         + (f" ({refined})" if refined else "")
         + " and log N* is fitted linearly in beta from the closed brackets "
-        f"({plural(data.fit['n'], 'bracket')}; slope and intercept under Measured): "
+        f"({plural(data.fit.n, 'bracket')}; slope and intercept under Measured): "
         "the hard-selection "
         + (
             "regime shrinks as beta grows."
-            if data.fit["slope"] > 0
+            if data.fit.slope > 0
             else "regime does not shrink as beta grows."
         )
     )
@@ -129,8 +133,7 @@ def compute(quick: bool, cache_dir) -> Theorem1Data:
             hard_selection=point.hard_selection,
             distinct_heads=point.distinct_heads,
         )
-    regime_dict = regime.to_dict()
-    boundary, fit = regime_dict["boundary"], regime_dict["fit"]
+    boundary, fit = list(regime.boundary), regime.fit
     return Theorem1Data(
         examples=examples,
         N_grid=N_grid,
@@ -146,14 +149,8 @@ def compute(quick: bool, cache_dir) -> Theorem1Data:
             + ("" if quick else ", refined by 2 bisection steps in log N"),
         },
         findings="boundary N*(beta) in (N_below, N*]: "
-        + ", ".join(
-            f"beta={b['beta']}: ({b['N_below']}, {b['N_star']}]" for b in boundary
-        )
-        + (
-            f"; log N* ~ {fit['intercept']:.2f} + {fit['slope']:.3f} beta"
-            if fit
-            else ""
-        ),
+        + ", ".join(f"beta={b.beta}: ({b.N_below}, {b.N_star}]" for b in boundary)
+        + (f"; log N* ~ {fit.intercept:.2f} + {fit.slope:.3f} beta" if fit else ""),
     )
 
 
@@ -215,10 +212,10 @@ def draw(data: Theorem1Data):
     logs, idx = np.log(N_grid), np.arange(len(N_grid))
     xs, ys = [], []
     for i, b in enumerate(data.boundary):
-        if b["N_star"] is not None:
+        if b.N_star is not None:
             xs.append(
-                float(np.interp(log_boundary(BoundaryBracket(**b)), logs, idx))
-                - (0.5 if b["N_below"] is None else 0.0)
+                float(np.interp(log_boundary(b), logs, idx))
+                - (0.5 if b.N_below is None else 0.0)
             )
             ys.append(i)
     order = np.argsort(ys)
@@ -234,11 +231,7 @@ def draw(data: Theorem1Data):
     fit = data.fit
     ax.set_title(
         "regime map"
-        + (
-            f"; fit log N* = {fit['intercept']:.2f} + {fit['slope']:.3f} beta"
-            if fit
-            else ""
-        )
+        + (f"; fit log N* = {fit.intercept:.2f} + {fit.slope:.3f} beta" if fit else "")
     )
     ax.set_xlabel("vocabulary size N")
     ax.set_ylabel("beta")
@@ -261,10 +254,10 @@ def tables(data: Theorem1Data) -> list[MeasuredTable]:
     ]
     brackets = [
         [
-            f"{b['beta']:g}",
-            str(b["N_below"]),
-            str(b["N_star"]),
-            "yes" if b["bracketed"] else "no",
+            f"{b.beta:g}",
+            str(b.N_below),
+            str(b.N_star),
+            "yes" if b.bracketed else "no",
         ]
         for b in data.boundary
     ]
@@ -279,8 +272,8 @@ def tables(data: Theorem1Data) -> list[MeasuredTable]:
         MeasuredTable(
             "Boundary brackets N*(beta) in (N_below, N*]"
             + (
-                f"; fit over the {fit['n']} closed brackets: log N* ~ {fit['intercept']:.2f} + "
-                f"{fit['slope']:.3f} beta."
+                f"; fit over the {fit.n} closed brackets: log N* ~ {fit.intercept:.2f} + "
+                f"{fit.slope:.3f} beta."
                 if fit
                 else "."
             ),
