@@ -185,7 +185,7 @@ def test_memory_estimates_scale_with_the_sizes():
     big = _memory.flow_bytes(
         dynamics="full", N=10**7, L=4, S=4, H=2, M=1024, seeds=16, chunk=2, n_save=64
     )
-    assert small["total"] < 2**30 < big["total"]
+    assert small.total < 2**30 < big.total
     red = _memory.flow_bytes(
         dynamics="reduced",
         N=10**12,
@@ -197,11 +197,11 @@ def test_memory_estimates_scale_with_the_sizes():
         chunk=4096,
         n_save=64,
     )
-    assert red["trajectories"] > 10**12  # a billion seeds' saved statistics
+    assert red.parts["trajectories"] > 10**12  # a billion seeds' saved statistics
     o = _memory.oracle_bytes(
         N=4096, L=8, S=4, H=2, restarts=10**7, vertex_starts=8, contexts=1
     )
-    assert o["starts"] > 10**12
+    assert o.parts["starts"] > 10**12
 
 
 def test_check_memory_refuses_with_one_line(monkeypatch):
@@ -210,8 +210,8 @@ def test_check_memory_refuses_with_one_line(monkeypatch):
         MemoryError,
         match=r"needs about .* but 1000 B is available \(INDUCTHEORY_MAX_BYTES\)",
     ):
-        _memory.check_memory({"a": 5000, "total": 5000}, "this run")
-    _memory.check_memory({"a": 10, "total": 10}, "this run")  # fits
+        _memory.check_memory(_memory.with_total(a=5000), "this run")
+    _memory.check_memory(_memory.with_total(a=10), "this run")  # fits
     monkeypatch.setenv(_memory.ENV_MAX_BYTES, "lots")
     with pytest.raises(ValueError, match="INDUCTHEORY_MAX_BYTES must be an integer"):
         _memory.available_bytes()
@@ -397,7 +397,7 @@ def test_exact_estimates_are_flat_in_N_and_a_huge_N_runs(monkeypatch):
     small = _memory.oracle_bytes(
         N=64, L=4, S=3, H=1, restarts=2, vertex_starts=1, contexts=1
     )
-    assert o == small and o["total"] < 2**20
+    assert o == small and o.total < 2**20
     assert _memory.geometry_bytes(N, None, None) < 2**10
     monkeypatch.setenv(_memory.ENV_MAX_BYTES, str(2**30))
     _memory.check_memory(o, "oracle")  # not refused
@@ -411,7 +411,7 @@ def test_exact_estimates_are_flat_in_N_and_a_huge_N_runs(monkeypatch):
     full = _memory.flow_bytes(
         dynamics="full", N=N, L=4, S=3, H=1, M=64, seeds=1, chunk=1, n_save=4
     )
-    assert full["total"] > 2**34
+    assert full.total > 2**34
 
 
 def test_huge_H_oracle_estimate_is_refused_at_once(monkeypatch):

@@ -18,6 +18,7 @@ from ..internal._counts import embedding_dimension
 from ..internal._memory import (
     BACKWARD_COPIES,
     F64,
+    MemoryEstimate,
     contexts_bytes,
     geometry_bytes,
     loss_bytes,
@@ -157,7 +158,7 @@ def summarize_training(run: TrainRun) -> TrainingSummary:
 
 def train_bytes(
     task, model_config: ModelConfig, train_config: TrainConfig, seeds: int
-) -> dict:
+) -> MemoryEstimate:
     """Bytes of a `train` run, by part (and `total`): the geometry, the sample and held-out
     contexts, every seed's loss with its gradient on one batch (and a first layer's attention),
     its parameters with two optimizer moments, and the logged statistics.

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterator, Mapping
 
 from ._counts import embedding_dimension, is_exact_geometry, vertex_count
 from ._records import Record
@@ -109,12 +108,9 @@ def _device_limit() -> int | None:
 
 
 @dataclasses.dataclass(frozen=True)
-class MemoryEstimate(Record, Mapping):
+class MemoryEstimate(Record):
     """Bytes a run will need: `parts`, bytes by the name of what holds them (which parts there
     are depends on the run), and their `total`.
-
-    It also reads as the mapping of its parts and `"total"` (`estimate["total"]`,
-    `estimate.items()`), the form the estimates had before they were records.
 
     ```python
     estimate = flow_bytes(dynamics="reduced", N=64, L=4, S=4, H=2, M=0, seeds=8, chunk=8,
@@ -135,14 +131,9 @@ class MemoryEstimate(Record, Mapping):
         ranked = sorted(((v, k) for k, v in self.parts.items()), reverse=True)
         return [(k, v) for v, k in ranked[:n]]
 
-    def __getitem__(self, name: str) -> int:
-        return self.total if name == "total" else self.parts[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([*self.parts, "total"])
-
-    def __len__(self) -> int:
-        return len(self.parts) + 1
+    def scaled(self, factor: int) -> MemoryEstimate:
+        """Every part `factor` times (that many copies of what it estimates)."""
+        return MemoryEstimate({k: factor * v for k, v in self.parts.items()})
 
 
 def approximate_geometry_bytes(N: int, d: int) -> int:
@@ -300,12 +291,10 @@ def with_total(**parts) -> MemoryEstimate:
     return MemoryEstimate(parts)
 
 
-def check_memory(estimate: Mapping | int, what: str) -> None:
+def check_memory(estimate: MemoryEstimate | int, what: str) -> None:
     """Raise `MemoryError` with one line (the estimate, its largest parts and the memory available)
-    when `estimate` (a `MemoryEstimate`, a mapping of parts with their `"total"`, or bytes)
-    exceeds `available_bytes()`. Unknown availability: no check."""
-    if isinstance(estimate, Mapping) and not isinstance(estimate, MemoryEstimate):
-        estimate = MemoryEstimate({k: v for k, v in estimate.items() if k != "total"})
+    when `estimate` (a `MemoryEstimate`, or bytes) exceeds `available_bytes()`. Unknown
+    availability: no check."""
     total = estimate.total if isinstance(estimate, MemoryEstimate) else int(estimate)
     limit, source = available_bytes()
     if limit is None or total <= limit:

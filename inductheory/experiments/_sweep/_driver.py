@@ -22,7 +22,7 @@ from ...internal._io import (
     write_npz_atomic,
     write_text_atomic,
 )
-from ...internal._memory import F64, check_memory, with_total
+from ...internal._memory import F64, MemoryEstimate, check_memory, with_total
 from ...internal._progress import Progress
 from ...internal._warnings import warn_at_caller
 from ...model._gates import SharedGates
@@ -62,19 +62,19 @@ def _block_size(spec: SweepSpec) -> int:
 POINT_OVERHEAD = 2048
 
 
-def sweep_bytes(spec: SweepSpec) -> dict:
+def sweep_bytes(spec: SweepSpec) -> MemoryEstimate:
     """Memory of a sweep, by part and `total`: its largest block (`block_bytes` of the kind, the
     parts prefixed `block_`) and every point's results on the host (the blocks' arrays, the
     assembled dataset and `points_of`: three copies).
 
     ```python
-    sweep_bytes(spec)["total"]
+    sweep_bytes(spec).total
     ```
     """
     kind = sweep_kind(spec.kind)
     n = _n_points(spec)
     block = kind.block_bytes(spec)
-    out = {f"block_{k}": v for k, v in block.items() if k != "total"}
+    out = {f"block_{k}": v for k, v in block.parts.items()}
     sizes = {"seed": spec.seeds, "branch": 2, "context": spec.extra.get("contexts", 1)}
     if "H" in spec.task:  # a `Task` (the matrix's task is a `RetrievalTask`)
         sizes["head"] = spec.task["H"]

@@ -8,6 +8,7 @@ from typing import Any
 import equinox as eqx
 import numpy as np
 
+from ...internal._memory import MemoryEstimate
 from ...model._gates import SharedGates
 from ...model._task import Task
 from ._spec import SweepSpec
@@ -93,7 +94,7 @@ class AbstractSweepKind(eqx.Module):
         """The arrays of `variables` at `points` (leading axis: the points, padding removed)."""
 
     @abc.abstractmethod
-    def block_bytes(self, spec: SweepSpec) -> dict:
+    def block_bytes(self, spec: SweepSpec) -> MemoryEstimate:
         """Memory of the sweep's largest block, by part and `total` (`inductheory.internal._memory`
         estimates), for the check made before anything is allocated."""
 

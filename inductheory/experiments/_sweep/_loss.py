@@ -11,6 +11,7 @@ from ...internal._lanes import padded_size, shard_lanes
 from ...internal._memory import (
     BACKWARD_COPIES,
     F64,
+    MemoryEstimate,
     check_memory,
     loss_bytes,
     with_total,
@@ -106,7 +107,7 @@ class LossSweep(AbstractSweepKind):
         L, W, H = t["L"], t.get("W", t["S"]), t["H"]
         # the closed form, no gradient: one row of L*S + 1 logits per query and the heads' outputs
         per_point = loss_bytes(1, L, W, H, L * t["S"] + 1) // BACKWARD_COPIES
-        return {"logits": padded_size(self.block_points(spec)) * per_point}
+        return with_total(logits=padded_size(self.block_points(spec)) * per_point)
 
     def coordinates(self, spec):
         return {}
@@ -119,7 +120,7 @@ class LossSweep(AbstractSweepKind):
 LIST_FLOAT = 32
 
 
-def loss_point_bytes(task: Task) -> dict:
+def loss_point_bytes(task: Task) -> MemoryEstimate:
     """Memory of one point of a loss sweep, by part and `total`, before anything is built: the
     shared gates (H x W, key and value) as arrays and as the spec's JSON lists, and the closed
     form's logits (`LossSweep.block_bytes` of one point). A huge H is refused at once (the gates

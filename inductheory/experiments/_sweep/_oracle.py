@@ -134,7 +134,7 @@ class OracleSweep(AbstractSweepKind):
         # exact geometry, one context: the block's points are one vectorized program
         vectorized = _exact(spec) and spec.extra["contexts"] == 1
         points = padded_size(self.block_points(spec)) if vectorized else 1
-        return {k: points * v for k, v in one.items()}
+        return one.scaled(points)
 
     def coordinates(self, spec):
         return {}
