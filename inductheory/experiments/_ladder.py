@@ -19,7 +19,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from ..internal._records import Record
+from ..internal._records import Record, field_values
 from ..model._contexts import sample_contexts
 from ..model._gates import distinct_within_blocks
 from ..model._task import (
@@ -103,13 +103,9 @@ class Rung(eqx.Module):
             kind=self.kind,
             switches=list(self.switches),
             task=self.task.to_dict(),
-            model_config=_fields(self.model_config),
-            train_config=_fields(self.train_config),
+            model_config=field_values(self.model_config),
+            train_config=field_values(self.train_config),
         )
-
-
-def _fields(module) -> dict:
-    return {f.name: getattr(module, f.name) for f in dataclasses.fields(module)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,7 @@ from ..experiments._mitigations import (
     selection_edges,
 )
 from ..flow._config import FlowConfig
-from ..internal._records import Record
+from ..internal._records import Record, field_values
 from . import _runs, _style
 from ._figure import Figure, FigureData, MeasuredTable
 from ._stats import (
@@ -98,11 +98,6 @@ class MitigationsData(FigureData):
     coordination: list[LabelledCoordinationRow]
     threshold: list[ThresholdRow]
     paper: list[PaperComparison]
-
-
-def _fields(record) -> dict:
-    """A record's fields by name, nested records kept as they are."""
-    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
 
 
 def _lower(n: int) -> str:
@@ -761,7 +756,7 @@ def _threshold_rows(shapes, queries, seeds, config, runner, task) -> list[Thresh
             )
             rows.append(
                 ThresholdRow(
-                    **_fields(row),
+                    **field_values(row),
                     lambda_star=ct.threshold,
                     lambda_star_lowest=ct.lowest,
                     factor=f,
@@ -801,7 +796,7 @@ def compute(quick: bool, cache_dir) -> MitigationsData:
     task = {k: v for k, v in TASK.items() if k not in ("H", "queries")}
     _group_flows(quick, shapes, queries, config, cache_dir, task)
     coordination = [
-        LabelledCoordinationRow(**_fields(row), label=_label(row.variant))
+        LabelledCoordinationRow(**field_values(row), label=_label(row.variant))
         for row in _coordination(quick, shapes, queries, config, runner, task)
     ]
     threshold = _threshold_rows(

@@ -77,6 +77,17 @@ class Record:
         return cls(**values)
 
 
+def field_values(obj) -> dict[str, Any]:
+    """A dataclass's (or an `eqx.Module`'s) fields by name, their values as they are (no nested
+    conversion): what cache keys and field-by-field copies read.
+
+    ```python
+    field_values(Point(x=1.0, y=2.0))  # {"x": 1.0, "y": 2.0}
+    ```
+    """
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
 def _hints(cls) -> dict[str, Any]:
     cached = cls.__dict__.get("_record_hints")
     if cached is None:

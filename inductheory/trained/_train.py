@@ -44,6 +44,7 @@ from ..internal._lanes import (
     shard_lanes,
 )
 from ..internal._progress import Progress
+from ..internal._records import field_values
 from ..model._contexts import _sample_contexts, sample_contexts
 from ..model._measures import effective_offsets
 from ..model._task import (
@@ -257,15 +258,11 @@ class TrainRun:
         )
 
 
-def _fields(module) -> dict:
-    return {f.name: getattr(module, f.name) for f in dataclasses.fields(module)}
-
-
 def _parameters(task, model_config, train_config, seeds, seed) -> dict:
     return dict(
         task=task.to_dict(),
-        model_config=_fields(model_config),
-        train_config=_fields(train_config),
+        model_config=field_values(model_config),
+        train_config=field_values(train_config),
         seeds=seeds,
         seed=seed,
         version=library_version(),

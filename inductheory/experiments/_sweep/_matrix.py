@@ -11,6 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from ...internal._memory import F64, with_total
+from ...internal._records import field_values
 from ...trained._architecture import Architecture, RetrievalTask
 from ...trained._config import TrainConfig
 from .._paper_matrix import (
@@ -38,7 +39,7 @@ def _plain(value):
 
 def plain_fields(module) -> dict:
     """The fields of a dataclass (a task, an architecture, a training) as plain data."""
-    return {f.name: _plain(getattr(module, f.name)) for f in dataclasses.fields(module)}
+    return {k: _plain(v) for k, v in field_values(module).items()}
 
 
 def _architecture_value(name: str, value):

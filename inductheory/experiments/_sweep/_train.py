@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
 import numpy as np
 
+from ...internal._records import field_values
 from ...model._task import SEEDS_MAX, Task, _require_int, assumptions_silenced
 from ...trained._config import ModelConfig, TrainConfig
 from ...trained._train import train
@@ -38,10 +38,6 @@ def _train_configs(config) -> tuple[ModelConfig, TrainConfig]:
         "config must be a TrainConfig or a pair (ModelConfig, TrainConfig) for "
         f"sweep('train'), got {type(config).__name__}"
     )
-
-
-def _fields_of(module) -> dict:
-    return {f.name: getattr(module, f.name) for f in dataclasses.fields(module)}
 
 
 class TrainSweep(AbstractSweepKind):
@@ -98,14 +94,14 @@ class TrainSweep(AbstractSweepKind):
         model_config, train_config = _train_configs(config)
         seeds = _require_int("seeds", seeds, 1, SEEDS_MAX)
         settings = {
-            "model_config": _fields_of(model_config),
-            "train_config": _fields_of(train_config),
+            "model_config": field_values(model_config),
+            "train_config": field_values(train_config),
         }
         return settings, {}, seeds
 
     def check_points(self, task, grid, config):
         check_grid_points(task, grid)
-        settings = _fields_of(_train_configs(config)[1])
+        settings = field_values(_train_configs(config)[1])
         checks = PointChecks()
         for name in TRAIN_FIELDS:
             for v in grid.get(name, ()):
