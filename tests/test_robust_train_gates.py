@@ -215,9 +215,10 @@ def test_a_link_to_a_gate_file_reads_the_file(tmp_path, capsys):
 
 # --- interrupted and concurrent runs on one --out --------------------------------------------
 
-# Long enough (in chunks) to be stopped in the middle, short in seconds.
+# Long enough (in chunks) to be stopped in the middle, short in seconds: the chunks after the
+# first checkpoint take seconds, so a poller slowed down by a loaded machine still stops it midway.
 RUN = ["train", "--L", "4", "--S", "3", "--H", "1", "--N", "48", "--M", "48"]
-RUN += ["--optimizer", "adam", "--lr", "0.05", "--steps", "3000", "--chunk", "25"]
+RUN += ["--optimizer", "adam", "--lr", "0.05", "--steps", "9000", "--chunk", "25"]
 RUN += ["--seeds", "2", "--eval-contexts", "16", "--log-points", "8", "--quiet"]
 
 
