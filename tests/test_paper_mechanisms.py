@@ -429,3 +429,15 @@ def test_every_switch_trains_with_its_trajectory(changes):
     function once broke the seeds' vmap)."""
     run = _run(dataclasses.replace(SMALL, **changes), steps=2, seeds=2, points=2)
     assert np.all(np.isfinite(run.loss)) and run.trajectory is not None
+
+
+def test_knockout_summary_refuses_vector_gates():
+    """The alignment of a damaging head with its key gate's peak is one offset per gate: vector
+    gates (one peak per channel) are refused by name, not read at channel 0."""
+    import types
+
+    from inductheory.figures.paper_mechanisms import knockout_summary
+
+    vector = types.SimpleNamespace(peak=np.zeros((2, 1, 2, 4, 3), int))
+    with pytest.raises(ValueError, match="3 channels"):
+        knockout_summary(vector, S=8, kv_heads=4)

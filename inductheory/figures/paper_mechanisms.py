@@ -226,6 +226,12 @@ def knockout_summary(m, S: int, kv_heads: int) -> KnockoutSummary:
     """Figure 4 on every query head of every layer: the largest per-phase accuracy drop, the
     phases it damages, whether its largest drop falls on the phase its KV head's key gate
     peak answers (offset r answers phase r mod S), and its key gate's static offsets."""
+    channels = np.asarray(m.peak).shape[-1]
+    if channels != 1:
+        raise ValueError(
+            f"knockout_summary: the key gates have {channels} channels (vector gates); a head's "
+            "alignment with its key gate's peak is defined for scalar gates only"
+        )
     change = (
         np.asarray(m.knockout_accuracy) - np.asarray(m.base_accuracy)[:, None, None]
     )
