@@ -422,6 +422,35 @@ def cases() -> list[Case]:
         E(["toy", "--K", "nan"], "K must be a finite number"),
         E(["toy", "--gamma", "0"], "gamma must be > 0"),
         E(["toy", "--N", "5"], "unrecognized"),
+        # --- the compressor family: matrix, sweep matrix, gates --paper (refused before work)
+        E(["matrix", "--rows", "nonsense"], "row must be one of", "matrix-refusals"),
+        E(["matrix", "--seeds", "0"], "seeds must be >= 1"),
+        E(["matrix", "--seeds", "2.5"], "seeds must be an integer"),
+        E(["matrix", "--steps", "-5"], "steps must be >= 1"),
+        E(["matrix", "--local-window", "-1"], "local_window must be >= 0"),
+        E(["matrix", "--kv-heads", "3", "--q-heads", "8"], "multiple of kv_heads"),
+        E(["matrix", "--bogus", "1"], "matrix: error: unrecognized arguments: --bogus"),
+        E(
+            [
+                "matrix",
+                "--quick",
+                "--rows",
+                "W8/S8 1 KV (reference)",
+                "--export-gates",
+                "{tmp}/missing/x.safetensors",
+            ],
+            "existing directory",
+        ),
+        E(
+            ["matrix", "--quick", "--rows", "W8/S8 1 KV (reference)"]
+            + ["--seeds", "1000000000"],
+            "training 1000000000 seeds needs about",
+        ),
+        E(["sweep", "matrix", "--grid", "seeds=1,2"], "not swept by a matrix sweep"),
+        E(["sweep", "matrix", "--rows", "x"], "sweep matrix: error: unrecognized"),
+        E(["gates", "{tmp}/none.safetensors", "--paper"], "no such file"),
+        E(["gates", "{file}", "--paper"], "unknown gate file type"),
+        E(["gates", "{file}", "--paper", "--branch", "sideways"], "invalid choice"),
         # --- oracle
         OK(["oracle", *TINY_ORACLE, "--json"], None, "oracle-ok"),
         OK(["oracle", *TINY_ORACLE, "--json", "--gamma", "1e3"]),

@@ -274,3 +274,28 @@ def test_plateau_change_of_a_flat_and_a_falling_curve():
     # last tenth mean minus the tenth ending at step 80: (steps 90..99) - (70..79)
     want = falling[0, 90:].mean() - falling[0, 70:80].mean()
     np.testing.assert_allclose(plateau_change(falling), [want])
+
+
+def test_training_memory_counts_the_parameters_of_an_initialized_model(monkeypatch):
+    """`training_bytes` traces one model's shapes; the bytes of a built model's trainable arrays
+    (counted on real arrays) agree, and a run that cannot fit is refused before anything is
+    built, naming the memory it needs."""
+    from inductheory.internal import _memory
+    from inductheory.trained._config import TrainConfig
+    from inductheory.trained._transformer_train import (
+        train_transformer,
+        training_bytes,
+    )
+
+    task = RetrievalTask(T=24, N=32, period=24)
+    arch = Architecture(W=4, S=4, d=16, kv_heads=2, q_heads=4)
+    model = init_transformer(task, arch, jax.random.key(3))
+    params = eqx.filter(model, eqx.is_inexact_array)
+    built = sum(a.nbytes for a in jax.tree.leaves(params))
+    config = TrainConfig(optimizer="adamw", steps=100, batch=8)
+    estimate = training_bytes(task, arch, config, 5)
+    assert estimate.parts["parameters"] == 5 * built
+    assert estimate.parts["optimizer_moments"] == 2 * 5 * built
+    monkeypatch.setenv(_memory.ENV_MAX_BYTES, str(estimate.total - 1))
+    with pytest.raises(MemoryError, match="training 5 seeds needs about"):
+        train_transformer(task, arch, config, 5)

@@ -58,6 +58,13 @@ class OneLineParser(argparse.ArgumentParser):
             EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n"
         )
 
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and self._subparsers is None and " " in self.prog:
+            # a command's own options: name the command and its help, not the top level's
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
 
 # --- validating argument types ----------------------------------------------------------------
 

@@ -24,6 +24,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from ..internal._memory import MemoryEstimate, check_memory, with_total
 from ..internal._progress import Progress
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, _require_int
 from ._architecture import Architecture, RetrievalTask
@@ -215,6 +216,33 @@ def held_out_contexts(task: RetrievalTask, config: TrainConfig, seed: int):
     return sample_retrieval_contexts(key, task, config.eval_contexts)
 
 
+def training_bytes(
+    task: RetrievalTask, arch: Architecture, config: TrainConfig, seeds: int
+) -> MemoryEstimate:
+    """A lower bound on the memory of `train_transformer`: every seed's parameters, their
+    gradients and two optimizer moments (the parameters' shapes from tracing one model, nothing
+    computed), and the loss history; activations come on top.
+
+    ```python
+    training_bytes(RetrievalTask(T=24, N=32, period=24), Architecture(W=4, S=4, d=16),
+                   TrainConfig(optimizer="adamw", steps=100, batch=8), 8).total
+    ```
+    """
+    shapes = eqx.filter_eval_shape(init_transformer, task, arch, jax.random.key(0))
+    one = sum(  # what the optimizer trains: the inexact arrays (`eqx.is_inexact_array`)
+        leaf.size * leaf.dtype.itemsize
+        for leaf in jax.tree.leaves(shapes)
+        if hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.inexact)
+    )
+    steps = math.ceil(config.steps / config.chunk) * config.chunk
+    return with_total(
+        parameters=seeds * one,
+        gradients=seeds * one,
+        optimizer_moments=2 * seeds * one,
+        loss_history=4 * seeds * steps,
+    )
+
+
 def train_transformer(
     task: RetrievalTask,
     arch: Architecture,
@@ -254,6 +282,7 @@ def train_transformer(
             f"batch must be a number of fresh contexts per step, got {config.batch!r}"
         )
     arch.check_task(task)
+    check_memory(training_bytes(task, arch, config, seeds), f"training {seeds} seeds")
     base = jax.random.key(seed)
     keys = jax.random.split(jax.random.fold_in(base, INIT_STREAM), seeds)
     models = eqx.filter_vmap(lambda k: init_transformer(task, arch, k))(keys)

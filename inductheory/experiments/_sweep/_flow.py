@@ -186,7 +186,7 @@ class FlowSweep(AbstractSweepKind):
         )
 
     def coordinates(self, spec):
-        return {"seed": np.arange(spec.seeds), "branch": ["key", "value"]}
+        return {"seed": range(spec.seeds), "branch": ["key", "value"]}
 
     def attributes(self, spec):
         return {

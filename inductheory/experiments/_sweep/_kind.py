@@ -100,7 +100,8 @@ class AbstractSweepKind(eqx.Module):
 
     @abc.abstractmethod
     def coordinates(self, spec: SweepSpec) -> dict:
-        """Coordinates of the per-point dimensions (beyond the grid's)."""
+        """Coordinates of the per-point dimensions (beyond the grid's), as ranges or short lists:
+        the memory check reads their lengths before anything is allocated."""
 
     @abc.abstractmethod
     def attributes(self, spec: SweepSpec) -> dict:

@@ -314,10 +314,10 @@ class MatrixSweep(AbstractSweepKind):
 
     def coordinates(self, spec):
         return {
-            "seed": np.arange(spec.seeds),
-            "phase": np.arange(spec.task["period"]),
-            "context": np.arange(spec.settings["train"]["eval_contexts"]),
-            "curve_point": np.arange(_curve_points(spec)),
+            "seed": range(spec.seeds),
+            "phase": range(spec.task["period"]),
+            "context": range(spec.settings["train"]["eval_contexts"]),
+            "curve_point": range(_curve_points(spec)),
         }
 
     def attributes(self, spec):

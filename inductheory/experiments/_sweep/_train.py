@@ -163,7 +163,7 @@ class TrainSweep(AbstractSweepKind):
         return train_bytes(task, *self._configs(spec, {}), spec.seeds)
 
     def coordinates(self, spec):
-        return {"seed": np.arange(spec.seeds), "branch": list(BRANCHES)}
+        return {"seed": range(spec.seeds), "branch": list(BRANCHES)}
 
     def attributes(self, spec):
         return {
