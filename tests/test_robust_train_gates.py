@@ -216,9 +216,10 @@ def test_a_link_to_a_gate_file_reads_the_file(tmp_path, capsys):
 # --- interrupted and concurrent runs on one --out --------------------------------------------
 
 # Long enough (in chunks) to be stopped in the middle, short in seconds: the chunks after the
-# first checkpoint take seconds, so a poller slowed down by a loaded machine still stops it midway.
+# first checkpoint take seconds (1,000-3,000 steps/s), so a poller slowed down by a loaded
+# machine still stops it midway.
 RUN = ["train", "--L", "4", "--S", "3", "--H", "1", "--N", "48", "--M", "48"]
-RUN += ["--optimizer", "adam", "--lr", "0.05", "--steps", "9000", "--chunk", "25"]
+RUN += ["--optimizer", "adam", "--lr", "0.05", "--steps", "15000", "--chunk", "25"]
 RUN += ["--seeds", "2", "--eval-contexts", "16", "--log-points", "8", "--quiet"]
 
 
@@ -246,9 +247,14 @@ def _stop_midway(out: Path, sig) -> subprocess.CompletedProcess:
     proc = _start(out)
     deadline = time.time() + 300
     while not (out / "checkpoint.eqx").exists() and time.time() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.005)
+    finished_first = proc.poll() is not None
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
+    assert not finished_first, (
+        f"the run ended (exit {proc.returncode}) before the signal could stop it midway: "
+        f"report.json {'exists' if (out / 'report.json').exists() else 'is missing'}; {err}"
+    )
     return proc.returncode, err
 
 
