@@ -223,6 +223,13 @@ RUN += ["--optimizer", "adam", "--lr", "0.05", "--steps", "15000", "--chunk", "2
 RUN += ["--seeds", "2", "--eval-contexts", "16", "--log-points", "8", "--quiet"]
 
 
+def _default_sigint():
+    # the run as a user starts it: SIGINT neither ignored nor blocked, whatever this test
+    # process inherited (both pass to a child)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
 def _start(out, *extra):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     return subprocess.Popen(
@@ -231,7 +238,17 @@ def _start(out, *extra):
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_default_sigint,
     )
+
+
+def _signal_state(pid: int) -> str:
+    """The kernel's view of a process's signals (blocked, ignored, caught masks)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return "no /proc status"
+    return " ".join(x for x in lines if x.startswith(("SigBlk", "SigIgn", "SigCgt")))
 
 
 def _numbers(out: Path) -> dict:
@@ -249,11 +266,15 @@ def _stop_midway(out: Path, sig) -> subprocess.CompletedProcess:
     while not (out / "checkpoint.eqx").exists() and time.time() < deadline:
         time.sleep(0.005)
     finished_first = proc.poll() is not None
+    state = _signal_state(proc.pid)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert not finished_first, (
         f"the run ended (exit {proc.returncode}) before the signal could stop it midway: "
         f"report.json {'exists' if (out / 'report.json').exists() else 'is missing'}; {err}"
+    )
+    assert sig != signal.SIGINT or proc.returncode == 130, (
+        f"SIGINT did not stop the run (exit {proc.returncode}); its signals then: {state}; {err}"
     )
     return proc.returncode, err
 
