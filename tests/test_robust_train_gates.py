@@ -223,22 +223,26 @@ RUN += ["--optimizer", "adam", "--lr", "0.05", "--steps", "15000", "--chunk", "2
 RUN += ["--seeds", "2", "--eval-contexts", "16", "--log-points", "8", "--quiet"]
 
 
-def _default_sigint():
-    # the run as a user starts it: SIGINT neither ignored nor blocked, whatever this test
-    # process inherited (both pass to a child)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+# The run as a user starts it: SIGINT raising KeyboardInterrupt and unblocked, whatever the test
+# worker passed on (a child inherits an ignored or blocked SIGINT); set in the child itself, not
+# by a preexec_fn (a fork of this multithreaded process).
+_DEFAULT_SIGINT = (
+    "import runpy, signal, sys; "
+    "signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT]); "
+    "sys.argv[0] = 'inductheory'; "
+    "runpy.run_module('inductheory', run_name='__main__', alter_sys=True)"
+)
 
 
 def _start(out, *extra):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     return subprocess.Popen(
-        [sys.executable, "-m", "inductheory", *RUN, "--out", str(out), *extra],
+        [sys.executable, "-c", _DEFAULT_SIGINT, *RUN, "--out", str(out), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-        preexec_fn=_default_sigint,
     )
 
 
