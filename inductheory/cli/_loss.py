@@ -20,6 +20,7 @@ from ..internal._memory import (
     loss_bytes,
     with_total,
 )
+from ..internal._records import field_values
 from ..model._contexts import sample_contexts
 from ..model._gates import (
     SharedGates,
@@ -166,7 +167,7 @@ class LossResult:
 
     def to_dict(self) -> dict:
         """The JSON report: the fields in order, `monte_carlo` only for Monte Carlo."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out = field_values(self)
         out["task"] = self.task.to_dict()
         if self.monte_carlo is None:
             del out["monte_carlo"]

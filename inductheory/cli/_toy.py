@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..internal._records import field_values
 from ..toy._toy import ToyConfig, corner_losses, escape_rates, split_advantage, toy_loss
 from ._common import (
     EXACT_FLOAT_INT,
@@ -68,7 +69,7 @@ class ToyResult:
 
     def to_dict(self) -> dict:
         """The JSON report: `config` (its `to_dict()`) and every closed form."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out = field_values(self)
         out["config"] = self.config.to_dict()
         return out
 

@@ -21,6 +21,7 @@ import jax
 import numpy as np
 
 from ..internal._io import _atomic_write, cached
+from ..internal._records import field_values
 from ..trained._architecture import (
     Architecture,
     Attention,
@@ -182,11 +183,10 @@ class MatrixSize:
         return tuple(r for r in MATRIX if self.rows is None or r.name in self.rows)
 
     def to_dict(self) -> dict:
-        fields = lambda m: {f.name: getattr(m, f.name) for f in dataclasses.fields(m)}  # noqa: E731
         return dict(
-            task=fields(self.task),
-            reference=fields(self.reference),
-            train=fields(self.train),
+            task=field_values(self.task),
+            reference=field_values(self.reference),
+            train=field_values(self.train),
             seeds=self.seeds,
         )
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..flow._config import FlowConfig
 from ..flow._solution import OUTCOMES, STATUSES
-from ..internal._records import Record, optional_field
+from ..internal._records import Record, field_values, optional_field
 from ..model._task import Task
 
 # The summary's wall-clock fields: not results (they differ between runs of the same numbers).
@@ -50,7 +50,7 @@ class FlowSample:
 
     def to_dict(self) -> dict:
         """The fields as a dict, in field order."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return field_values(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,7 +161,7 @@ class FlowSummary:
     def to_dict(self) -> dict:
         """The fields as a dict in field order; `same_selection_as_reduced_fraction` only when
         set."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out = field_values(self)
         if self.same_selection_as_reduced_fraction is None:
             del out["same_selection_as_reduced_fraction"]
         return out

@@ -24,6 +24,7 @@ from ..internal._memory import (
     loss_bytes,
     with_total,
 )
+from ..internal._records import field_values
 from ..model._gates import distinct_within_blocks, value_follows_key
 from ..trained._config import (
     Embeddings,
@@ -101,7 +102,7 @@ class TrainingSummary:
 
     def to_dict(self) -> dict:
         """The fields in field order, then the two shares."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out = field_values(self)
         out["value_follows_key_share"] = self.value_follows_key_share
         out["distinct_share"] = self.distinct_share
         return out

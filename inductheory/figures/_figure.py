@@ -65,10 +65,6 @@ class Figure:
             return stored
         return self.data.from_dict(stored)
 
-    def stored(self, data: FigureData) -> dict:
-        """The dict that `data/<name>.json` stores for `data`."""
-        return data.to_dict()
-
     def claim_text(self, stored: Mapping | FigureData) -> str:
         """The claim printed beside the data: `claim(data)`, or `claim` when it is a string."""
         if isinstance(self.claim, str):

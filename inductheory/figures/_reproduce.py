@@ -172,7 +172,7 @@ class FigureRun:
 
     def stored(self) -> dict:
         """The figure's data as `data/<name>.json` stores it (no times)."""
-        return FIGURES[self.name].stored(self.data)
+        return self.data.to_dict()
 
     def to_dict(self) -> dict:
         """The stored data with the times' fields beside them (what `--json` prints per
@@ -196,7 +196,7 @@ def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> FigureR
     finally:  # the process's later programs compile as usual
         fast_lane_programs(False)
     # numbers only: no timings
-    write_json_atomic(out / "data" / f"{f.name}.json", f.stored(record))
+    write_json_atomic(out / "data" / f"{f.name}.json", record.to_dict())
     _draw_and_save(f, record, out)
     spent = clock.spent()
     times = FigureTimes(

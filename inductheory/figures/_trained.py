@@ -35,7 +35,7 @@ from ..experiments._ladder import (
 )
 from ..experiments._mitigations import PAPER
 from ..flow._config import FlowConfig
-from ..internal._records import Record, optional_field
+from ..internal._records import Record, field_values, optional_field
 from ..model._contexts import sample_contexts
 from ..model._logits import top1_correct
 from ..model._task import Task, _require_int, assumptions_silenced
@@ -202,7 +202,7 @@ def paper_rung(
 
 def _config(rung: Rung) -> dict:
     cfg = rung.model_config
-    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+    return field_values(cfg)
 
 
 def paper_run(setting, rung: str, *, quick: bool, cache_dir, seed: int = 0) -> TrainRun:
@@ -268,7 +268,7 @@ class TheoremFlow(Record):
         """This flow beside the trained offsets (seeds, H) of the same seeds: how many flow
         seeds selected and how many agree with gradient descent on keys and values."""
         return FlowCheck(
-            **{f.name: getattr(self, f.name) for f in dataclasses.fields(TheoremFlow)},
+            **field_values(self),
             selected=sum(s == "selected" for s in self.status),
             agrees=sum(
                 fk == tk and fv == tv

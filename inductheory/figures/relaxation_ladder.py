@@ -24,6 +24,7 @@ from ..experiments._ladder import (
 from ..experiments._measured import Count, MeanInterval
 from ..internal._io import cached
 from ..internal._progress import announce
+from ..internal._records import field_values
 from ..model._task import assumptions_silenced
 from . import _runs, _style, _trained
 from ._figure import Figure, FigureData, MeasuredTable
@@ -124,7 +125,7 @@ def _intervals(s: RungSummary) -> LadderRung:
     }
     acc = np.asarray(s.per_seed.phase_accuracy)
     means = {key + "_ci": mean_interval(getattr(s.per_seed, key)) for key in MEANS}
-    summary = {f.name: getattr(s, f.name) for f in dataclasses.fields(s)}
+    summary = field_values(s)
     return LadderRung(
         **summary
         | counts

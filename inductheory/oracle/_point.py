@@ -18,6 +18,7 @@ import numpy as np
 
 from ..internal._lanes import lane, stack_lanes
 from ..internal._progress import Progress
+from ..internal._records import field_values
 from ..model._contexts import sample_contexts
 from ..model._geometry import ExactGeometry, make_geometry
 from ..model._loss import context_loss
@@ -37,7 +38,7 @@ from ._vertices import VertexResult, best_vertex, vertex_configs, vertex_gates
 
 def config_dict(config: OracleMinimizer) -> dict:
     """Every setting of an `OracleMinimizer`, for JSON and cache keys."""
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    return field_values(config)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -182,7 +182,7 @@ class TrainStatistics:
     avg_offsets: np.ndarray
 
     def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return field_values(self)
 
 
 @dataclasses.dataclass(frozen=True)
