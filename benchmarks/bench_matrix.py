@@ -19,13 +19,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 import inductheory  # noqa: F401  (x64 on, as in the library)
 from inductheory.experiments._paper_matrix import FULL_SIZE, MATRIX, matrix_row
 from inductheory.trained._modules import init_transformer
-from inductheory.trained._train import make_optimizer
-from inductheory.trained._transformer_train import CLIP_NORM, _Program
+from inductheory.trained._train import optimizer_settings
+from inductheory.trained._transformer_train import _Program, clipped
 
 DEFAULT_ROWS = ("W8/S8 1 KV (reference)", "W8/S8 8 KV", "full attention 8 KV")
 
@@ -37,8 +36,8 @@ def _chunk_program(row, seeds, steps):
     models = eqx.filter_vmap(lambda k: init_transformer(size.task, arch, k))(keys)
     params, static = eqx.partition(models, eqx.is_inexact_array)
     train = size.train
-    optimizer = optax.chain(optax.clip_by_global_norm(CLIP_NORM), make_optimizer(train))
-    opt_state = eqx.filter_vmap(optimizer.init)(params)
+    optimizer = optimizer_settings(train)
+    opt_state = eqx.filter_vmap(clipped(optimizer).init)(params)
     program = _Program(size.task, train.batch, steps, optimizer)
     args = (
         params,
@@ -47,7 +46,6 @@ def _chunk_program(row, seeds, steps):
         jax.random.key(1),
         jnp.arange(seeds),
         jnp.asarray(0),
-        jnp.asarray(steps),
     )
     return program, args
 

@@ -32,6 +32,7 @@ seed at a time, and only (a) is measured.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import subprocess
 import sys
 import time
@@ -70,10 +71,8 @@ def one_seed_step(task: it.Task, config: TrainConfig, steps: int):
     geometry, contexts = flow_sample(
         task, it.FlowConfig(dynamics="full", M=config.M), 0
     )
-    optimizer = _train.make_optimizer(config)
-    programs = _train._Programs(
-        task, task.vocabulary, "full", optimizer, jnp.asarray(steps), config.chunk
-    )
+    optimizer = _train.optimizer_settings(dataclasses.replace(config, steps=steps))
+    programs = _train._Programs(task, task.vocabulary, "full", optimizer, config.chunk)
 
     def arrays_and_rest(key):
         model = init_model(
@@ -84,7 +83,9 @@ def one_seed_step(task: it.Task, config: TrainConfig, steps: int):
             geometry=geometry,
         )
         params, fixed = _train._partition(model)
-        return eqx.partition((params, optimizer.init(params), fixed), eqx.is_array)
+        return eqx.partition(
+            (params, optimizer.transformation().init(params), fixed), eqx.is_array
+        )
 
     rest = arrays_and_rest(seed_keys(0, np.arange(1))[0])[1]
 

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
+from jaxtyping import Array, Float, Int
 
 from ..flow._config import FlowConfig
 from ..flow._dynamics import _windows
@@ -55,7 +56,13 @@ from ..model._task import (
     _require_int,
     assumptions_silenced,
 )
-from ._config import GRADIENT_DESCENT, Embeddings, ModelConfig, TrainConfig
+from ._config import (
+    GRADIENT_DESCENT,
+    SCHEDULES,
+    Embeddings,
+    ModelConfig,
+    TrainConfig,
+)
 from ._measures import ModelMeasures, measure
 from ._model import init_model
 
@@ -74,6 +81,136 @@ CHECKPOINT, RESULT, STATISTICS, MODELS, MEASURES = (
 )
 
 
+def _optax_builder(name: str):
+    """The optax optimizer called `name` (`"gd"`: `optax.sgd` without momentum); a one-line
+    `ValueError` for a name that is no optax optimizer."""
+    if name == GRADIENT_DESCENT:
+        return optax.sgd  # without momentum: updates -lr * grad
+    build = None if name.startswith("_") else getattr(optax, name, None)
+    if not callable(build):
+        raise ValueError(
+            f"optimizer must be 'gd' or the name of an optax optimizer, got {name!r}"
+        )
+    return build
+
+
+class OptimizerSettings(eqx.Module):
+    """The optimizer of a `TrainConfig` as the compiled training programs take it.
+
+    The optimizer's name and whether weight decay is decoupled choose the optimizer state's
+    structure (static fields); the schedule's kind, the peak learning rate eta, the steps n
+    and the weight decay lambda are values (traced), so runs that differ only in them share
+    one compiled program.
+    The arithmetic and dtypes are optax's own (`optax.cosine_decay_schedule`, ...) as XLA
+    compiles them with the values written in: a traced value gives the same learning rate and
+    the same updates to the last bit (tested against optax), except with a decoupled weight
+    decay, within ulps.
+
+    Build it with `optimizer_settings`.
+
+    ```python
+    s = optimizer_settings(TrainConfig(optimizer="adam", lr=1e-2, steps=100))
+    s.transformation().init(params)
+    ```
+    """
+
+    name: str = eqx.field(static=True)
+    decoupled: bool = eqx.field(static=True)
+    schedule: Int[Array, ""]  # an index into SCHEDULES
+    lr: Float[Array, ""]
+    steps: Int[Array, ""]
+    weight_decay: Float[Array, ""]
+
+    def learning_rate(self, count) -> Float[Array, ""]:
+        """The learning rate at step `count` (the schedules of `learning_rate`), float64."""
+        eta, n = self.lr, self.steps
+
+        def exponential(count):  # optax.exponential_decay(eta, n, EXPONENTIAL_END)
+            p = _over(count, n, jnp.float32)
+            return jnp.where(count <= 0, eta, eta * jnp.power(EXPONENTIAL_END, p))
+
+        def warmup_cosine(count):
+            # optax.warmup_cosine_decay_schedule(0, eta, w, n), w >= 1: linear warmup (optax's
+            # polynomial arithmetic, in float32 as optax's int32 counts give), then the
+            # cosine over n - w steps
+            warmup = jnp.floor(WARMUP_FRACTION * n).astype(jnp.int32)
+            frac = 1 - _over(jnp.clip(count, 0, warmup), warmup, jnp.float32)
+            linear = (0.0 - eta) * frac + eta
+            return jnp.where(
+                count < warmup, linear, _cosine_decay(eta, n - warmup, count - warmup)
+            )
+
+        kinds = {
+            "constant": lambda count: eta,
+            "cosine": lambda count: _cosine_decay(eta, n, count),
+            "warmup_cosine": warmup_cosine,
+            "exponential": exponential,
+        }
+        branches = [  # each in float64: the exact values of its own dtype
+            lambda count, f=kinds[kind]: jnp.asarray(f(count), jnp.float64)
+            for kind in SCHEDULES
+        ]
+        return jax.lax.switch(self.schedule, branches, count)
+
+    def transformation(self) -> optax.GradientTransformation:
+        """The optax transformation (`make_optimizer`)."""
+        build = _optax_builder(self.name)
+        if not self.decoupled:
+            return build(learning_rate=self.learning_rate)
+        return optax.chain(
+            build(learning_rate=1.0),
+            optax.scale(-1.0),  # the direction u itself
+            optax.add_decayed_weights(self.weight_decay),
+            optax.scale_by_learning_rate(self.learning_rate),
+        )
+
+
+# XLA computes x / n for a constant n as x times the reciprocal of n: so do the schedules
+# below with a traced n, to give the same bits as optax's with the values written in.
+
+
+def _over(count, n, dtype):
+    """count / n in `dtype`, as XLA computes it when n is a constant."""
+    return count.astype(dtype) * (1 / jnp.asarray(n, dtype))
+
+
+def _cosine_decay(eta, n, count):
+    """optax.cosine_decay_schedule(eta, n)'s arithmetic (alpha 0, exponent 1), in the weak
+    float64 of optax's `float(n)` against int32 counts."""
+    n = n * 1.0
+    count = jnp.minimum(count, n)
+    return eta * (0.5 * (1 + jnp.cos(jnp.pi * count * (1.0 / n))))
+
+
+def optimizer_settings(config: TrainConfig) -> OptimizerSettings:
+    """The `OptimizerSettings` of `config` (its values weakly typed, as Python numbers are:
+    a float32 model's updates stay float32).
+
+    **Raises:** `ValueError` for a name that is no optax optimizer taking a learning rate.
+    """
+    schedule = config.schedule
+    if schedule == "warmup_cosine" and int(WARMUP_FRACTION * config.steps) == 0:
+        schedule = "cosine"  # no warmup step (optax's own choice, kept in float64)
+    settings = OptimizerSettings(
+        name=config.optimizer,
+        schedule=jnp.asarray(SCHEDULES.index(schedule)),
+        decoupled=config.weight_decay != 0,
+        lr=jnp.asarray(float(config.lr)),
+        steps=jnp.asarray(int(config.steps)),
+        weight_decay=jnp.asarray(float(config.weight_decay)),
+    )
+    try:
+        optimizer = settings.transformation()
+    except TypeError:
+        optimizer = None
+    if not isinstance(optimizer, optax.GradientTransformation):
+        raise ValueError(
+            f"optimizer {config.optimizer!r} is not an optax optimizer taking a "
+            "learning_rate"
+        )
+    return settings
+
+
 def learning_rate(config: TrainConfig) -> optax.Schedule:
     """The learning rate at step k as an optax schedule, peak `config.lr` = eta over
     n = `config.steps` steps.
@@ -84,27 +221,20 @@ def learning_rate(config: TrainConfig) -> optax.Schedule:
       cosine to 0 at step n (w = 0: the cosine schedule).
     - `"exponential"`: $\\eta \\cdot$ `EXPONENTIAL_END`$^{k/n}$.
 
+    The warmup and exponential schedules are float32, as optax's compiled schedules are.
+
     **Arguments:**
     - `config`: the training settings.
 
-    **Returns:** a function of the step count.
+    **Returns:** a function of the step count (`OptimizerSettings.learning_rate`).
 
     ```python
     learning_rate(TrainConfig(lr=0.1, schedule="cosine", steps=100))(50)  # 0.05
     ```
     """
-    eta, n = config.lr, config.steps
-    if config.schedule == "constant":
-        return optax.constant_schedule(eta)
-    if config.schedule == "exponential":
-        return optax.exponential_decay(eta, n, EXPONENTIAL_END)
-    warmup = int(WARMUP_FRACTION * n) if config.schedule == "warmup_cosine" else 0
-    if warmup == 0:
-        return optax.cosine_decay_schedule(eta, n)
-    return optax.warmup_cosine_decay_schedule(0.0, eta, warmup, n)
+    return optimizer_settings(config).learning_rate
 
 
-@functools.lru_cache(maxsize=64)
 def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
     """The optimizer of `config`: `"gd"` (plain gradient descent, $\\theta \\leftarrow \\theta -
     \\eta_k \\nabla L$ exactly, the Euler scheme of the flow) or the optax optimizer of that name
@@ -115,7 +245,7 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
     **Arguments:**
     - `config`: the training settings.
 
-    **Returns:** an `optax.GradientTransformation`.
+    **Returns:** an `optax.GradientTransformation` (`OptimizerSettings.transformation`).
 
     **Raises:** `ValueError` for a name that is no optax optimizer.
 
@@ -123,33 +253,7 @@ def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
     opt = make_optimizer(TrainConfig(optimizer="adamw", lr=1e-2, weight_decay=1e-4))
     ```
     """
-    name = config.optimizer
-    if name == GRADIENT_DESCENT:
-        build = optax.sgd  # without momentum: updates -lr * grad
-    else:
-        build = None if name.startswith("_") else getattr(optax, name, None)
-        if not callable(build):
-            raise ValueError(
-                f"optimizer must be 'gd' or the name of an optax optimizer, got {name!r}"
-            )
-    schedule = learning_rate(config)
-    try:
-        if config.weight_decay == 0:
-            optimizer = build(learning_rate=schedule)
-        else:
-            optimizer = optax.chain(
-                build(learning_rate=1.0),
-                optax.scale(-1.0),  # the direction u itself
-                optax.add_decayed_weights(config.weight_decay),
-                optax.scale_by_learning_rate(schedule),
-            )
-    except TypeError:
-        optimizer = None
-    if not isinstance(optimizer, optax.GradientTransformation):
-        raise ValueError(
-            f"optimizer {name!r} is not an optax optimizer taking a learning_rate"
-        )
-    return optimizer
+    return optimizer_settings(config).transformation()
 
 
 def log_steps(steps: int, log_points: int) -> np.ndarray:
@@ -388,8 +492,9 @@ class _Programs(eqx.Module):
     # N as a Python int: fresh contexts have a static shape, and inside jit task.N is traced
     vocabulary: int = eqx.field(static=True)
     batch: int | str = eqx.field(static=True)
-    optimizer: optax.GradientTransformation = eqx.field(static=True)
-    steps: jax.Array  # traced: runs of other lengths share the programs
+    # its learning rate, steps and weight decay traced: runs differing only in them share
+    # the programs
+    optimizer: OptimizerSettings
     chunk: int = eqx.field(static=True)
     # lanes stepped at once (None: every lane in one vmap)
     group: int | None = eqx.field(static=True, default=None)
@@ -414,7 +519,8 @@ class _Programs(eqx.Module):
             return self.loss_of(eqx.combine(p, *static), data, step, lane)
 
         value, grads = jax.value_and_grad(loss)(params)
-        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+        optimizer = self.optimizer.transformation()
+        updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, value
 
     def statistics(self, params, static, contexts):
@@ -466,7 +572,8 @@ class _Programs(eqx.Module):
         self, params, opt_state, static, data, held_out, lanes, start, log_mask
     ):
         """`chunk` steps from step `start` (steps past `steps` leave the state alone); per
-        step the loss (lanes,) and, where `log_mask[step]`, the gate statistics (else zeros)."""
+        step the loss (lanes,) and, where `log_mask[step - start]` (chunk,), the gate
+        statistics (else zeros); runs of other lengths share the program."""
         shapes = jax.eval_shape(self.lanes_statistics, params, static, held_out)
         n = lanes.shape[0]
 
@@ -474,12 +581,12 @@ class _Programs(eqx.Module):
             params, opt_state = carry
             s = start + i
             stats = jax.lax.cond(
-                log_mask[s],
+                log_mask[i],
                 lambda: self.lanes_statistics(params, static, held_out),
                 lambda: jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes),
             )
             params, opt_state, loss = jax.lax.cond(
-                s < self.steps,
+                s < self.optimizer.steps,
                 lambda: self.lanes_step(params, opt_state, static, data, s, lanes),
                 lambda: (params, opt_state, jnp.zeros(n)),
             )
@@ -495,7 +602,7 @@ class _Programs(eqx.Module):
         """The loss (lanes,) and gate statistics of the state after the last step."""
 
         def one(p, st, lane):
-            return self.loss_of(eqx.combine(p, *st), data, self.steps, lane)
+            return self.loss_of(eqx.combine(p, *st), data, self.optimizer.steps, lane)
 
         loss = eqx.filter_vmap(one, in_axes=(0, _FIXED_AXES, 0))(params, static, lanes)
         return loss, self.lanes_statistics(params, static, held_out)
@@ -581,7 +688,7 @@ class _Setup:
     """What a `train` run fixes before its first step: its parameters, the compiled programs,
     the training data (`_Programs.loss_of`), the held-out contexts, the fixed parts of the models
     `(per_seed, shared)`, the lanes, the logged steps and which steps of the chunks log. After
-    `_placed`, the arrays are on the devices (`log_mask_device` set)."""
+    `_placed`, the arrays are on the devices."""
 
     task: Task
     model_config: ModelConfig
@@ -597,7 +704,6 @@ class _Setup:
     lanes: np.ndarray | jax.Array  # 0..n-1, the seeds padded to the devices
     logged: np.ndarray
     log_mask: np.ndarray
-    log_mask_device: jax.Array | None = None
 
 
 @dataclasses.dataclass
@@ -643,18 +749,17 @@ def _prepare_run(
             "embeddings, identity maps, a tied unembedding and one layer): measure the model "
             "with `measure` instead"
         )
-    optimizer = make_optimizer(config)
+    optimizer = optimizer_settings(config)
     programs = _Programs(
         task,
         task.vocabulary,
         config.batch,
         optimizer,
-        jnp.asarray(config.steps),
         config.chunk,
         _lane_group(devices),
         devices,
     )
-    opt_state = eqx.filter_vmap(optimizer.init)(params)
+    opt_state = eqx.filter_vmap(optimizer.transformation().init)(params)
     logged, log_mask, buffers = _logging(
         config, programs, params, static, held_out, seeds
     )
@@ -723,7 +828,6 @@ def _placed(setup: _Setup, state: _State) -> tuple[_Setup, _State]:
         data=data,
         held_out=held_out,
         lanes=shard_lanes(jnp.asarray(setup.lanes), devices),
-        log_mask_device=jnp.asarray(setup.log_mask),
     )
     return setup, dataclasses.replace(state, params=params, opt_state=opt_state)
 
@@ -757,7 +861,7 @@ def _run_chunks(setup: _Setup, state: _State, checkpoint, progress: bool) -> tup
                 setup.held_out,
                 setup.lanes,
                 jnp.asarray(start),
-                setup.log_mask_device,
+                jnp.asarray(setup.log_mask[start : start + config.chunk]),
             )
             loss, stats = jax.device_get((loss, stats))
             for i in np.flatnonzero(setup.log_mask[start : start + config.chunk]):
@@ -933,6 +1037,7 @@ def _write_result(directory: Path, run: TrainRun) -> None:
 
 
 __all__ = [
+    "OptimizerSettings",
     "TrainRun",
     "TrainStatistics",
     "TrainTimings",
@@ -940,5 +1045,6 @@ __all__ = [
     "load_run",
     "log_steps",
     "make_optimizer",
+    "optimizer_settings",
     "train",
 ]

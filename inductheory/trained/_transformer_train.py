@@ -31,7 +31,7 @@ from ._architecture import Architecture, RetrievalTask
 from ._config import TrainConfig
 from ._mechanisms import gate_offsets, gated_layers, phase_mean, query_outcomes
 from ._modules import Transformer, init_transformer
-from ._train import log_steps, make_optimizer
+from ._train import OptimizerSettings, log_steps, optimizer_settings
 
 # Streams of the base seed's key: the seeds' initial models, the training batches, held out,
 # the probe contexts of the gate trajectories, the prompts of knockout means.
@@ -120,13 +120,20 @@ def gate_trajectory_point(models: Transformer, probe) -> Float[Array, "seeds ...
     return eqx.filter_vmap(one)(models)
 
 
+def clipped(optimizer: OptimizerSettings) -> optax.GradientTransformation:
+    """The optimizer of the paper's models: the global gradient norm clipped to `CLIP_NORM`,
+    then `optimizer`'s transformation."""
+    return optax.chain(optax.clip_by_global_norm(CLIP_NORM), optimizer.transformation())
+
+
 class _Program(eqx.Module):
     """One compiled chunk of steps for every seed (equal settings: one program per process)."""
 
     task: RetrievalTask
     batch: int = eqx.field(static=True)
     chunk: int = eqx.field(static=True)
-    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    # its learning rate, steps and weight decay traced: one program for runs differing in them
+    optimizer: OptimizerSettings
 
     def step(self, params, opt_state, static, batch_key, step, lane):
         key = jax.random.fold_in(jax.random.fold_in(batch_key, step), lane)
@@ -136,13 +143,11 @@ class _Program(eqx.Module):
             return eqx.combine(p, static).loss(contexts)
 
         value, grads = jax.value_and_grad(loss)(params)
-        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+        updates, opt_state = clipped(self.optimizer).update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, value
 
     @eqx.filter_jit
-    def run_chunk(
-        self, params, opt_state, static, batch_key, lanes, start, steps, trace=None
-    ):
+    def run_chunk(self, params, opt_state, static, batch_key, lanes, start, trace=None):
         """`trace = (record_steps, probe, points)` keeps the gate trajectory: before the
         update of a step in `record_steps`, its `gate_trajectory_point` on `probe` goes to
         `points[:, slot]` (None: the chunk trains only)."""
@@ -168,7 +173,7 @@ class _Program(eqx.Module):
             def stay():
                 return params, opt_state, jnp.zeros(lanes.shape, jnp.float32)
 
-            params_, opt_state_, loss = jax.lax.cond(s < steps, go, stay)
+            params_, opt_state_, loss = jax.lax.cond(s < self.optimizer.steps, go, stay)
             return (params_, opt_state_, points), loss
 
         points = None if trace is None else trace[2]
@@ -255,9 +260,10 @@ def train_transformer(
 ) -> TransformerRun:
     """Train `seeds` transformers of `arch` on `task` at once (module docstring).
 
-    The optimizer is `make_optimizer(config)` after clipping the global gradient norm to
-    `CLIP_NORM`; `config.batch` fresh contexts per step (a number); `config.eval_contexts`
-    held-out contexts (each gives T / period queries to every phase group).
+    The optimizer is `clipped(optimizer_settings(config))`: `make_optimizer(config)` after
+    clipping the global gradient norm to `CLIP_NORM`; `config.batch` fresh contexts per step
+    (a number); `config.eval_contexts` held-out contexts (each gives T / period queries to
+    every phase group).
 
     **Arguments:**
     - `task`, `arch`, `config`: the task, the architecture, the training.
@@ -287,10 +293,8 @@ def train_transformer(
     keys = jax.random.split(jax.random.fold_in(base, INIT_STREAM), seeds)
     models = eqx.filter_vmap(lambda k: init_transformer(task, arch, k))(keys)
     params, static = eqx.partition(models, eqx.is_inexact_array)
-    optimizer = optax.chain(
-        optax.clip_by_global_norm(CLIP_NORM), make_optimizer(config)
-    )
-    opt_state = eqx.filter_vmap(optimizer.init)(params)
+    optimizer = optimizer_settings(config)
+    opt_state = eqx.filter_vmap(clipped(optimizer).init)(params)
     program = _Program(task, config.batch, config.chunk, optimizer)
     held_out = held_out_contexts(task, config, seed)
     evaluate = eqx.filter_jit(phase_measures)
@@ -325,7 +329,6 @@ def train_transformer(
                 batch_key,
                 lanes,
                 jnp.asarray(c * config.chunk),
-                jnp.asarray(config.steps),
                 trace,
             )
             if trace is not None:
