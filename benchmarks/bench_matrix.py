@@ -22,9 +22,8 @@ import numpy as np
 
 import inductheory  # noqa: F401  (x64 on, as in the library)
 from inductheory.experiments._paper_matrix import FULL_SIZE, MATRIX, matrix_row
-from inductheory.trained._modules import init_transformer
 from inductheory.trained._train import optimizer_settings
-from inductheory.trained._transformer_train import _Program, clipped
+from inductheory.trained._transformer_train import _initial_models, _Program, clipped
 
 DEFAULT_ROWS = ("W8/S8 1 KV (reference)", "W8/S8 8 KV", "full attention 8 KV")
 
@@ -33,7 +32,7 @@ def _chunk_program(row, seeds, steps):
     size = FULL_SIZE
     arch = row.architecture(size.reference)
     keys = jax.random.split(jax.random.key(0), seeds)
-    models = eqx.filter_vmap(lambda k: init_transformer(size.task, arch, k))(keys)
+    models = _initial_models(size.task, arch, keys)
     params, static = eqx.partition(models, eqx.is_inexact_array)
     train = size.train
     optimizer = optimizer_settings(train)

@@ -1,5 +1,5 @@
-"""How many XLA programs a training run compiles when it differs from the runs before it only in
-its learning rate, weight decay, schedule or steps (one compiled program per shape: those are traced).
+"""How many XLA programs a training run compiles when it differs from the runs before only in
+its learning rate, weight decay, schedule or steps (traced: one compiled program per shape).
 
 Trains, in one process and in this order, small runs of both trainers: the compressed model of
 the theorems (`train`) and the paper's transformer (`train_transformer`), each at three learning

@@ -299,3 +299,31 @@ def test_training_memory_counts_the_parameters_of_an_initialized_model(monkeypat
     monkeypatch.setenv(_memory.ENV_MAX_BYTES, str(estimate.total - 1))
     with pytest.raises(MemoryError, match="training 5 seeds needs about"):
         train_transformer(task, arch, config, 5)
+
+
+@pytest.mark.parametrize(
+    "arch",
+    [
+        Architecture(W=4, S=4, d=16),
+        Architecture(W=4, S=2, d=16, gate="vector", tied=True, kv_heads=2),
+        Architecture(W=4, S=4, d=16, gate="uniform", position_bias=False, mlp=True),
+        Architecture(d=16, attention="full", kv_heads=8),
+        Architecture(W=6, S=6, d=16, payload="shared", local_window=2),
+    ],
+)
+def test_seeds_initialized_in_one_program_equal_the_model_built_op_by_op(arch):
+    from inductheory.trained._transformer_train import _initial_models
+
+    task = RetrievalTask(T=24, N=32, period=24)
+    keys = jax.random.split(jax.random.key(7), 3)
+    together = _initial_models(task, arch, keys)
+    for i, key in enumerate(keys):
+        alone = init_transformer(task, arch, key)
+        mine = jax.tree.map(lambda a, i=i: a[i], eqx.filter(together, eqx.is_array))
+        assert jax.tree.structure(mine) == jax.tree.structure(
+            eqx.filter(alone, eqx.is_array)
+        )
+        for x, y in zip(
+            jax.tree.leaves(mine), jax.tree.leaves(eqx.filter(alone, eqx.is_array))
+        ):
+            np.testing.assert_array_equal(x, y)

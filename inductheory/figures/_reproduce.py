@@ -185,16 +185,11 @@ def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> FigureR
     (`FigureRun`). Warnings raised meanwhile name the figure (and the run, where `_runs` names
     it), each distinct one once (`warnings_named`; `report`: see there)."""
     from ..internal._compiles import CompileCount
-    from ..internal._programs import fast_lane_programs
 
     f = FIGURES[name]
     clock, counter = Clock(), CompileCount()
-    fast_lane_programs(name in FAST_LANES["quick" if quick else "full"])
-    try:
-        with warnings_named(f"figure {name}", report):
-            record = f.compute(quick, mode_cache)
-    finally:  # the process's later programs compile as usual
-        fast_lane_programs(False)
+    with warnings_named(f"figure {name}", report):
+        record = f.compute(quick, mode_cache)
     # numbers only: no timings
     write_json_atomic(out / "data" / f"{f.name}.json", record.to_dict())
     _draw_and_save(f, record, out)
@@ -386,12 +381,16 @@ FAST_COMPILE_FLAGS = (
 )
 # The figures, by mode, computed by workers compiling with `FAST_COMPILE_FLAGS`: those whose data
 # under it equal the default compilation's within tolerance (checked by regenerating them and
-# comparing every number). Not phase_uniformity (its frontier moves by 1e-3), toy_stability
-# (a count of split ends changes) nor relaxation_ladder (the loss of its learned-embedding rung,
-# which does not converge in its steps, moves beyond the tolerance, at optimization level 1 too).
+# comparing every number), and in quick mode the trained figures, whose training is a draw of
+# its own under them (their quick data were regenerated under the flags; the quick ladder and
+# matrix compile in a third of the time). Not phase_uniformity (its frontier moves by 1e-3) nor
+# toy_stability (a count of split ends changes).
 FAST_COMPILE: dict[str, frozenset[str]] = {
     "quick": frozenset(
         {
+            "paper_matrix",
+            "paper_mechanisms",
+            "relaxation_ladder",
             "approximate_geometry",
             "boundary",
             "convergence_rates",
@@ -407,20 +406,13 @@ FAST_COMPILE: dict[str, frozenset[str]] = {
     ),
     "full": frozenset(),
 }
-# The figures, by mode, outside `FAST_COMPILE` whose flows alone (the program store's lane
-# programs) compile with the same cheaper code generation (`_programs.FAST_OPTIONS`), the rest
-# of their programs as usual: relaxation_ladder's flow check (its data stay the same). Not
-# phase_uniformity: its frontier moves with its flows' rounding.
-FAST_LANES: dict[str, frozenset[str]] = {
-    "quick": frozenset({"relaxation_ladder"}),
-    "full": frozenset(),
-}
 # About how many seconds each figure takes on one core in quick mode from a fresh cache (its
 # `cost` is the full mode's): the order in which workers start them when no previous run's times
 # are known, longest first.
 QUICK_COSTS = {
-    "relaxation_ladder": 170,
+    "paper_matrix": 115,
     "phase_uniformity": 75,
+    "relaxation_ladder": 65,
     "boundary": 50,
     "regime_boundary": 40,
     "approximate_geometry": 35,
@@ -433,6 +425,7 @@ QUICK_COSTS = {
     "coverage": 9,
     "toy_stability": 7,
     "theorem1_oracle": 6,
+    "paper_mechanisms": 3,
 }
 
 
