@@ -62,6 +62,7 @@ from ._modules import (
     init_transformer as init_transformer,
 )
 from ._train import (
+    OptimizerSettings as OptimizerSettings,
     TrainRun as TrainRun,
     TrainStatistics as TrainStatistics,
     TrainTimings as TrainTimings,
@@ -69,6 +70,7 @@ from ._train import (
     load_run as load_run,
     log_steps as log_steps,
     make_optimizer as make_optimizer,
+    optimizer_settings as optimizer_settings,
     train as train,
 )
 from ._transformer_train import (

@@ -110,7 +110,8 @@ class OptimizerSettings(eqx.Module):
 
     ```python
     s = optimizer_settings(TrainConfig(optimizer="adam", lr=1e-2, steps=100))
-    s.transformation().init(params)
+    s.learning_rate(50)  # 0.01 (constant schedule)
+    state = s.transformation().init({"w": jnp.zeros(3)})
     ```
     """
 
@@ -186,7 +187,16 @@ def optimizer_settings(config: TrainConfig) -> OptimizerSettings:
     """The `OptimizerSettings` of `config` (its values weakly typed, as Python numbers are:
     a float32 model's updates stay float32).
 
+    **Arguments:**
+    - `config`: the training settings.
+
+    **Returns:** an `OptimizerSettings`.
+
     **Raises:** `ValueError` for a name that is no optax optimizer taking a learning rate.
+
+    ```python
+    optimizer_settings(TrainConfig(lr=0.5, schedule="cosine", steps=100)).learning_rate(50)
+    ```
     """
     schedule = config.schedule
     if schedule == "warmup_cosine" and int(WARMUP_FRACTION * config.steps) == 0:
