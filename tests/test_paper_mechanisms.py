@@ -204,7 +204,10 @@ def _run(arch=SMALL, steps=6, seeds=2, points=0):
 
 def test_the_gate_trajectory_leaves_training_unchanged_and_ends_at_the_final_gates():
     plain, traced = _run(), _run(points=4)
-    np.testing.assert_array_equal(plain.loss, traced.loss)
+    # the recording run is another compiled program, whose update XLA may round differently in
+    # float32's last bit (the learning rate is a traced value); recording that fed back into
+    # training (another batch, another key, a changed gate) would move the loss far more
+    np.testing.assert_allclose(plain.loss, traced.loss, rtol=1e-6)
     np.testing.assert_array_equal(plain.measures.correct, traced.measures.correct)
     assert plain.trajectory is None
     assert traced.trajectory_steps.tolist() == [0, 1, 2, 3, 6]
