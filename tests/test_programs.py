@@ -140,35 +140,3 @@ def test_a_stored_flow_program_gives_the_traced_numbers_in_a_second_process(tmp_
     loaded = _flow_process(store, tmp_path / "loaded.npz", "loaded")
     for k, v in loaded.items():
         np.testing.assert_array_equal(v, first[k], err_msg=k)
-
-
-@pytest.mark.parametrize("stored", [True, False])
-def test_fast_lane_programs_compile_their_own_program_with_close_numbers(
-    stored, tmp_path, monkeypatch
-):
-    from inductheory.internal._clock import Clock
-
-    if stored:
-        monkeypatch.setenv("INDUCTHEORY_COMPILATION_CACHE", "1")
-        _programs.enable_program_store(tmp_path)
-    x = jnp.linspace(-3.0, 2.0, 613)  # a shape no other test compiles this program for
-    try:
-        clock = Clock()
-        default = _programs.stored_call("softplus", _softplus_sum, (x, 1.5))
-        n_default = clock.spent().compiles
-        _programs.fast_lane_programs()
-        fast = _programs.stored_call("softplus", _softplus_sum, (x, 1.5))
-        n_fast = clock.spent().compiles
-        _programs.fast_lane_programs(False)
-        again = _programs.stored_call("softplus", _softplus_sum, (x, 1.5))
-        n_again = clock.spent().compiles
-    finally:
-        _programs.fast_lane_programs(False)
-        _programs.disable_program_store()
-    assert n_fast > n_default >= 1  # the fast options make a program of their own
-    assert n_again == n_fast  # and the default one is kept
-    for k in default:
-        np.testing.assert_allclose(fast[k], default[k], rtol=1e-12)
-        np.testing.assert_array_equal(again[k], default[k])
-    expected = np.sum(np.logaddexp(0.0, 1.5 * np.asarray(x)))
-    np.testing.assert_allclose(fast["value"], expected, rtol=1e-12)

@@ -28,35 +28,8 @@ import numpy as np
 from ._io import CacheWarning, _atomic_write
 from ._paths import program_cache_dir
 
-_store: dict = {"directory": None, "fast": False}
-_loaded: dict[tuple[str, bool], object] = {}
-
-# XLA's cheaper code generation (no backend optimization, no expensive LLVM passes), as options
-# of the lane programs' own compiles (`fast_lane_programs`): they compile in about two thirds of
-# the CPU time, run slower and round differently.
-FAST_OPTIONS = {
-    "xla_backend_optimization_level": 0,
-    "xla_llvm_disable_expensive_passes": True,
-}
-
-
-def fast_lane_programs(on: bool = True) -> None:
-    """Compile the programs of `stored_call` compiled from now on in this process with
-    `FAST_OPTIONS` (`on=False`: XLA's defaults again); the other programs are left alone.
-
-    For a job of many briefly run lane programs whose numbers are known to stay within their
-    tolerance under it.
-
-    ```python
-    fast_lane_programs()
-    ```
-    """
-    _store["fast"] = bool(on)
-
-
-def _options(fast: bool) -> dict:
-    return {"compiler_options": FAST_OPTIONS} if fast else {}
-
+_store: dict = {"directory": None}
+_loaded: dict[str, object] = {}
 
 _refused: set[str] = set()
 
@@ -134,14 +107,14 @@ def stored_call(name: str, fn, args):
     this or any process, load it instead of tracing `fn`. Falls back to `jax.jit(fn)` when the
     store is off, there are several devices, or the program cannot be exported.
     """
-    directory, fast = _store["directory"], _store["fast"]
+    directory = _store["directory"]
     if directory is None or len(jax.devices()) != 1:
-        return _jitted(fn, fast)(*args)
+        return _jitted(fn)(*args)
     leaves, treedef = jax.tree.flatten(args)
     key = _key(name, leaves, treedef)
     if key in _refused:
-        return _jitted(fn, fast)(*args)
-    call = _loaded.get((key, fast))
+        return _jitted(fn)(*args)
+    call = _loaded.get(key)
     if call is None:
         path = Path(directory) / f"{name}-{key}.jaxexport"
         exported = _load(path, name, key)
@@ -155,10 +128,10 @@ def stored_call(name: str, fn, args):
                 blob = exported.serialize()
             except Exception:  # host callbacks or other non-serializable parts
                 _refused.add(key)
-                return _jitted(fn, fast)(*args)
+                return _jitted(fn)(*args)
             data = _header(name, key) + blob
             _atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
-        call = _loaded[key, fast] = jax.jit(exported.call, **_options(fast))
+        call = _loaded[key] = jax.jit(exported.call)
     return call(*leaves)
 
 
@@ -200,14 +173,13 @@ def _load(path: Path, name: str, key: str):
 
 
 @functools.cache
-def _jitted(fn, fast: bool = False):
-    return jax.jit(fn, **_options(fast))
+def _jitted(fn):
+    return jax.jit(fn)
 
 
 __all__ = [
     "disable_program_store",
     "enable_program_store",
-    "fast_lane_programs",
     "program_key",
     "program_store_directory",
     "stored_call",
