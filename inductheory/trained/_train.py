@@ -863,6 +863,7 @@ def _run_chunks(setup: _Setup, state: _State, checkpoint, progress: bool) -> tup
             )
         for start in range(state.done, config.steps, config.chunk):
             t0 = time.perf_counter()
+            log_mask = setup.log_mask[start : start + config.chunk]
             state.params, state.opt_state, (loss, stats) = programs.run_chunk(
                 state.params,
                 state.opt_state,
@@ -871,10 +872,10 @@ def _run_chunks(setup: _Setup, state: _State, checkpoint, progress: bool) -> tup
                 setup.held_out,
                 setup.lanes,
                 jnp.asarray(start),
-                jnp.asarray(setup.log_mask[start : start + config.chunk]),
+                jnp.asarray(log_mask),
             )
             loss, stats = jax.device_get((loss, stats))
-            for i in np.flatnonzero(setup.log_mask[start : start + config.chunk]):
+            for i in np.flatnonzero(log_mask):
                 j = row[start + int(i)]
                 state.buffers["loss"][:, j] = loss[i, :seeds]
                 for k, v in stats.items():
