@@ -1,10 +1,14 @@
 """The paper matrix's training step against its arithmetic (issue: within 5x of the floor).
 
 For each chosen row: the compiled training step of `seeds` vmapped seeds (one `lax.scan` chunk of
-`train_transformer`'s program, so the measured step is the real one), its FLOPs from XLA's own
-cost analysis of that program, and a float32 matmul of about the same FLOPs timed on the same
-machine in the same run (interleaved, median of the repeats). Prints per row: ms per seed-step,
-MFLOP per seed-step, the matmul's time for those FLOPs (the floor) and the ratio step / floor.
+`train_transformer`'s program, so the measured step is the real one), its FLOPs, and a float32
+matmul of about the same FLOPs timed on the same machine in the same run (interleaved, median of
+the repeats). Prints per row: ms per seed-step, MFLOP per seed-step, the matmul's time for those
+FLOPs (the floor) and the ratio step / floor.
+
+The FLOPs are XLA's cost analysis of one seed's step compiled alone. Not the chunk's: XLA counts
+the body of a loop once, so the chunk's count is one step's, and dividing it by the chunk's
+seed-steps undercounts by the number of steps (the mistake behind an earlier "37-112x").
 
     python benchmarks/bench_matrix.py                      # reference, 8-KV, full attention
     python benchmarks/bench_matrix.py --rows all --repeats 5
@@ -49,6 +53,17 @@ def _chunk_program(row, seeds, steps):
     return program, args
 
 
+def _step_flops(program, args) -> float:
+    """FLOPs of one seed's training step, from XLA's cost analysis of that step alone."""
+    params, opt_state, static, batch_key = args[:4]
+    one = jax.tree.map(lambda x: x[0], (params, opt_state))
+    step = eqx.filter_jit(program.step)
+    compiled = step.lower(*one, static, batch_key, jnp.asarray(0), jnp.asarray(0))
+    cost = compiled.compile().compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    return float(cost["flops"])
+
+
 def _time(fn, repeats):
     out = []
     for _ in range(repeats):
@@ -76,10 +91,7 @@ def main() -> None:
     )
     for name in names:
         program, a = _chunk_program(matrix_row(name), args.seeds, args.steps)
-        compiled = _Program.run_chunk.lower(program, *a).compile()
-        cost = compiled.compiled.cost_analysis()
-        cost = cost[0] if isinstance(cost, list) else cost
-        flops = float(cost["flops"]) / (args.seeds * args.steps)
+        flops = _step_flops(program, a)
         # a square float32 matmul of about the step's FLOPs (2 n^3 = flops per seed-step)
         n = max(8, int(round((flops / 2) ** (1 / 3))))
         x = jax.random.normal(jax.random.key(2), (n, n), jnp.float32)
