@@ -27,7 +27,12 @@ import numpy as np
 import inductheory  # noqa: F401  (x64 on, as in the library)
 from inductheory.experiments._paper_matrix import FULL_SIZE, MATRIX, matrix_row
 from inductheory.trained._train import optimizer_settings
-from inductheory.trained._transformer_train import _initial_models, _Program, clipped
+from inductheory.trained._transformer_train import (
+    _initial_models,
+    _Program,
+    chunk_program,
+    clipped,
+)
 
 DEFAULT_ROWS = ("W8/S8 1 KV (reference)", "W8/S8 8 KV", "full attention 8 KV")
 
@@ -43,6 +48,7 @@ def _chunk_program(row, seeds, steps):
     opt_state = eqx.filter_vmap(clipped(optimizer).init)(params)
     program = _Program(size.task, train.batch, steps, optimizer)
     args = (
+        program,
         params,
         opt_state,
         static,
@@ -50,12 +56,12 @@ def _chunk_program(row, seeds, steps):
         jnp.arange(seeds),
         jnp.asarray(0),
     )
-    return program, args
+    return chunk_program(arch), args
 
 
-def _step_flops(program, args) -> float:
+def _step_flops(args) -> float:
     """FLOPs of one seed's training step, from XLA's cost analysis of that step alone."""
-    params, opt_state, static, batch_key = args[:4]
+    program, params, opt_state, static, batch_key = args[:5]
     one = jax.tree.map(lambda x: x[0], (params, opt_state))
     step = eqx.filter_jit(program.step)
     compiled = step.lower(*one, static, batch_key, jnp.asarray(0), jnp.asarray(0))
@@ -90,17 +96,17 @@ def main() -> None:
         f"{'matmul floor ms':>16s} {'ratio':>7s}"
     )
     for name in names:
-        program, a = _chunk_program(matrix_row(name), args.seeds, args.steps)
-        flops = _step_flops(program, a)
+        run_chunk, a = _chunk_program(matrix_row(name), args.seeds, args.steps)
+        flops = _step_flops(a)
         # a square float32 matmul of about the step's FLOPs (2 n^3 = flops per seed-step)
         n = max(8, int(round((flops / 2) ** (1 / 3))))
         x = jax.random.normal(jax.random.key(2), (n, n), jnp.float32)
         matmul = jax.jit(lambda x: x @ x).lower(x).compile()
-        jax.block_until_ready(program.run_chunk(*a))  # compiled and warm
+        jax.block_until_ready(run_chunk(*a))  # compiled and warm
         step_t, mm_t = [], []
 
-        def step_once(program=program, a=a):
-            return program.run_chunk(*a)
+        def step_once(run_chunk=run_chunk, a=a):
+            return run_chunk(*a)
 
         def matmuls(matmul=matmul, x=x):
             return [matmul(x) for _ in range(20)][-1]

@@ -327,3 +327,43 @@ def test_seeds_initialized_in_one_program_equal_the_model_built_op_by_op(arch):
             jax.tree.leaves(mine), jax.tree.leaves(eqx.filter(alone, eqx.is_array))
         ):
             np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize(
+    "arch",
+    [
+        Architecture(W=4, S=4, d=16, kv_heads=2, q_heads=4),
+        Architecture(d=16, attention="full", kv_heads=2, q_heads=4),
+    ],
+)
+def test_the_compiled_chunk_trains_as_the_default_compilation(arch):
+    """`chunk_program` compiles the compressor's chunk without XLA's YNNPACK fusions (a choice
+    of emission, for speed): its losses and parameters after 10 steps of 3 seeds agree with the
+    chunk compiled by a plain `eqx.filter_jit` up to float32 rounding (on the machine where the
+    option was chosen the matrix's rows were equal to the last bit). Plain SGD: Adam's
+    normalized step would turn a rounding difference in a near-zero gradient into a whole
+    step."""
+    from inductheory.trained._config import TrainConfig
+    from inductheory.trained._train import optimizer_settings
+    from inductheory.trained._transformer_train import (
+        _initial_models,
+        _Program,
+        chunk_program,
+        clipped,
+    )
+
+    task = RetrievalTask(T=24, N=32, period=24)
+    config = TrainConfig(optimizer="sgd", lr=0.1, steps=10, batch=4, chunk=10)
+    models = _initial_models(task, arch, jax.random.split(jax.random.key(5), 3))
+    params, static = eqx.partition(models, eqx.is_inexact_array)
+    optimizer = optimizer_settings(config)
+    opt_state = eqx.filter_vmap(clipped(optimizer).init)(params)
+    program = _Program(task, config.batch, config.chunk, optimizer)
+    args = (program, params, opt_state, static, jax.random.key(6), jnp.arange(3))
+    tuned = chunk_program(arch)(*args, jnp.asarray(0))
+    plain = eqx.filter_jit(_Program.run_chunk)(*args, jnp.asarray(0))
+    assert np.all(np.isfinite(np.asarray(plain[2])))
+    for x, y in zip(
+        jax.tree.leaves((tuned[0], tuned[2])), jax.tree.leaves((plain[0], plain[2]))
+    ):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)

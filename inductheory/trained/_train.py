@@ -451,7 +451,7 @@ _CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 
 @functools.cache
 def _compiler_options() -> dict:
-    """The XLA options of the training programs: `_CPU_COMPILER_OPTIONS` on the CPU backend
+    """The XLA options of `jit_without_ynn_fusions`: `_CPU_COMPILER_OPTIONS` on the CPU backend
     where this jax knows them, none otherwise."""
     if jax.default_backend() != "cpu":
         return {}
@@ -462,19 +462,21 @@ def _compiler_options() -> dict:
     return _CPU_COMPILER_OPTIONS
 
 
-def _jit(method):
-    """`eqx.filter_jit` of a `_Programs` method with `_compiler_options()`, chosen at the first
-    call (when the backend is known); one compiled program per distinct static input, as with
-    `eqx.filter_jit` itself."""
+def jit_without_ynn_fusions(fn):
+    """`eqx.filter_jit` of `fn` compiled without XLA's YNNPACK fusions on the CPU backend
+    (`_CPU_COMPILER_OPTIONS`; other backends, or a jax without the option: its defaults),
+    chosen at the first call, when the backend is known. One compiled program per distinct
+    static input, as with `eqx.filter_jit` itself; methods are passed unbound (`self` first).
+    """
     compiled = None
 
-    @functools.wraps(method)
+    @functools.wraps(fn)
     def call(*args):
         nonlocal compiled
         if compiled is None:
             options = _compiler_options()
             kwargs = {"compiler_options": options} if options else {}
-            compiled = eqx.filter_jit(method, **kwargs)
+            compiled = eqx.filter_jit(fn, **kwargs)
         return compiled(*args)
 
     return call
@@ -577,7 +579,7 @@ class _Programs(eqx.Module):
             params, static, contexts
         )
 
-    @_jit
+    @jit_without_ynn_fusions
     def run_chunk(
         self, params, opt_state, static, data, held_out, lanes, start, log_mask
     ):
@@ -607,7 +609,7 @@ class _Programs(eqx.Module):
         )
         return params, opt_state, out
 
-    @_jit
+    @jit_without_ynn_fusions
     def evaluate(self, params, static, data, held_out, lanes):
         """The loss (lanes,) and gate statistics of the state after the last step."""
 

@@ -27,11 +27,16 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from ..internal._memory import MemoryEstimate, check_memory, with_total
 from ..internal._progress import Progress
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, _require_int
-from ._architecture import Architecture, RetrievalTask
+from ._architecture import Architecture, Attention, RetrievalTask
 from ._config import TrainConfig
 from ._mechanisms import gate_offsets, gated_layers, phase_mean, query_outcomes
 from ._modules import Transformer, init_transformer
-from ._train import OptimizerSettings, log_steps, optimizer_settings
+from ._train import (
+    OptimizerSettings,
+    jit_without_ynn_fusions,
+    log_steps,
+    optimizer_settings,
+)
 
 # Streams of the base seed's key: the seeds' initial models, the training batches, held out,
 # the probe contexts of the gate trajectories, the prompts of knockout means.
@@ -146,10 +151,10 @@ class _Program(eqx.Module):
         updates, opt_state = clipped(self.optimizer).update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, value
 
-    @eqx.filter_jit
     def run_chunk(self, params, opt_state, static, batch_key, lanes, start, trace=None):
-        """`trace = (record_steps, probe, points)` keeps the gate trajectory: before the
-        update of a step in `record_steps`, its `gate_trajectory_point` on `probe` goes to
+        """`chunk` steps of every seed (uncompiled: `chunk_program` compiles it).
+        `trace = (record_steps, probe, points)` keeps the gate trajectory: before the update
+        of a step in `record_steps`, its `gate_trajectory_point` on `probe` goes to
         `points[:, slot]` (None: the chunk trains only)."""
 
         def body(carry, i):
@@ -181,6 +186,22 @@ class _Program(eqx.Module):
             body, (params, opt_state, points), jnp.arange(self.chunk)
         )
         return params, opt_state, losses, points
+
+
+# The compiled chunk by attention: full attention's contractions over the T positions run faster
+# through XLA's YNNPACK fusions, the compressor's over W offsets and L entries faster without
+# them (1.2-1.4x against 0.7-0.8x on 2 CPU cores, benchmarks/bench_matrix.py); either way the
+# same operations, and the matrix's rows give the same bits.
+_CHUNK_PROGRAMS = {
+    Attention.FULL: eqx.filter_jit(_Program.run_chunk),
+    Attention.COMPRESSED: jit_without_ynn_fusions(_Program.run_chunk),
+}
+
+
+def chunk_program(arch: Architecture):
+    """The compiled `_Program.run_chunk` that trains `arch` (`_CHUNK_PROGRAMS`), called as
+    `chunk_program(arch)(program, params, opt_state, static, batch_key, lanes, start, trace)`."""
+    return _CHUNK_PROGRAMS[arch.attention]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -317,6 +338,7 @@ def train_transformer(
         shape = point(models, probe).shape
         points = jnp.zeros((shape[0], record.size - 1, *shape[1:]), jnp.float32)
         trace = (jnp.asarray(record[:-1]), probe, points)
+    run_chunk = chunk_program(arch)
     lanes = jnp.arange(seeds)
     n_chunks = math.ceil(config.steps / config.chunk)
     losses = np.zeros((seeds, n_chunks * config.chunk), np.float32)
@@ -329,7 +351,8 @@ def train_transformer(
         )
         for c in range(n_chunks):
             t0 = time.perf_counter()
-            params, opt_state, chunk_loss, points = program.run_chunk(
+            params, opt_state, chunk_loss, points = run_chunk(
+                program,
                 params,
                 opt_state,
                 static,
