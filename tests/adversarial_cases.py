@@ -448,6 +448,16 @@ def cases() -> list[Case]:
         ),
         E(["sweep", "matrix", "--grid", "seeds=1,2"], "not swept by a matrix sweep"),
         E(["sweep", "matrix", "--rows", "x"], "sweep matrix: error: unrecognized"),
+        # the family's options given to the theorem model's trainers: where they are taken
+        E(
+            ["train", "--kv-heads", "8", "--payload=shared"],
+            "--kv-heads, --payload: the paper's compressor family, trained by "
+            "`inductheory matrix`",
+        ),
+        E(
+            ["sweep", "train", "--grid", "N=10", "--no-position-bias"],
+            "--no-position-bias: the paper's compressor family",
+        ),
         E(["gates", "{tmp}/none.safetensors", "--paper"], "no such file"),
         E(["gates", "{file}", "--paper"], "unknown gate file type"),
         E(["gates", "{file}", "--paper", "--branch", "sideways"], "invalid choice"),

@@ -51,7 +51,11 @@ class NonFiniteResult(CLIError):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """`argparse.ArgumentParser` whose errors are one line: `PROG: error: MESSAGE` (exit 2)."""
+    """`argparse.ArgumentParser` whose errors are one line: `PROG: error: MESSAGE` (exit 2).
+    A command may set `unrecognized_hint(extras) -> str` (empty: none): said after its list of
+    unrecognized arguments, e.g. the command that does take them."""
+
+    unrecognized_hint = None
 
     def error(self, message):
         self.exit(
@@ -62,7 +66,8 @@ class OneLineParser(argparse.ArgumentParser):
         namespace, extras = super().parse_known_args(args, namespace)
         if extras and self._subparsers is None and " " in self.prog:
             # a command's own options: name the command and its help, not the top level's
-            self.error(f"unrecognized arguments: {' '.join(extras)}")
+            hint = self.unrecognized_hint(extras) if self.unrecognized_hint else ""
+            self.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
         return namespace, extras
 
 

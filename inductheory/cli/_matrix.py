@@ -27,13 +27,10 @@ from ._common import (
     float_type,
     format_table,
     int_type,
+    option_flag,
     output_dir_type,
     print_json,
 )
-
-
-def _option(name: str) -> str:
-    return "--" + name.replace("_", "-")
 
 
 def add_architecture_arguments(parser) -> None:
@@ -49,25 +46,40 @@ def add_architecture_arguments(parser) -> None:
         help_ = f"(reference row: {ref.value if isinstance(ref, enum.Enum) else ref})"
         if isinstance(default, bool):
             group.add_argument(
-                _option(f.name),
+                option_flag(f.name),
                 action=argparse.BooleanOptionalAction,
                 default=None,
                 help=help_,
             )
         elif isinstance(default, enum.Enum):
             group.add_argument(
-                _option(f.name),
+                option_flag(f.name),
                 choices=[m.value for m in type(default)],
                 default=None,
                 help=help_,
             )
         else:
             group.add_argument(
-                _option(f.name),
+                option_flag(f.name),
                 type=int_type(f.name, 0 if f.name == "local_window" else 1),
                 default=None,
                 help=help_,
             )
+
+
+def family_options_hint(extras: list[str]) -> str:
+    """For a command that does not train the paper's family (`train`, `sweep train`): where
+    the unrecognized options among `extras` that are the family's architecture options are
+    taken ("" if none is)."""
+    names = {option_flag(f.name) for f in dataclasses.fields(Architecture)}
+    names |= {"--no-" + n[2:] for n in names}
+    found = [e.split("=")[0] for e in extras if e.split("=")[0] in names]
+    if not found:
+        return ""
+    return (
+        f"; {', '.join(found)}: the paper's compressor family, trained by "
+        "`inductheory matrix` (a row and its changes) and `inductheory sweep matrix`"
+    )
 
 
 def architecture_changes(args) -> dict:

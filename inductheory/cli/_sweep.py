@@ -52,7 +52,7 @@ from ._common import (
 )
 from ._flow import add_flow_arguments, check_radius_resolution, flow_config_from_args
 from ._loss import add_gate_arguments
-from ._matrix import _size
+from ._matrix import _size, family_options_hint
 from ._oracle import _config as minimizer_from_args, add_minimizer_arguments
 from ._train import add_train_arguments, configs_from_args, task_of
 
@@ -373,6 +373,8 @@ def register(sub) -> None:
             continue
         options = _OPTIONS[kind]
         k = kinds.add_parser(name, help=kind.description)
+        if kind is TrainSweep:
+            k.unrecognized_hint = family_options_hint
         add_task_arguments(k)
         options.add(k)
         g = _add_sweep_options(k, kind, grid_required=True)

@@ -44,6 +44,7 @@ from ._common import (
     require_token_ids,
     task_from_args,
 )
+from ._matrix import family_options_hint
 
 # What `--out` holds beside `train`'s own files: the report `--json` prints.
 REPORT = "report.json"
@@ -166,8 +167,11 @@ def register(sub) -> None:
         "gate mass, value = key + 1 and distinct-head shares (Wilson 95%), static vs average "
         "effective offsets, per-phase accuracy and gap, accuracy and loss. Every switch at its "
         "default with --optimizer gd and --batch full is the explicit Euler scheme of the full "
-        "flow (`inductheory flow --dynamics full`) from the same seeds.",
+        "flow (`inductheory flow --dynamics full`) from the same seeds. The paper's "
+        "compressor family (KV heads, per-offset payload maps, vector gates, every layer "
+        "compressed) trains with `inductheory matrix` and `inductheory sweep matrix`.",
     )
+    p.unrecognized_hint = family_options_hint
     add_task_arguments(p, geometry=False)
     add_train_arguments(p)
     p.add_argument(
