@@ -43,10 +43,10 @@ class Figure:
     - `tables(data) -> list[MeasuredTable]` (optional): the measured numbers as tables, printed
       in figures/README.md in place of the one-line `findings` (which the data keep), so that a
       reader can scan them; computed from the data alone, like `draw`.
-    - `cost`: about how many seconds the full computation takes on one core, from a fresh
-      cache; only
-      the order in which `reproduce --jobs` starts figures when no previous run's times are known
-      (longest first).
+    - `cost`: about how many CPU seconds the full computation takes from a fresh cache (the
+      committed values: one `benchmarks/bench_reproduce.py` run on 2 cores); it sets the order
+      in which `reproduce --jobs` starts figures and the ETA's nominal costs when no previous
+      run's times are known (longest first).
     """
 
     name: str

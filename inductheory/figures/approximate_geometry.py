@@ -391,7 +391,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=540,
+    cost=255,
     tables=tables,
     data=ApproximateGeometryData,
 )

@@ -436,7 +436,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=100,
+    cost=65,
     tables=tables,
     data=BoundaryData,
 )

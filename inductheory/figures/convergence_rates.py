@@ -626,7 +626,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=35,
+    cost=25,
     tables=tables,
     data=ConvergenceRatesData,
 )

@@ -311,7 +311,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=50,
+    cost=40,
     tables=tables,
     data=CoverageData,
 )

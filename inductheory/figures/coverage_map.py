@@ -413,7 +413,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=60,
+    cost=35,
     tables=tables,
     data=CoverageMapData,
 )

@@ -324,7 +324,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=60,
+    cost=35,
     tables=tables,
     data=EffectiveOffsetsData,
 )

@@ -1316,7 +1316,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=490,
+    cost=340,
     tables=tables,
     data=MitigationsData,
 )

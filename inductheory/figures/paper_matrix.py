@@ -637,7 +637,7 @@ FIGURE = Figure(
     CLAIM,
     compute,
     draw,
-    cost=2400,
+    cost=2785,
     tables=tables,
     data=PaperMatrixData,
 )

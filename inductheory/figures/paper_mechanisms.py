@@ -575,7 +575,7 @@ FIGURE = Figure(
     CLAIM,
     compute,
     draw,
-    cost=300,
+    cost=450,
     tables=tables,
     data=PaperMechanismsData,
 )

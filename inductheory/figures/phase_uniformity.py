@@ -719,7 +719,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=180,
+    cost=105,
     tables=tables,
     data=PhaseUniformityData,
 )

@@ -649,7 +649,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=350,
+    cost=265,
     tables=tables,
     data=RegimeBoundaryData,
 )

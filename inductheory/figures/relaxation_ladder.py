@@ -728,7 +728,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=400,
+    cost=230,
     tables=tables,
     data=RelaxationLadderData,
 )

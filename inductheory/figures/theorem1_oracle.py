@@ -289,7 +289,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=60,
+    cost=25,
     tables=tables,
     data=Theorem1Data,
 )

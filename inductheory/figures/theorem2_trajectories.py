@@ -215,7 +215,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=45,
+    cost=10,
     tables=tables,
     data=Theorem2Data,
 )

@@ -545,7 +545,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=10,
+    cost=5,
     tables=tables,
     data=ToyStabilityData,
 )

@@ -320,7 +320,7 @@ FIGURE = Figure(
     claim,
     compute,
     draw,
-    cost=105,
+    cost=45,
     tables=tables,
     data=WeakSpotsData,
 )
