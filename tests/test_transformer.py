@@ -367,3 +367,32 @@ def test_the_compiled_chunk_trains_as_the_default_compilation(arch):
         jax.tree.leaves((tuned[0], tuned[2])), jax.tree.leaves((plain[0], plain[2]))
     ):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+
+
+def test_query_outcomes_in_batches_equal_one_vmap_over_every_context():
+    """`query_outcomes` takes the contexts `CONTEXT_BATCH` at a time (a remainder batch too):
+    every context's correctness and loss equal those of one vmap over all of them, computed
+    here from `Transformer.logits` directly: to the last bit in the full batches (the matrix's
+    256 held-out contexts are 8 of them), to float32 rounding in the remainder (a batch of
+    another size, which XLA may emit with other roundings)."""
+    from inductheory.model._logits import cross_entropy, top1_correct
+    from inductheory.trained._mechanisms import CONTEXT_BATCH, query_outcomes
+
+    task = RetrievalTask(T=24, N=32, period=24)
+    model = init_transformer(
+        task, Architecture(W=4, S=4, d=16, kv_heads=2, q_heads=4), jax.random.key(4)
+    )
+    n = CONTEXT_BATCH + 9
+    contexts = sample_retrieval_contexts(jax.random.key(8), task, n)
+
+    def one(tokens):
+        logits = model.logits(tokens)
+        return top1_correct(*logits), cross_entropy(*logits)
+
+    correct, losses = jax.jit(query_outcomes)(model, contexts)
+    want_correct, want_losses = jax.jit(jax.vmap(one))(contexts)
+    assert correct.shape == losses.shape == (n, task.T)
+    np.testing.assert_array_equal(correct, want_correct)
+    full = slice(0, CONTEXT_BATCH)
+    np.testing.assert_array_equal(losses[full], want_losses[full])
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-6)
