@@ -62,9 +62,10 @@ def _chunk_program(row, seeds, steps):
 def _step_flops(args) -> float:
     """FLOPs of one seed's training step, from XLA's cost analysis of that step alone."""
     program, params, opt_state, static, batch_key = args[:5]
-    one = jax.tree.map(lambda x: x[0], (params, opt_state))
+    # seed 0: every array's first lane (the parameters, their state, the compressor's switches)
+    one = jax.tree.map(lambda x: x[0], (params, opt_state, static))
     step = eqx.filter_jit(program.step)
-    compiled = step.lower(*one, static, batch_key, jnp.asarray(0), jnp.asarray(0))
+    compiled = step.lower(*one, batch_key, jnp.asarray(0), jnp.asarray(0))
     cost = compiled.compile().compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     return float(cost["flops"])

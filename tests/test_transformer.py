@@ -23,8 +23,6 @@ from inductheory.trained._architecture import Architecture, RetrievalTask
 from inductheory.trained._modules import (
     CompressedAttention,
     FullAttention,
-    GatedCompressor,
-    UniformCompressor,
     init_transformer,
 )
 from inductheory.trained._transformer_train import sample_retrieval_contexts
@@ -32,12 +30,14 @@ from inductheory.trained._transformer_train import sample_retrieval_contexts
 TASK = RetrievalTask(T=12, N=20, period=12)
 
 
-def _compressor_loops(comp, h, T):
+def _compressor_loops(comp, arch, h, T):
     """Keys and values of every entry by explicit loops over KV heads, entries, offsets and
-    channels (module docstring's formula), in numpy float64."""
+    channels (module docstring's formula), in numpy float64; gate kind, position bias and tying
+    as `arch` says (not as the compressor's switches say)."""
     h = np.asarray(h, np.float64)
     payload = np.asarray(comp.payload, np.float64)
-    B, K, slots, e, d = payload.shape
+    _, K, slots, e, d = payload.shape
+    B = 1 if arch.tied else 2
     W, S = comp.window, comp.stride
     L = T // S
     out = np.zeros((B, K, L, e))
@@ -45,12 +45,12 @@ def _compressor_loops(comp, h, T):
         for k in range(K):
             for j in range(L):
                 pos = [(j * S + i) % T for i in range(W)]
-                if isinstance(comp, UniformCompressor):
+                if arch.gate == "uniform":
                     alpha = np.full((W, e), 1.0 / W)
                 else:
                     gm = np.asarray(comp.gate_map, np.float64)[b, k]  # (W, g, d)
                     s = np.stack([gm[i] @ h[pos[i]] for i in range(W)])  # (W, g)
-                    if comp.gate_bias is not None:
+                    if arch.position_bias:
                         s = s + np.asarray(comp.gate_bias, np.float64)[b, k]
                     s = s - s.max(axis=0)
                     alpha = np.exp(s) / np.exp(s).sum(axis=0)
@@ -78,17 +78,21 @@ def test_compressor_matches_loops(changes):
     )
     model = init_transformer(TASK, arch, jax.random.key(1))
     comp = model.blocks[0].attention.compressor
-    # random biases, so the position bias takes part in the comparison
-    if isinstance(comp, GatedCompressor) and comp.gate_bias is not None:
-        comp = eqx.tree_at(
-            lambda c: c.gate_bias,
-            comp,
+    # random biases and large gate maps in both branches, so that what a switch turns off
+    # (the position bias, the value branch of a tied model, the maps of uniform gates) would
+    # move the result if it leaked through
+    comp = eqx.tree_at(
+        lambda c: (c.gate_bias, c.gate_map, c.payload),
+        comp,
+        (
             jax.random.normal(jax.random.key(2), comp.gate_bias.shape),
-        )
-        comp = eqx.tree_at(lambda c: c.gate_map, comp, 30 * comp.gate_map)
+            30 * jax.random.normal(jax.random.key(4), comp.gate_map.shape),
+            jax.random.normal(jax.random.key(5), comp.payload.shape),
+        ),
+    )
     h = jax.random.normal(jax.random.key(3), (TASK.T, arch.d)).astype(jnp.float32)
     keys, values = comp(h)
-    want_k, want_v = _compressor_loops(comp, h, TASK.T)
+    want_k, want_v = _compressor_loops(comp, arch, h, TASK.T)
     np.testing.assert_allclose(keys, want_k, rtol=2e-5, atol=2e-6)
     np.testing.assert_allclose(values, want_v, rtol=2e-5, atol=2e-6)
     if arch.tied:
@@ -398,3 +402,32 @@ def test_query_outcomes_in_batches_equal_one_vmap_over_every_context():
     full = slice(0, CONTEXT_BATCH)
     np.testing.assert_array_equal(losses[full], want_losses[full])
     np.testing.assert_allclose(losses, want_losses, rtol=1e-6)
+
+
+def test_rows_differing_in_switches_that_change_no_shape_share_one_compiled_program():
+    """Uniform averaging, no position bias and K/V tying are masks on the reference's arrays
+    (`CompressorSwitches`), so after the reference has trained, each such row compiles only
+    its own initialization: the training chunk and the held-out evaluation are the
+    reference's programs. A row of another shape (vector gates) compiles its own."""
+    from inductheory.internal._compiles import CompileCount
+    from inductheory.trained._config import TrainConfig
+    from inductheory.trained._transformer_train import train_transformer
+
+    task = RetrievalTask(T=24, N=32, period=24)
+    base = Architecture(W=4, S=4, d=16, kv_heads=2, q_heads=4)
+    config = TrainConfig(
+        optimizer="adamw", lr=3e-3, steps=4, batch=4, chunk=4, eval_contexts=8
+    )
+    reference = train_transformer(task, base, config, 2)
+    for changes in (
+        dict(position_bias=False),
+        dict(tied=True),
+        dict(gate="uniform", position_bias=False),
+    ):
+        counter = CompileCount()
+        run = train_transformer(task, dataclasses.replace(base, **changes), config, 2)
+        assert counter.count().compiles <= 1, changes  # its initial models at most
+        assert not np.array_equal(run.loss, reference.loss), changes
+    counter = CompileCount()
+    train_transformer(task, dataclasses.replace(base, gate="vector"), config, 2)
+    assert counter.count().compiles > 1

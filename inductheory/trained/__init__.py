@@ -55,10 +55,10 @@ from ._modules import (
     Block as Block,
     BlockTrace as BlockTrace,
     CompressedAttention as CompressedAttention,
+    CompressorSwitches as CompressorSwitches,
     FullAttention as FullAttention,
     GatedCompressor as GatedCompressor,
     Transformer as Transformer,
-    UniformCompressor as UniformCompressor,
     init_transformer as init_transformer,
 )
 from ._train import (

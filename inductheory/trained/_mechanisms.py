@@ -20,12 +20,12 @@ from jaxtyping import Array, Float, Int
 from ..model._gates import rotate_offsets
 from ..model._logits import cross_entropy, top1_correct
 from ..model._measures import effective_offsets
-from ._modules import CompressedAttention, GatedCompressor, Transformer
+from ._modules import CompressedAttention, Transformer
 
 
 class GateOffsets(eqx.Module):
     """The gates of every gated compressed layer pooled over held-out windows (`gate_offsets`);
-    each field (layers, branches, kv, channels), branches keys first (one when K/V are tied),
+    each field (layers, branches, kv, channels), branches keys first (tied: values = keys),
     channels 1 for scalar gates and d_h for vector gates.
 
     - `peak`: the offset of the mean gate's largest mass; `mass`: that mass.
@@ -40,12 +40,13 @@ class GateOffsets(eqx.Module):
 
 
 def gated_layers(model: Transformer) -> list[int]:
-    """Indices of the blocks whose compressor has learned gates."""
+    """Indices of the blocks that read a compressed cache (from the model's structure alone,
+    so traced models answer too: a uniform-averaging compressor counts, its gates are 1/W;
+    `Architecture.learned_gates` says whether they are learned)."""
     return [
         i
         for i, block in enumerate(model.blocks)
         if isinstance(block.attention, CompressedAttention)
-        and isinstance(block.attention.compressor, GatedCompressor)
     ]
 
 
@@ -225,9 +226,10 @@ def rotate_transformer_gates(
             return m.blocks[i].attention.compressor
 
         c = compressor(model)
-        moved = [(lambda m: compressor(m).gate_map, c.gate_map, -3)]
-        if c.gate_bias is not None:
-            moved.append((lambda m: compressor(m).gate_bias, c.gate_bias, -2))
+        moved = [
+            (lambda m: compressor(m).gate_map, c.gate_map, -3),
+            (lambda m: compressor(m).gate_bias, c.gate_bias, -2),
+        ]
         if payloads and c.payload.shape[-3] == c.window:  # per-offset maps only
             moved.append((lambda m: compressor(m).payload, c.payload, -3))
         for where, value, axis in moved:
@@ -235,7 +237,8 @@ def rotate_transformer_gates(
     return model
 
 
-BRANCH_NAMES = {2: ("key", "value"), 1: ("tied",)}
+# The gate file's branch names, by whether the model's K/V are tied.
+BRANCH_NAMES = {False: ("key", "value"), True: ("tied",)}
 
 
 def paper_gate_tensors(
@@ -262,9 +265,9 @@ def paper_gate_tensors(
         out[f"layer{i}.windows"] = np.asarray(h[:, windows]).reshape(
             -1, c.window, h.shape[-1]
         )
-        for b, branch in enumerate(BRANCH_NAMES[c.gate_map.shape[0]]):
+        for b, branch in enumerate(BRANCH_NAMES[bool(c.switches.tied)]):
             out[f"layer{i}.{branch}.gate_map"] = np.asarray(c.gate_map[b])
-            if c.gate_bias is not None:
+            if c.switches.position_bias:
                 out[f"layer{i}.{branch}.gate_bias"] = np.asarray(c.gate_bias[b])
     return out
 

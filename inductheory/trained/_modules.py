@@ -32,7 +32,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int, PRNGKeyArray
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from ..model._logits import cross_entropy
 from ..model._positions import entry_positions
@@ -50,6 +50,22 @@ def _normal(key, shape, std):
     return (std * jax.random.normal(key, shape)).astype(DTYPE)
 
 
+class CompressorSwitches(eqx.Module):
+    """The compressor's parts that change no array shape, held as boolean arrays (never
+    trained): models that differ only in them share one compiled program. Stacked models carry
+    them with the seed axis, as every other array.
+
+    - `learned_gates`: False for uniform averaging ($\\alpha = 1/W$: the gate logits are
+      zeroed, so nothing reaches the gate maps).
+    - `position_bias`: whether the biases $b^B_i$ enter the gate logits.
+    - `tied`: values are the keys (the value branch's arrays stay, unused).
+    """
+
+    learned_gates: Bool[Array, ""]
+    position_bias: Bool[Array, ""]
+    tied: Bool[Array, ""]
+
+
 class AbstractCompressor(eqx.Module):
     """Folds each window of a context stream into one key and one value per KV head."""
 
@@ -60,22 +76,22 @@ class AbstractCompressor(eqx.Module):
     def gates(
         self, h: Float[Array, "positions d"]
     ) -> Float[Array, "branches kv entries offsets channels"]:
-        """$\\alpha^B_{j,i}$ (tied: one branch; channels 1 for scalar gates)."""
+        """$\\alpha^B_{j,i}$, keys first (tied: the value branch repeats the keys'; channels
+        1 for scalar gates)."""
 
     @abc.abstractmethod
     def payloads(
         self, h: Float[Array, "positions d"]
     ) -> Float[Array, "branches kv entries offsets head_dim"]:
-        """$C^B_i h_{j,i}$ of every window slot."""
+        """$C^B_i h_{j,i}$ of every window slot (tied as `gates`)."""
+
+    @abc.abstractmethod
+    def __call__(self, h: Float[Array, "positions d"]):
+        """Keys and values of the entries, each (kv, entries, head_dim)."""
 
     def windows(self, T: int) -> np.ndarray:
         """Positions of entry j's slots, (T / S, W) (static)."""
         return entry_positions(T // self.stride, self.stride, self.window)
-
-    def __call__(self, h: Float[Array, "positions d"]):
-        """Keys and values of the entries, each (kv, entries, head_dim)."""
-        entries = jnp.sum(self.gates(h) * self.payloads(h), axis=3)
-        return entries[0], entries[-1]
 
 
 def _payloads(payload, h, windows):
@@ -88,45 +104,46 @@ def _payloads(payload, h, windows):
 
 @final
 class GatedCompressor(AbstractCompressor):
-    """Learned gates: $\\alpha = \\mathrm{softmax}_i (Z_i h_{j,i} + b_i)$.
+    """$\\alpha = \\mathrm{softmax}_i (Z_i h_{j,i} + b_i)$, with the `CompressorSwitches`
+    applied: uniform averaging zeroes the logits, no position bias drops $b_i$, tying makes
+    the values the keys.
 
-    Arrays (B = 1 branch when tied, else 2 with keys first; W' = W per-offset or 1 shared;
-    g = 1 scalar or $d_h$ vector): `payload` (B, kv, W', d_h, d), `gate_map` (B, kv, W, g, d),
-    `gate_bias` (B, kv, W, g) or None.
+    Arrays (2 branches, keys first; W' = W per-offset or 1 shared; g = 1 scalar or $d_h$
+    vector): `payload` (2, kv, W', d_h, d), `gate_map` (2, kv, W, g, d), `gate_bias`
+    (2, kv, W, g).
     """
 
     payload: Float[Array, "branches kv slots head_dim d"]
     gate_map: Float[Array, "branches kv offsets channels d"]
-    gate_bias: Float[Array, "branches kv offsets channels"] | None
+    gate_bias: Float[Array, "branches kv offsets channels"]
+    switches: CompressorSwitches
     stride: int = eqx.field(static=True)
     window: int = eqx.field(static=True)
 
-    def gates(self, h):
+    def _alpha(self, h):
         windows = self.windows(h.shape[0])
         s = jnp.einsum("bkwgd,lwd->bklwg", self.gate_map, h[windows])
-        if self.gate_bias is not None:
-            s = s + self.gate_bias[:, :, None]
-        return jax.nn.softmax(s, axis=3)
+        s = s + jnp.where(self.switches.position_bias, self.gate_bias, 0)[:, :, None]
+        # zero logits give exactly 1/W (every exp is 1), and no gradient to Z or b
+        return jax.nn.softmax(jnp.where(self.switches.learned_gates, s, 0), axis=3)
 
-    def payloads(self, h):
-        return _payloads(self.payload, h, self.windows(h.shape[0]))
-
-
-@final
-class UniformCompressor(AbstractCompressor):
-    """Averaging: $\\alpha = 1/W$, only the payload maps learn."""
-
-    payload: Float[Array, "branches kv slots head_dim d"]
-    stride: int = eqx.field(static=True)
-    window: int = eqx.field(static=True)
+    def _tie(self, branches):
+        return jnp.stack(
+            [branches[0], jnp.where(self.switches.tied, branches[0], branches[1])]
+        )
 
     def gates(self, h):
-        B, K = self.payload.shape[:2]
-        L = h.shape[0] // self.stride
-        return jnp.full((B, K, L, self.window, 1), 1.0 / self.window, h.dtype)
+        return self._tie(self._alpha(h))
 
     def payloads(self, h):
-        return _payloads(self.payload, h, self.windows(h.shape[0]))
+        return self._tie(_payloads(self.payload, h, self.windows(h.shape[0])))
+
+    def __call__(self, h):
+        windows = self.windows(h.shape[0])
+        entries = jnp.sum(self._alpha(h) * _payloads(self.payload, h, windows), axis=3)
+        # tied at the entries, where one tied branch's two reads meet (its gradient as one
+        # branch read twice)
+        return entries[0], jnp.where(self.switches.tied, entries[0], entries[1])
 
 
 def _read(q, keys, values, bias=None, local=None):
@@ -348,18 +365,32 @@ class Transformer(eqx.Module):
 
 
 def _compressor(key, task: RetrievalTask, arch: Architecture) -> AbstractCompressor:
-    B = 1 if arch.tied else 2
     K, e, d, W = arch.kv_heads, arch.head_dim, arch.d, arch.W
     slots = W if arch.payload is Payload.PER_OFFSET else 1
+    g = e if arch.gate is Gate.VECTOR else 1
+    # a tied model draws one branch and repeats it (the value branch stays unused); uniform
+    # averaging draws no gate maps: the draws of each model are those of its own parameters
+    B = 1 if arch.tied else 2
     k_payload, k_gate = jax.random.split(key)
     payload = _normal(k_payload, (B, K, slots, e, d), 1 / math.sqrt(d))
     if arch.gate is Gate.UNIFORM:
-        return UniformCompressor(payload=payload, stride=arch.S, window=W)
-    g = 1 if arch.gate is Gate.SCALAR else e
-    gate_map = _normal(k_gate, (B, K, W, g, d), GATE_INIT / math.sqrt(d))
-    bias = jnp.zeros((B, K, W, g), DTYPE) if arch.position_bias else None
+        gate_map = jnp.zeros((B, K, W, g, d), DTYPE)
+    else:
+        gate_map = _normal(k_gate, (B, K, W, g, d), GATE_INIT / math.sqrt(d))
+    if arch.tied:
+        payload, gate_map = (jnp.concatenate([a, a]) for a in (payload, gate_map))
+    switches = CompressorSwitches(
+        learned_gates=jnp.asarray(arch.gate is not Gate.UNIFORM),
+        position_bias=jnp.asarray(arch.position_bias),
+        tied=jnp.asarray(arch.tied),
+    )
     return GatedCompressor(
-        payload=payload, gate_map=gate_map, gate_bias=bias, stride=arch.S, window=W
+        payload=payload,
+        gate_map=gate_map,
+        gate_bias=jnp.zeros((2, K, W, g), DTYPE),
+        switches=switches,
+        stride=arch.S,
+        window=W,
     )
 
 
@@ -467,9 +498,9 @@ __all__ = [
     "Block",
     "BlockTrace",
     "CompressedAttention",
+    "CompressorSwitches",
     "FullAttention",
     "GatedCompressor",
     "Transformer",
-    "UniformCompressor",
     "init_transformer",
 ]

@@ -29,7 +29,7 @@ from ..internal._progress import Progress
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, _require_int
 from ._architecture import Architecture, Attention, RetrievalTask
 from ._config import TrainConfig
-from ._mechanisms import gate_offsets, gated_layers, phase_mean, query_outcomes
+from ._mechanisms import gate_offsets, phase_mean, query_outcomes
 from ._modules import Transformer, init_transformer
 from ._train import (
     OptimizerSettings,
@@ -171,9 +171,11 @@ class _Program(eqx.Module):
                 points = jax.lax.cond(jnp.any(hit), keep, lambda: points)
 
             def go():
-                return eqx.filter_vmap(self.step, in_axes=(0, 0, None, None, None, 0))(
-                    params, opt_state, static, batch_key, s, lanes
-                )
+                # `static`'s arrays (the compressor's switches) are per seed as the parameters
+                seeded = eqx.if_array(0)
+                return eqx.filter_vmap(
+                    self.step, in_axes=(0, 0, seeded, None, None, 0)
+                )(params, opt_state, static, batch_key, s, lanes)
 
             def stay():
                 return params, opt_state, jnp.zeros(lanes.shape, jnp.float32)
@@ -218,7 +220,7 @@ class TransformerRun:
     - `trajectory_steps` (points,), `trajectory` (seeds, points, layers, branches, kv,
       channels, 2): static and average effective offsets of every gate on `PROBE_CONTEXTS`
       probe contexts at log-spaced steps, the last after training (`gate_trajectory_point`);
-      None unless asked for and the model has gates.
+      None unless asked for and the model has learned gates.
     """
 
     task: RetrievalTask
@@ -330,7 +332,7 @@ def train_transformer(
     initial_loss = np.asarray(evaluate(models, task, held_out)[0])
     batch_key = jax.random.fold_in(base, BATCH_STREAM)
     trace, record = None, None
-    if trajectory_points and gated_layers(models):
+    if trajectory_points and arch.learned_gates:
         record = log_steps(config.steps, trajectory_points)
         probe = sample_retrieval_contexts(
             jax.random.fold_in(base, PROBE_STREAM), task, PROBE_CONTEXTS
