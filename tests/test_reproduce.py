@@ -439,6 +439,30 @@ def test_the_quick_cost_of_a_figure_without_one_is_its_cost_scaled_like_the_othe
     assert expected_cost(FIGURES["coverage"], quick=True) == QUICK_COSTS["coverage"]
 
 
+def test_a_figure_that_reads_another_figures_trainings_comes_after_it():
+    """paper_mechanisms reads the runs paper_matrix trains and caches: the workers' order puts
+    the matrix first whatever the costs say, and the mechanisms' nominal cost is that of
+    reading them, or of training them where the matrix is not in the run."""
+    from inductheory.figures._reproduce import dependencies_first, expected_cost
+
+    assert FIGURES["paper_mechanisms"].after == ("paper_matrix",)
+    assert dependencies_first(["paper_mechanisms", "coverage", "paper_matrix"]) == [
+        "paper_matrix",
+        "paper_mechanisms",
+        "coverage",
+    ]
+    assert dependencies_first(["paper_mechanisms", "coverage"]) == [
+        "paper_mechanisms",
+        "coverage",
+    ]
+    mechanisms = FIGURES["paper_mechanisms"]
+    both = ["paper_matrix", "paper_mechanisms"]
+    assert expected_cost(mechanisms, False, both) == mechanisms.cost
+    alone = expected_cost(mechanisms, False, ["paper_mechanisms"])
+    assert alone == mechanisms.alone_cost > 10 * mechanisms.cost
+    assert expected_cost(mechanisms, True, ["paper_mechanisms"]) < alone
+
+
 def test_no_eta_before_the_first_figure_is_measured(capsys):
     from inductheory.figures._reproduce import _Status
 

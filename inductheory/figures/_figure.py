@@ -44,9 +44,12 @@ class Figure:
       in figures/README.md in place of the one-line `findings` (which the data keep), so that a
       reader can scan them; computed from the data alone, like `draw`.
     - `cost`: about how many CPU seconds the full computation takes from a fresh cache (the
-      committed values: one `benchmarks/bench_reproduce.py` run on 2 cores); it sets the order
-      in which `reproduce --jobs` starts figures and the ETA's nominal costs when no previous
-      run's times are known (longest first).
+      committed values: one `benchmarks/bench_reproduce.py` run on 2 cores), after its `after`
+      figures; it sets the order in which `reproduce --jobs` starts figures and the ETA's
+      nominal costs when no previous run's times are known (longest first).
+    - `after`: figures whose cached computations this one reads (the same trainings): in a run
+      with them, `reproduce --jobs` starts it only once they are done, rather than compute the
+      same thing beside them. Without them it computes what it reads, and takes `alone_cost`.
     """
 
     name: str
@@ -57,6 +60,8 @@ class Figure:
     cost: float = 0.0
     tables: Callable[[Any], list[MeasuredTable]] | None = None
     data: type[FigureData] = dataclasses.field(kw_only=True)
+    after: tuple[str, ...] = dataclasses.field(default=(), kw_only=True)
+    alone_cost: float | None = dataclasses.field(default=None, kw_only=True)
 
     def record(self, stored: Mapping | FigureData) -> Any:
         """The figure's data as its record, from the dict stored in `data/<name>.json` (a record

@@ -236,8 +236,9 @@ class _Status:
         eta_after: float = 0.25,
         clock=time.perf_counter,
     ):
+        names = [f.name for f in figures]
         self.expected = {
-            f.name: float(previous.get(f.name, expected_cost(f, quick))) or 1.0
+            f.name: float(previous.get(f.name, expected_cost(f, quick, names))) or 1.0
             for f in figures
         }
         self.basis = eta_basis([f.name for f in figures], previous)
@@ -429,20 +430,44 @@ QUICK_COSTS = {
 }
 
 
-def expected_cost(f: Figure, quick: bool) -> float:
+def expected_cost(f: Figure, quick: bool, names=None) -> float:
     """The nominal seconds of figure `f` in this mode: its `cost` (full), or in quick mode its
     `QUICK_COSTS` entry; a figure without one is expected to take its `cost` scaled by the
-    median ratio of quick to full cost of the figures that have both."""
-    if not quick:
+    median ratio of quick to full cost of the figures that have both. In a run of figures
+    `names` without all of `f.after`, its `alone_cost` (scaled so in quick mode) where it has
+    one."""
+    cost, alone = f.cost, getattr(f, "alone_cost", None)  # tests pass plain namespaces
+    if names is not None and alone is not None and not set(f.after) <= set(names):
+        cost = alone
+    elif not quick:
         return float(f.cost)
-    if f.name in QUICK_COSTS:
+    elif f.name in QUICK_COSTS:
         return float(QUICK_COSTS[f.name])
+    if not quick:
+        return float(cost)
     ratios = sorted(
         QUICK_COSTS[n] / g.cost
         for n, g in FIGURES.items()
         if n in QUICK_COSTS and g.cost > 0
     )
-    return float(f.cost) * (ratios[len(ratios) // 2] if ratios else 1.0)
+    return float(cost) * (ratios[len(ratios) // 2] if ratios else 1.0)
+
+
+def dependencies_first(order: list[str]) -> list[str]:
+    """`order` with each figure's `after` figures (those in `order`) moved before it, the
+    order kept otherwise."""
+    out: list[str] = []
+
+    def put(name):
+        if name in out:
+            return
+        for d in sorted(set(FIGURES[name].after) & set(order), key=order.index):
+            put(d)
+        out.append(name)
+
+    for name in order:
+        put(name)
+    return out
 
 
 def fast_compile(name: str, quick: bool) -> bool:
@@ -575,8 +600,10 @@ def _make_in_workers(
     once; a worker near the limit of memory mappings for generated code, or holding much memory,
     hands over to a fresh process (`_worn_out`). A worker compiles with `FAST_COMPILE_FLAGS` or
     without, for life: it takes the longest figure left of its kind, and when none is left hands
-    over to a worker of the other kind. The workers report progress lines on a queue; this
-    process prints them."""
+    over to a worker of the other kind. A figure whose `after` figure is being computed by
+    another worker waits for it (it reads what that one caches); a worker with nothing else of
+    its kind to do waits too. The workers report progress lines on a queue; this process prints
+    them."""
     import multiprocessing
 
     import jax
@@ -591,16 +618,27 @@ def _make_in_workers(
         jax.config.jax_compilation_cache_dir or None,
         None if store is None else str(store),
     )
-    order = [
-        f.name
-        for f in sorted(
-            figures, key=lambda f: -float(previous.get(f.name, expected_cost(f, quick)))
-        )
-    ]
+    names = [f.name for f in figures]
+    order = dependencies_first(
+        [
+            f.name
+            for f in sorted(
+                figures,
+                key=lambda f: (
+                    -float(previous.get(f.name, expected_cost(f, quick, names)))
+                ),
+            )
+        ]
+    )
     results: dict[str, FigureRun] = {}
     workers: dict[int, tuple] = {}  # id -> (process, task queue)
     busy: dict[int, str] = {}  # id -> the figure it computes
+    waiting: set[int] = set()  # workers whose next figures wait for a running one
     count = iter(range(10**9))
+
+    def blocked(name: str) -> bool:
+        # waits only for a figure running now: one not started comes first in `order`
+        return any(busy.get(w) in FIGURES[name].after for w in busy)
 
     def spawn(fast: bool) -> int:
         worker, tasks = next(count), context.Queue()
@@ -616,12 +654,16 @@ def _make_in_workers(
     def assign(worker: int) -> None:
         _, tasks, fast = workers[worker]
         # the longest figure left that this worker's compile flags allow
-        name = next((n for n in order if fast_compile(n, quick) == fast), None)
+        mine = [n for n in order if fast_compile(n, quick) == fast]
+        name = next((n for n in mine if not blocked(n)), None)
         if name is not None:
             order.remove(name)
             busy[worker] = name
             status.started(name)
             tasks.put((name, quick, mode_cache, out))
+            return
+        if mine:  # each waits for a figure another worker computes now
+            waiting.add(worker)
             return
         tasks.put(None)
         # only figures of the other compile flags are left: a worker of those takes over
@@ -644,10 +686,15 @@ def _make_in_workers(
             status.finished(name, *_status_times(run))
             if retiring:  # a fresh process takes over the figures left
                 workers.pop(worker)[0].join()
-                if not order:
-                    return
-                worker = spawn(fast_compile(order[0], quick))
-            assign(worker)
+                if order:
+                    assign(spawn(fast_compile(order[0], quick)))
+            else:
+                assign(worker)
+            for other in list(
+                waiting
+            ):  # what waited for this figure may start (or stop)
+                waiting.discard(other)
+                assign(other)
         elif kind == "failed":
             _, worker, name, err, trace = event
             if not isinstance(err, KeyboardInterrupt):
