@@ -26,7 +26,7 @@ import numpy as np
 
 import inductheory  # noqa: F401  (x64 on, as in the library)
 from inductheory.experiments._paper_matrix import FULL_SIZE, MATRIX, matrix_row
-from inductheory.trained._train import optimizer_settings
+from inductheory.trained._train import optimizer_settings, seed_model
 from inductheory.trained._transformer_train import (
     _initial_models,
     _Program,
@@ -63,7 +63,7 @@ def _step_flops(args) -> float:
     """FLOPs of one seed's training step, from XLA's cost analysis of that step alone."""
     program, params, opt_state, static, batch_key = args[:5]
     # seed 0: every array's first lane (the parameters, their state, the compressor's switches)
-    one = jax.tree.map(lambda x: x[0], (params, opt_state, static))
+    one = seed_model((params, opt_state, static), 0)
     step = eqx.filter_jit(program.step)
     compiled = step.lower(*one, batch_key, jnp.asarray(0), jnp.asarray(0))
     cost = compiled.compile().compiled.cost_analysis()

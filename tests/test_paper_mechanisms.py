@@ -36,7 +36,7 @@ from inductheory.trained._mechanisms import (
     phase_curves,
     rotate_transformer_gates,
 )
-from inductheory.trained._modules import init_transformer
+from inductheory.trained._modules import CompressedAttention, init_transformer
 from inductheory.trained._train import seed_model
 from inductheory.trained._transformer_train import (
     gate_trajectory_point,
@@ -52,20 +52,21 @@ def _model(arch=SMALL, seed=0, scale=1.0):
     """An initialized model with its gate maps scaled (sharper gates than at init)."""
     model = init_transformer(TASK, arch, jax.random.key(seed))
     for i, block in enumerate(model.blocks):
+        if not isinstance(block.attention, CompressedAttention):
+            continue
         c = block.attention.compressor
-        if hasattr(c, "gate_map"):
+        model = eqx.tree_at(
+            lambda m, i=i: m.blocks[i].attention.compressor.gate_map,
+            model,
+            scale * c.gate_map,
+        )
+        if arch.position_bias:
+            bias = jax.random.normal(jax.random.key(100 + i), c.gate_bias.shape)
             model = eqx.tree_at(
-                lambda m, i=i: m.blocks[i].attention.compressor.gate_map,
+                lambda m, i=i: m.blocks[i].attention.compressor.gate_bias,
                 model,
-                scale * c.gate_map,
+                bias.astype(c.gate_bias.dtype),
             )
-            if c.gate_bias is not None:
-                bias = jax.random.normal(jax.random.key(100 + i), c.gate_bias.shape)
-                model = eqx.tree_at(
-                    lambda m, i=i: m.blocks[i].attention.compressor.gate_bias,
-                    model,
-                    bias.astype(c.gate_bias.dtype),
-                )
     return model
 
 
@@ -337,7 +338,7 @@ def test_gates_paper_refusals(tmp_path, capsys):
 def test_mechanism_rows_share_the_matrix_rows_cache_key_but_for_the_flag():
     row = matrix_row("W8/S8 8 KV")
     plain = row_parameters(row, QUICK_SIZE)
-    assert set(plain) == {"kind", "row", "size"}
+    assert set(plain) == {"kind", "version", "row", "size"}
     assert row_parameters(row, QUICK_SIZE, mechanisms=True) == {
         **plain,
         "mechanisms": MECHANISMS_VERSION,

@@ -238,6 +238,10 @@ ROTATIONS = (-3, -2, -1, 1, 2, 3)
 TRAJECTORY_POINTS = 12
 # Bumped when `RowMechanisms` gains a measure, so cached rows without it are trained again.
 MECHANISMS_VERSION = 2
+# Bumped when the training program changes a row's numbers, so cached rows are trained again
+# (2: the compressor's switches as masks, which moves the uniform and tied rows by float32
+# rounding).
+ROW_VERSION = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -477,9 +481,11 @@ def row_parameters(
 ) -> dict:
     """The cache key of a row's `RowResult`, the same for the figures and the command line:
     the row's name, its changes where they differ from `MATRIX`'s row of that name, the size
-    (not which rows it trains), the base seed where not 0, and whether mechanisms are kept."""
+    (not which rows it trains), the base seed where not 0, whether mechanisms are kept, and
+    `ROW_VERSION`."""
     params = {
         "kind": "paper_matrix_row",
+        "version": ROW_VERSION,
         "row": row.name,
         "size": {k: v for k, v in size.to_dict().items() if k != "rows"},
     }

@@ -428,6 +428,9 @@ QUICK_COSTS = {
     "theorem1_oracle": 6,
     "paper_mechanisms": 3,
 }
+# Quick costs of figures computed without their `after` figures (`Figure.alone_cost`): the
+# mechanisms train 2 of the quick matrix's 7 rows.
+QUICK_ALONE_COSTS = {"paper_mechanisms": 25}
 
 
 def expected_cost(f: Figure, quick: bool, names=None) -> float:
@@ -438,6 +441,8 @@ def expected_cost(f: Figure, quick: bool, names=None) -> float:
     one."""
     cost, alone = f.cost, getattr(f, "alone_cost", None)  # tests pass plain namespaces
     if names is not None and alone is not None and not set(f.after) <= set(names):
+        if quick and f.name in QUICK_ALONE_COSTS:
+            return float(QUICK_ALONE_COSTS[f.name])
         cost = alone
     elif not quick:
         return float(f.cost)
@@ -637,7 +642,11 @@ def _make_in_workers(
     count = iter(range(10**9))
 
     def blocked(name: str) -> bool:
-        # waits only for a figure running now: one not started comes first in `order`
+        # waits only for a figure running now (one not started comes first in `order`; a
+        # figure and its `after` figures compile alike, tested), and only where a cache
+        # carries the runs over
+        if mode_cache is None:
+            return False
         return any(busy.get(w) in FIGURES[name].after for w in busy)
 
     def spawn(fast: bool) -> int:
@@ -684,17 +693,17 @@ def _make_in_workers(
             busy.pop(worker, None)
             results[name] = run
             status.finished(name, *_status_times(run))
-            if retiring:  # a fresh process takes over the figures left
+            if retiring:
                 workers.pop(worker)[0].join()
-                if order:
-                    assign(spawn(fast_compile(order[0], quick)))
-            else:
-                assign(worker)
-            for other in list(
-                waiting
-            ):  # what waited for this figure may start (or stop)
+            # what waited for this figure may start (or stop), before a fresh process is
+            # spawned for it
+            for other in list(waiting):
                 waiting.discard(other)
                 assign(other)
+            if not retiring:
+                assign(worker)
+            elif order:  # a fresh process takes over the figures left
+                assign(spawn(fast_compile(order[0], quick)))
         elif kind == "failed":
             _, worker, name, err, trace = event
             if not isinstance(err, KeyboardInterrupt):
@@ -816,7 +825,7 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
             figures, jobs, quick, mode_cache, out, previous, status
         )
     else:
-        for f in figures:
+        for f in (FIGURES[n] for n in dependencies_first([f.name for f in figures])):
             status.started(f.name)
             if progress:
                 with (

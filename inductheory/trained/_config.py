@@ -165,7 +165,8 @@ class TrainConfig(eqx.Module):
     - `M`: contexts of the fixed balanced sample (rounded up to a multiple of N/L, as the full
       flow's `M`).
     - `rho`: radius of the ball-uniform initial gate vectors (as the flow's `rho`), > 0.
-    - `weight_decay`: decoupled weight decay, >= 0.
+    - `weight_decay`: decoupled weight decay, >= 0 (0: the optimizer's own, which for
+      `"adamw"` is optax's default 1e-4, not none).
     - `log_points`: number of log-spaced steps at which statistics are saved (plus step 0).
     - `chunk`: steps per compiled `lax.scan` chunk (progress and checkpoints between chunks).
     - `eval_contexts`: held-out contexts for the measures, >= 1.

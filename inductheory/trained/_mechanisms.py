@@ -257,6 +257,11 @@ def paper_gate_tensors(
     """
     out = {}
     layers = gated_layers(model)
+    if not all(
+        bool(model.blocks[i].attention.compressor.switches.learned_gates)
+        for i in layers
+    ):
+        raise ValueError("model averages uniformly: it has no learned gates to write")
     traces = jax.vmap(lambda t: model.forward(t)[1])(contexts)
     for i in layers:
         c = model.blocks[i].attention.compressor

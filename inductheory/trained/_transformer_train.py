@@ -301,7 +301,7 @@ def train_transformer(
     - `seeds`: number of seeds; `seed`: the base seed (keyword).
     - `progress`: a progress line on stderr per chunk.
     - `trajectory_points`: keep the gates' effective offsets at `log_steps(steps,
-      trajectory_points)` (0: none; ignored without gated layers).
+      trajectory_points)` (0: none; ignored without learned gates).
 
     **Returns:** a `TransformerRun`.
 
