@@ -4,7 +4,8 @@ For each chosen row: the compiled training step of `seeds` vmapped seeds (one `l
 `train_transformer`'s program, so the measured step is the real one), its FLOPs, and a float32
 matmul of about the same FLOPs timed on the same machine in the same run (interleaved, median of
 the repeats). Prints per row: ms per seed-step, MFLOP per seed-step, the matmul's time for those
-FLOPs (the floor) and the ratio step / floor.
+FLOPs (the floor) and the ratio step / floor; then how much slower than that floor full
+attention's own contractions (batches of T x d_h x T) run alone.
 
 The FLOPs are XLA's cost analysis of one seed's step compiled alone. Not the chunk's: XLA counts
 the body of a loop once, so the chunk's count is one step's, and dividing it by the chunk's
@@ -121,6 +122,38 @@ def main() -> None:
             f"{name:40s} {1e3 * step:13.2f} {flops / 1e6:16.1f} {1e3 * floor:16.3f} "
             f"{step / floor:7.1f}"
         )
+    _attention_shaped(args.seeds, args.repeats)
+
+
+def _attention_shaped(seeds: int, repeats: int) -> None:
+    """Full attention's score and read contractions at the matrix's shapes (every seed,
+    context and query head a batch of T x d_h x T), against a square matmul of the same FLOPs:
+    how far below the square floor such small contractions run on this machine."""
+    task, ref = FULL_SIZE.task, FULL_SIZE.reference
+    b, n, e = seeds * FULL_SIZE.train.batch * ref.q_heads, task.T, ref.head_dim
+    key = jax.random.key(3)
+    q = jax.random.normal(key, (b, n, e), jnp.float32)
+    a = jax.random.normal(key, (b, n, n), jnp.float32)
+    scores = jax.jit(lambda q: jnp.einsum("bne,bme->bnm", q, q)).lower(q).compile()
+    reads = jax.jit(lambda a, v: jnp.einsum("bnm,bme->bne", a, v)).lower(a, q).compile()
+    flops = 2 * b * n * n * e
+    m = int(round((flops / 2) ** (1 / 3)))
+    x = jax.random.normal(key, (m, m), jnp.float32)
+    square = jax.jit(lambda x: x @ x).lower(x).compile()
+    times = {"scores": [], "reads": [], "square": []}
+    for _ in range(repeats):
+        for name, fn in (
+            ("scores", lambda: [scores(q) for _ in range(20)][-1]),
+            ("reads", lambda: [reads(a, q) for _ in range(20)][-1]),
+            ("square", lambda: [square(x) for _ in range(20)][-1]),
+        ):
+            times[name] += _time(fn, 1)
+    floor = np.median(times["square"]) * flops / (2 * m**3)
+    print(
+        f"full attention's contractions ({b} batches of {n}x{e}x{n}, {flops / 1e6:.0f} MFLOP): "
+        f"scores {np.median(times['scores']) / floor:.1f}x, reads "
+        f"{np.median(times['reads']) / floor:.1f}x the square matmul's time for the same FLOPs"
+    )
 
 
 if __name__ == "__main__":
