@@ -72,6 +72,23 @@ def _step_flops(args) -> float:
     return float(cost["flops"])
 
 
+# Matmuls per timed call (one alone is too short to time).
+MATMULS = 20
+
+
+def _square_matmuls(flops: float):
+    """`(run, scale)`: `run()` does `MATMULS` float32 square matmuls of about `flops` FLOPs
+    each (2 n^3 = flops); its time times `scale` is one matmul's time for exactly `flops`."""
+    n = max(8, int(round((flops / 2) ** (1 / 3))))
+    x = jax.random.normal(jax.random.key(2), (n, n), jnp.float32)
+    matmul = jax.jit(lambda x: x @ x).lower(x).compile()
+
+    def run():
+        return [matmul(x) for _ in range(MATMULS)][-1]
+
+    return run, flops / (2 * n**3) / MATMULS
+
+
 def _time(fn, repeats):
     out = []
     for _ in range(repeats):
@@ -100,24 +117,18 @@ def main() -> None:
     for name in names:
         run_chunk, a = _chunk_program(matrix_row(name), args.seeds, args.steps)
         flops = _step_flops(a)
-        # a square float32 matmul of about the step's FLOPs (2 n^3 = flops per seed-step)
-        n = max(8, int(round((flops / 2) ** (1 / 3))))
-        x = jax.random.normal(jax.random.key(2), (n, n), jnp.float32)
-        matmul = jax.jit(lambda x: x @ x).lower(x).compile()
+        matmuls, scale = _square_matmuls(flops)  # of about the step's FLOPs
         jax.block_until_ready(run_chunk(*a))  # compiled and warm
         step_t, mm_t = [], []
 
         def step_once(run_chunk=run_chunk, a=a):
             return run_chunk(*a)
 
-        def matmuls(matmul=matmul, x=x):
-            return [matmul(x) for _ in range(20)][-1]
-
         for _ in range(args.repeats):  # interleaved: the machine's noise hits both
             step_t += _time(step_once, 1)
             mm_t += _time(matmuls, 1)
         step = np.median(step_t) / (args.seeds * args.steps)
-        floor = np.median(mm_t) / 20 * flops / (2 * n**3)
+        floor = np.median(mm_t) * scale
         print(
             f"{name:40s} {1e3 * step:13.2f} {flops / 1e6:16.1f} {1e3 * floor:16.3f} "
             f"{step / floor:7.1f}"
@@ -137,18 +148,16 @@ def _attention_shaped(seeds: int, repeats: int) -> None:
     scores = jax.jit(lambda q: jnp.einsum("bne,bme->bnm", q, q)).lower(q).compile()
     reads = jax.jit(lambda a, v: jnp.einsum("bnm,bme->bne", a, v)).lower(a, q).compile()
     flops = 2 * b * n * n * e
-    m = int(round((flops / 2) ** (1 / 3)))
-    x = jax.random.normal(key, (m, m), jnp.float32)
-    square = jax.jit(lambda x: x @ x).lower(x).compile()
+    square, scale = _square_matmuls(flops)
     times = {"scores": [], "reads": [], "square": []}
-    for _ in range(repeats):
+    for _ in range(repeats):  # interleaved, as the rows
         for name, fn in (
-            ("scores", lambda: [scores(q) for _ in range(20)][-1]),
-            ("reads", lambda: [reads(a, q) for _ in range(20)][-1]),
-            ("square", lambda: [square(x) for _ in range(20)][-1]),
+            ("scores", lambda: [scores(q) for _ in range(MATMULS)][-1]),
+            ("reads", lambda: [reads(a, q) for _ in range(MATMULS)][-1]),
+            ("square", square),
         ):
             times[name] += _time(fn, 1)
-    floor = np.median(times["square"]) * flops / (2 * m**3)
+    floor = np.median(times["square"]) * scale * MATMULS  # MATMULS of them
     print(
         f"full attention's contractions ({b} batches of {n}x{e}x{n}, {flops / 1e6:.0f} MFLOP): "
         f"scores {np.median(times['scores']) / floor:.1f}x, reads "

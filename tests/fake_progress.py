@@ -14,5 +14,8 @@ class FakeClock:
 
 
 def fake_figures(**costs):
-    """Figures with a name and a nominal cost each, nothing else."""
-    return [SimpleNamespace(name=n, cost=c) for n, c in costs.items()]
+    """Figures with a name and a nominal cost each, and no figure they wait for."""
+    return [
+        SimpleNamespace(name=n, cost=c, after=(), alone_cost=None)
+        for n, c in costs.items()
+    ]

@@ -433,7 +433,7 @@ def test_the_quick_cost_of_a_figure_without_one_is_its_cost_scaled_like_the_othe
     from inductheory.figures._reproduce import QUICK_COSTS, expected_cost
 
     known = sorted(QUICK_COSTS[n] / FIGURES[n].cost for n in QUICK_COSTS)
-    new = SimpleNamespace(name="not_a_figure", cost=100.0)
+    new = SimpleNamespace(name="not_a_figure", cost=100.0, after=(), alone_cost=None)
     assert expected_cost(new, quick=True) == pytest.approx(100 * known[len(known) // 2])
     assert expected_cost(new, quick=False) == 100.0
     assert expected_cost(FIGURES["coverage"], quick=True) == QUICK_COSTS["coverage"]

@@ -439,17 +439,18 @@ def expected_cost(f: Figure, quick: bool, names=None) -> float:
     median ratio of quick to full cost of the figures that have both. In a run of figures
     `names` without all of `f.after`, its `alone_cost` (scaled so in quick mode) where it has
     one."""
-    cost, alone = f.cost, getattr(f, "alone_cost", None)  # tests pass plain namespaces
-    if names is not None and alone is not None and not set(f.after) <= set(names):
-        if quick and f.name in QUICK_ALONE_COSTS:
-            return float(QUICK_ALONE_COSTS[f.name])
-        cost = alone
-    elif not quick:
-        return float(f.cost)
-    elif f.name in QUICK_COSTS:
-        return float(QUICK_COSTS[f.name])
+    alone = (
+        names is not None
+        and f.alone_cost is not None
+        and not set(f.after) <= set(names)
+    )
+    cost, quick_costs = (
+        (f.alone_cost, QUICK_ALONE_COSTS) if alone else (f.cost, QUICK_COSTS)
+    )
     if not quick:
         return float(cost)
+    if f.name in quick_costs:
+        return float(quick_costs[f.name])
     ratios = sorted(
         QUICK_COSTS[n] / g.cost
         for n, g in FIGURES.items()
@@ -647,7 +648,7 @@ def _make_in_workers(
         # carries the runs over
         if mode_cache is None:
             return False
-        return any(busy.get(w) in FIGURES[name].after for w in busy)
+        return any(running in FIGURES[name].after for running in busy.values())
 
     def spawn(fast: bool) -> int:
         worker, tasks = next(count), context.Queue()

@@ -24,7 +24,7 @@ from ._modules import CompressedAttention, Transformer
 
 
 class GateOffsets(eqx.Module):
-    """The gates of every gated compressed layer pooled over held-out windows (`gate_offsets`);
+    """The gates of every compressed layer pooled over held-out windows (`gate_offsets`);
     each field (layers, branches, kv, channels), branches keys first (tied: values = keys),
     channels 1 for scalar gates and d_h for vector gates.
 
@@ -39,7 +39,7 @@ class GateOffsets(eqx.Module):
     avg: Float[Array, "layers branches kv channels"]
 
 
-def gated_layers(model: Transformer) -> list[int]:
+def compressed_blocks(model: Transformer) -> list[int]:
     """Indices of the blocks that read a compressed cache (from the model's structure alone,
     so traced models answer too: a uniform-averaging compressor counts, its gates are 1/W;
     `Architecture.learned_gates` says whether they are learned)."""
@@ -57,7 +57,7 @@ def gate_offsets(
     (no seed axis) over the windows of `contexts` (M contexts give M T / S windows each).
 
     **Arguments:**
-    - `model`: a `Transformer` with at least one gated compressed layer.
+    - `model`: a `Transformer` with at least one compressed layer.
     - `contexts`: token ids (M, T).
 
     **Returns:** a `GateOffsets`.
@@ -67,9 +67,9 @@ def gate_offsets(
     g.static[:, 0]  # the key gates
     ```
     """
-    layers = gated_layers(model)
+    layers = compressed_blocks(model)
     if not layers:
-        raise ValueError("model has no gated compressed layer: no gates to measure")
+        raise ValueError("model has no compressed layer: no gates to measure")
 
     def one(tokens):
         gates = model.gate_probabilities(tokens)
@@ -220,7 +220,7 @@ def rotate_transformer_gates(
     """
     if isinstance(delta, bool) or not isinstance(delta, int):
         raise ValueError(f"delta must be an integer, got {delta!r}")
-    for i in gated_layers(model):
+    for i in compressed_blocks(model):
 
         def compressor(m, i=i):
             return m.blocks[i].attention.compressor
@@ -256,7 +256,7 @@ def paper_gate_tensors(
     The gates are $\\alpha_{j} = \\mathrm{softmax}_o (Z_o h_{j,o} + b_o)$.
     """
     out = {}
-    layers = gated_layers(model)
+    layers = compressed_blocks(model)
     if not all(
         bool(model.blocks[i].attention.compressor.switches.learned_gates)
         for i in layers
@@ -283,7 +283,7 @@ __all__ = [
     "HeadKnockout",
     "PhaseCurves",
     "gate_offsets",
-    "gated_layers",
+    "compressed_blocks",
     "knockout_heads",
     "mean_head_reads",
     "paper_gate_tensors",

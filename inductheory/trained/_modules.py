@@ -132,15 +132,17 @@ class GatedCompressor(AbstractCompressor):
             [branches[0], jnp.where(self.switches.tied, branches[0], branches[1])]
         )
 
+    def _slots(self, h):
+        return _payloads(self.payload, h, self.windows(h.shape[0]))
+
     def gates(self, h):
         return self._tie(self._alpha(h))
 
     def payloads(self, h):
-        return self._tie(_payloads(self.payload, h, self.windows(h.shape[0])))
+        return self._tie(self._slots(h))
 
     def __call__(self, h):
-        windows = self.windows(h.shape[0])
-        entries = jnp.sum(self._alpha(h) * _payloads(self.payload, h, windows), axis=3)
+        entries = jnp.sum(self._alpha(h) * self._slots(h), axis=3)
         # tied at the entries, where one tied branch's two reads meet (its gradient as one
         # branch read twice)
         return entries[0], jnp.where(self.switches.tied, entries[0], entries[1])
