@@ -452,7 +452,16 @@ def cases() -> list[Case]:
         E(
             ["train", "--kv-heads", "8", "--payload=shared"],
             "--kv-heads, --payload: the paper's compressor family, trained by "
-            "`inductheory matrix`",
+            "`inductheory train paper`",
+        ),
+        # an option of the family with a separate value reads as a positional: still named
+        E(["train", "--kv-heads", "8"], "--kv-heads: the paper's compressor family"),
+        E(["train", "paper", "--gates", "bias"], "train paper: error: unrecognized"),
+        E(["train", "paper", "--kv-heads", "3"], "multiple of kv_heads"),
+        E(["sweep", "train", "--L", "4"], "sweep train needs --grid"),
+        E(
+            ["sweep", "train", "paper", "--grid", "M=2"],
+            "not swept by a matrix sweep",
         ),
         E(
             ["sweep", "train", "--grid", "N=10", "--no-position-bias"],

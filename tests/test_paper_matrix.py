@@ -244,3 +244,31 @@ def test_kendall_tau_against_scipy_without_ties():
         assert got.concordant + got.discordant == got.pairs == 15
     with pytest.raises(ValueError, match="1-d of one length"):
         kendall_tau([1.0], [2.0])
+
+
+def test_train_paper_is_the_matrix_command_on_the_reference_row(
+    tmp_path, monkeypatch, capsys
+):
+    """`inductheory train paper` trains the family like `inductheory matrix`: the reference row
+    by default, changed by the same architecture options, into the same --out cache (a row
+    trained by one is read, not trained again, by the other)."""
+    calls = []
+
+    def fake(row, size, *, seed=0, progress=False, mechanisms=False):
+        calls.append((row.name, row.architecture(size.reference)))
+        return _fake_result()
+
+    monkeypatch.setattr(pm, "run_row", fake)
+    tail = ["--quick", "--json", "--quiet", "--out", str(tmp_path)]
+    assert main(["train", "paper", "--kv-heads", "8", *tail]) == 0
+    first = json.loads(capsys.readouterr().out)
+    name = "W8/S8 1 KV (reference)"
+    assert list(first["rows"]) == [name]
+    assert calls == [(name, dataclasses.replace(pm.REFERENCE, kv_heads=8))]
+    argv = ["matrix", "--rows", name, "--kv-heads", "8", *tail]
+    assert main(argv) == 0
+    assert len(calls) == 1  # read from the cache train paper wrote
+    assert json.loads(capsys.readouterr().out) == first
+    # a different architecture is a different row: trained
+    assert main(["train", "paper", "--payload", "shared", *tail]) == 0
+    assert calls[-1][1] == dataclasses.replace(pm.REFERENCE, payload="shared")

@@ -356,7 +356,7 @@ def test_an_interrupted_train_sweep_resumes_with_the_numbers_of_a_straight_one(
     monkeypatch.setattr(_driver, "compute_block", interrupted)
     assert main([*argv, "--out", str(tmp_path / "run")]) == 130
     err = capsys.readouterr().err
-    assert _one_error(err).startswith("inductheory sweep: error: interrupted")
+    assert _one_error(err).startswith("inductheory sweep train: error: interrupted")
     calls.clear()
     monkeypatch.setattr(
         _driver, "compute_block", lambda s, i: (calls.append(i), real(s, i))[1]

@@ -157,3 +157,26 @@ def test_sweep_of_kind_matrix_points_to_matrix_sweep():
 
     with pytest.raises(ValueError, match=r"call matrix_sweep\(size, grid\)"):
         it.sweep("matrix", it.Task(L=4, S=4, H=2, N=64), {"row": ["W4/S4"]})
+
+
+def test_sweep_train_paper_sweeps_the_reference_row_by_default(monkeypatch, capsys):
+    """`inductheory sweep train paper` is the matrix sweep with the reference row as its default
+    row: its grid reaches `matrix_sweep` as {row: [reference], ...the options' grid}."""
+    from inductheory.cli import _sweep as cli_sweep_module
+
+    seen = {}
+
+    def fake(size, grid, **kw):
+        seen.update(grid=grid, steps=size.train.steps)
+        raise KeyboardInterrupt  # stop before any training or report
+
+    monkeypatch.setattr(cli_sweep_module, "matrix_sweep", fake)
+    argv = ["sweep", "train", "paper", "--quick", "--steps", "2"]
+    main([*argv, "--grid", "kv_heads=1,8"])
+    assert seen == {
+        "grid": {"row": ["W8/S8 1 KV (reference)"], "kv_heads": [1, 8]},
+        "steps": 2,
+    }
+    main([*argv, "--grid", "row=W4/S4"])  # a row given: no default added
+    assert seen["grid"] == {"row": ["W4/S4"]}
+    capsys.readouterr()

@@ -86,7 +86,9 @@ def main(argv=None) -> int:
     if enable_compilation_cache() is not None:
         enable_program_store()
     shown = set()
-    prefix = f"inductheory {args.command}"
+    # the command as typed: `inductheory sweep train paper: error: ...`
+    words = (getattr(args, n, None) for n in ("command", "kind", "family"))
+    prefix = " ".join(["inductheory", *filter(None, words)])
 
     def show(message, category, filename, lineno, file=None, line=None):
         # Settings outside the theorems' assumptions: one plain line each, as soon as they occur.

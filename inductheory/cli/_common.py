@@ -58,14 +58,25 @@ class OneLineParser(argparse.ArgumentParser):
     unrecognized_hint = None
 
     def error(self, message):
+        # an option of another command followed by a value reads as a positional (`train
+        # --kv-heads 8`: "invalid choice: '8'"): the hint names the options and their command
+        hint = (
+            self.unrecognized_hint(getattr(self, "_raw_args", []))
+            if self.unrecognized_hint
+            else ""
+        )
+        if hint and "unrecognized arguments" not in message:
+            message += hint
         self.exit(
             EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n"
         )
 
     def parse_known_args(self, args=None, namespace=None):
+        self._raw_args = list(sys.argv[1:] if args is None else args)
         namespace, extras = super().parse_known_args(args, namespace)
-        if extras and self._subparsers is None and " " in self.prog:
-            # a command's own options: name the command and its help, not the top level's
+        if extras and " " in self.prog:
+            # a command's own options (a nested command refused its own first): name the
+            # command and its help, not the top level's
             hint = self.unrecognized_hint(extras) if self.unrecognized_hint else ""
             self.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
         return namespace, extras

@@ -32,6 +32,9 @@ from ._common import (
     print_json,
 )
 
+# `inductheory train paper` trains this row unless --rows says otherwise
+REFERENCE_ROW = next(r.name for r in MATRIX if not r.changes)
+
 
 def add_architecture_arguments(parser) -> None:
     """One option per field of `Architecture`, typed from the field's default (enums take their
@@ -78,7 +81,8 @@ def family_options_hint(extras: list[str]) -> str:
         return ""
     return (
         f"; {', '.join(found)}: the paper's compressor family, trained by "
-        "`inductheory matrix` (a row and its changes) and `inductheory sweep matrix`"
+        "`inductheory train paper` (as `inductheory matrix`: a row and its changes) and "
+        "`inductheory sweep train paper` (as `inductheory sweep matrix`)"
     )
 
 
@@ -91,24 +95,49 @@ def architecture_changes(args) -> dict:
     }
 
 
+_MATRIX_DESCRIPTION = (
+    "Train rows of the paper's experiment matrix (full attention with 1 and 8 KV heads, the "
+    "W8/S8 reference with 1-8 KV heads, overlapping windows, uniform averaging, the "
+    "DeepSeek-style kernel, one compressor switch at a time) from many seeds, and print per "
+    "row the held-out loss, mean accuracy, worst phase, gap and boundary phase beside the "
+    "paper's row and the model it comes from. Options of the architecture change the chosen "
+    "rows; with --out every finished row is kept and an interrupted run resumes at its first "
+    "unfinished row."
+)
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "matrix",
         help="the paper's compressor family and table 8 trained on the retrieval task",
-        description="Train rows of the paper's experiment matrix (full attention with 1 and 8 "
-        "KV heads, the W8/S8 reference with 1-8 KV heads, overlapping windows, uniform "
-        "averaging, the DeepSeek-style kernel, one compressor switch at a time) from many "
-        "seeds, and print per row the held-out loss, mean accuracy, worst phase, gap and "
-        "boundary phase beside the paper's row and the model it comes from. Options of the "
-        "architecture change the chosen rows; with --out every finished row is kept and an "
-        "interrupted run resumes at its first unfinished row.",
+        description=_MATRIX_DESCRIPTION,
     )
-    p.add_argument(
-        "--rows",
-        default="all",
-        help="comma-separated row names, or 'all' (default); --list shows them",
+    _add_matrix_options(p, default_rows="all")
+
+
+def register_family(train_parser) -> None:
+    """`inductheory train paper`: the paper's compressor family trained like `inductheory
+    matrix`, the reference row (W8/S8, 1 KV head) unless --rows says otherwise, so that every
+    architecture option of the family (--kv-heads, --q-heads, --payload, --gate, --layers,
+    --tied, ...) is a switch of `train`."""
+    family = train_parser.add_subparsers(dest="family", metavar="paper", required=False)
+    p = family.add_parser(
+        "paper",
+        help="the paper's compressor family (as `inductheory matrix`, default the "
+        "reference row)",
+        description="Train one architecture of the paper's compressor family on the "
+        "retrieval task from many seeds: the W8/S8 reference with 1 KV head (--rows: "
+        "another row of `inductheory matrix --list`), changed by the architecture options "
+        "(e.g. --kv-heads 8 --q-heads 8, --payload shared, --gate vector, --no-position-bias, "
+        "--tied, --layers 3, --attention full), and print its held-out loss, mean accuracy, "
+        "worst phase, gap and boundary phase; with --out a finished row is kept and a "
+        "second run reads it.",
     )
-    p.add_argument("--list", action="store_true", help="list the rows and exit")
+    _add_matrix_options(p, default_rows=REFERENCE_ROW)
+
+
+def add_size_arguments(p) -> None:
+    """The options of a `MatrixSize` (read by `_size`) and the base seed."""
     p.add_argument(
         "--quick", action="store_true", help="the quick size (few steps and seeds)"
     )
@@ -119,6 +148,17 @@ def register(sub) -> None:
         "--lr", type=float_type("lr", 0, low_open=True), default=None, help="peak lr"
     )
     p.add_argument("--seed", type=int_type("seed", 0), default=0, help="base seed")
+
+
+def _add_matrix_options(p, *, default_rows: str) -> None:
+    p.add_argument(
+        "--rows",
+        default=default_rows,
+        help=f"comma-separated row names, or 'all' (default {default_rows!r}); --list "
+        "shows them",
+    )
+    p.add_argument("--list", action="store_true", help="list the rows and exit")
+    add_size_arguments(p)
     add_architecture_arguments(p)
     p.add_argument(
         "--out",

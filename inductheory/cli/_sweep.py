@@ -43,7 +43,6 @@ from ._common import (
     add_task_arguments,
     claim_out,
     eprint,
-    float_type,
     int_type,
     output_dir_type,
     print_json,
@@ -52,7 +51,7 @@ from ._common import (
 )
 from ._flow import add_flow_arguments, check_radius_resolution, flow_config_from_args
 from ._loss import add_gate_arguments
-from ._matrix import _size, family_options_hint
+from ._matrix import REFERENCE_ROW, _size, add_size_arguments, family_options_hint
 from ._oracle import _config as minimizer_from_args, add_minimizer_arguments
 from ._train import add_train_arguments, configs_from_args, task_of
 
@@ -250,32 +249,41 @@ def _add_sweep_options(k, kind: type[AbstractSweepKind], *, grid_required: bool)
     return g
 
 
-def _register_matrix(kinds) -> None:
+_MATRIX_SWEEP_DESCRIPTION = (
+    "each row a point of a sweep: --grid row=NAME1,NAME2 chooses the rows (row names "
+    "separated by commas; quote them, they hold '/' and spaces; default {rows}), --grid "
+    "FIELD=V1,V2 crosses them with values of an architecture field (kv_heads, S, gate, tied, "
+    "...) or of lr and steps. With --out every finished row is a block (an interrupted sweep "
+    "resumes at the first unfinished one); with --scheduler the rows are trained by a Dask "
+    "cluster's workers."
+)
+
+
+def _register_matrix(kinds, name: str = "matrix", *, default_row: str | None = None):
+    """`sweep matrix` (every row by default), or `sweep train paper` (`default_row`)."""
     k = kinds.add_parser(
-        "matrix",
-        help=MatrixSweep.description,
-        description="Train rows of the paper's experiment matrix (as `inductheory "
-        "matrix`), each row a point of a sweep: --grid row=NAME1,NAME2 chooses the rows "
-        "(row names separated by commas; quote them, they hold '/' and spaces; default every "
-        "row of the size), --grid FIELD=V1,V2 crosses them with values of an architecture "
-        "field (kv_heads, S, gate, tied, ...) or of lr and steps. With --out every finished "
-        "row is a block (an interrupted sweep resumes at the first unfinished one); with "
-        "--scheduler the rows are trained by a Dask cluster's workers.",
+        name,
+        help=MatrixSweep.description
+        if default_row is None
+        else "the paper's compressor family over a grid (as `inductheory sweep matrix`, "
+        "default the reference row)",
+        description=(
+            "Train rows of the paper's experiment matrix (as `inductheory matrix`), "
+            if default_row is None
+            else "Train the paper's compressor family (as `inductheory train paper`), "
+        )
+        + _MATRIX_SWEEP_DESCRIPTION.format(
+            rows="every row of the size"
+            if default_row is None
+            else f"the reference row {default_row!r}"
+        ),
     )
-    k.add_argument(
-        "--quick", action="store_true", help="the quick size (few steps and seeds)"
-    )
-    k.add_argument("--seeds", type=int_type("seeds", 1), default=None)
-    k.add_argument("--steps", type=int_type("steps", 1), default=None)
-    k.add_argument("--batch", type=int_type("batch", 1), default=None)
-    k.add_argument(
-        "--lr", type=float_type("lr", 0, low_open=True), default=None, help="peak lr"
-    )
-    k.add_argument("--seed", type=int_type("seed", 0), default=0, help="base seed")
+    add_size_arguments(k)
     _add_sweep_options(k, MatrixSweep, grid_required=False)
     add_json_argument(k)
     k.set_defaults(
         func=run_matrix,
+        default_row=default_row,
         interrupt_message="interrupted; with --out the finished rows are kept",
     )
 
@@ -333,6 +341,8 @@ def run_matrix(args) -> int:
     """`inductheory sweep matrix`: `matrix_sweep` of the size and grid of the options."""
     size = _size(args)
     grid = _matrix_grid(args)
+    if args.default_row is not None and "row" not in grid:
+        grid = {"row": [args.default_row], **grid}
     claim_out(args, "sweep matrix", parameters=False)
     with warnings.catch_warnings():  # said below, in one line with the exit status
         warnings.simplefilter("ignore", SweepFailureWarning)
@@ -377,10 +387,14 @@ def register(sub) -> None:
             k.unrecognized_hint = family_options_hint
         add_task_arguments(k)
         options.add(k)
-        g = _add_sweep_options(k, kind, grid_required=True)
+        # `sweep train paper` takes its own --grid: the train kind's is checked by `run`
+        g = _add_sweep_options(k, kind, grid_required=kind is not TrainSweep)
         add_cpu_devices_argument(g)
         add_json_argument(k)
         k.set_defaults(func=run, sweep_inputs=options.inputs)
+        if kind is TrainSweep:
+            family = k.add_subparsers(dest="family", metavar="paper", required=False)
+            _register_matrix(family, "paper", default_row=REFERENCE_ROW)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -410,6 +424,8 @@ class SweepReport(Record):
 
 
 def run(args) -> int:
+    if not args.grid:  # required (`sweep train`'s is not, for its `paper` family)
+        raise ValueError(f"sweep {args.kind} needs --grid NAME=V1,V2,... (see --help)")
     task = task_from_args(args)
     grid = {}
     for item in args.grid:

@@ -44,7 +44,7 @@ from ._common import (
     require_token_ids,
     task_from_args,
 )
-from ._matrix import family_options_hint
+from ._matrix import family_options_hint, register_family
 
 # What `--out` holds beside `train`'s own files: the report `--json` prints.
 REPORT = "report.json"
@@ -169,7 +169,8 @@ def register(sub) -> None:
         "default with --optimizer gd and --batch full is the explicit Euler scheme of the full "
         "flow (`inductheory flow --dynamics full`) from the same seeds. The paper's "
         "compressor family (KV heads, per-offset payload maps, vector gates, every layer "
-        "compressed) trains with `inductheory matrix` and `inductheory sweep matrix`.",
+        "compressed) trains with `inductheory train paper [OPTIONS]` (the family's options, "
+        "`inductheory train paper --help`; the same as `inductheory matrix`).",
     )
     p.unrecognized_hint = family_options_hint
     add_task_arguments(p, geometry=False)
@@ -194,6 +195,7 @@ def register(sub) -> None:
         func=run,
         interrupt_message="interrupted; with --out the run resumes from its last chunk",
     )
+    register_family(p)
 
 
 def add_train_arguments(p, *, geometry: bool = True) -> None:
