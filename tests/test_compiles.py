@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # eager operation; prints the counts and the cache directory in use.
 SCRIPT = """
 import json, sys
-from inductheory.figures._reproduce import _start_worker
+from inductheory.figures._reproduce import FAST_COMPILE_FLAGS, _start_worker
 cache, fast = sys.argv[1], sys.argv[2] == "fast"
-_start_worker(cache or None, None, fast=fast)
+_start_worker(cache or None, None, flags=FAST_COMPILE_FLAGS if fast else "")
 if not cache:
     from inductheory.internal._paths import enable_compilation_cache
     enable_compilation_cache()

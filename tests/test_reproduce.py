@@ -444,9 +444,9 @@ def test_a_figure_that_reads_another_figures_trainings_comes_after_it():
     the matrix first whatever the costs say, and the mechanisms' nominal cost is that of
     reading them, or of training them where the matrix is not in the run."""
     from inductheory.figures._reproduce import (
+        compile_flags,
         dependencies_first,
         expected_cost,
-        fast_compile,
     )
 
     assert FIGURES["paper_mechanisms"].after == ("paper_matrix",)
@@ -464,7 +464,7 @@ def test_a_figure_that_reads_another_figures_trainings_comes_after_it():
     for f in FIGURES.values():
         for quick in (False, True):
             assert all(
-                fast_compile(d, quick) == fast_compile(f.name, quick) for d in f.after
+                compile_flags(d, quick) == compile_flags(f.name, quick) for d in f.after
             )
     mechanisms = FIGURES["paper_mechanisms"]
     both = ["paper_matrix", "paper_mechanisms"]
@@ -531,15 +531,16 @@ def test_measured_tables_render_as_markdown_and_reject_ragged_rows():
         MeasuredTable("c", ["a", "b"], [["1", "2"], ["3"]])
 
 
-def test_a_fast_compile_worker_sets_the_xla_flags_before_jax_starts(monkeypatch):
+def test_a_worker_sets_its_xla_flags_before_jax_starts(monkeypatch):
     import os
 
     from inductheory.figures import _reproduce
     from inductheory.figures._reproduce import (
-        FAST_COMPILE,
+        COMPILE_FLAGS,
         FAST_COMPILE_FLAGS,
+        LIGHT_COMPILE_FLAGS,
         _start_worker,
-        fast_compile,
+        compile_flags,
     )
 
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
@@ -547,22 +548,26 @@ def test_a_fast_compile_worker_sets_the_xla_flags_before_jax_starts(monkeypatch)
     # compiled as usual in the persistent cache as if they were
     monkeypatch.setattr(_reproduce, "_backend_started", lambda: True)
     with pytest.raises(RuntimeError, match="before jax starts its backend"):
-        _start_worker(None, None, fast=True)
+        _start_worker(None, None, flags=FAST_COMPILE_FLAGS)
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false"
     monkeypatch.setattr(_reproduce, "_backend_started", lambda: False)  # a fresh worker
-    _start_worker(None, None, fast=False)
+    _start_worker(None, None, flags="")
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false"
-    _start_worker(None, None, fast=True)
+    _start_worker(None, None, flags=LIGHT_COMPILE_FLAGS)
     assert os.environ["XLA_FLAGS"] == (
-        "--xla_cpu_enable_fast_math=false " + FAST_COMPILE_FLAGS
+        "--xla_cpu_enable_fast_math=false " + LIGHT_COMPILE_FLAGS
     )
-    _start_worker(None, None, fast=True)  # not twice
+    _start_worker(None, None, flags=FAST_COMPILE_FLAGS)  # an optimization level is set
     assert os.environ["XLA_FLAGS"].count("xla_backend_optimization_level") == 1
-    # every figure named for a mode is a registered figure
-    for mode, names in FAST_COMPILE.items():
-        assert names <= set(figure_names()), mode
-        for name in names:
-            assert fast_compile(name, mode == "quick")
+    # every figure named for a mode is a registered figure, of one of the two flag sets; the
+    # full figures compile with XLA's defaults
+    assert COMPILE_FLAGS["full"] == {}
+    for mode, flags in COMPILE_FLAGS.items():
+        assert set(flags) <= set(figure_names()), mode
+        for name, f in flags.items():
+            assert f in (FAST_COMPILE_FLAGS, LIGHT_COMPILE_FLAGS)
+            assert compile_flags(name, mode == "quick") == f
+    assert compile_flags("toy_stability", True) == ""
 
 
 def _record_runs(monkeypatch):

@@ -373,39 +373,54 @@ HEARTBEAT = 20.0
 
 # XLA's cheaper code generation: no backend optimization, no expensive LLVM passes, and the
 # older loop emitters in place of the fusion emitters (they compile diffrax's loops faster). The
-# quick `FAST_COMPILE` figures take 206 CPU-s under it against 293 with the first two flags
-# alone (benchmarks/bench_reproduce.py); the programs run slower and round differently, so it is
-# used only where a figure's data stay within the speed rule's tolerance under it (`FAST_COMPILE`).
+# quick figures of these flags took 206 CPU-s under them against 293 with the first two flags
+# alone (benchmarks/bench_reproduce.py); the programs run slower and round differently, so they
+# are used only where a figure's data stay within the speed rule's tolerance (`COMPILE_FLAGS`).
 FAST_COMPILE_FLAGS = (
     "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
     "--xla_cpu_use_fusion_emitters=false"
 )
-# The figures, by mode, computed by workers compiling with `FAST_COMPILE_FLAGS`: those whose data
-# under it equal the default compilation's within tolerance (checked by regenerating them and
-# comparing every number), and in quick mode the trained figures, whose training is a draw of
-# its own under them (their quick data were regenerated under the flags; the quick ladder and
-# matrix compile in a third of the time). Not phase_uniformity (its frontier moves by 1e-3) nor
-# toy_stability (a count of split ends changes).
-FAST_COMPILE: dict[str, frozenset[str]] = {
-    "quick": frozenset(
-        {
-            "paper_matrix",
-            "paper_mechanisms",
-            "relaxation_ladder",
-            "approximate_geometry",
-            "boundary",
-            "convergence_rates",
-            "coverage",
-            "coverage_map",
-            "effective_offsets",
-            "mitigations",
-            "regime_boundary",
-            "theorem1_oracle",
-            "theorem2_trajectories",
-            "weak_spots",
-        }
-    ),
-    "full": frozenset(),
+# XLA's first optimization level: in quick mode the figures that run long programs (flows,
+# oracle minimizations) finish sooner under it than under XLA's defaults or `FAST_COMPILE_FLAGS`
+# (measured per figure on one core: phase_uniformity 37 -> 24-28 s, regime_boundary 24 -> 15-19 s,
+# approximate_geometry 20 -> 17 s; the trained figures and boundary are slower under it).
+LIGHT_COMPILE_FLAGS = (
+    "--xla_backend_optimization_level=1 --xla_cpu_use_fusion_emitters=false"
+)
+# The compile flags of the workers that compute each figure, by mode (absent: XLA's defaults).
+# `FAST_COMPILE_FLAGS`: figures whose data under them equal the default compilation's within
+# tolerance (checked by regenerating them and comparing every number), and in quick mode the
+# trained figures, whose training is a draw of its own under them (their quick data were
+# regenerated under the flags; the quick ladder and matrix compile in a third of the time).
+# `LIGHT_COMPILE_FLAGS`: quick figures whose quick data were regenerated under them
+# (phase_uniformity's frontier moves by 1e-3 under any change of flags, regime_boundary's
+# Frank-Wolfe gaps, residuals near 1e-8, by 1e-8). The full figures compile with XLA's defaults.
+# Not toy_stability in any mode (a count of split ends changes).
+COMPILE_FLAGS: dict[str, dict[str, str]] = {
+    "quick": {
+        **dict.fromkeys(
+            (
+                "paper_matrix",
+                "paper_mechanisms",
+                "relaxation_ladder",
+                "boundary",
+                "convergence_rates",
+                "coverage",
+                "coverage_map",
+                "effective_offsets",
+                "mitigations",
+                "theorem1_oracle",
+                "theorem2_trajectories",
+                "weak_spots",
+            ),
+            FAST_COMPILE_FLAGS,
+        ),
+        **dict.fromkeys(
+            ("phase_uniformity", "regime_boundary", "approximate_geometry"),
+            LIGHT_COMPILE_FLAGS,
+        ),
+    },
+    "full": {},
 }
 # About how many seconds each figure takes on one core in quick mode from a fresh cache (its
 # `cost` is the full mode's): the order in which workers start them when no previous run's times
@@ -476,30 +491,32 @@ def dependencies_first(order: list[str]) -> list[str]:
     return out
 
 
-def fast_compile(name: str, quick: bool) -> bool:
-    """Whether figure `name` is computed by a worker compiling with `FAST_COMPILE_FLAGS`."""
-    return name in FAST_COMPILE["quick" if quick else "full"]
+def compile_flags(name: str, quick: bool) -> str:
+    """The XLA flags of the workers that compute figure `name` ("" for XLA's defaults)."""
+    return COMPILE_FLAGS["quick" if quick else "full"].get(name, "")
 
 
 def _start_worker(
-    compilation_cache: str | None, program_store: str | None, fast: bool = False
+    compilation_cache: str | None, program_store: str | None, flags: str = ""
 ) -> None:
     """A worker process takes the parent's persistent caches (the command line turns them on);
-    `fast`: it compiles with `FAST_COMPILE_FLAGS` (XLA reads them when jax starts its backend,
-    which importing this package does not).
+    it compiles with the XLA `flags` (`compile_flags`; XLA reads them when jax starts its
+    backend, which importing this package does not), unless the environment's XLA_FLAGS already
+    set an optimization level.
 
     Refuses to set the flags in a process whose backend has started: XLA would not apply them,
     but jax keys its persistent cache on the `XLA_FLAGS` of the environment, so programs compiled
     as usual would be kept under the flags' key and served to later workers that do apply them.
     """
-    if fast and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    if flags and "xla_backend_optimization_level" not in os.environ.get(
+        "XLA_FLAGS", ""
+    ):
         if _backend_started():
             raise RuntimeError(
-                "a fast-compile worker must set XLA_FLAGS before jax starts its backend"
+                "a worker of its own compile flags must set XLA_FLAGS before jax starts its "
+                "backend"
             )
-        os.environ["XLA_FLAGS"] = (
-            f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}".strip()
-        )
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()
     import matplotlib
 
     matplotlib.use("Agg")
@@ -545,14 +562,14 @@ def _worn_out() -> bool:
 _MEMORY_SHARE = 0.25
 
 
-def _serve(worker: int, caches, fast: bool, tasks, events, progress: bool) -> None:
+def _serve(worker: int, caches, flags: str, tasks, events, progress: bool) -> None:
     """A worker process: computes the figures it is sent (`(name, quick, mode_cache, out)`, None
     to stop) one at a time, keeping jax's compiled programs between them, and reports on
     `events`: `("line", name, text, finished)` progress, `("beat", name, text)` a `Heartbeat`
     after `HEARTBEAT` seconds without progress, `("done", worker, name, data,
     retiring)` (`retiring`: worn out, it stops) and `("failed", worker, name, error, trace)`.
-    `fast`: it compiles with `FAST_COMPILE_FLAGS` (it is sent only the figures that allow it)."""
-    _start_worker(*caches, fast=fast)
+    It compiles with the XLA `flags` (it is sent only the figures of those flags)."""
+    _start_worker(*caches, flags=flags)
     while (task := tasks.get()) is not None:
         name = task[0]
 
@@ -604,12 +621,12 @@ def _make_in_workers(
     worker taking the next figure when it finishes one. A worker keeps jax's compiled programs
     (and its imports) from one figure to the next, so figures of the same shapes compile them
     once; a worker near the limit of memory mappings for generated code, or holding much memory,
-    hands over to a fresh process (`_worn_out`). A worker compiles with `FAST_COMPILE_FLAGS` or
-    without, for life: it takes the longest figure left of its kind, and when none is left hands
-    over to a worker of the other kind. A figure whose `after` figure is being computed by
-    another worker waits for it (it reads what that one caches); a worker with nothing else of
-    its kind to do waits too. The workers report progress lines on a queue; this process prints
-    them."""
+    hands over to a fresh process (`_worn_out`). A worker compiles with one set of XLA flags
+    (`compile_flags`) for life: it takes the longest figure left of its kind, and when none is
+    left hands over to a worker of the kind of the longest figure left. A figure whose `after`
+    figure is being computed by another worker waits for it (it reads what that one caches); a
+    worker with nothing else of its kind to do waits too. The workers report progress lines on
+    a queue; this process prints them."""
     import multiprocessing
 
     import jax
@@ -650,21 +667,21 @@ def _make_in_workers(
             return False
         return any(running in FIGURES[name].after for running in busy.values())
 
-    def spawn(fast: bool) -> int:
+    def spawn(flags: str) -> int:
         worker, tasks = next(count), context.Queue()
         process = context.Process(
             target=_serve,
-            args=(worker, caches, fast, tasks, events, status.enabled),
+            args=(worker, caches, flags, tasks, events, status.enabled),
             daemon=True,
         )
         process.start()
-        workers[worker] = (process, tasks, fast)
+        workers[worker] = (process, tasks, flags)
         return worker
 
     def assign(worker: int) -> None:
-        _, tasks, fast = workers[worker]
-        # the longest figure left that this worker's compile flags allow
-        mine = [n for n in order if fast_compile(n, quick) == fast]
+        _, tasks, flags = workers[worker]
+        # the longest figure left of this worker's compile flags
+        mine = [n for n in order if compile_flags(n, quick) == flags]
         name = next((n for n in mine if not blocked(n)), None)
         if name is not None:
             order.remove(name)
@@ -676,10 +693,10 @@ def _make_in_workers(
             waiting.add(worker)
             return
         tasks.put(None)
-        # only figures of the other compile flags are left: a worker of those takes over
+        # only figures of other compile flags are left: a worker of the longest one's takes over
         if order:
             workers.pop(worker)[0].join()
-            assign(spawn(fast_compile(order[0], quick)))
+            assign(spawn(compile_flags(order[0], quick)))
 
     def handle(event) -> None:
         kind = event[0]
@@ -704,7 +721,7 @@ def _make_in_workers(
             if not retiring:
                 assign(worker)
             elif order:  # a fresh process takes over the figures left
-                assign(spawn(fast_compile(order[0], quick)))
+                assign(spawn(compile_flags(order[0], quick)))
         elif kind == "failed":
             _, worker, name, err, trace = event
             if not isinstance(err, KeyboardInterrupt):
@@ -714,7 +731,7 @@ def _make_in_workers(
     failed = True
     try:
         for name in order[: min(jobs, len(order))]:
-            spawn(fast_compile(name, quick))
+            spawn(compile_flags(name, quick))
         for worker in list(workers):
             assign(worker)
         while len(results) < len(figures):
@@ -779,8 +796,9 @@ def reproduce(
       cores, at most 4); `None`: one after the other in this process. Most figure
       computations keep one core busy (small solver loops, compiling), so on
       k cores k jobs take about 1/k of the time; the numbers do not depend on it (in quick
-      mode, workers compile the `FAST_COMPILE` figures with `FAST_COMPILE_FLAGS`, which this
-      process does not: the same numbers within that tolerance).
+      mode, workers compile each figure with its `compile_flags`, which this process does
+      not: the same numbers within that tolerance, but for phase_uniformity's frontier (1e-3)
+      and regime_boundary's Frank-Wolfe gaps (1e-8), whose quick data are those of the flags).
 
     **Returns:** a `FigureRun` (its data and times) of each figure made, by name. The README is
     written only when every figure was made.
