@@ -376,16 +376,22 @@ HEARTBEAT = 20.0
 # quick figures of these flags took 206 CPU-s under them against 293 with the first two flags
 # alone (benchmarks/bench_reproduce.py); the programs run slower and round differently, so they
 # are used only where a figure's data stay within the speed rule's tolerance (`COMPILE_FLAGS`).
+# Both flag sets compile each program's LLVM module in one piece
+# (`--xla_cpu_parallel_codegen_split_count=1`): XLA splits it for a thread pool by default,
+# which costs more than it gains when every core is busy compiling or running (one core: quick
+# relaxation_ladder 41 -> 35 s, paper_matrix 36 -> 34 s).
+_ONE_PIECE = "--xla_cpu_parallel_codegen_split_count=1"
 FAST_COMPILE_FLAGS = (
     "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
-    "--xla_cpu_use_fusion_emitters=false"
+    f"--xla_cpu_use_fusion_emitters=false {_ONE_PIECE}"
 )
 # XLA's first optimization level: in quick mode the figures that run long programs (flows,
 # oracle minimizations) finish sooner under it than under XLA's defaults or `FAST_COMPILE_FLAGS`
 # (measured per figure on one core: phase_uniformity 37 -> 24-28 s, regime_boundary 24 -> 15-19 s,
 # approximate_geometry 20 -> 17 s; the trained figures and boundary are slower under it).
 LIGHT_COMPILE_FLAGS = (
-    "--xla_backend_optimization_level=1 --xla_cpu_use_fusion_emitters=false"
+    "--xla_backend_optimization_level=1 --xla_cpu_use_fusion_emitters=false "
+    + _ONE_PIECE
 )
 # The compile flags of the workers that compute each figure, by mode (absent: XLA's defaults).
 # `FAST_COMPILE_FLAGS`: figures whose data under them equal the default compilation's within
