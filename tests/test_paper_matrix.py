@@ -263,8 +263,10 @@ def test_train_paper_is_the_matrix_command_on_the_reference_row(
     assert main(["train", "paper", "--kv-heads", "8", *tail]) == 0
     first = json.loads(capsys.readouterr().out)
     name = "W8/S8 1 KV (reference)"
-    assert list(first["rows"]) == [name]
-    assert calls == [(name, dataclasses.replace(pm.REFERENCE, kv_heads=8))]
+    assert list(first["rows"]) == [f"{name} with kv_heads=8"]
+    assert calls == [
+        (f"{name} with kv_heads=8", dataclasses.replace(pm.REFERENCE, kv_heads=8))
+    ]
     argv = ["matrix", "--rows", name, "--kv-heads", "8", *tail]
     assert main(argv) == 0
     assert len(calls) == 1  # read from the cache train paper wrote

@@ -203,8 +203,15 @@ def _rows(args) -> list[MatrixRow]:
         rows = [matrix_row(name.strip()) for name in args.rows.split(",")]
     changes = architecture_changes(args)
     if changes:
+        # a changed row is another model: named by its changes, without the paper's row
+        said = ", ".join(f"{k}={v}" for k, v in changes.items())
         rows = [
-            dataclasses.replace(r, changes={**r.changes, **changes}, paper=None)
+            dataclasses.replace(
+                r,
+                name=f"{r.name} with {said}",
+                changes={**r.changes, **changes},
+                paper=None,
+            )
             for r in rows
         ]
     return rows

@@ -429,25 +429,26 @@ COMPILE_FLAGS: dict[str, dict[str, str]] = {
     "full": {},
 }
 # About how many seconds each figure takes on one core in quick mode from a fresh cache (its
-# `cost` is the full mode's): the order in which workers start them when no previous run's times
-# are known, longest first.
+# `cost` is the full mode's; measured by benchmarks/bench_reproduce.py --quick on 2 idle
+# cores): the order in which workers start them when no previous run's times are known,
+# longest first.
 QUICK_COSTS = {
-    "paper_matrix": 115,
-    "phase_uniformity": 75,
-    "relaxation_ladder": 65,
-    "boundary": 50,
-    "regime_boundary": 40,
-    "approximate_geometry": 35,
-    "effective_offsets": 30,
-    "mitigations": 25,
-    "convergence_rates": 18,
-    "coverage_map": 12,
-    "theorem2_trajectories": 11,
-    "weak_spots": 11,
-    "coverage": 9,
-    "toy_stability": 7,
-    "theorem1_oracle": 6,
-    "paper_mechanisms": 3,
+    "relaxation_ladder": 42,
+    "paper_matrix": 36,
+    "phase_uniformity": 31,
+    "boundary": 20,
+    "regime_boundary": 18,
+    "approximate_geometry": 17,
+    "effective_offsets": 14,
+    "convergence_rates": 9,
+    "coverage": 8,
+    "mitigations": 8,
+    "toy_stability": 6,
+    "theorem2_trajectories": 5,
+    "coverage_map": 5,
+    "theorem1_oracle": 5,
+    "weak_spots": 5,
+    "paper_mechanisms": 1,
 }
 # Quick costs of figures computed without their `after` figures (`Figure.alone_cost`): the
 # mechanisms train 2 of the quick matrix's 7 rows.
