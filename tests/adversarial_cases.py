@@ -459,6 +459,19 @@ def cases() -> list[Case]:
         E(["train", "paper", "--gates", "bias"], "train paper: error: unrecognized"),
         E(["train", "paper", "--kv-heads", "3"], "multiple of kv_heads"),
         E(["sweep", "train", "--L", "4"], "sweep train needs --grid"),
+        # the family's options go after its word; the command's own are not the family's
+        E(
+            ["train", "--seeds", "2", "paper"],
+            "go after 'paper', got --seeds 2 before it",
+        ),
+        E(
+            ["sweep", "train", "--grid", "kv_heads=1,8", "paper"],
+            "options of `inductheory sweep train paper` go after 'paper'",
+        ),
+        E(
+            ["train", "--L", "4", "--S", "3", "--d", "8", "--steps", "0"],
+            "steps must be >= 1, got 0 (see",  # no pointer to the family for --S or --d
+        ),
         E(
             ["sweep", "train", "paper", "--grid", "M=2"],
             "not swept by a matrix sweep",

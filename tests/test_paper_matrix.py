@@ -216,6 +216,8 @@ def test_committed_data_agree_with_their_rows(folder, size):
     root = Path(__file__).resolve().parents[1]
     stored = json.loads((root / folder / "data" / "paper_matrix.json").read_text())
     data = fig.FIGURE.record(stored)
+    # data of the size the code trains now (its steps, seeds, sample), not of an older one
+    assert stored["parameters"] == fig.parameters(size)
     assert sorted(data.rows) == sorted(r.name for r in size.matrix)
     for name, r in data.rows.items():
         acc = np.asarray(r.phase_accuracy_per_seed)
@@ -251,7 +253,8 @@ def test_train_paper_is_the_matrix_command_on_the_reference_row(
 ):
     """`inductheory train paper` trains the family like `inductheory matrix`: the reference row
     by default, changed by the same architecture options, into the same --out cache (a row
-    trained by one is read, not trained again, by the other)."""
+    trained by one is read, not trained again, by the other). A change that makes another
+    row of the matrix is that row; any other is named by what it changes."""
     calls = []
 
     def fake(row, size, *, seed=0, progress=False, mechanisms=False):
@@ -260,17 +263,21 @@ def test_train_paper_is_the_matrix_command_on_the_reference_row(
 
     monkeypatch.setattr(pm, "run_row", fake)
     tail = ["--quick", "--json", "--quiet", "--out", str(tmp_path)]
-    assert main(["train", "paper", "--kv-heads", "8", *tail]) == 0
+    switches = ["--payload", "shared", "--gate", "vector", "--q-heads", "8"]
+    assert main(["train", "paper", *switches, *tail]) == 0
     first = json.loads(capsys.readouterr().out)
-    name = "W8/S8 1 KV (reference)"
-    assert list(first["rows"]) == [f"{name} with kv_heads=8"]
-    assert calls == [
-        (f"{name} with kv_heads=8", dataclasses.replace(pm.REFERENCE, kv_heads=8))
-    ]
-    argv = ["matrix", "--rows", name, "--kv-heads", "8", *tail]
+    name = (
+        "W8/S8 1 KV (reference) with payload=shared, gate=vector"  # q_heads unchanged
+    )
+    arch = dataclasses.replace(pm.REFERENCE, payload="shared", gate="vector")
+    assert list(first["rows"]) == [name]
+    assert calls == [(name, arch)]
+    argv = ["matrix", "--rows", "W8/S8 1 KV (reference)", *switches, *tail]
     assert main(argv) == 0
     assert len(calls) == 1  # read from the cache train paper wrote
     assert json.loads(capsys.readouterr().out) == first
-    # a different architecture is a different row: trained
-    assert main(["train", "paper", "--payload", "shared", *tail]) == 0
-    assert calls[-1][1] == dataclasses.replace(pm.REFERENCE, payload="shared")
+    # 8 KV heads on the reference is the matrix's W8/S8 8 KV row, with its paper row
+    assert main(["train", "paper", "--kv-heads", "8", *tail]) == 0
+    assert calls[-1] == ("W8/S8 8 KV", dataclasses.replace(pm.REFERENCE, kv_heads=8))
+    assert list(json.loads(capsys.readouterr().out)["rows"]) == ["W8/S8 8 KV"]
+    assert pm.matrix_row("W8/S8 8 KV").paper == "w8s8-8kv"

@@ -564,10 +564,10 @@ def test_a_worker_sets_its_xla_flags_before_jax_starts(monkeypatch):
     assert COMPILE_FLAGS["full"] == {}
     for mode, flags in COMPILE_FLAGS.items():
         assert set(flags) <= set(figure_names()), mode
-        for name, f in flags.items():
-            assert f in (FAST_COMPILE_FLAGS, LIGHT_COMPILE_FLAGS)
-            assert compile_flags(name, mode == "quick") == f
+        assert set(flags.values()) <= {FAST_COMPILE_FLAGS, LIGHT_COMPILE_FLAGS}, mode
+    # toy_stability's count of split ends changes under either set: XLA's defaults
     assert compile_flags("toy_stability", True) == ""
+    assert compile_flags("paper_matrix", False) == ""
 
 
 def _record_runs(monkeypatch):

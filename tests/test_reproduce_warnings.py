@@ -74,7 +74,7 @@ def test_a_worker_sends_each_distinct_warning_once_named(warning_figure, tmp_pat
     (tmp_path / "data").mkdir()
     tasks.put(("stub", True, None, tmp_path))
     tasks.put(None)
-    module._serve(0, (None, None), False, tasks, events, False)
+    module._serve(0, (None, None), "", tasks, events, False)
     sent = []
     while not events.empty():
         sent.append(events.get())

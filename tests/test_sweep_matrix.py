@@ -172,11 +172,11 @@ def test_sweep_train_paper_sweeps_the_reference_row_by_default(monkeypatch, caps
 
     monkeypatch.setattr(cli_sweep_module, "matrix_sweep", fake)
     argv = ["sweep", "train", "paper", "--quick", "--steps", "2"]
-    main([*argv, "--grid", "kv_heads=1,8"])
+    assert main([*argv, "--grid", "kv_heads=1,8"]) == 130
     assert seen == {
         "grid": {"row": ["W8/S8 1 KV (reference)"], "kv_heads": [1, 8]},
         "steps": 2,
     }
-    main([*argv, "--grid", "row=W4/S4"])  # a row given: no default added
+    assert main([*argv, "--grid", "row=W4/S4"]) == 130  # a row given: no default added
     assert seen["grid"] == {"row": ["W4/S4"]}
     capsys.readouterr()

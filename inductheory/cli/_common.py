@@ -53,18 +53,30 @@ class NonFiniteResult(CLIError):
 class OneLineParser(argparse.ArgumentParser):
     """`argparse.ArgumentParser` whose errors are one line: `PROG: error: MESSAGE` (exit 2).
     A command may set `unrecognized_hint(extras) -> str` (empty: none): said after its list of
-    unrecognized arguments, e.g. the command that does take them."""
+    unrecognized arguments, e.g. the command that does take them. A command with an optional
+    family subcommand (`add_family`) takes its own options before the family's word only if
+    the family is not given: `train paper` reads every option after `paper`."""
 
     unrecognized_hint = None
+    family_word = None
+
+    def _own_args(self) -> list[str]:
+        """The raw arguments this parser saw before its family's word."""
+        raw = getattr(self, "_raw_args", [])
+        if self.family_word in raw:
+            raw = raw[: raw.index(self.family_word)]
+        return raw
 
     def error(self, message):
         # an option of another command followed by a value reads as a positional (`train
-        # --kv-heads 8`: "invalid choice: '8'"): the hint names the options and their command
-        hint = (
-            self.unrecognized_hint(getattr(self, "_raw_args", []))
-            if self.unrecognized_hint
-            else ""
-        )
+        # --kv-heads 8`: "invalid choice: '8'"): the hint names the options this parser does
+        # not take and the command that does
+        foreign = [
+            a
+            for a in self._own_args()
+            if a.split("=")[0] not in self._option_string_actions
+        ]
+        hint = self.unrecognized_hint(foreign) if self.unrecognized_hint else ""
         if hint and "unrecognized arguments" not in message:
             message += hint
         self.exit(
@@ -74,12 +86,27 @@ class OneLineParser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         self._raw_args = list(sys.argv[1:] if args is None else args)
         namespace, extras = super().parse_known_args(args, namespace)
+        if self.family_word is not None and getattr(namespace, "family", None):
+            before = self._own_args()
+            if before:  # the family's parser would overwrite them with its defaults
+                self.error(
+                    f"options of `{self.prog} {self.family_word}` go after "
+                    f"{self.family_word!r}, got {' '.join(before)} before it"
+                )
         if extras and " " in self.prog:
             # a command's own options (a nested command refused its own first): name the
             # command and its help, not the top level's
             hint = self.unrecognized_hint(extras) if self.unrecognized_hint else ""
             self.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
         return namespace, extras
+
+
+def add_family(parser, word: str):
+    """An optional subcommand `word` of command `parser` (`train paper`): the parser that takes
+    the family's options, every one after `word`."""
+    parser.family_word = word
+    family = parser.add_subparsers(dest="family", metavar=word, required=False)
+    return family
 
 
 # --- validating argument types ----------------------------------------------------------------

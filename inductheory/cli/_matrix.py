@@ -22,6 +22,7 @@ from ..experiments._paper_matrix import (
 )
 from ..trained._architecture import Architecture
 from ._common import (
+    add_family,
     add_json_argument,
     claim_out,
     float_type,
@@ -72,8 +73,8 @@ def add_architecture_arguments(parser) -> None:
 
 def family_options_hint(extras: list[str]) -> str:
     """For a command that does not train the paper's family (`train`, `sweep train`): where
-    the unrecognized options among `extras` that are the family's architecture options are
-    taken ("" if none is)."""
+    the options among `extras` (arguments the command does not take) that are the family's
+    architecture options are taken ("" if none is)."""
     names = {option_flag(f.name) for f in dataclasses.fields(Architecture)}
     names |= {"--no-" + n[2:] for n in names}
     found = [e.split("=")[0] for e in extras if e.split("=")[0] in names]
@@ -120,18 +121,17 @@ def register_family(train_parser) -> None:
     matrix`, the reference row (W8/S8, 1 KV head) unless --rows says otherwise, so that every
     architecture option of the family (--kv-heads, --q-heads, --payload, --gate, --layers,
     --tied, ...) is a switch of `train`."""
-    family = train_parser.add_subparsers(dest="family", metavar="paper", required=False)
-    p = family.add_parser(
+    p = add_family(train_parser, "paper").add_parser(
         "paper",
         help="the paper's compressor family (as `inductheory matrix`, default the "
         "reference row)",
         description="Train one architecture of the paper's compressor family on the "
         "retrieval task from many seeds: the W8/S8 reference with 1 KV head (--rows: "
         "another row of `inductheory matrix --list`), changed by the architecture options "
-        "(e.g. --kv-heads 8 --q-heads 8, --payload shared, --gate vector, --no-position-bias, "
-        "--tied, --layers 3, --attention full), and print its held-out loss, mean accuracy, "
-        "worst phase, gap and boundary phase; with --out a finished row is kept and a "
-        "second run reads it.",
+        "(e.g. --payload shared, --gate vector, --no-position-bias, --tied, --layers 3, "
+        "--attention full; every option after `paper`), and print its held-out loss, mean "
+        "accuracy, worst phase, gap and boundary phase; with --out a finished row is kept "
+        "and a second run reads it.",
     )
     _add_matrix_options(p, default_rows=REFERENCE_ROW)
 
@@ -196,25 +196,39 @@ def _size(args) -> MatrixSize:
     return size
 
 
-def _rows(args) -> list[MatrixRow]:
+def _rows(args, size: MatrixSize) -> list[MatrixRow]:
+    """The chosen rows, changed by the architecture options: a changed row that is a row of the
+    matrix is that row (with its paper row); any other is another model, named by what it
+    changes and without the paper's row."""
     if args.rows.strip() == "all":
         rows = list(MATRIX)
     else:
         rows = [matrix_row(name.strip()) for name in args.rows.split(",")]
     changes = architecture_changes(args)
-    if changes:
-        # a changed row is another model: named by its changes, without the paper's row
-        said = ", ".join(f"{k}={v}" for k, v in changes.items())
-        rows = [
+    if not changes:
+        return rows
+    known = {r.architecture(size.reference): r for r in MATRIX}
+    changed = []
+    for r in rows:
+        before = r.architecture(size.reference)
+        after = dataclasses.replace(before, **changes)
+        if after in known:
+            changed.append(known[after])
+            continue
+        said = ", ".join(
+            f"{k}={v}"
+            for k, v in changes.items()
+            if getattr(after, k) != getattr(before, k)
+        )
+        changed.append(
             dataclasses.replace(
                 r,
                 name=f"{r.name} with {said}",
                 changes={**r.changes, **changes},
                 paper=None,
             )
-            for r in rows
-        ]
-    return rows
+        )
+    return changed
 
 
 def _check_export(path: str, rows, size) -> None:
@@ -250,7 +264,7 @@ def run(args) -> int:
             print(f"{r.name}\n    changes: {changes}; paper: {paper}")
         return 0
     size = _size(args)
-    rows = _rows(args)
+    rows = _rows(args, size)
     for r in rows:  # every architecture checked before any training
         r.architecture(size.reference).check_task(size.task)
     if args.export_gates is not None:

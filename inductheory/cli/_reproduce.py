@@ -47,8 +47,8 @@ def register(sub) -> None:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="small versions (about 5 minutes on 2 cores from empty caches, half of it "
-        "compiling; well under a minute once cached)",
+        help="small versions (about 2 minutes on 2 idle cores from empty caches, half of "
+        "it compiling; well under a minute once cached)",
     )
     p.add_argument(
         "--only",

@@ -39,6 +39,7 @@ from ._common import (
     CLIError,
     NonFiniteResult,
     add_cpu_devices_argument,
+    add_family,
     add_json_argument,
     add_task_arguments,
     claim_out,
@@ -338,7 +339,8 @@ def _matrix_grid(args) -> dict[str, list]:
 
 
 def run_matrix(args) -> int:
-    """`inductheory sweep matrix`: `matrix_sweep` of the size and grid of the options."""
+    """`inductheory sweep matrix` and `sweep train paper`: `matrix_sweep` of the size and grid
+    of the options (`sweep train paper`: the reference row unless the grid names rows)."""
     size = _size(args)
     grid = _matrix_grid(args)
     if args.default_row is not None and "row" not in grid:
@@ -393,8 +395,7 @@ def register(sub) -> None:
         add_json_argument(k)
         k.set_defaults(func=run, sweep_inputs=options.inputs)
         if kind is TrainSweep:
-            family = k.add_subparsers(dest="family", metavar="paper", required=False)
-            _register_matrix(family, "paper", default_row=REFERENCE_ROW)
+            _register_matrix(add_family(k, "paper"), "paper", default_row=REFERENCE_ROW)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -472,7 +473,9 @@ def _report(args, ds, report: SweepReport) -> int:
 def _exit_status(args, problems) -> int:
     """As `inductheory flow`: failed seeds exit 1 unless --allow-failures (then a warning);
     results that are not finite always exit 1. One line on stderr either way."""
-    prefix = "inductheory sweep"
+    prefix = " ".join(
+        ["inductheory sweep", *filter(None, (args.kind, getattr(args, "family", None)))]
+    )
     allowed = getattr(args, "allow_failures", False)
     if problems.nonfinite:
         raise NonFiniteResult(

@@ -214,8 +214,8 @@ FULL_SIZE = MatrixSize(
     seeds=8,
 )
 # Quick: the rows of the headline and of the mitigation ordering, few steps and seeds: a check
-# that every part runs (no row learns the task in 20 steps; at 50 and 150 none did either, and
-# the training took half of the quick matrix's time).
+# that every part runs. No row learns the task in 20 steps, nor did one at 50 or 150 steps,
+# where training took half of the quick matrix's time.
 QUICK_SIZE = MatrixSize(
     task=TASK,
     reference=REFERENCE,

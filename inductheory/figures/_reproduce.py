@@ -372,11 +372,11 @@ HEARTBEAT = 20.0
 
 
 # XLA's cheaper code generation: no backend optimization, no expensive LLVM passes, and the
-# older loop emitters in place of the fusion emitters (they compile diffrax's loops faster). The
-# quick figures of these flags took 206 CPU-s under them against 293 with the first two flags
-# alone (benchmarks/bench_reproduce.py); the programs run slower and round differently, so they
+# older loop emitters in place of the fusion emitters (they compile diffrax's loops faster; when
+# first chosen, the quick figures under them took 206 CPU-s against 293 with the first two flags
+# alone, benchmarks/bench_reproduce.py); the programs run slower and round differently, so they
 # are used only where a figure's data stay within the speed rule's tolerance (`COMPILE_FLAGS`).
-# Both flag sets compile each program's LLVM module in one piece
+# FAST_COMPILE_FLAGS and LIGHT_COMPILE_FLAGS compile each program's LLVM module in one piece
 # (`--xla_cpu_parallel_codegen_split_count=1`): XLA splits it for a thread pool by default,
 # which costs more than it gains when every core is busy compiling or running (one core: quick
 # relaxation_ladder 41 -> 35 s, paper_matrix 36 -> 34 s).
@@ -428,8 +428,8 @@ COMPILE_FLAGS: dict[str, dict[str, str]] = {
     },
     "full": {},
 }
-# About how many seconds each figure takes on one core in quick mode from a fresh cache (its
-# `cost` is the full mode's; measured by benchmarks/bench_reproduce.py --quick on 2 idle
+# About how many CPU seconds each figure takes in quick mode from a fresh cache, each in one
+# worker process (its `cost` is the full mode's; benchmarks/bench_reproduce.py --quick on 2 idle
 # cores): the order in which workers start them when no previous run's times are known,
 # longest first.
 QUICK_COSTS = {
@@ -452,7 +452,7 @@ QUICK_COSTS = {
 }
 # Quick costs of figures computed without their `after` figures (`Figure.alone_cost`): the
 # mechanisms train 2 of the quick matrix's 7 rows.
-QUICK_ALONE_COSTS = {"paper_mechanisms": 25}
+QUICK_ALONE_COSTS = {"paper_mechanisms": 12}
 
 
 def expected_cost(f: Figure, quick: bool, names=None) -> float:
@@ -661,7 +661,7 @@ def _make_in_workers(
         ]
     )
     results: dict[str, FigureRun] = {}
-    workers: dict[int, tuple] = {}  # id -> (process, task queue)
+    workers: dict[int, tuple] = {}  # id -> (process, task queue, compile flags)
     busy: dict[int, str] = {}  # id -> the figure it computes
     waiting: set[int] = set()  # workers whose next figures wait for a running one
     count = iter(range(10**9))

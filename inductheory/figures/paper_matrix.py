@@ -237,24 +237,30 @@ def compute(quick: bool, cache_dir) -> PaperMatrixData:
             row.architecture(size.reference), result, size.task.period
         )
     findings = analyze(rows, size)
-    t, ref, tr = size.task, size.reference, size.train
     return PaperMatrixData(
         rows=rows,
-        period=t.period,
+        period=size.task.period,
         analysis=findings,
-        parameters={
-            "task": f"T={t.T} positions on a cycle, N={t.N} tokens, every position a query, "
-            f"phases = position mod {t.period}",
-            "reference": f"d={ref.d}, {ref.layers} layers, {ref.q_heads} query heads of "
-            f"dimension {ref.head_dim}, {ref.kv_heads} KV head, W{ref.W}/S{ref.S}, scalar "
-            "gates, per-offset payload maps, position bias, K/V separate, RMSNorm",
-            "training": f"{tr.optimizer} lr {tr.lr:g} ({tr.schedule}), {tr.steps} steps of "
-            f"{tr.batch} fresh contexts, clip 1, {size.seeds} seeds a row",
-            "held out": f"{tr.eval_contexts} contexts, "
-            f"{tr.eval_contexts * t.T // t.period} queries per phase group",
-        },
+        parameters=parameters(size),
         findings=findings.text,
     )
+
+
+def parameters(size) -> dict[str, str]:
+    """The figure's parameters as its README states them: the task, the reference row, the
+    training and the held-out sample of `size`."""
+    t, ref, tr = size.task, size.reference, size.train
+    return {
+        "task": f"T={t.T} positions on a cycle, N={t.N} tokens, every position a query, "
+        f"phases = position mod {t.period}",
+        "reference": f"d={ref.d}, {ref.layers} layers, {ref.q_heads} query heads of "
+        f"dimension {ref.head_dim}, {ref.kv_heads} KV head, W{ref.W}/S{ref.S}, scalar "
+        "gates, per-offset payload maps, position bias, K/V separate, RMSNorm",
+        "training": f"{tr.optimizer} lr {tr.lr:g} ({tr.schedule}), {tr.steps} steps of "
+        f"{tr.batch} fresh contexts, clip 1, {size.seeds} seeds a row",
+        "held out": f"{tr.eval_contexts} contexts, "
+        f"{tr.eval_contexts * t.T // t.period} queries per phase group",
+    }
 
 
 def analyze(rows: dict[str, RowSummary], size) -> MatrixAnalysis:

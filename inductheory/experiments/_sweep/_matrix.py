@@ -141,7 +141,8 @@ def spec_size(spec: SweepSpec) -> MatrixSize:
 
 def point_row(size: MatrixSize, point: dict) -> tuple[MatrixRow, MatrixSize]:
     """`(row, size)` of one grid point: the named row with the point's architecture fields as
-    changes (as `inductheory matrix`'s options make them), the size with its `lr` and `steps`.
+    changes (the point's coordinates name it in the dataset), the size with its `lr` and
+    `steps`.
 
     ```python
     point_row(QUICK_SIZE, {"row": "W4/S4", "kv_heads": 2, "steps": 10})
