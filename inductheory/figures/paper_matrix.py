@@ -643,7 +643,7 @@ FIGURE = Figure(
     CLAIM,
     compute,
     draw,
-    cost=2785,
+    cost=3820,
     tables=tables,
     data=PaperMatrixData,
 )
