@@ -267,7 +267,7 @@ def test_train_paper_is_the_matrix_command_on_the_reference_row(
     assert main(["train", "paper", *switches, *tail]) == 0
     first = json.loads(capsys.readouterr().out)
     name = (
-        "W8/S8 1 KV (reference) with payload=shared, gate=vector"  # q_heads unchanged
+        "W8/S8 1 KV (reference) with gate=vector, payload=shared"  # q_heads unchanged
     )
     arch = dataclasses.replace(pm.REFERENCE, payload="shared", gate="vector")
     assert list(first["rows"]) == [name]
