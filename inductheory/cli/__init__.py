@@ -23,6 +23,7 @@ from ._common import (
     EXIT_USAGE,
     CLIError,
     OneLineParser,
+    command_prefix,
 )
 
 # Each name is a module inductheory/cli/_<name>.py exposing register(subparsers).
@@ -87,8 +88,7 @@ def main(argv=None) -> int:
         enable_program_store()
     shown = set()
     # the command as typed: `inductheory sweep train paper: error: ...`
-    words = (getattr(args, n, None) for n in ("command", "kind", "family"))
-    prefix = " ".join(["inductheory", *filter(None, words)])
+    prefix = command_prefix(args)
 
     def show(message, category, filename, lineno, file=None, line=None):
         # Settings outside the theorems' assumptions: one plain line each, as soon as they occur.

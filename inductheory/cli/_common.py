@@ -101,6 +101,12 @@ class OneLineParser(argparse.ArgumentParser):
         return namespace, extras
 
 
+def command_prefix(args) -> str:
+    """The command as typed, for its one-line errors: `inductheory sweep train paper`."""
+    words = (getattr(args, n, None) for n in ("command", "kind", "family"))
+    return " ".join(["inductheory", *filter(None, words)])
+
+
 def add_family(parser, word: str):
     """An optional subcommand `word` of command `parser` (`train paper`): the parser that takes
     the family's options, every one after `word`."""

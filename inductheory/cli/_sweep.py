@@ -43,6 +43,7 @@ from ._common import (
     add_json_argument,
     add_task_arguments,
     claim_out,
+    command_prefix,
     eprint,
     int_type,
     output_dir_type,
@@ -473,9 +474,7 @@ def _report(args, ds, report: SweepReport) -> int:
 def _exit_status(args, problems) -> int:
     """As `inductheory flow`: failed seeds exit 1 unless --allow-failures (then a warning);
     results that are not finite always exit 1. One line on stderr either way."""
-    prefix = " ".join(
-        ["inductheory sweep", *filter(None, (args.kind, getattr(args, "family", None)))]
-    )
+    prefix = command_prefix(args)
     allowed = getattr(args, "allow_failures", False)
     if problems.nonfinite:
         raise NonFiniteResult(
