@@ -166,3 +166,15 @@ def test_every_generated_option_has_its_config_default(command, cls, options):
             assert STATED_DEFAULT.search(action.help).group(1) == str(field)
         if action.choices is not None:
             assert field in action.choices, option.name
+
+
+@pytest.mark.parametrize("command", [("train",), ("sweep", "train")], ids=" ".join)
+def test_the_paper_optimizer_options_reach_the_train_config(command):
+    given = ("--optimizer", "adam", "--betas", "0.9,0.95", "--warmup", "0.02")
+    _, config = configs_from_args(parse((*command, *given, "--weight-decay", "0.1")))
+    assert (config.optimizer, config.betas, config.warmup, config.weight_decay) == (
+        "adam",
+        (0.9, 0.95),
+        0.02,
+        0.1,
+    )

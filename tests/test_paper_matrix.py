@@ -102,6 +102,9 @@ def test_cli_options_are_every_architecture_field_and_default_to_the_row():
         (["--lr", "nan"], "lr must be a finite number"),
         (["--steps", "0"], "steps must be >= 1"),
         (["--gate", "soft"], "invalid choice"),
+        (["--warmup", "1"], "warmup must be"),
+        (["--betas", "0.9"], "betas must be two numbers"),
+        (["--weight-decay", "-1"], "weight_decay must be"),
     ],
 )
 def test_cli_refuses_bad_input_before_training(argv, message, capsys, monkeypatch):
@@ -112,6 +115,19 @@ def test_cli_refuses_bad_input_before_training(argv, message, capsys, monkeypatc
     err = capsys.readouterr().err
     assert code == 2
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["matrix"], ["train", "paper"]], ids=" ".join)
+def test_training_options_change_the_size_and_nothing_else(command):
+    given = ["--warmup", "0.05", "--betas", "0.8,0.9", "--weight-decay", "0.2"]
+    size = cli_matrix._size(
+        build_parser().parse_args([*command, *given, "--lr", "0.01"])
+    )
+    expected = dataclasses.replace(
+        pm.FULL_SIZE.train, warmup=0.05, betas=(0.8, 0.9), weight_decay=0.2, lr=0.01
+    )
+    assert size == dataclasses.replace(pm.FULL_SIZE, train=expected)
+    assert cli_matrix._size(build_parser().parse_args(command)) == pm.FULL_SIZE
 
 
 def _fake_result(seeds=2, contexts=8, period=24, acc=0.5, seed=0):

@@ -51,6 +51,12 @@ CASES = [
             ("rho", "0"),
             ("weight-decay", "-1"),
             ("weight-decay", "inf"),
+            ("warmup", "1"),
+            ("warmup", "-0.1"),
+            ("warmup", "nan"),
+            ("betas", "0.9"),
+            ("betas", "0.9,1"),
+            ("betas", "0.9,0.95,0.99"),
             ("local-window", "-1"),
         )
     ),
@@ -64,6 +70,12 @@ CASES = [
     E([*SWEEP[:-2], "--grid", "lr=nan", "--out", "{tmp}"], "must be finite"),
     # unknown names
     E([*TRAIN, "--optimizer", "nope"], "--optimizer must be 'gd' or the name"),
+    E([*TRAIN, "--betas=-0.1,0.9"], "--betas: betas must be"),
+    E([*TRAIN, "--betas", "0.9,0.95"], "taking a learning_rate and betas b1, b2"),
+    E(
+        [*TRAIN, "--optimizer", "sgd", "--betas", "0.9,0.95"],
+        "taking a learning_rate and betas b1, b2",
+    ),
     E([*TRAIN, "--optimizer", ""], "--optimizer must be 'gd'"),
     E([*TRAIN, "--schedule", "nope"], "--schedule: invalid choice"),
     E([*TRAIN, "--gates", "nope"], "--gates: invalid choice"),

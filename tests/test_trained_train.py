@@ -1,6 +1,7 @@
 """Training the compressed model: optimizers and schedules, vmapped seeds against a loop of
 seeds, resuming from a checkpoint, minibatches, the output directory and bad settings."""
 
+import dataclasses
 import json
 import math
 
@@ -100,7 +101,7 @@ def test_named_optimizers_and_decoupled_weight_decay():
 def _optax_schedule(config: TrainConfig) -> optax.Schedule:
     """optax's own schedule of `config`, with the values written in."""
     eta, n = config.lr, config.steps
-    warmup = int(0.1 * n) if config.schedule == "warmup_cosine" else 0
+    warmup = int(config.warmup * n) if config.schedule == "warmup_cosine" else 0
     if config.schedule == "constant":
         return optax.constant_schedule(eta)
     if config.schedule == "exponential":
@@ -115,6 +116,9 @@ def _optax_own(config: TrainConfig) -> optax.GradientTransformation:
     (what the library did before its values were traced): the reference."""
     schedule = _optax_schedule(config)
     build = optax.sgd if config.optimizer == "gd" else getattr(optax, config.optimizer)
+    if config.betas is not None:
+        b1, b2 = config.betas
+        build = lambda learning_rate, build=build: build(learning_rate, b1=b1, b2=b2)  # noqa: E731
     if config.weight_decay == 0:
         return build(learning_rate=schedule)
     return optax.chain(
@@ -141,6 +145,19 @@ def test_traced_hyperparameters_step_as_optax_with_the_values_written_in(dtype):
         for o, lr, wd in (("gd", 0.3, 0.0), ("adam", 1e-2, 0.0), ("adamw", 3e-3, 0.1))
         for sch in ("constant", "cosine", "warmup_cosine", "exponential")
         for n in (7, 37, 2000)
+    ] + [  # the paper matrix's AdamW: 2% warmup, moment decays (0.9, 0.95), decay 0.1
+        dict(
+            optimizer=o,
+            lr=3e-3,
+            steps=n,
+            schedule="warmup_cosine",
+            warmup=w,
+            betas=betas,
+            weight_decay=wd,
+        )
+        for o, wd in (("adam", 0.1), ("adam", 0.0), ("adamw", 0.0))
+        for w, betas in ((0.02, (0.9, 0.95)), (0.5, (0.0, 0.5)), (0.02, None))
+        for n in (37, 2800)
     ]
     for case in cases:
         config = TrainConfig(**case)
@@ -154,8 +171,9 @@ def test_traced_hyperparameters_step_as_optax_with_the_values_written_in(dtype):
             u2, s2 = ref_update(grads, s2, p2)
             p1, p2 = optax.apply_updates(p1, u1), optax.apply_updates(p2, u2)
             for k in params:
-                if config.weight_decay:
-                    # XLA folds the decay into the constant step differently: within ulps
+                if config.weight_decay or config.betas is not None:
+                    # XLA folds the decay (or the moment decays, 1 - b) into the constant
+                    # step differently: within ulps
                     rtol = 8 * np.finfo(dtype).eps
                     np.testing.assert_allclose(
                         u1[k], u2[k], rtol=rtol, err_msg=str(case)
@@ -180,8 +198,14 @@ def test_runs_differing_in_traced_hyperparameters_share_the_compiled_programs():
         dict(lr=3e-2, schedule="cosine", steps=32),
         dict(lr=1e-2, schedule="exponential", steps=32),
         dict(lr=1e-2, schedule="warmup_cosine", steps=48),
+        dict(lr=1e-2, schedule="warmup_cosine", steps=48, warmup=0.25),
     ):
         _train.train(TASK, ModelConfig(), TrainConfig(**changes, **base), 2)
+    assert counter.count().compiles == 0
+    # moment decays given or not are two optimizer states; given, their values are traced
+    _train.train(TASK, ModelConfig(), dataclasses.replace(first, betas=(0.9, 0.95)), 2)
+    counter = CompileCount()
+    _train.train(TASK, ModelConfig(), dataclasses.replace(first, betas=(0.5, 0.9)), 2)
     assert counter.count().compiles == 0
     # another optimizer state is another program
     counter = CompileCount()
@@ -380,6 +404,24 @@ def test_statistics_and_measures_have_their_shapes():
     assert np.all(np.diff(run.statistics.loss, axis=1) < 0)  # gd descends
     text = json.dumps(it.internal._io._to_jsonable(run.to_dict()))
     assert "summary" in text and "per_seed" in text
+
+
+def test_bad_optimizer_settings_are_one_line_errors():
+    for bad, match in [
+        (dict(warmup=1.0), "warmup must be in"),
+        (dict(warmup=-0.5), "warmup must be in"),
+        (dict(warmup=float("nan")), "warmup must be a finite"),
+        (dict(betas=(0.9,)), "betas must be a pair"),
+        (dict(betas=[0.9, 0.95]), "betas must be a pair"),
+        (dict(betas=(0.9, 1.0)), "betas must lie in"),
+        (dict(betas=(0.9, float("inf"))), "betas must be a finite"),
+    ]:
+        with pytest.raises(ValueError, match=match) as err:
+            TrainConfig(optimizer="adam", **bad)
+        assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="betas b1, b2") as err:
+        make_optimizer(TrainConfig(optimizer="sgd", betas=(0.9, 0.95)))
+    assert "\n" not in str(err.value)
 
 
 def test_bad_settings_are_one_line_errors():

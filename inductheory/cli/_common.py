@@ -223,6 +223,23 @@ def list_type(
     return parse
 
 
+def betas_type(name: str):
+    """argparse `type=` (given the option's name): two comma-separated moment decays `b1,b2`,
+    each in [0, 1), as a tuple."""
+    items = list_type(name, "float", 0, 1, high_open=True)
+
+    def parse(text):
+        values = items(text)
+        if len(values) != 2:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be two numbers b1,b2 in [0, 1), got {text!r}"
+            )
+        return tuple(values)
+
+    parse.__name__ = name
+    return parse
+
+
 def output_dir_type(text: str) -> Path:
     """argparse `type=` for an output directory: non-empty, not an existing file, and writable
     (or creatable) — checked before any computation starts."""

@@ -24,6 +24,7 @@ from ..trained._architecture import Architecture
 from ._common import (
     add_family,
     add_json_argument,
+    betas_type,
     claim_out,
     float_type,
     format_table,
@@ -136,6 +137,10 @@ def register_family(train_parser) -> None:
     _add_matrix_options(p, default_rows=REFERENCE_ROW)
 
 
+# The `TrainConfig` fields of a `MatrixSize` that options change.
+SIZE_TRAIN_OPTIONS = ("steps", "batch", "lr", "warmup", "betas", "weight_decay")
+
+
 def add_size_arguments(p) -> None:
     """The options of a `MatrixSize` (read by `_size`) and the base seed."""
     p.add_argument(
@@ -146,6 +151,25 @@ def add_size_arguments(p) -> None:
     p.add_argument("--batch", type=int_type("batch", 1), default=None)
     p.add_argument(
         "--lr", type=float_type("lr", 0, low_open=True), default=None, help="peak lr"
+    )
+    p.add_argument(
+        "--warmup",
+        type=float_type("warmup", 0, 1, high_open=True),
+        default=None,
+        help="fraction of the steps of linear warmup",
+    )
+    p.add_argument(
+        "--betas",
+        type=betas_type("betas"),
+        default=None,
+        metavar="B1,B2",
+        help="Adam's moment decays",
+    )
+    p.add_argument(
+        "--weight-decay",
+        type=float_type("weight_decay", 0),
+        default=None,
+        help="decoupled weight decay",
     )
     p.add_argument("--seed", type=int_type("seed", 0), default=0, help="base seed")
 
@@ -185,9 +209,7 @@ def _add_matrix_options(p, *, default_rows: str) -> None:
 def _size(args) -> MatrixSize:
     size = QUICK_SIZE if args.quick else FULL_SIZE
     train = {
-        k: getattr(args, k)
-        for k in ("steps", "batch", "lr")
-        if getattr(args, k) is not None
+        k: getattr(args, k) for k in SIZE_TRAIN_OPTIONS if getattr(args, k) is not None
     }
     if train:
         size = dataclasses.replace(size, train=dataclasses.replace(size.train, **train))

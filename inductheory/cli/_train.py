@@ -31,6 +31,7 @@ from ._common import (
     add_cpu_devices_argument,
     add_json_argument,
     add_task_arguments,
+    betas_type,
     config_from_args,
     float_type,
     floats,
@@ -143,6 +144,20 @@ TRAIN_OPTIONS = (
         "rho",
         "radius of the ball-uniform initial gate vectors, as in flow",
         floats(0, low_open=True),
+    ),
+    ConfigOption(
+        "warmup",
+        "with --schedule warmup_cosine: the fraction of the steps over which the learning "
+        "rate rises linearly from 0, in [0, 1)",
+        floats(0, 1, high_open=True),
+    ),
+    ConfigOption(
+        "betas",
+        "the optimizer's moment decays b1,b2 in [0, 1), for optimizers that take them "
+        "(adam, adamw, ...; default: the optimizer's own)",
+        betas_type,
+        metavar="B1,B2",
+        show_default=False,
     ),
     ConfigOption("weight_decay", "decoupled weight decay, >= 0", floats(0)),
     ConfigOption("eval_contexts", "held-out contexts of the measures", ints(1)),

@@ -165,8 +165,13 @@ class TrainConfig(eqx.Module):
     - `M`: contexts of the fixed balanced sample (rounded up to a multiple of N/L, as the full
       flow's `M`).
     - `rho`: radius of the ball-uniform initial gate vectors (as the flow's `rho`), > 0.
+    - `warmup`: with the `"warmup_cosine"` schedule, the fraction of the steps over which the
+      learning rate rises linearly from 0, in [0, 1).
+    - `betas`: the optimizer's moment decays `(b1, b2)` in [0, 1), for optax optimizers that
+      take them (`"adam"`, `"adamw"`, ...); None: the optimizer's own (optax's defaults).
     - `weight_decay`: decoupled weight decay, >= 0 (0: the optimizer's own, which for
-      `"adamw"` is optax's default 1e-4, not none).
+      `"adamw"` is optax's default 1e-4, not none). With `"adam"` it is AdamW's decay
+      $\\theta \\leftarrow \\theta - \\eta_k (u + \\lambda \\theta)$.
     - `log_points`: number of log-spaced steps at which statistics are saved (plus step 0).
     - `chunk`: steps per compiled `lax.scan` chunk (progress and checkpoints between chunks).
     - `eval_contexts`: held-out contexts for the measures, >= 1.
@@ -183,6 +188,10 @@ class TrainConfig(eqx.Module):
     batch: int | str = eqx.field(default="full", static=True, kw_only=True)
     M: int = eqx.field(default=1024, static=True, kw_only=True)
     rho: float = eqx.field(default=0.1, static=True, kw_only=True)
+    warmup: float = eqx.field(default=0.1, static=True, kw_only=True)
+    betas: tuple[float, float] | None = eqx.field(
+        default=None, static=True, kw_only=True
+    )
     weight_decay: float = eqx.field(default=0.0, static=True, kw_only=True)
     log_points: int = eqx.field(default=64, static=True, kw_only=True)
     chunk: int = eqx.field(default=256, static=True, kw_only=True)
@@ -204,6 +213,16 @@ class TrainConfig(eqx.Module):
         _require_int("M", self.M, 1)
         if _require_real("rho", self.rho) <= 0:
             raise ValueError(f"rho must be > 0, got {self.rho}")
+        if not 0 <= _require_real("warmup", self.warmup) < 1:
+            raise ValueError(f"warmup must be in [0, 1), got {self.warmup}")
+        if self.betas is not None:
+            if not isinstance(self.betas, tuple) or len(self.betas) != 2:
+                raise ValueError(
+                    f"betas must be a pair (b1, b2) or None, got {self.betas!r}"
+                )
+            for b in self.betas:
+                if not 0 <= _require_real("betas", b) < 1:
+                    raise ValueError(f"betas must lie in [0, 1), got {self.betas}")
         if _require_real("weight_decay", self.weight_decay) < 0:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
         _require_int("log_points", self.log_points, 1)

@@ -66,8 +66,6 @@ from ._config import (
 from ._measures import ModelMeasures, measure
 from ._model import init_model
 
-# The "warmup_cosine" schedule warms up linearly over this fraction of the steps.
-WARMUP_FRACTION = 0.1
 # The "exponential" schedule ends at this fraction of the peak learning rate.
 EXPONENTIAL_END = 0.01
 # Streams of the base seed's key beyond the flow's (1 seeds, 2 sample, 3 geometry).
@@ -97,14 +95,15 @@ def _optax_builder(name: str):
 class OptimizerSettings(eqx.Module):
     """The optimizer of a `TrainConfig` as the compiled training programs take it.
 
-    The optimizer's name and whether weight decay is decoupled choose the optimizer state's
-    structure (static fields); the schedule's kind, the peak learning rate eta, the steps n
-    and the weight decay lambda are values (traced), so runs that differ only in them share
-    one compiled program.
+    The optimizer's name, whether weight decay is decoupled and whether the moment decays are
+    given choose the optimizer state's structure (static fields); the schedule's kind, the
+    peak learning rate eta, the steps n, the warmup fraction, the moment decays and the
+    weight decay lambda are values (traced), so runs that differ only in them share one
+    compiled program.
     The arithmetic and dtypes are optax's own (`optax.cosine_decay_schedule`, ...) as XLA
     compiles them with the values written in: a traced value gives the same learning rate and
     the same updates to the last bit (tested against optax), except with a decoupled weight
-    decay, within ulps.
+    decay or given moment decays, within ulps.
 
     Build it with `optimizer_settings`.
 
@@ -120,6 +119,8 @@ class OptimizerSettings(eqx.Module):
     schedule: Int[Array, ""]  # an index into SCHEDULES
     lr: Float[Array, ""]
     steps: Int[Array, ""]
+    warmup: Float[Array, ""]
+    betas: tuple[Float[Array, ""], Float[Array, ""]] | None
     weight_decay: Float[Array, ""]
 
     def learning_rate(self, count) -> Float[Array, ""]:
@@ -134,7 +135,7 @@ class OptimizerSettings(eqx.Module):
             # optax.warmup_cosine_decay_schedule(0, eta, w, n), w >= 1: linear warmup (optax's
             # polynomial arithmetic, in float32 as optax's int32 counts give), then the
             # cosine over n - w steps
-            warmup = jnp.floor(WARMUP_FRACTION * n).astype(jnp.int32)
+            warmup = jnp.floor(self.warmup * n).astype(jnp.int32)
             frac = 1 - _over(jnp.clip(count, 0, warmup), warmup, jnp.float32)
             linear = (0.0 - eta) * frac + eta
             return jnp.where(
@@ -156,6 +157,8 @@ class OptimizerSettings(eqx.Module):
     def transformation(self) -> optax.GradientTransformation:
         """The optax transformation (`make_optimizer`)."""
         build = _optax_builder(self.name)
+        if self.betas is not None:
+            build = functools.partial(build, b1=self.betas[0], b2=self.betas[1])
         if not self.decoupled:
             return build(learning_rate=self.learning_rate)
         return optax.chain(
@@ -199,7 +202,7 @@ def optimizer_settings(config: TrainConfig) -> OptimizerSettings:
     ```
     """
     schedule = config.schedule
-    if schedule == "warmup_cosine" and int(WARMUP_FRACTION * config.steps) == 0:
+    if schedule == "warmup_cosine" and int(config.warmup * config.steps) == 0:
         schedule = "cosine"  # no warmup step (optax's own choice, kept in float64)
     settings = OptimizerSettings(
         name=config.optimizer,
@@ -207,6 +210,10 @@ def optimizer_settings(config: TrainConfig) -> OptimizerSettings:
         decoupled=config.weight_decay != 0,
         lr=jnp.asarray(float(config.lr)),
         steps=jnp.asarray(int(config.steps)),
+        warmup=jnp.asarray(float(config.warmup)),
+        betas=None
+        if config.betas is None
+        else tuple(jnp.asarray(float(b)) for b in config.betas),
         weight_decay=jnp.asarray(float(config.weight_decay)),
     )
     try:
@@ -216,7 +223,7 @@ def optimizer_settings(config: TrainConfig) -> OptimizerSettings:
     if not isinstance(optimizer, optax.GradientTransformation):
         raise ValueError(
             f"optimizer {config.optimizer!r} is not an optax optimizer taking a "
-            "learning_rate"
+            "learning_rate" + ("" if config.betas is None else " and betas b1, b2")
         )
     return settings
 
@@ -227,7 +234,7 @@ def learning_rate(config: TrainConfig) -> optax.Schedule:
 
     - `"constant"`: eta.
     - `"cosine"`: $\\eta (1 + \\cos(\\pi k / n)) / 2$.
-    - `"warmup_cosine"`: linear from 0 to eta over w = floor(`WARMUP_FRACTION` n) steps, then
+    - `"warmup_cosine"`: linear from 0 to eta over w = floor(`config.warmup` n) steps, then
       cosine to 0 at step n (w = 0: the cosine schedule).
     - `"exponential"`: $\\eta \\cdot$ `EXPONENTIAL_END`$^{k/n}$.
 
