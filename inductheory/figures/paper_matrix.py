@@ -250,13 +250,19 @@ def parameters(size) -> dict[str, str]:
     """The figure's parameters as its README states them: the task, the reference row, the
     training and the held-out sample of `size`."""
     t, ref, tr = size.task, size.reference, size.train
+    optimizer = tr.optimizer
+    if tr.betas is not None:
+        optimizer += f" with moment decays ({tr.betas[0]:g}, {tr.betas[1]:g})"
+    if tr.weight_decay:
+        optimizer += f" and decoupled weight decay {tr.weight_decay:g}"
+    warmup = f", {tr.warmup:.0%} warm-up" if tr.schedule == "warmup_cosine" else ""
     return {
         "task": f"T={t.T} positions on a cycle, N={t.N} tokens, every position a query, "
         f"phases = position mod {t.period}",
         "reference": f"d={ref.d}, {ref.layers} layers, {ref.q_heads} query heads of "
         f"dimension {ref.head_dim}, {ref.kv_heads} KV head, W{ref.W}/S{ref.S}, scalar "
         "gates, per-offset payload maps, position bias, K/V separate, RMSNorm",
-        "training": f"{tr.optimizer} lr {tr.lr:g} ({tr.schedule}), {tr.steps} steps of "
+        "training": f"{optimizer}, lr {tr.lr:g} ({tr.schedule}{warmup}), {tr.steps} steps of "
         f"{tr.batch} fresh contexts, clip 1, {size.seeds} seeds a row",
         "held out": f"{tr.eval_contexts} contexts, "
         f"{tr.eval_contexts * t.T // t.period} queries per phase group",
