@@ -649,7 +649,7 @@ FIGURE = Figure(
     CLAIM,
     compute,
     draw,
-    cost=3820,
+    cost=4000,
     tables=tables,
     data=PaperMatrixData,
 )
