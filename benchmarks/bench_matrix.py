@@ -5,7 +5,8 @@ For each chosen row: the compiled training step of `seeds` vmapped seeds (one `l
 matmul of about the same FLOPs timed on the same machine in the same run (interleaved, median of
 the repeats). Prints per row: ms per seed-step, MFLOP per seed-step, the matmul's time for those
 FLOPs (the floor) and the ratio step / floor; then how much slower than that floor full
-attention's own contractions (batches of T x d_h x T) run alone.
+attention's own contractions (batches of T x d_h x T) run alone, and what the softmax between
+them costs against one contraction's FLOPs at the floor.
 
 The FLOPs are XLA's cost analysis of one seed's step compiled alone. Not the chunk's: XLA counts
 the body of a loop once, so the chunk's count is one step's, and dividing it by the chunk's
@@ -147,13 +148,17 @@ def _attention_shaped(seeds: int, repeats: int) -> None:
     a = jax.random.normal(key, (b, n, n), jnp.float32)
     scores = jax.jit(lambda q: jnp.einsum("bne,bme->bnm", q, q)).lower(q).compile()
     reads = jax.jit(lambda a, v: jnp.einsum("bnm,bme->bne", a, v)).lower(a, q).compile()
+    # the softmax between them: XLA's cost analysis counts an exp as one FLOP, but it costs
+    # several, and with d_h = 16 there are only 32 FLOPs of contraction per score
+    softmax = jax.jit(lambda a: jax.nn.softmax(a, axis=-1)).lower(a).compile()
     flops = 2 * b * n * n * e
     square, scale = _square_matmuls(flops)
-    times = {"scores": [], "reads": [], "square": []}
+    times = {"scores": [], "reads": [], "softmax": [], "square": []}
     for _ in range(repeats):  # interleaved, as the rows
         for name, fn in (
             ("scores", lambda: [scores(q) for _ in range(MATMULS)][-1]),
             ("reads", lambda: [reads(a, q) for _ in range(MATMULS)][-1]),
+            ("softmax", lambda: [softmax(a) for _ in range(MATMULS)][-1]),
             ("square", square),
         ):
             times[name] += _time(fn, 1)
@@ -161,7 +166,10 @@ def _attention_shaped(seeds: int, repeats: int) -> None:
     print(
         f"full attention's contractions ({b} batches of {n}x{e}x{n}, {flops / 1e6:.0f} MFLOP): "
         f"scores {np.median(times['scores']) / floor:.1f}x, reads "
-        f"{np.median(times['reads']) / floor:.1f}x the square matmul's time for the same FLOPs"
+        f"{np.median(times['reads']) / floor:.1f}x the square matmul's time for the same FLOPs; "
+        f"the softmax of the scores alone (forward) takes "
+        f"{np.median(times['softmax']) / floor:.1f}x the time of one contraction's FLOPs at "
+        "the floor"
     )
 
 
