@@ -434,7 +434,7 @@ COMPILE_FLAGS: dict[str, dict[str, str]] = {
 # longest first.
 QUICK_COSTS = {
     "relaxation_ladder": 42,
-    "paper_matrix": 30,
+    "paper_matrix": 32,
     "phase_uniformity": 31,
     "boundary": 20,
     "regime_boundary": 18,
