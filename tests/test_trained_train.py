@@ -406,6 +406,16 @@ def test_statistics_and_measures_have_their_shapes():
     assert "summary" in text and "per_seed" in text
 
 
+def test_warmup_steps_are_the_floor_of_the_fraction_and_none_without_warmup():
+    def steps(**kw):
+        return TrainConfig(optimizer="adam", **kw).warmup_steps
+
+    assert steps(schedule="warmup_cosine", warmup=0.02, steps=2800) == 56
+    assert steps(schedule="warmup_cosine", warmup=0.02, steps=10) == 0
+    assert steps(schedule="warmup_cosine", steps=37) == 3
+    assert steps(schedule="cosine", warmup=0.5, steps=100) == 0
+
+
 def test_bad_optimizer_settings_are_one_line_errors():
     for bad, match in [
         (dict(warmup=1.0), "warmup must be in"),

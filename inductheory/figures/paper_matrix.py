@@ -255,7 +255,12 @@ def parameters(size) -> dict[str, str]:
         optimizer += f" with moment decays ({tr.betas[0]:g}, {tr.betas[1]:g})"
     if tr.weight_decay:
         optimizer += f" and decoupled weight decay {tr.weight_decay:g}"
-    warmup = f", {tr.warmup:.0%} warm-up" if tr.schedule == "warmup_cosine" else ""
+    warmup = ""
+    if tr.schedule == "warmup_cosine":  # as `optimizer_settings` trains it
+        warmup = (
+            f", {tr.warmup:.0%} warm-up" if tr.warmup_steps else ", no warm-up step"
+        )
+
     return {
         "task": f"T={t.T} positions on a cycle, N={t.N} tokens, every position a query, "
         f"phases = position mod {t.period}",

@@ -229,6 +229,14 @@ class TrainConfig(eqx.Module):
         _require_int("chunk", self.chunk, 1)
         _require_int("eval_contexts", self.eval_contexts, 1)
 
+    @property
+    def warmup_steps(self) -> int:
+        """The steps of linear warm-up, floor(`warmup` `steps`) with the `"warmup_cosine"`
+        schedule (0 otherwise; with 0 that schedule is the cosine one)."""
+        if self.schedule != "warmup_cosine":
+            return 0
+        return int(self.warmup * self.steps)
+
 
 __all__ = [
     "Embeddings",

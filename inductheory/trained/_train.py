@@ -202,7 +202,7 @@ def optimizer_settings(config: TrainConfig) -> OptimizerSettings:
     ```
     """
     schedule = config.schedule
-    if schedule == "warmup_cosine" and int(config.warmup * config.steps) == 0:
+    if schedule == "warmup_cosine" and config.warmup_steps == 0:
         schedule = "cosine"  # no warmup step (optax's own choice, kept in float64)
     settings = OptimizerSettings(
         name=config.optimizer,
