@@ -82,6 +82,7 @@ def main(argv=None) -> int:
     from ..internal._devices import use_cpu_devices
     from ..internal._paths import enable_compilation_cache
     from ..internal._programs import enable_program_store
+    from ..internal._progress import heartbeat_on
 
     # a second run of the same shape reuses traced (stored) and compiled (cached) programs
     if enable_compilation_cache() is not None:
@@ -113,7 +114,11 @@ def main(argv=None) -> int:
                     RuntimeError
                 ) as err:  # main() called in a process whose jax already started
                     raise CLIError(str(err)) from None
-            return int(args.func(args) or 0)
+            if getattr(args, "quiet", False) or args.command == "reproduce":
+                # reproduce says what each figure's worker does itself
+                return int(args.func(args) or 0)
+            with heartbeat_on():
+                return int(args.func(args) or 0)
         except CLIError as err:
             return error(err, err.code)
         except (ValueError, argparse.ArgumentTypeError) as err:

@@ -52,7 +52,9 @@ def _left(event: str, start: float, end: float, **_) -> None:
                 _state["total"] += time.process_time() - _state["entered"]
 
 
-def _start_listening() -> None:
+def listen() -> None:
+    """Start following jax's compile spans (once per process), so that `compiling_for` and
+    `compile_seconds` see them."""
     with _lock:
         if _state["listening"]:
             return
@@ -116,7 +118,7 @@ class Clock:
     """
 
     def __init__(self):
-        _start_listening()
+        listen()
         self.wall, self.cpu = time.perf_counter(), time.process_time()
         self.compile = compile_seconds()
         with _lock:

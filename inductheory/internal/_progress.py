@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 
 # Where the Progress lines of this process go instead of their stream (`report_to`), innermost last.
 _SINKS: list[Callable[[str, bool], None]] = []
+# Heartbeats told of every Progress line this process writes to its stream (`heartbeat_on`).
+_WATCHERS: list[Heartbeat] = []
 
 
 @contextlib.contextmanager
@@ -91,11 +93,9 @@ class Progress:
             return
         tenth = int(10 * self.done / self.total)
         if self._tty:
-            self.stream.write("\r" + line + " " * 8)
-            self.stream.flush()
+            self._write("\r" + line + " " * 8, line)
         elif tenth != self._last_tenth or self.done == self.total:
-            self.stream.write(line + "\n")
-            self.stream.flush()
+            self._write(line + "\n", line)
         self._last_tenth = tenth
 
     def note(self, text: str) -> None:
@@ -107,8 +107,13 @@ class Progress:
         if _SINKS:
             _SINKS[-1](line, False)
             return
-        self.stream.write(("\r" + line + " " * 8) if self._tty else line + "\n")
+        self._write(("\r" + line + " " * 8) if self._tty else line + "\n", line)
+
+    def _write(self, text: str, line: str) -> None:
+        self.stream.write(text)
         self.stream.flush()
+        for watcher in _WATCHERS:
+            watcher.seen(line)
 
     def __enter__(self):
         return self
@@ -204,6 +209,46 @@ class Heartbeat:
         self._stop.set()
         self._thread.join()
         return False
+
+
+# Seconds without a progress line after which a command says what it is doing (`heartbeat_on`).
+HEARTBEAT_S = 20.0
+
+
+@contextlib.contextmanager
+def heartbeat_on(stream=None, period: float | None = None) -> Iterator[Heartbeat]:
+    """While active, a `Heartbeat` line on `stream` (default stderr) whenever this process has
+    written no `Progress` line for `period` seconds (default `HEARTBEAT_S`): a command's compiled
+    call can run, or compile, for minutes between two lines of its progress display.
+
+    **Arguments:**
+    - `stream`: where the heartbeat lines go (each on a line of its own).
+    - `period`: seconds of silence before each heartbeat.
+
+    **Returns:** the `Heartbeat` (its daemon thread stops when the block ends).
+
+    ```python
+    with heartbeat_on():
+        run_a_long_sweep()
+    ```
+    """
+    from ._clock import listen
+
+    listen()  # so that the heartbeat can say when a compile is what runs
+    target = sys.stderr if stream is None else stream
+    tty = hasattr(target, "isatty") and target.isatty()
+
+    def emit(line):
+        # on a terminal the progress line is redrawn in place: the heartbeat goes below it
+        target.write(("\n" if tty else "") + f"inductheory: {line}\n")
+        target.flush()
+
+    with Heartbeat(emit, HEARTBEAT_S if period is None else period) as heart:
+        _WATCHERS.append(heart)
+        try:
+            yield heart
+        finally:
+            _WATCHERS.remove(heart)
 
 
 def duration(seconds: float) -> str:

@@ -155,6 +155,7 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
 
         if scheduler is None:
             for b in todo:
+                bar.note(f"computing {_points_text(spec, blocks[b])}")
                 finish(b, compute_block(spec, blocks[b]))
         else:
             _run_on_cluster(spec, blocks, todo, scheduler, finish)
@@ -166,6 +167,12 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
     if not problems.ok:  # as the single-point paths: failures are never silent
         warn_at_caller(problems.message(), SweepFailureWarning)
     return ds
+
+
+def _points_text(spec: SweepSpec, indices: list[int]) -> str:
+    """The grid points of a block for the progress display: `row=W8/S8 8 KV, steps=5600`."""
+    first = ", ".join(f"{k}={v}" for k, v in grid_point(spec.grid, indices[0]).items())
+    return first if len(indices) == 1 else f"{len(indices)} points from {first}"
 
 
 def _run_on_cluster(spec, blocks, todo, scheduler, finish) -> None:
