@@ -12,6 +12,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
+from inductheory.figures import figure_names
 from inductheory.internal._compiles import CompileCount, compiles_between
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,3 +105,67 @@ def test_compiles_between_two_snapshots():
     count = compiles_between(before, after)
     assert count == (5, 2, 2, 1, 2, 2.5)
     assert count.compiled == 3
+
+
+# A program whose numbers depend on XLA's optimization level; prints a digest of them under the
+# flags the worker would use for each compile kind named on the command line, in one process.
+FLAGS_SCRIPT = """
+import hashlib, sys
+from inductheory.figures import _reproduce as r
+worker = r._start_worker(None, None, flags=r.worker_flags(r.FAST_COMPILE_FLAGS))
+import jax, jax.numpy as jnp, numpy as np
+
+def f(x, w):
+    for _ in range(3):
+        x = jnp.tanh(x @ w) * jnp.exp(-x**2) + jnp.log1p(jnp.abs(x)) * 0.3
+        x = x - jax.nn.logsumexp(x, axis=-1, keepdims=True)
+    return x
+
+rng = np.random.default_rng(0)  # the same inputs whatever the flags
+x, w = rng.normal(size=(64, 64)), rng.normal(size=(64, 64)) / 8
+for kind in sys.argv[1:]:
+    r._use_flags({"fast": r.FAST_COMPILE_FLAGS, "light": r.LIGHT_COMPILE_FLAGS}[kind], worker)
+    y = np.asarray(jax.jit(f)(x, w))
+    g = np.asarray(jax.jit(jax.grad(lambda x, w: f(x, w).sum()))(x, w))
+    print(kind, hashlib.sha1(y.tobytes() + g.tobytes()).hexdigest())
+"""
+
+
+def test_a_light_worker_compiles_the_fast_figures_as_a_fast_worker_would():
+    """`reproduce`'s workers run under LIGHT_COMPILE_FLAGS and turn on jax's
+    `jax_disable_most_optimizations` for the figures of FAST_COMPILE_FLAGS: the numbers are
+    those of a process started under FAST_COMPILE_FLAGS, and turning it off again (jax's
+    in-memory caches emptied) gives those of LIGHT_COMPILE_FLAGS."""
+    from inductheory.figures._reproduce import (
+        COMPILE_FLAGS,
+        FAST_COMPILE_FLAGS,
+        LIGHT_COMPILE_FLAGS,
+        worker_flags,
+    )
+
+    def digests(xla_flags, *kinds):
+        env = dict(
+            os.environ,
+            PYTHONPATH=str(ROOT),
+            XLA_FLAGS=xla_flags,
+            JAX_PLATFORMS="cpu",
+            JAX_ENABLE_X64="1",
+        )
+        env.pop("JAX_COMPILATION_CACHE_DIR", None)  # compile here, not read the suite's
+        done = subprocess.run(
+            [sys.executable, "-c", FLAGS_SCRIPT, *kinds],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.split()[1::2]
+
+    # a process started under FAST_COMPILE_FLAGS (the worker then sets no flags of its own)
+    (fast,) = digests(FAST_COMPILE_FLAGS, "light")
+    light, as_fast, light_again = digests("", "light", "fast", "light")
+    assert light != fast  # the optimization level changes these numbers
+    assert as_fast == fast and light_again == light
+    # a quick run starts workers of two kinds at most: LIGHT_COMPILE_FLAGS and XLA's defaults
+    kinds = {worker_flags(COMPILE_FLAGS["quick"].get(n, "")) for n in figure_names()}
+    assert kinds == {LIGHT_COMPILE_FLAGS, ""}

@@ -499,25 +499,55 @@ def dependencies_first(order: list[str]) -> list[str]:
 
 
 def compile_flags(name: str, quick: bool) -> str:
-    """The XLA flags of the workers that compute figure `name` ("" for XLA's defaults)."""
+    """The XLA flags figure `name` compiles with ("" for XLA's defaults)."""
     return COMPILE_FLAGS["quick" if quick else "full"].get(name, "")
+
+
+# `FAST_COMPILE_FLAGS` are `LIGHT_COMPILE_FLAGS` with XLA's optimization level 0 and its
+# expensive LLVM passes off, which is what jax's `jax_disable_most_optimizations` sets in the
+# options of every program it compiles: one worker under `LIGHT_COMPILE_FLAGS` computes the
+# figures of both, with the option on for those of `FAST_COMPILE_FLAGS` (the same programs and
+# numbers as a worker under them, tested). A quick run then starts no process for a change of
+# flags (each start imports the package and jax, about 3 CPU-s).
+_MOST_OPTIMIZATIONS_OFF = {FAST_COMPILE_FLAGS: LIGHT_COMPILE_FLAGS}
+
+
+def worker_flags(flags: str) -> str:
+    """The `XLA_FLAGS` of the worker that computes the figures of compile flags `flags`."""
+    return _MOST_OPTIMIZATIONS_OFF.get(flags, flags)
+
+
+def _use_flags(flags: str, worker: str) -> None:
+    """In a worker started under `worker_flags(flags)` = `worker`, compile as under `flags`:
+    jax's `jax_disable_most_optimizations` on or off, and jax's in-memory caches emptied when it
+    changes (a program compiled under the other setting would be served otherwise; the
+    persistent cache keys its programs by the option)."""
+    import jax
+
+    off = _MOST_OPTIMIZATIONS_OFF.get(flags) == worker != flags
+    if jax.config.read("jax_disable_most_optimizations") != off:
+        jax.config.update("jax_disable_most_optimizations", off)
+        jax.clear_caches()
 
 
 def _start_worker(
     compilation_cache: str | None, program_store: str | None, flags: str = ""
-) -> None:
+) -> str:
     """A worker process takes the parent's persistent caches (the command line turns them on);
     it compiles with the XLA `flags` (`compile_flags`; XLA reads them when jax starts its
     backend, which importing this package does not), unless the environment's XLA_FLAGS already
     set an optimization level.
 
+    **Returns:** the flags it set ("" when it set none).
+
     Refuses to set the flags in a process whose backend has started: XLA would not apply them,
     but jax keys its persistent cache on the `XLA_FLAGS` of the environment, so programs compiled
     as usual would be kept under the flags' key and served to later workers that do apply them.
     """
-    if flags and "xla_backend_optimization_level" not in os.environ.get(
+    applied = flags and "xla_backend_optimization_level" not in os.environ.get(
         "XLA_FLAGS", ""
-    ):
+    )
+    if applied:
         if _backend_started():
             raise RuntimeError(
                 "a worker of its own compile flags must set XLA_FLAGS before jax starts its "
@@ -535,6 +565,7 @@ def _start_worker(
         from ..internal._programs import enable_program_store
 
         enable_program_store(program_store)
+    return flags if applied else ""
 
 
 def _backend_started() -> bool:
@@ -575,10 +606,13 @@ def _serve(worker: int, caches, flags: str, tasks, events, progress: bool) -> No
     `events`: `("line", name, text, finished)` progress, `("beat", name, text)` a `Heartbeat`
     after `HEARTBEAT` seconds without progress, `("done", worker, name, data,
     retiring)` (`retiring`: worn out, it stops) and `("failed", worker, name, error, trace)`.
-    It compiles with the XLA `flags` (it is sent only the figures of those flags)."""
-    _start_worker(*caches, flags=flags)
+    It is started under the XLA `flags` (`worker_flags`: it is sent only the figures whose
+    compile flags those serve)."""
+    applied = _start_worker(*caches, flags=flags)
     while (task := tasks.get()) is not None:
         name = task[0]
+        if applied:
+            _use_flags(compile_flags(name, task[1]), applied)
 
         def sink(line, finished, name=name):
             events.put(("line", name, line, finished))
@@ -687,8 +721,8 @@ def _make_in_workers(
 
     def assign(worker: int) -> None:
         _, tasks, flags = workers[worker]
-        # the longest figure left of this worker's compile flags
-        mine = [n for n in order if compile_flags(n, quick) == flags]
+        # the longest figure left that this worker's flags serve
+        mine = [n for n in order if worker_flags(compile_flags(n, quick)) == flags]
         name = next((n for n in mine if not blocked(n)), None)
         if name is not None:
             order.remove(name)
@@ -703,7 +737,7 @@ def _make_in_workers(
         # only figures of other compile flags are left: a worker of the longest one's takes over
         if order:
             workers.pop(worker)[0].join()
-            assign(spawn(compile_flags(order[0], quick)))
+            assign(spawn(worker_flags(compile_flags(order[0], quick))))
 
     def handle(event) -> None:
         kind = event[0]
@@ -728,7 +762,7 @@ def _make_in_workers(
             if not retiring:
                 assign(worker)
             elif order:  # a fresh process takes over the figures left
-                assign(spawn(compile_flags(order[0], quick)))
+                assign(spawn(worker_flags(compile_flags(order[0], quick))))
         elif kind == "failed":
             _, worker, name, err, trace = event
             if not isinstance(err, KeyboardInterrupt):
@@ -738,7 +772,7 @@ def _make_in_workers(
     failed = True
     try:
         for name in order[: min(jobs, len(order))]:
-            spawn(compile_flags(name, quick))
+            spawn(worker_flags(compile_flags(name, quick)))
         for worker in list(workers):
             assign(worker)
         while len(results) < len(figures):
