@@ -104,7 +104,7 @@ def test_cli_options_are_every_architecture_field_and_default_to_the_row():
         (["--gate", "soft"], "invalid choice"),
         (["--warmup", "1"], "warmup must be"),
         (["--betas", "0.9"], "betas must be two numbers"),
-        (["--weight-decay", "-1"], "weight_decay must be"),
+        (["--weight-decay", "-1"], "weight-decay must be"),
     ],
 )
 def test_cli_refuses_bad_input_before_training(argv, message, capsys, monkeypatch):

@@ -21,18 +21,18 @@ from ..experiments._paper_matrix import (
     run_row,
 )
 from ..trained._architecture import Architecture
+from ..trained._config import TrainConfig
 from ._common import (
     add_family,
     add_json_argument,
-    betas_type,
     claim_out,
-    float_type,
     format_table,
     int_type,
     option_flag,
     output_dir_type,
     print_json,
 )
+from ._training_options import TRAIN_OPTIONS
 
 # `inductheory train paper` trains this row unless --rows says otherwise
 REFERENCE_ROW = next(r.name for r in MATRIX if not r.changes)
@@ -137,41 +137,55 @@ def register_family(train_parser) -> None:
     _add_matrix_options(p, default_rows=REFERENCE_ROW)
 
 
+# What the optimizer's options of `train` (`TRAIN_OPTIONS`: their types and ranges) set in a
+# matrix size, where the schedule is the warm-up cosine and the optimizer AdamW.
+_SIZE_HELP = {
+    "lr": "peak learning rate, > 0",
+    "steps": "optimizer steps",
+    "warmup": "fraction of the steps of linear warm-up, in [0, 1)",
+    "betas": "AdamW's moment decays b1,b2 in [0, 1)",
+    "weight_decay": "AdamW's decoupled weight decay, >= 0",
+}
 # The `TrainConfig` fields of a `MatrixSize` that options change.
-SIZE_TRAIN_OPTIONS = ("steps", "batch", "lr", "warmup", "betas", "weight_decay")
+SIZE_TRAIN_OPTIONS = ("batch", *_SIZE_HELP)
 
 
 def add_size_arguments(p) -> None:
-    """The options of a `MatrixSize` (read by `_size`) and the base seed."""
+    """The options of a `MatrixSize` (read by `_size`) and the base seed: the optimizer's are
+    `train`'s (`TRAIN_OPTIONS`), left unset so that the size's values stand."""
     p.add_argument(
         "--quick", action="store_true", help="the quick size (few steps and seeds)"
     )
-    p.add_argument("--seeds", type=int_type("seeds", 1), default=None)
-    p.add_argument("--steps", type=int_type("steps", 1), default=None)
-    p.add_argument("--batch", type=int_type("batch", 1), default=None)
     p.add_argument(
-        "--lr", type=float_type("lr", 0, low_open=True), default=None, help="peak lr"
-    )
-    p.add_argument(
-        "--warmup",
-        type=float_type("warmup", 0, 1, high_open=True),
+        "--seeds",
+        type=int_type("seeds", 1),
         default=None,
-        help="fraction of the steps of linear warmup",
+        help=f"seeds per row (default: the size's, {_size_value('seeds')})",
     )
     p.add_argument(
-        "--betas",
-        type=betas_type("betas"),
+        "--batch",
+        type=int_type("batch", 1),
         default=None,
-        metavar="B1,B2",
-        help="Adam's moment decays",
+        help=f"fresh contexts per step (default: the size's, {_size_value('batch')})",
     )
-    p.add_argument(
-        "--weight-decay",
-        type=float_type("weight_decay", 0),
-        default=None,
-        help="decoupled weight decay",
-    )
+    for option in TRAIN_OPTIONS:
+        if option.name in _SIZE_HELP:
+            help = f"{_SIZE_HELP[option.name]} (default: the size's, {_size_value(option.name)})"
+            replaced = dataclasses.replace(
+                option, help=help, show_default=False, unset=True
+            )
+            replaced.add(p, TrainConfig)
     p.add_argument("--seed", type=int_type("seed", 0), default=0, help="base seed")
+
+
+def _size_value(name: str) -> str:
+    """The full and quick sizes' value of `name` (`seeds` or a `TrainConfig` field)."""
+    full, quick = (
+        getattr(size if name == "seeds" else size.train, name)
+        for size in (FULL_SIZE, QUICK_SIZE)
+    )
+    shown = lambda v: ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    return shown(full) + ("" if quick == full else f"; --quick {shown(quick)}")
 
 
 def _add_matrix_options(p, *, default_rows: str) -> None:
