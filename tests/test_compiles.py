@@ -47,14 +47,19 @@ def _run(cache: str, fast: bool, tmp_path: Path, flags: str = "") -> dict:
         XLA_FLAGS=flags,
         JAX_PLATFORMS="cpu",
     )
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, cache, "fast" if fast else "default"],
+    out = _python(SCRIPT, [cache, "fast" if fast else "default"], env)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _python(script: str, args: list[str], env: dict) -> str:
+    """The standard output of a fresh Python process running `script`."""
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
         env=env,
         capture_output=True,
         text=True,
         check=True,
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    ).stdout
 
 
 def test_a_second_process_reads_every_program_from_the_compilation_cache(tmp_path):
@@ -152,14 +157,7 @@ def test_a_light_worker_compiles_the_fast_figures_as_a_fast_worker_would():
             JAX_ENABLE_X64="1",
         )
         env.pop("JAX_COMPILATION_CACHE_DIR", None)  # compile here, not read the suite's
-        done = subprocess.run(
-            [sys.executable, "-c", FLAGS_SCRIPT, *kinds],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return done.stdout.split()[1::2]
+        return _python(FLAGS_SCRIPT, list(kinds), env).split()[1::2]
 
     # a process started under FAST_COMPILE_FLAGS (the worker then sets no flags of its own)
     (fast,) = digests(FAST_COMPILE_FLAGS, "light")

@@ -7,7 +7,7 @@ from inductheory.cli import main
 from inductheory.internal import _progress
 from inductheory.internal._progress import Progress, heartbeat_on
 
-LOSS = ["loss", "--L", "4", "--S", "3", "--H", "1", "--N", "40", "--select", "1"]
+LOSS = "loss --L 4 --S 3 --H 1 --N 40 --select 1".split()
 
 
 def test_a_progress_line_written_restarts_the_silence():
@@ -41,18 +41,6 @@ def test_a_silent_command_prints_heartbeats_and_a_quiet_one_none(monkeypatch, ca
         for line in beats
     )
     # --quiet: no progress display, no heartbeat (oracle takes --quiet)
-    argv = [
-        "oracle",
-        "--L",
-        "4",
-        "--S",
-        "3",
-        "--H",
-        "1",
-        "--N",
-        "40",
-        "--restarts",
-        "1",
-    ]
-    assert main([*argv, "--steps", "5", "--polish-steps", "5", "--quiet"]) == 0
+    quiet = "oracle --L 4 --S 3 --H 1 --N 40 --restarts 1 --steps 5 --polish-steps 5 --quiet"
+    assert main(quiet.split()) == 0
     assert "no progress line" not in capsys.readouterr().err
