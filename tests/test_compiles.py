@@ -167,3 +167,24 @@ def test_a_light_worker_compiles_the_fast_figures_as_a_fast_worker_would():
     # a quick run starts workers of two kinds at most: LIGHT_COMPILE_FLAGS and XLA's defaults
     kinds = {worker_flags(COMPILE_FLAGS["quick"].get(n, "")) for n in figure_names()}
     assert kinds == {LIGHT_COMPILE_FLAGS, ""}
+
+
+def test_a_run_starts_a_worker_of_each_kind_of_flags():
+    """The quick run's one figure under XLA's defaults gets its worker at the start, beside the
+    longest figure's; a run of one kind starts `jobs` workers of it."""
+    from inductheory.figures._reproduce import LIGHT_COMPILE_FLAGS, first_workers
+
+    quick = ["relaxation_ladder", "paper_matrix", "boundary", "toy_stability"]
+    assert first_workers(quick, True, 2) == [LIGHT_COMPILE_FLAGS, ""]
+    assert first_workers(quick, True, 3) == [
+        LIGHT_COMPILE_FLAGS,
+        "",
+        LIGHT_COMPILE_FLAGS,
+    ]
+    assert first_workers(quick, True, 1) == [LIGHT_COMPILE_FLAGS]
+    assert first_workers(["toy_stability", "boundary"], True, 4) == [
+        "",
+        LIGHT_COMPILE_FLAGS,
+    ]
+    assert first_workers(quick, False, 2) == ["", ""]  # full figures: XLA's defaults
+    assert first_workers([], True, 2) == []

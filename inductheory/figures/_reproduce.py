@@ -649,6 +649,23 @@ def _serve(worker: int, caches, flags: str, tasks, events, progress: bool) -> No
             return
 
 
+def first_workers(order: list[str], quick: bool, jobs: int) -> list[str]:
+    """The `worker_flags` of the workers a run of figures `order` (longest first) starts with:
+    one of each kind of flags, in the order of their longest figure, then more of the first
+    kind, `jobs` in all (fewer for fewer figures). A kind with little work (quick toy_stability,
+    the one figure under XLA's defaults) so runs beside the others from the start, not alone at
+    the end of the run while the other cores idle.
+
+    ```python
+    first_workers(["relaxation_ladder", "paper_matrix", "toy_stability"], True, 2)
+    # [LIGHT_COMPILE_FLAGS, ""]
+    ```
+    """
+    kinds = list(dict.fromkeys(worker_flags(compile_flags(n, quick)) for n in order))
+    n = min(jobs, len(order))
+    return (kinds[:n] + [kinds[0]] * n)[:n] if kinds else []
+
+
 def _make_in_workers(
     figures: list[Figure],
     jobs: int,
@@ -662,9 +679,10 @@ def _make_in_workers(
     worker taking the next figure when it finishes one. A worker keeps jax's compiled programs
     (and its imports) from one figure to the next, so figures of the same shapes compile them
     once; a worker near the limit of memory mappings for generated code, or holding much memory,
-    hands over to a fresh process (`_worn_out`). A worker compiles with one set of XLA flags
-    (`compile_flags`) for life: it takes the longest figure left of its kind, and when none is
-    left hands over to a worker of the kind of the longest figure left. A figure whose `after`
+    hands over to a fresh process (`_worn_out`). A worker runs under one set of XLA flags
+    (`worker_flags`) for life: it takes the longest figure left that they serve, and when none
+    is left hands over to a worker of the kind of the longest figure left; the run starts with
+    a worker of each kind (`first_workers`). A figure whose `after`
     figure is being computed by another worker waits for it (it reads what that one caches); a
     worker with nothing else of its kind to do waits too. The workers report progress lines on
     a queue; this process prints them."""
@@ -771,8 +789,8 @@ def _make_in_workers(
 
     failed = True
     try:
-        for name in order[: min(jobs, len(order))]:
-            spawn(worker_flags(compile_flags(name, quick)))
+        for flags in first_workers(order, quick, jobs):
+            spawn(flags)
         for worker in list(workers):
             assign(worker)
         while len(results) < len(figures):
