@@ -117,7 +117,7 @@ def test_compiles_between_two_snapshots():
 FLAGS_SCRIPT = """
 import hashlib, sys
 from inductheory.figures import _reproduce as r
-worker = r._start_worker(None, None, flags=r.worker_flags(r.FAST_COMPILE_FLAGS))
+worker = r._start_worker(sys.argv[1], None, flags=r.worker_flags(r.FAST_COMPILE_FLAGS))
 import jax, jax.numpy as jnp, numpy as np
 
 def f(x, w):
@@ -128,7 +128,7 @@ def f(x, w):
 
 rng = np.random.default_rng(0)  # the same inputs whatever the flags
 x, w = rng.normal(size=(64, 64)), rng.normal(size=(64, 64)) / 8
-for kind in sys.argv[1:]:
+for kind in sys.argv[2:]:
     r._use_flags({"fast": r.FAST_COMPILE_FLAGS, "light": r.LIGHT_COMPILE_FLAGS}[kind], worker)
     y = np.asarray(jax.jit(f)(x, w))
     g = np.asarray(jax.jit(jax.grad(lambda x, w: f(x, w).sum()))(x, w))
@@ -136,11 +136,12 @@ for kind in sys.argv[1:]:
 """
 
 
-def test_a_light_worker_compiles_the_fast_figures_as_a_fast_worker_would():
+def test_a_light_worker_compiles_the_fast_figures_as_a_fast_worker_would(tmp_path):
     """`reproduce`'s workers run under LIGHT_COMPILE_FLAGS and turn on jax's
     `jax_disable_most_optimizations` for the figures of FAST_COMPILE_FLAGS: the numbers are
     those of a process started under FAST_COMPILE_FLAGS, and turning it off again (jax's
-    in-memory caches emptied) gives those of LIGHT_COMPILE_FLAGS."""
+    in-memory caches emptied) gives those of LIGHT_COMPILE_FLAGS, with the persistent
+    compilation cache on (it keys the two apart)."""
     from inductheory.figures._reproduce import (
         COMPILE_FLAGS,
         FAST_COMPILE_FLAGS,
@@ -148,20 +149,24 @@ def test_a_light_worker_compiles_the_fast_figures_as_a_fast_worker_would():
         worker_flags,
     )
 
-    def digests(xla_flags, *kinds):
+    def digests(xla_flags, cache, *kinds):
         env = dict(
             os.environ,
             PYTHONPATH=str(ROOT),
             XLA_FLAGS=xla_flags,
             JAX_PLATFORMS="cpu",
             JAX_ENABLE_X64="1",
+            INDUCTHEORY_COMPILATION_CACHE="1",
         )
-        env.pop("JAX_COMPILATION_CACHE_DIR", None)  # compile here, not read the suite's
-        return _python(FLAGS_SCRIPT, list(kinds), env).split()[1::2]
+        env.pop("JAX_COMPILATION_CACHE_DIR", None)  # its own cache, not the suite's
+        return _python(FLAGS_SCRIPT, [str(cache), *kinds], env).split()[1::2]
 
     # a process started under FAST_COMPILE_FLAGS (the worker then sets no flags of its own)
-    (fast,) = digests(FAST_COMPILE_FLAGS, "light")
-    light, as_fast, light_again = digests("", "light", "fast", "light")
+    (fast,) = digests(FAST_COMPILE_FLAGS, tmp_path / "fast", "light")
+    # one cache for both settings: each reads back its own programs
+    cache = tmp_path / "light"
+    light, as_fast, light_again = digests("", cache, "light", "fast", "light")
+    assert digests("", cache, "fast", "light") == [fast, light]
     assert light != fast  # the optimization level changes these numbers
     assert as_fast == fast and light_again == light
     # a quick run starts workers of two kinds at most: LIGHT_COMPILE_FLAGS and XLA's defaults

@@ -524,7 +524,7 @@ def _use_flags(flags: str, worker: str) -> None:
     persistent cache keys its programs by the option)."""
     import jax
 
-    off = _MOST_OPTIMIZATIONS_OFF.get(flags) == worker != flags
+    off = flags in _MOST_OPTIMIZATIONS_OFF and _MOST_OPTIMIZATIONS_OFF[flags] == worker
     if jax.config.read("jax_disable_most_optimizations") != off:
         jax.config.update("jax_disable_most_optimizations", off)
         jax.clear_caches()
