@@ -44,3 +44,38 @@ def test_a_silent_command_prints_heartbeats_and_a_quiet_one_none(monkeypatch, ca
     quiet = "oracle --L 4 --S 3 --H 1 --N 40 --restarts 1 --steps 5 --polish-steps 5 --quiet"
     assert main(quiet.split()) == 0
     assert "no progress line" not in capsys.readouterr().err
+
+
+def test_the_loops_inside_a_unit_show_after_the_outer_count():
+    """A sweep's display shows its points' own progress (training steps, flow seeds): each
+    inner line after the sweep's count, the first and last of a loop at once and the others at
+    most every `every` seconds off a terminal; none when the sweep's display is off."""
+    out = io.StringIO()
+    with Progress(2, "sweep", stream=out) as bar:
+        with bar.nested(every=1e6):
+            inner = Progress(3, "train", enabled=False, stream=io.StringIO())
+            for _ in range(3):
+                inner.update()
+        bar.update()
+    lines = out.getvalue().splitlines()
+    assert [line.split("] ", 1)[1].split(" [")[0] for line in lines[:2]] == [
+        "train 1/3",
+        "train 3/3",
+    ]
+    assert all(line.startswith("sweep 0/2 [") for line in lines[:2])
+    assert lines[2].startswith("sweep 1/2 [")
+    quiet = io.StringIO()
+    with Progress(2, "sweep", enabled=False, stream=quiet) as bar:
+        with bar.nested():
+            Progress(3, "train", enabled=False).update()
+    assert quiet.getvalue() == ""
+
+
+def test_a_local_sweep_shows_its_rows_training(capsys):
+    argv = "sweep matrix --quick --grid steps=10 --grid".split()
+    assert main([*argv, "row=W8/S8 1 KV (reference)"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(
+        line.startswith("sweep matrix 0/1 [") and "] train 10/10 [" in line
+        for line in err
+    ), err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import threading
 import time
@@ -108,6 +109,36 @@ class Progress:
             _SINKS[-1](line, False)
             return
         self._write(("\r" + line + " " * 8) if self._tty else line + "\n", line)
+
+    @contextlib.contextmanager
+    def nested(self, every: float = 5.0) -> Iterator[None]:
+        """While active, the `Progress` lines of the loops inside one unit of this display (a
+        sweep's training, a row's flow batches) are shown after this display's own count: on a
+        terminal as they come, otherwise at most one every `every` seconds (and each loop's
+        last). Nothing while the display is silent, or routed elsewhere (`report_to`).
+
+        ```python
+        with Progress(2, "sweep") as bar:
+            with bar.nested():  # "sweep 0/2 [...] train 40/200 ..."
+                train(...)  # its own display off
+            bar.update()
+        ```
+        """
+        if not self.enabled or _SINKS:
+            yield
+            return
+        shown = [-math.inf]
+
+        def sink(line, finished):
+            now = time.perf_counter()
+            if self._tty or finished or now - shown[0] >= every:
+                shown[0] = now
+                elapsed = now - self.start
+                text = f"{self.desc} {self.done}/{self.total} [{elapsed:.1f}s elapsed] {line}"
+                self._write(("\r" + text + " " * 8) if self._tty else text + "\n", text)
+
+        with report_to(sink):
+            yield
 
     def _write(self, text: str, line: str) -> None:
         self.stream.write(text)

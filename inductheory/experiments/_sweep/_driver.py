@@ -156,7 +156,11 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
         if scheduler is None:
             for b in todo:
                 bar.note(f"computing {_points_text(spec, blocks[b])}")
-                finish(b, compute_block(spec, blocks[b]))
+                with (
+                    bar.nested()
+                ):  # the points' own progress (training steps, flow seeds)
+                    arrays = compute_block(spec, blocks[b])
+                finish(b, arrays)
         else:
             _run_on_cluster(spec, blocks, todo, scheduler, finish)
     ds = assemble(spec, parts)
