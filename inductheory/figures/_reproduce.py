@@ -31,7 +31,7 @@ from ..internal._io import (
     write_json_atomic,
     write_text_atomic,
 )
-from ..internal._progress import Heartbeat, duration, report_to
+from ..internal._progress import HEARTBEAT_S, Heartbeat, duration, report_to
 from ..internal._records import Record
 from ..internal._warnings import rewarn, warn_at_caller, warnings_named
 from . import _style
@@ -306,7 +306,7 @@ class _Status:
             self._write(f"  {name}{count}: {text}")
 
     def beat(self, name: str, text: str) -> None:
-        """A `Heartbeat` of figure `name`: printed at once (they come `HEARTBEAT` seconds
+        """A `Heartbeat` of figure `name`: printed at once (they come `HEARTBEAT_S` seconds
         apart), without replacing its last progress line."""
         if name in self.running:
             self._write(f"  {name}: {text}")
@@ -364,11 +364,6 @@ class _Status:
                 )
             text += ")"
         self._write(text)
-
-
-# Seconds without a progress line after which a figure's process says what it is doing (a
-# `Heartbeat`: computing, or compiling a jax program, and for how long).
-HEARTBEAT = 20.0
 
 
 # XLA's cheaper code generation: no backend optimization, no expensive LLVM passes, and the
@@ -604,7 +599,7 @@ def _serve(worker: int, caches, flags: str, tasks, events, progress: bool) -> No
     """A worker process: computes the figures it is sent (`(name, quick, mode_cache, out)`, None
     to stop) one at a time, keeping jax's compiled programs between them, and reports on
     `events`: `("line", name, text, finished)` progress, `("beat", name, text)` a `Heartbeat`
-    after `HEARTBEAT` seconds without progress, `("done", worker, name, data,
+    after `HEARTBEAT_S` seconds without progress, `("done", worker, name, data,
     retiring)` (`retiring`: worn out, it stops) and `("failed", worker, name, error, trace)`.
     It is started under the XLA `flags` (`worker_flags`: it is sent only the figures whose
     compile flags those serve)."""
@@ -629,7 +624,7 @@ def _serve(worker: int, caches, flags: str, tasks, events, progress: bool) -> No
 
         try:
             if progress:
-                with Heartbeat(beat, HEARTBEAT) as heart, report_to(heart.sink(sink)):
+                with Heartbeat(beat, HEARTBEAT_S) as heart, report_to(heart.sink(sink)):
                     run = _make(*task, report=warn)
             else:
                 run = _make(*task, report=warn)
@@ -908,7 +903,7 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
             if progress:
                 with (
                     Heartbeat(
-                        lambda line, name=f.name: status.beat(name, line), HEARTBEAT
+                        lambda line, name=f.name: status.beat(name, line), HEARTBEAT_S
                     ) as heart,
                     report_to(
                         heart.sink(

@@ -93,10 +93,8 @@ class Progress:
             _SINKS[-1](line, self.done >= self.total)
             return
         tenth = int(10 * self.done / self.total)
-        if self._tty:
-            self._write("\r" + line + " " * 8, line)
-        elif tenth != self._last_tenth or self.done == self.total:
-            self._write(line + "\n", line)
+        if self._tty or tenth != self._last_tenth or self.done == self.total:
+            self._write(line)
         self._last_tenth = tenth
 
     def note(self, text: str) -> None:
@@ -108,7 +106,7 @@ class Progress:
         if _SINKS:
             _SINKS[-1](line, False)
             return
-        self._write(("\r" + line + " " * 8) if self._tty else line + "\n", line)
+        self._write(line)
 
     @contextlib.contextmanager
     def nested(self, every: float = 5.0) -> Iterator[None]:
@@ -135,13 +133,14 @@ class Progress:
                 shown[0] = now
                 elapsed = now - self.start
                 text = f"{self.desc} {self.done}/{self.total} [{elapsed:.1f}s elapsed] {line}"
-                self._write(("\r" + text + " " * 8) if self._tty else text + "\n", text)
+                self._write(text)
 
         with report_to(sink):
             yield
 
-    def _write(self, text: str, line: str) -> None:
-        self.stream.write(text)
+    def _write(self, line: str) -> None:
+        """Show `line`: redrawn in place on a terminal, else a line of its own."""
+        self.stream.write(("\r" + line + " " * 8) if self._tty else line + "\n")
         self.stream.flush()
         for watcher in _WATCHERS:
             watcher.seen(line)
@@ -242,7 +241,8 @@ class Heartbeat:
         return False
 
 
-# Seconds without a progress line after which a command says what it is doing (`heartbeat_on`).
+# Seconds without a progress line after which a command (`heartbeat_on`), or a figure of
+# `reproduce`, says what it is doing.
 HEARTBEAT_S = 20.0
 
 

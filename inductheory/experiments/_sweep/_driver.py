@@ -156,9 +156,8 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
         if scheduler is None:
             for b in todo:
                 bar.note(f"computing {_points_text(spec, blocks[b])}")
-                with (
-                    bar.nested()
-                ):  # the points' own progress (training steps, flow seeds)
+                # the points' own progress (training steps, flow seeds) after the count
+                with bar.nested():
                     arrays = compute_block(spec, blocks[b])
                 finish(b, arrays)
         else:
