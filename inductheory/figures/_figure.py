@@ -43,10 +43,12 @@ class Figure:
     - `tables(data) -> list[MeasuredTable]` (optional): the measured numbers as tables, printed
       in figures/README.md in place of the one-line `findings` (which the data keep), so that a
       reader can scan them; computed from the data alone, like `draw`.
-    - `cost`: about how many CPU seconds the full computation takes from a fresh cache (the
-      committed values: one `benchmarks/bench_reproduce.py` run on 2 cores), after its `after`
-      figures; it sets the order in which `reproduce --jobs` starts figures and the ETA's
-      nominal costs when no previous run's times are known (longest first).
+    - `cost`: about how many seconds the full computation takes from a fresh cache in the main
+      job, after its `after` figures (the committed values: one `benchmarks/bench_reproduce.py`
+      run on 2 cores; its wall time, which is its CPU time for every figure but the matrix,
+      whose training keeps more than one core busy); it sets the order in which
+      `reproduce --jobs` starts figures and the ETA's nominal costs when no previous run's
+      times are known (longest first).
     - `after`: figures whose cached computations this one reads (the same trainings): in a run
       with them, `reproduce --jobs` starts it only once they are done, rather than compute the
       same thing beside them. Without them it computes what it reads, and takes `alone_cost`.
