@@ -236,6 +236,8 @@ def test_committed_data_agree_with_their_rows(folder, size):
     assert stored["parameters"] == fig.parameters(size)
     assert sorted(data.rows) == sorted(r.name for r in size.matrix)
     for name, r in data.rows.items():
+        # trained for its row's steps (the stride-2 row twice the size's)
+        assert r.curve_steps[-1] == pm.matrix_row(name).training(size).steps - 1, name
         acc = np.asarray(r.phase_accuracy_per_seed)
         assert acc.shape == (size.seeds, size.task.period)
         assert r.mean_accuracy.mean == pytest.approx(acc.mean())

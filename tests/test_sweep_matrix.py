@@ -9,7 +9,12 @@ import pytest
 
 from inductheory.cli import main
 from inductheory.experiments import matrix_sweep
-from inductheory.experiments._paper_matrix import QUICK_SIZE, matrix_row, run_row
+from inductheory.experiments._paper_matrix import (
+    QUICK_SIZE,
+    matrix_row,
+    row_parameters,
+    run_row,
+)
 from inductheory.experiments._sweep import _driver
 
 # The quick size cut to 2 steps and 1 seed: seconds of training per row (compiling dominates).
@@ -68,6 +73,24 @@ def test_sweep_points_equal_run_row(cli_sweep):
         np.testing.assert_array_equal(point.curve.values, r.curve)
         assert float(point.mean_accuracy_mean) == pytest.approx(acc.mean())
         assert float(point.wall_s) > 0
+
+
+def test_the_stride_2_row_trains_twice_the_steps_and_nothing_else():
+    """Its run at a size is the run of the same row without the factor at twice the steps, and
+    its cache key says so; the other rows' keys are those of earlier runs (no factor)."""
+    row = matrix_row("W8/S2 (stride 2)")
+    assert row.steps_factor == 2 and row.training(TINY).steps == 4
+    longer = dataclasses.replace(TINY, train=dataclasses.replace(TINY.train, steps=4))
+    doubled = run_row(row, TINY)
+    plain = run_row(dataclasses.replace(row, steps_factor=1), longer)
+    assert doubled.curve_steps[-1] == 3
+    np.testing.assert_array_equal(doubled.curve, plain.curve)
+    np.testing.assert_array_equal(doubled.measures.correct, plain.measures.correct)
+    np.testing.assert_array_equal(doubled.measures.loss, plain.measures.loss)
+    assert row_parameters(row, TINY)["steps_factor"] == 2
+    reference = matrix_row("W8/S8 1 KV (reference)")
+    assert reference.training(TINY) is TINY.train
+    assert "steps_factor" not in row_parameters(reference, TINY)
 
 
 def test_matrix_sweep_resumes_at_its_first_unfinished_row(

@@ -141,7 +141,7 @@ def register_family(train_parser) -> None:
 # matrix size, where the schedule is the warm-up cosine and the optimizer AdamW.
 _SIZE_HELP = {
     "lr": "peak learning rate, > 0",
-    "steps": "optimizer steps",
+    "steps": "optimizer steps (the stride-2 row trains twice as many)",
     "warmup": "fraction of the steps of linear warm-up, in [0, 1)",
     "betas": "AdamW's moment decays b1,b2 in [0, 1)",
     "weight_decay": "AdamW's decoupled weight decay, >= 0",

@@ -255,7 +255,8 @@ _MATRIX_SWEEP_DESCRIPTION = (
     "each row a point of a sweep: --grid row=NAME1,NAME2 chooses the rows (row names "
     "separated by commas; quote them, they hold '/' and spaces; default {rows}), --grid "
     "FIELD=V1,V2 crosses them with values of an architecture field (kv_heads, S, gate, tied, "
-    "...) or of lr and steps. With --out every finished row is a block (an interrupted sweep "
+    "...) or of lr and steps (the stride-2 row trains twice the steps). With --out every "
+    "finished row is a block (an interrupted sweep "
     "resumes at the first unfinished one); with --scheduler the rows are trained by a Dask "
     "cluster's workers."
 )

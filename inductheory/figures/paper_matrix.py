@@ -261,6 +261,11 @@ def parameters(size) -> dict[str, str]:
             f", {tr.warmup:.0%} warm-up" if tr.warmup_steps else ", no warm-up step"
         )
 
+    longer = "".join(
+        f", {row.training(size).steps} for '{row.name}' to reach its plateau"
+        for row in size.matrix
+        if row.steps_factor != 1
+    )
     return {
         "task": f"T={t.T} positions on a cycle, N={t.N} tokens, every position a query, "
         f"phases = position mod {t.period}",
@@ -268,7 +273,7 @@ def parameters(size) -> dict[str, str]:
         f"dimension {ref.head_dim}, {ref.kv_heads} KV head, W{ref.W}/S{ref.S}, scalar "
         "gates, per-offset payload maps, position bias, K/V separate, RMSNorm",
         "training": f"{optimizer}, lr {tr.lr:g} ({tr.schedule}{warmup}), {tr.steps} steps of "
-        f"{tr.batch} fresh contexts, clip 1, {size.seeds} seeds a row",
+        f"{tr.batch} fresh contexts{longer}, clip 1, {size.seeds} seeds a row",
         "held out": f"{tr.eval_contexts} contexts, "
         f"{tr.eval_contexts * t.T // t.period} queries per phase group",
     }

@@ -412,7 +412,8 @@ def matrix_sweep(
       architecture, training and seeds.
     - `grid`: `{name: values}` (None: every row of `size`): `row` (names of `MATRIX` rows;
       default the rows of `size`), any field of `Architecture` (a change applied to every row,
-      as `inductheory matrix`'s options), `lr` and `steps`. Dimensions: `row` first, then the
+      as `inductheory matrix`'s options), `lr` and `steps` (the size's: a row with a
+      `steps_factor` trains that many times more). Dimensions: `row` first, then the
       grid's order.
     - `seed`: the base seed of every row (a seed's numbers do not depend on the grid).
     - `block`: rows per block (default 1: each finished row is stored at once).
