@@ -68,13 +68,14 @@ def _check(texts):
 
 
 def test_a_worker_sends_each_distinct_warning_once_named(warning_figure, tmp_path):
-    """The worker loop (`_serve`, run here in this process with its queues) reports warnings as
-    events for the parent, named and deduplicated, with their categories."""
+    """The worker loop (`_serve_figures`, run here in this process with its queues; `_serve`
+    then ends the process) reports warnings as events for the parent, named and deduplicated,
+    with their categories."""
     tasks, events = queue.Queue(), queue.Queue()
     (tmp_path / "data").mkdir()
     tasks.put(("stub", True, None, tmp_path))
     tasks.put(None)
-    module._serve(0, (None, None), "", tasks, events, False)
+    module._serve_figures(0, (None, None), "", tasks, events, False)
     sent = []
     while not events.empty():
         sent.append(events.get())
