@@ -101,12 +101,16 @@ class Progress:
         """Show what is being worked on now, without counting a unit as done."""
         if not (self.enabled or _SINKS):
             return
-        elapsed = time.perf_counter() - self.start
-        line = f"{self.desc} {self.done}/{self.total} [{elapsed:.1f}s elapsed] {text}"
+        line = self._noted(text)
         if _SINKS:
             _SINKS[-1](line, False)
             return
         self._write(line)
+
+    def _noted(self, text: str) -> str:
+        """This display's count and elapsed time, then `text` (no ETA: no unit is counted)."""
+        elapsed = time.perf_counter() - self.start
+        return f"{self.desc} {self.done}/{self.total} [{elapsed:.1f}s elapsed] {text}"
 
     @contextlib.contextmanager
     def nested(self, every: float = 5.0) -> Iterator[None]:
@@ -131,9 +135,7 @@ class Progress:
             now = time.perf_counter()
             if self._tty or finished or now - shown[0] >= every:
                 shown[0] = now
-                elapsed = now - self.start
-                text = f"{self.desc} {self.done}/{self.total} [{elapsed:.1f}s elapsed] {line}"
-                self._write(text)
+                self._write(self._noted(line))
 
         with report_to(sink):
             yield
