@@ -35,6 +35,12 @@ jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
+# A test process traces and compiles hundreds of programs: the command line's settings of the
+# garbage collector (inductheory/internal/_gc.py) cut the share of its CPU spent in collections.
+from inductheory.internal._gc import tune_garbage_collector  # noqa: E402
+
+tune_garbage_collector()
+
 # Properties without their own `@settings` draw DEFAULT_EXAMPLES examples in the default run and
 # SLOW_EXAMPLES in a run that includes the slow target (pytest_configure picks the profile), so
 # the slow target keeps the longer search. Profiles: "default" and "ci" (derandomized), each with

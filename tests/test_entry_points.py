@@ -1,5 +1,6 @@
 """The console script `inductheory` and `python -m inductheory` are one entry point: both set the
-command line's process-wide options before equinox reads them."""
+command line's process-wide options before equinox reads them, and tune the garbage collector;
+importing the package does neither."""
 
 import os
 import subprocess
@@ -9,18 +10,20 @@ from pathlib import Path
 import pytest
 
 import _inductheory_entry as entry
+from inductheory.internal._gc import YOUNG_THRESHOLD
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # Imported by Python at start-up (before any module of the command): at exit it writes what the
-# process environment and equinox hold.
+# process environment and equinox hold, the collector's youngest threshold and whether it froze.
 REPORTER = """
-import atexit, os, sys
+import atexit, gc, os, sys
 
 def _report():
     eqx = sys.modules.get("equinox._config")
     with open(os.environ["ENTRY_REPORT"], "w") as f:
-        f.write(f"{os.environ.get('EQX_ON_ERROR')} {getattr(eqx, 'EQX_ON_ERROR', None)}")
+        f.write(f"{os.environ.get('EQX_ON_ERROR')} {getattr(eqx, 'EQX_ON_ERROR', None)} ")
+        f.write(f"{gc.get_threshold()[0]} {gc.get_freeze_count() > 0}")
 
 atexit.register(_report)
 """
@@ -36,7 +39,8 @@ ENTRY_POINTS = {
 
 
 def _seen(tmp_path, user_value):
-    """(environment, equinox) values of EQX_ON_ERROR in each entry point's process."""
+    """(environment, equinox) values of EQX_ON_ERROR in each entry point's process, then its
+    collector's youngest threshold and whether it froze its imports."""
     (tmp_path / "sitecustomize.py").write_text(REPORTER)
     env = {k: v for k, v in os.environ.items() if k != "EQX_ON_ERROR"}
     if user_value is not None:
@@ -66,7 +70,16 @@ def _seen(tmp_path, user_value):
 @pytest.mark.parametrize("user_value, want", [(None, "nan"), ("raise", "raise")])
 def test_both_entry_points_set_the_same_environment(tmp_path, user_value, want):
     seen = _seen(tmp_path, user_value)
-    assert seen == {name: [want, want] for name in ENTRY_POINTS}
+    tuned = [str(YOUNG_THRESHOLD), "True"]
+    assert seen == {name: [want, want, *tuned] for name in ENTRY_POINTS}
+
+
+def test_importing_the_package_leaves_the_garbage_collector_alone():
+    code = "import gc, inductheory; print(gc.get_threshold(), gc.get_freeze_count())"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["(700,", "10,", "10)", "0"]
 
 
 def test_only_python_m_inductheory_counts_as_running_the_package(monkeypatch):

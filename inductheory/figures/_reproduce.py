@@ -21,6 +21,7 @@ from ..internal._eta import (
     describe as eta_words,
     estimate as eta_estimate,
 )
+from ..internal._gc import tune_garbage_collector
 from ..internal._io import (
     CacheWarning,
     _atomic_write,
@@ -604,6 +605,7 @@ def _serve(worker: int, caches, flags: str, tasks, events, progress: bool) -> No
     It is started under the XLA `flags` (`worker_flags`: it is sent only the figures whose
     compile flags those serve). Once told to stop (or worn out, or failed) it leaves at once
     (`_leave`); an error outside a figure ends it as usual, with its traceback."""
+    tune_garbage_collector()
     _serve_figures(worker, caches, flags, tasks, events, progress)
     _leave(events)
 
