@@ -42,7 +42,7 @@ def run_as_main_module(name: str = "inductheory") -> bool:
 def main() -> int:
     command_line_environment()
     from inductheory.cli import main as cli_main
-    from inductheory.internal._gc import tune_garbage_collector
+    from inductheory.internal import tune_garbage_collector
 
     tune_garbage_collector()
     return cli_main()

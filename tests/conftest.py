@@ -37,7 +37,7 @@ jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 # A test process traces and compiles hundreds of programs: the command line's settings of the
 # garbage collector (inductheory/internal/_gc.py) cut the share of its CPU spent in collections.
-from inductheory.internal._gc import tune_garbage_collector  # noqa: E402
+from inductheory.internal import tune_garbage_collector  # noqa: E402
 
 tune_garbage_collector()
 

@@ -9,6 +9,9 @@ May import: nothing else in `inductheory`.
 from ._devices import (
     use_cpu_devices as use_cpu_devices,
 )
+from ._gc import (
+    tune_garbage_collector as tune_garbage_collector,
+)
 from ._io import (
     CacheWarning as CacheWarning,
     default_cache_dir as default_cache_dir,

@@ -18,12 +18,16 @@ def tune_garbage_collector() -> None:
     whole heap of jax's modules. Under Python's defaults the collector took 3% of a quick
     figure's CPU (relaxation_ladder 1.15 of 39.7 s in 1,350 collections, paper_matrix 0.79 of
     30.9 s), under these settings 0.1-0.2 s (benchmarks/bench_reproduce.py measures whole runs).
-    Reference counting still frees every object at once; only cycles wait longer.
+    Reference counting still frees every object as soon as nothing refers to it; only cycles
+    wait longer.
 
     Called where this package owns the process: the command line, the `reproduce` workers and
-    the test processes; importing the package leaves the collector alone.
+    the test processes; importing the package leaves the collector alone. A script of your own
+    that traces and compiles many programs may call it once its imports are done.
 
     ```python
+    import gc
+
     tune_garbage_collector()
     gc.get_threshold()  # (10000, 10, 10)
     ```
