@@ -504,7 +504,8 @@ def compile_flags(name: str, quick: bool) -> str:
 # options of every program it compiles: one worker under `LIGHT_COMPILE_FLAGS` computes the
 # figures of both, with the option on for those of `FAST_COMPILE_FLAGS` (the same programs and
 # numbers as a worker under them, tested). A quick run then starts no process for a change of
-# flags (each start imports the package and jax, about 3 CPU-s).
+# flags (each start imports the package, jax and matplotlib and starts the backend, about
+# 2.6 CPU-s).
 _MOST_OPTIMIZATIONS_OFF = {FAST_COMPILE_FLAGS: LIGHT_COMPILE_FLAGS}
 
 
