@@ -28,12 +28,11 @@ import numpy as np
 
 import inductheory  # noqa: F401  (x64 on, as in the library)
 from inductheory.experiments._paper_matrix import FULL_SIZE, MATRIX, matrix_row
-from inductheory.trained._train import optimizer_settings, seed_model
+from inductheory.trained._train import seed_model
 from inductheory.trained._transformer_train import (
     _initial_models,
-    _Program,
-    chunk_program,
     clipped,
+    training_program,
 )
 
 DEFAULT_ROWS = ("W8/S8 1 KV (reference)", "W8/S8 8 KV", "full attention 8 KV")
@@ -45,10 +44,8 @@ def _chunk_program(row, seeds, steps):
     keys = jax.random.split(jax.random.key(0), seeds)
     models = _initial_models(size.task, arch, keys)
     params, static = eqx.partition(models, eqx.is_inexact_array)
-    train = size.train
-    optimizer = optimizer_settings(train)
-    opt_state = eqx.filter_vmap(clipped(optimizer).init)(params)
-    program = _Program(size.task, train.batch, steps, optimizer)
+    program, run_chunk = training_program(size.task, arch, size.train, chunk=steps)
+    opt_state = eqx.filter_vmap(clipped(program.optimizer).init)(params)
     args = (
         program,
         params,
@@ -58,7 +55,7 @@ def _chunk_program(row, seeds, steps):
         jnp.arange(seeds),
         jnp.asarray(0),
     )
-    return chunk_program(arch), args
+    return run_chunk, args
 
 
 def _step_flops(args) -> float:

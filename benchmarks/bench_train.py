@@ -238,7 +238,7 @@ def main():
     if args.cpu_devices > 1:
         it.internal.use_cpu_devices(args.cpu_devices)
     if args.xla_defaults:
-        _train._compiler_options = dict
+        _train._compiler_options = lambda fusions=(): {}
     options = _train._compiler_options()
     print(
         f"devices={jax.device_count()} ({jax.default_backend()}), XLA options {options}"

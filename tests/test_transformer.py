@@ -339,35 +339,39 @@ def test_seeds_initialized_in_one_program_equal_the_model_built_op_by_op(arch):
         Architecture(W=4, S=4, d=16, kv_heads=2, q_heads=4),
         # the DeepSeek-style kernel: overlapping windows, vector gates, K/V tied
         Architecture(W=4, S=2, d=16, gate="vector", tied=True, kv_heads=2, q_heads=4),
+        Architecture(attention="full", d=16, kv_heads=2, q_heads=4),
     ],
 )
 def test_the_compiled_chunk_trains_as_the_default_compilation(arch):
-    """`chunk_program` compiles the compressor's chunk without XLA's YNNPACK fusions (a choice
-    of emission, for speed): its losses and parameters after 10 steps of 3 seeds agree with the
-    chunk compiled by a plain `eqx.filter_jit` up to float32 rounding (on the machine where the
-    option was chosen the matrix's rows were equal to the last bit; full attention's chunk is
-    compiled with XLA's defaults, so it is not compared here). Plain SGD: Adam's
+    """`training_program`'s chunk, compiled with its own choice of XLA's YNNPACK fusions and
+    (full attention, on CPU) stepping one seed at a time, trains as the plain `eqx.filter_jit`
+    of the chunk with every seed in one vmap: losses and parameters after 10 steps of 3 seeds
+    agree up to float32 rounding (a choice of emission, for speed). Plain SGD: Adam's
     normalized step would turn a rounding difference in a near-zero gradient into a whole
     step."""
+    import dataclasses
+
     from inductheory.trained._config import TrainConfig
-    from inductheory.trained._train import optimizer_settings
     from inductheory.trained._transformer_train import (
+        _CPU_PLANS,
         _initial_models,
         _Program,
-        chunk_program,
         clipped,
+        training_program,
     )
 
     task = RetrievalTask(T=24, N=32, period=24)
     config = TrainConfig(optimizer="sgd", lr=0.1, steps=10, batch=4, chunk=10)
     models = _initial_models(task, arch, jax.random.split(jax.random.key(5), 3))
     params, static = eqx.partition(models, eqx.is_inexact_array)
-    optimizer = optimizer_settings(config)
-    opt_state = eqx.filter_vmap(clipped(optimizer).init)(params)
-    program = _Program(task, config.batch, config.chunk, optimizer)
-    args = (program, params, opt_state, static, jax.random.key(6), jnp.arange(3))
-    tuned = chunk_program(arch)(*args, jnp.asarray(0))
-    plain = eqx.filter_jit(_Program.run_chunk)(*args, jnp.asarray(0))
+    program, run_chunk = training_program(task, arch, config)
+    cpu = jax.default_backend() == "cpu"
+    assert program.seed_group == (_CPU_PLANS[arch.attention][1] if cpu else None)
+    opt_state = eqx.filter_vmap(clipped(program.optimizer).init)(params)
+    rest = (params, opt_state, static, jax.random.key(6), jnp.arange(3), jnp.asarray(0))
+    tuned = run_chunk(program, *rest)
+    all_seeds = dataclasses.replace(program, seed_group=None)
+    plain = eqx.filter_jit(_Program.run_chunk)(all_seeds, *rest)
     assert np.all(np.isfinite(np.asarray(plain[2])))
     for x, y in zip(
         jax.tree.leaves((tuned[0], tuned[2])), jax.tree.leaves((plain[0], plain[2]))

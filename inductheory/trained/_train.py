@@ -449,44 +449,60 @@ def _gate_statistics(model, contexts) -> dict:
     )
 
 
-# XLA's CPU backend hands small reductions and contractions to YNNPACK library fusions; on the
-# tiny trailing axes of these programs (W offsets, L entries, T + 1 logits, in float64) its
-# calls cost more than XLA's own loops, and they do not get cheaper per seed when seeds are
-# vmapped. The option only chooses how XLA emits the same operations.
-_CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+# XLA's CPU backend hands contractions, elementwise fusions and reductions to the YNNPACK library
+# (`LIBRARY_FUSION_TYPE_DOT`, `_ELTWISE`, `_REDUCE`; by default some of them). On the tiny
+# trailing axes of the flow-equivalent programs (W offsets, L entries, T + 1 logits, in float64)
+# its calls cost more than XLA's own loops, and they do not get cheaper per seed when seeds are
+# vmapped: those programs use none. The option only chooses how XLA emits the same operations.
+YNN_FUSION_OPTION = "xla_cpu_experimental_ynn_fusion_type"
 
 
 @functools.cache
-def _compiler_options() -> dict:
-    """The XLA options of `jit_without_ynn_fusions`: `_CPU_COMPILER_OPTIONS` on the CPU backend
-    where this jax knows them, none otherwise."""
+def _compiler_options(fusions: tuple[str, ...] = ()) -> dict:
+    """The XLA options of `jit_with_ynn_fusions(*fusions)`: YNNPACK for exactly `fusions`
+    (names as "DOT", "ELTWISE", "REDUCE") on the CPU backend where this jax knows the option
+    and the names, none otherwise."""
     if jax.default_backend() != "cpu":
         return {}
+    options = {YNN_FUSION_OPTION: ",".join(f"LIBRARY_FUSION_TYPE_{f}" for f in fusions)}
     try:
-        jax.jit(jnp.sin, compiler_options=_CPU_COMPILER_OPTIONS).lower(1.0).compile()
-    except Exception:  # an older jax or XLA without the option: its defaults
+        jax.jit(jnp.sin, compiler_options=options).lower(1.0).compile()
+    except Exception:  # an older jax or XLA without the option or a name: its defaults
         return {}
-    return _CPU_COMPILER_OPTIONS
+    return options
 
 
-def jit_without_ynn_fusions(fn):
-    """`eqx.filter_jit` of `fn` compiled without XLA's YNNPACK fusions on the CPU backend
-    (`_CPU_COMPILER_OPTIONS`; other backends, or a jax without the option: its defaults),
-    chosen at the first call, when the backend is known. One compiled program per distinct
-    static input, as with `eqx.filter_jit` itself; methods are passed unbound (`self` first).
+def jit_with_ynn_fusions(*fusions: str):
+    """A decorator: `eqx.filter_jit` of `fn` compiled with XLA's YNNPACK library fusions of
+    exactly the kinds `fusions` on the CPU backend (`_compiler_options`; other backends, or a
+    jax without the option: its defaults), chosen at the first call, when the backend is known.
+    One compiled program per distinct static input, as with `eqx.filter_jit` itself; methods
+    are passed unbound (`self` first).
+
+    ```python
+    step = jit_with_ynn_fusions("DOT")(lambda x: x @ x.T)
+    ```
     """
-    compiled = None
 
-    @functools.wraps(fn)
-    def call(*args):
-        nonlocal compiled
-        if compiled is None:
-            options = _compiler_options()
-            kwargs = {"compiler_options": options} if options else {}
-            compiled = eqx.filter_jit(fn, **kwargs)
-        return compiled(*args)
+    def decorate(fn):
+        compiled = None
 
-    return call
+        @functools.wraps(fn)
+        def call(*args):
+            nonlocal compiled
+            if compiled is None:
+                options = _compiler_options(fusions)
+                kwargs = {"compiler_options": options} if options else {}
+                compiled = eqx.filter_jit(fn, **kwargs)
+            return compiled(*args)
+
+        return call
+
+    return decorate
+
+
+# the flow-equivalent trainer's programs: XLA's own loops throughout (above)
+jit_without_ynn_fusions = jit_with_ynn_fusions()
 
 
 # Lanes a CPU step vmaps at once. Vmapping every seed makes the step's intermediates (seeds x

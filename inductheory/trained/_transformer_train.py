@@ -33,7 +33,7 @@ from ._mechanisms import gate_offsets, phase_mean, query_outcomes
 from ._modules import Transformer, init_transformer
 from ._train import (
     OptimizerSettings,
-    jit_without_ynn_fusions,
+    jit_with_ynn_fusions,
     log_steps,
     optimizer_settings,
 )
@@ -139,6 +139,8 @@ class _Program(eqx.Module):
     chunk: int = eqx.field(static=True)
     # its learning rate, steps and weight decay traced: one program for runs differing in them
     optimizer: OptimizerSettings
+    # seeds one vmap steps at a time, the groups one after another (None: every seed at once)
+    seed_group: int | None = eqx.field(static=True, default=None)
 
     def step(self, params, opt_state, static, batch_key, step, lane):
         key = jax.random.fold_in(jax.random.fold_in(batch_key, step), lane)
@@ -172,10 +174,22 @@ class _Program(eqx.Module):
 
             def go():
                 # `static`'s arrays (the compressor's switches) are per seed as the parameters
-                seeded = eqx.if_array(0)
-                return eqx.filter_vmap(
-                    self.step, in_axes=(0, 0, seeded, None, None, 0)
-                )(params, opt_state, static, batch_key, s, lanes)
+                if self.seed_group is None:
+                    return eqx.filter_vmap(
+                        self.step, in_axes=(0, 0, eqx.if_array(0), None, None, 0)
+                    )(params, opt_state, static, batch_key, s, lanes)
+                switches, rest = eqx.partition(static, eqx.is_array)
+
+                def one(seed):
+                    p, state, own, lane = seed
+                    own = eqx.combine(own, rest)
+                    return self.step(p, state, own, batch_key, s, lane)
+
+                return jax.lax.map(
+                    one,
+                    (params, opt_state, switches, lanes),
+                    batch_size=self.seed_group,
+                )
 
             def stay():
                 return params, opt_state, jnp.zeros(lanes.shape, jnp.float32)
@@ -190,14 +204,21 @@ class _Program(eqx.Module):
         return params, opt_state, losses, points
 
 
-# The compiled chunk by attention: full attention's contractions over the T positions run faster
-# through XLA's YNNPACK fusions, the compressor's over W offsets and L entries faster without
-# them (per seed-step on 2 CPU cores, 8 seeds: compressed rows 1.2-1.4x faster without, full
-# attention 0.7-0.8x). Either way the same operations: 50-step chunks of seven matrix rows gave
-# the same losses to the last bit with and without the option.
+# How each attention's chunk runs on the CPU backend: which of XLA's YNNPACK library fusions it
+# emits (`jit_with_ynn_fusions`) and how many seeds one vmap steps at a time. Measured per
+# seed-step, 8 seeds of the matrix's size on 2 cores (benchmarks/bench_matrix.py): full
+# attention 16.6 ms with XLA's defaults and every seed in one vmap, 10.0-10.6 ms with
+# contractions and elementwise fusions in YNNPACK and one seed at a time (its T x T scores
+# and their softmax stay in cache; its compressed rows run slower that way); the compressor's
+# rows 12-30% faster with contractions alone than with none, all seeds at once (W8/S8 8 KV
+# 6.6 -> 4.6-4.9 ms). Either way the same operations, to float32 rounding (tested).
+_CPU_PLANS = {
+    Attention.FULL: (("DOT", "ELTWISE"), 1),
+    Attention.COMPRESSED: (("DOT",), None),
+}
 _CHUNK_PROGRAMS = {
-    Attention.FULL: eqx.filter_jit(_Program.run_chunk),
-    Attention.COMPRESSED: jit_without_ynn_fusions(_Program.run_chunk),
+    attention: jit_with_ynn_fusions(*fusions)(_Program.run_chunk)
+    for attention, (fusions, _) in _CPU_PLANS.items()
 }
 
 
@@ -205,6 +226,22 @@ def chunk_program(arch: Architecture):
     """The compiled `_Program.run_chunk` that trains `arch` (`_CHUNK_PROGRAMS`), called as
     `chunk_program(arch)(program, params, opt_state, static, batch_key, lanes, start, trace)`."""
     return _CHUNK_PROGRAMS[arch.attention]
+
+
+def training_program(
+    task: RetrievalTask,
+    arch: Architecture,
+    config: TrainConfig,
+    chunk: int | None = None,
+) -> tuple[_Program, object]:
+    """`(program, run_chunk)`: the chunk of `chunk` (default `config.chunk`) steps that trains
+    `arch` with `config`, and its compiled `run_chunk` (`chunk_program`); on the CPU backend
+    with `_CPU_PLANS`' seeds at a time."""
+    group = _CPU_PLANS[arch.attention][1] if jax.default_backend() == "cpu" else None
+    program = _Program(
+        task, config.batch, chunk or config.chunk, optimizer_settings(config), group
+    )
+    return program, chunk_program(arch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -324,9 +361,8 @@ def train_transformer(
     keys = jax.random.split(jax.random.fold_in(base, INIT_STREAM), seeds)
     models = _initial_models(task, arch, keys)
     params, static = eqx.partition(models, eqx.is_inexact_array)
-    optimizer = optimizer_settings(config)
-    opt_state = eqx.filter_vmap(clipped(optimizer).init)(params)
-    program = _Program(task, config.batch, config.chunk, optimizer)
+    program, run_chunk = training_program(task, arch, config)
+    opt_state = eqx.filter_vmap(clipped(program.optimizer).init)(params)
     held_out = held_out_contexts(task, config, seed)
     evaluate = eqx.filter_jit(phase_measures)
     initial_loss = np.asarray(evaluate(models, task, held_out)[0])
@@ -341,7 +377,6 @@ def train_transformer(
         shape = point(models, probe).shape
         points = jnp.zeros((shape[0], record.size - 1, *shape[1:]), jnp.float32)
         trace = (jnp.asarray(record[:-1]), probe, points)
-    run_chunk = chunk_program(arch)
     lanes = jnp.arange(seeds)
     n_chunks = math.ceil(config.steps / config.chunk)
     losses = np.zeros((seeds, n_chunks * config.chunk), np.float32)
