@@ -224,8 +224,8 @@ FULL_SIZE = MatrixSize(
         weight_decay=0.1,
         schedule="warmup_cosine",
         warmup=0.02,
-        # the most steps whose matrix finishes within 40 minutes on 2 idle cores: at 2,000
-        # the rows still fell (W8/S8 8 KV by 0.06 over the last fifth; at 2,800, 0.03)
+        # at 2,000 the rows still fell (W8/S8 8 KV by 0.06 over the last fifth; at 2,800,
+        # 0.03); the matrix at 2,800 takes 31 min on 2 idle cores
         steps=2800,
         batch=8,
         chunk=280,

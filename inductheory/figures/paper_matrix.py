@@ -522,6 +522,33 @@ CURVE_ROWS = (
 )
 
 
+def _label_groups(points, radius: float = 3.0):
+    """`((x, y), [row numbers], level)` per group of scatter points within `radius` (in
+    percentage points) of the group's first point: one label per group, so that rows drawn on
+    top of each other (full attention's two rows at 100%) stay legible. Labels are centred
+    below their point; one that would overlap a label beside it goes a `level` lower."""
+    groups = []
+    for n, (x, y) in enumerate(points, start=1):
+        for (gx, gy), numbers in groups:
+            if abs(x - gx) <= radius and abs(y - gy) <= radius:
+                numbers.append(n)
+                break
+        else:
+            groups.append(((x, y), [n]))
+    placed, out = [], []
+    for (x, y), numbers in sorted(groups, key=lambda g: g[0]):
+        width = 2.0 * len(", ".join(map(str, numbers))) + 1.5  # axis units, fontsize 7
+        level = 0
+        while any(
+            lvl == level and abs(y - py) < 6 and abs(x - px) < (width + w) / 2
+            for px, py, w, lvl in placed
+        ):
+            level += 1
+        placed.append((x, y, width, level))
+        out.append(((x, y), numbers, level))
+    return out
+
+
 def draw(data: PaperMatrixData):
     import matplotlib.pyplot as plt
 
@@ -548,18 +575,13 @@ def draw(data: PaperMatrixData):
         ax.legend(loc="upper center", fontsize=6.5, ncol=2)
 
         ax = axes[0, 1]
+        points = []
         for i, row in enumerate(present):
             r = data.rows[row.name]
             x, y = 100 * r.mean_accuracy.mean, 100 * r.worst_phase.mean
+            points.append((x, y))
             ax.scatter(
                 x, y, color=_style.color(i), marker=_style.MARKERS[i % 8], zorder=3
-            )
-            ax.annotate(
-                str(i + 1),
-                (x, y),
-                fontsize=7,
-                xytext=(3, 3),
-                textcoords="offset points",
             )
             p = PAPER_TABLE8.get(row.paper) if row.paper else None
             if p is not None and p.mean is not None:
@@ -579,14 +601,28 @@ def draw(data: PaperMatrixData):
                     xytext=(3, -8),
                     textcoords="offset points",
                 )
+        for (x, y), numbers, level in _label_groups(points):
+            # below the points (the paper's open markers sit above them), the crowded ones
+            # staggered, each tied to its point by a thin line
+            ax.annotate(
+                ", ".join(str(n) for n in numbers),
+                (x, y),
+                fontsize=7,
+                xytext=(0, -9 - 8 * level),
+                textcoords="offset points",
+                ha="center",
+                va="top",
+                arrowprops=dict(arrowstyle="-", lw=0.4, color="0.6", shrinkA=0)
+                if level
+                else None,
+            )
         ax.plot([0, 100], [0, 100], color="0.7", lw=0.8, ls=":")
-        ax.set_xlim(-2, 102)
-        ax.set_ylim(-2, 102)
+        ax.set_xlim(-4, 104)
+        ax.set_ylim(-22, 106)  # room below 0 for the labels
+        ax.set_yticks(np.arange(0, 101, 20))
         ax.set_xlabel("mean accuracy (%)")
         ax.set_ylabel("worst phase (%)")
-        ax.set_title(
-            "Rows (filled, numbered as in the table) and the paper's (open, 'p')"
-        )
+        ax.set_title("Rows (filled, numbered as in the table); the paper's (open, 'p')")
 
         ax = axes[1, 0]
         for i, row in enumerate(present):
