@@ -695,7 +695,7 @@ FIGURE = Figure(
     CLAIM,
     compute,
     draw,
-    cost=3150,  # 3,145 s wall (4,236 CPU-s) in the main job on 2 cores
+    cost=2520,  # 2,521 s wall (3,309 CPU-s) in the main job on 2 cores
     tables=tables,
     data=PaperMatrixData,
 )
