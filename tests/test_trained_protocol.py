@@ -22,7 +22,7 @@ from inductheory.model._positions import query_positions
 from inductheory.model._task import quiet_task
 from inductheory.trained import ModelConfig, init_model
 
-# The paper's mitigation table (THEORY.md §11), written out here: (name, S, W, gates).
+# The paper's mitigation table, written out here: (name, S, W, gates).
 PAPER_TABLE = [
     ("W8/S8", 8, 8, "learned"),
     ("W8/S4", 4, 8, "learned"),
