@@ -127,3 +127,30 @@ def test_flows_run_together_are_cached_as_flow_runs(tmp_path, monkeypatch):
     for config, n, stored in zip(configs, counts, together):
         assert _runs.flow_runs(task, config, n, tmp_path) == stored
     assert _runs.flow_runs_together(task, configs, counts, tmp_path) == together
+
+
+def test_lanes_mapped_a_group_at_a_time_give_a_python_loop_of_lanes():
+    """`map_lanes` against a Python loop over the lanes, for every group size (one vmap, groups
+    that divide the lanes, a group that leaves a remainder): a non-array leaf reaches each lane
+    as it is, and an array closed over is shared by every lane."""
+    import equinox as eqx
+    import jax.numpy as jnp
+
+    from inductheory.internal._lanes import map_lanes
+
+    rng = np.random.default_rng(0)
+    weights, offsets = rng.normal(size=(5, 3, 3)), rng.normal(size=(5, 3))
+    shared = jnp.asarray(rng.normal(size=3))
+
+    def fn(lane):
+        w, b, power = lane
+        return jnp.tanh(w @ shared + b) ** power, jnp.sum(w, axis=0)
+
+    expected = [fn((w, b, 3)) for w, b in zip(weights, offsets)]
+    for group in (None, 1, 2, 5):
+        got = eqx.filter_jit(map_lanes)(fn, (weights, offsets, 3), group)
+        for i, (first, second) in enumerate(expected):
+            np.testing.assert_allclose(got[0][i], first, rtol=1e-14, err_msg=str(group))
+            np.testing.assert_allclose(
+                got[1][i], second, rtol=1e-14, err_msg=str(group)
+            )

@@ -40,6 +40,7 @@ from ..internal._io import (
 from ..internal._lanes import (
     LANE_AXIS,
     lane_mesh,
+    map_lanes,
     pad_lanes,
     padded_size,
     shard_lanes,
@@ -562,28 +563,24 @@ class _Programs(eqx.Module):
         return _gate_statistics(eqx.combine(params, *static), contexts)
 
     def lanes_step(self, params, opt_state, static, data, step, lanes):
-        if self.group is None:
-            return eqx.filter_vmap(
-                self.step, in_axes=(0, 0, _FIXED_AXES, None, None, 0)
-            )(params, opt_state, static, data, step, lanes)
-        # `group` lanes vmapped at a time, the groups one after another in the same program; over
-        # several devices, each device steps its own lanes that way (a group's program is the
-        # one-device one, and the devices' cores work side by side)
         per_seed, shared = static
         arrays, rest = eqx.partition(
             (params, opt_state, per_seed, lanes, shared, data, step), eqx.is_array
         )
 
         def own_lanes(arrays):
-            def one(lane_arrays):
-                p, state, own, lane, common, d, k = eqx.combine(
-                    (*lane_arrays, *arrays[4:]), rest
-                )
-                return self.step(p, state, (own, common), d, k, lane)
+            p, state, own, lane, common, d, k = eqx.combine(arrays, rest)
+            return map_lanes(
+                lambda seed: self.step(
+                    seed[0], seed[1], (seed[2], common), d, k, seed[3]
+                ),
+                (p, state, own, lane),
+                self.group,
+            )
 
-            return jax.lax.map(one, arrays[:4], batch_size=self.group)
-
-        if self.devices is None or len(self.devices) == 1:
+        # over several CPU devices, each device steps its own lanes `group` at a time (a group's
+        # program is the one-device one, and the devices' cores work side by side)
+        if self.group is None or self.devices is None or len(self.devices) == 1:
             return own_lanes(arrays)
         split, whole = PartitionSpec(LANE_AXIS), PartitionSpec()
         specs = (split,) * 4 + (whole,) * 3

@@ -24,6 +24,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from ..internal._lanes import map_lanes
 from ..internal._memory import MemoryEstimate, check_memory, with_total
 from ..internal._progress import Progress
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, _require_int
@@ -174,21 +175,10 @@ class _Program(eqx.Module):
 
             def go():
                 # `static`'s arrays (the compressor's switches) are per seed as the parameters
-                if self.seed_group is None:
-                    return eqx.filter_vmap(
-                        self.step, in_axes=(0, 0, eqx.if_array(0), None, None, 0)
-                    )(params, opt_state, static, batch_key, s, lanes)
-                switches, rest = eqx.partition(static, eqx.is_array)
-
-                def one(seed):
-                    p, state, own, lane = seed
-                    own = eqx.combine(own, rest)
-                    return self.step(p, state, own, batch_key, s, lane)
-
-                return jax.lax.map(
-                    one,
-                    (params, opt_state, switches, lanes),
-                    batch_size=self.seed_group,
+                return map_lanes(
+                    lambda seed: self.step(*seed[:3], batch_key, s, seed[3]),
+                    (params, opt_state, static, lanes),
+                    self.seed_group,
                 )
 
             def stay():
