@@ -225,7 +225,7 @@ FULL_SIZE = MatrixSize(
         schedule="warmup_cosine",
         warmup=0.02,
         # at 2,000 the rows still fell (W8/S8 8 KV by 0.06 over the last fifth; at 2,800,
-        # 0.03); the matrix at 2,800 takes 31 min on 2 idle cores
+        # 0.03); the matrix at 2,800 takes 31-35 min on 2 idle cores (two processors)
         steps=2800,
         batch=8,
         chunk=280,

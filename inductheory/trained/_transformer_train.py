@@ -155,7 +155,7 @@ class _Program(eqx.Module):
         return optax.apply_updates(params, updates), opt_state, value
 
     def run_chunk(self, params, opt_state, static, batch_key, lanes, start, trace=None):
-        """`chunk` steps of every seed (uncompiled: `chunk_program` compiles it).
+        """`chunk` steps of every seed (uncompiled: `training_program` gives it compiled).
         `trace = (record_steps, probe, points)` keeps the gate trajectory: before the update
         of a step in `record_steps`, its `gate_trajectory_point` on `probe` goes to
         `points[:, slot]` (None: the chunk trains only)."""
@@ -212,12 +212,6 @@ _CHUNK_PROGRAMS = {
 }
 
 
-def chunk_program(arch: Architecture):
-    """The compiled `_Program.run_chunk` that trains `arch` (`_CHUNK_PROGRAMS`), called as
-    `chunk_program(arch)(program, params, opt_state, static, batch_key, lanes, start, trace)`."""
-    return _CHUNK_PROGRAMS[arch.attention]
-
-
 def training_program(
     task: RetrievalTask,
     arch: Architecture,
@@ -225,13 +219,14 @@ def training_program(
     chunk: int | None = None,
 ) -> tuple[_Program, object]:
     """`(program, run_chunk)`: the chunk of `chunk` (default `config.chunk`) steps that trains
-    `arch` with `config`, and its compiled `run_chunk` (`chunk_program`); on the CPU backend
-    with `_CPU_PLANS`' seeds at a time."""
+    `arch` with `config`, and its compiled `run_chunk` (`_CHUNK_PROGRAMS`), called as
+    `run_chunk(program, params, opt_state, static, batch_key, lanes, start, trace)`; on the CPU
+    backend with `_CPU_PLANS`' seeds at a time."""
     group = _CPU_PLANS[arch.attention][1] if jax.default_backend() == "cpu" else None
     program = _Program(
         task, config.batch, chunk or config.chunk, optimizer_settings(config), group
     )
-    return program, chunk_program(arch)
+    return program, _CHUNK_PROGRAMS[arch.attention]
 
 
 @dataclasses.dataclass(frozen=True)
