@@ -340,3 +340,36 @@ def test_bisection_locates_the_selection_newton_misses_on_the_tail_seeds():
         np.testing.assert_allclose(
             runs["newton"].t_final[both], bis.t_final[both], rtol=1e-9
         )
+
+
+@pytest.mark.parametrize("dynamics", ["reduced", "full"])
+def test_integrate_traces_each_function_of_the_dynamics_once(dynamics, monkeypatch):
+    """The solver calls the vector field, margin, statistics and error norm at several places;
+    each is traced once per integration (a jitted call), not once per place."""
+    from inductheory.flow import _dynamics
+
+    cls = {"reduced": _dynamics.ReducedDynamics, "full": _dynamics.FullDynamics}[
+        dynamics
+    ]
+    traces = {}
+    for name in ("vector_field", "margin", "statistics", "error_norm"):
+        method = getattr(cls, name)
+
+        def counted(self, *args, _method=method, _name=name):
+            traces[_name] = traces.get(_name, 0) + 1
+            return _method(self, *args)
+
+        monkeypatch.setattr(cls, name, counted)
+    task = _task(L=4, S=3, H=2, N=32, beta=4.0)
+    config = it.FlowConfig(dynamics=dynamics, n_save=4)
+    key = jax.random.key(0)
+    if dynamics == "reduced":
+        dyn, y0 = cls(task), it.flow.initial_biases(key, task, 0.1)
+    else:
+        geometry = it.ExactGeometry(N=task.N, kappa=task.kappa)
+        contexts = it.model.sample_contexts(key, task, 4)
+        dyn = cls(task, geometry, contexts)
+        y0 = it.flow.initial_gate_vectors(key, task, geometry, 0.1)
+    jax.clear_caches()  # a program traced earlier in this process would not be traced again
+    jax.eval_shape(lambda: it.flow.integrate(dyn, y0, config).status)
+    assert traces == dict.fromkeys(traces, 1) and len(traces) == 4, traces

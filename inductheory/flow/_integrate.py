@@ -10,6 +10,7 @@ windows), saves statistics only (`SaveAt(fn=...)`) at log-spaced times, and retu
 from __future__ import annotations
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
@@ -25,6 +26,14 @@ from ._dynamics import (
     head_selection,
 )
 from ._solution import FlowSolution, Status
+
+
+# The solver calls the dynamics' functions at several places (its stages, the first step size, the
+# event's root finder, the saved statistics): as a jitted call, each is traced and lowered once
+# per argument shapes instead of once per place (the same program once XLA inlines the calls).
+@eqx.filter_jit
+def _call(method: str, dynamics: AbstractDynamics, *args):
+    return getattr(dynamics, method)(*args)
 
 
 def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolution:
@@ -51,9 +60,9 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
     ```
     """
     delta = config.delta
-    term = diffrax.ODETerm(lambda t, y, args: dynamics.vector_field(y))
+    term = diffrax.ODETerm(lambda t, y, args: _call("vector_field", dynamics, y))
     event = diffrax.Event(
-        lambda t, y, args, **kw: dynamics.margin(y, delta),
+        lambda t, y, args, **kw: _call("margin", dynamics, y, delta),
         root_finder=ROOT_FINDERS[config.root_finder](rtol=1e-10, atol=1e-10),
     )
     saveat = diffrax.SaveAt(
@@ -61,7 +70,7 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
             diffrax.SubSaveAt(
                 t0=True,
                 ts=config.save_times(),
-                fn=lambda t, y, args: dynamics.statistics(y),
+                fn=lambda t, y, args: _call("statistics", dynamics, y),
             ),
             diffrax.SubSaveAt(t1=True, fn=lambda t, y, args: y),
         ]
@@ -75,10 +84,15 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
         y0,
         saveat=saveat,
         stepsize_controller=diffrax.PIDController(
-            rtol=config.rtol, atol=config.atol, norm=lambda e: dynamics.error_norm(e)
+            rtol=config.rtol,
+            atol=config.atol,
+            norm=lambda e: _call("error_norm", dynamics, e),
         ),
         event=event,
         max_steps=config.max_steps,
+        # never differentiated: plain while loops, which trace and compile faster than the
+        # default adjoint's checkpointed ones (the same numbers)
+        adjoint=diffrax.ForwardMode(),
         throw=False,
     )
     traj_t, t_end = sol.ts[0], sol.ts[1][-1]
@@ -88,9 +102,9 @@ def integrate(dynamics: AbstractDynamics, y0, config: FlowConfig) -> FlowSolutio
         sol.ys[0],
     )
     y_end = jax.tree.map(lambda a: a[-1], sol.ys[1])
-    final = dynamics.statistics(y_end)
-    worst = dynamics.worst_masses(y_end)
-    leaves = jax.tree.leaves((y_end, dynamics.vector_field(y_end), final))
+    final = _call("statistics", dynamics, y_end)
+    worst = _call("worst_masses", dynamics, y_end)
+    leaves = jax.tree.leaves((y_end, _call("vector_field", dynamics, y_end), final))
     finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in leaves]))
     # At the event the margin is zero only up to the root finder's tolerance: read the final
     # selection with a relative slack of 1e-6 on delta (kept below 1/2, where selection is unique).
