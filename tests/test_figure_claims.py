@@ -12,7 +12,9 @@ from scipy import stats
 
 from inductheory.figures import FIGURES, MeasuredTable
 from inductheory.figures._stats import (
+    bootstrap_interval,
     interval_text,
+    mean_interval,
     median_interval,
     order_statistic_coverage,
     quartile_median_coverage,
@@ -138,6 +140,17 @@ def test_median_interval_covers_the_median_as_often_as_it_says():
         hits += r.low <= 0.0 <= r.high
     cover = median_interval(np.zeros(n) + np.arange(n)).coverage
     assert abs(hits / trials - cover) < 4 * math.sqrt(cover * (1 - cover) / trials)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 8, 31, 64, 257])
+def test_mean_interval_is_the_bootstrap_of_the_mean(n):
+    """`mean_interval` takes every resample's mean at once: the same interval, to the bit, as
+    `bootstrap_interval` calling `np.mean` resample by resample; and a percentile interval
+    of resampled means, it lies within the sample's range around its mean."""
+    values = np.random.default_rng(n).lognormal(size=n)
+    m = mean_interval(values)
+    assert m.ci95 == bootstrap_interval([values], np.mean)
+    assert values.min() <= m.ci95[0] <= m.mean <= m.ci95[1] <= values.max()
 
 
 def test_median_interval_rejects_bad_input():

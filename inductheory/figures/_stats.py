@@ -154,8 +154,17 @@ class MedianInterval(typing.NamedTuple):
     coverage: float
 
 
+# The bootstrap's defaults: resamples and confidence level.
+RESAMPLES, LEVEL = 2000, 0.95
+
+
 def bootstrap_interval(
-    groups, statistic, *, level: float = 0.95, resamples: int = 2000, seed: int = 0
+    groups,
+    statistic,
+    *,
+    level: float = LEVEL,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
 ) -> list[float]:
     """Percentile interval (`level`) of `statistic(*groups)` over `resamples` bootstrap
     resamples of each group (with replacement, within each group), from a fixed `seed`.
@@ -170,25 +179,40 @@ def bootstrap_interval(
     bootstrap_interval([[1.0, 2.0, 3.0]], np.mean)
     ```
     """
+    resampled = _resampled(groups, resamples, seed)
+    stats = [statistic(*(r[i] for r in resampled)) for i in range(resamples)]
+    return _percentile_interval(stats, level)
+
+
+def _resampled(groups, resamples: int, seed: int) -> list[np.ndarray]:
+    """Each group's bootstrap resamples, (resamples, size) each: resample by resample, each
+    group drawn in turn from one generator of `seed`."""
     rng = np.random.default_rng(seed)
     groups = [np.asarray(g, float) for g in groups]
-    stats = [
-        statistic(*(g[rng.integers(0, g.size, g.size)] for g in groups))
-        for _ in range(resamples)
+    draws = [
+        [rng.integers(0, g.size, g.size) for g in groups] for _ in range(resamples)
     ]
+    return [g[np.stack([d[k] for d in draws])] for k, g in enumerate(groups)]
+
+
+def _percentile_interval(stats, level: float) -> list[float]:
     tail = (1 - level) / 2 * 100
     return [float(np.percentile(stats, tail)), float(np.percentile(stats, 100 - tail))]
 
 
 def mean_interval(values) -> MeanInterval:
-    """The mean of `values` (flattened) with its bootstrap 95% interval (`bootstrap_interval`).
+    """The mean of `values` (flattened) with its bootstrap 95% interval (`bootstrap_interval`
+    with `np.mean`, the means of every resample taken at once).
 
     ```python
     mean_interval([1.0, 2.0, 3.0]).mean  # 2.0
     ```
     """
     v = np.asarray(values, float).ravel()
-    return MeanInterval(mean=float(v.mean()), ci95=bootstrap_interval([v], np.mean))
+    (resampled,) = _resampled([v], RESAMPLES, 0)
+    return MeanInterval(
+        mean=float(v.mean()), ci95=_percentile_interval(resampled.mean(axis=1), LEVEL)
+    )
 
 
 def mean_text(m: MeanInterval, digits: int = 2) -> str:
