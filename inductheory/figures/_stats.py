@@ -154,8 +154,8 @@ class MedianInterval(typing.NamedTuple):
     coverage: float
 
 
-# The bootstrap's defaults: resamples and confidence level.
-RESAMPLES, LEVEL = 2000, 0.95
+# The bootstrap's defaults: resamples, confidence level and the generator's seed.
+RESAMPLES, LEVEL, SEED = 2000, 0.95, 0
 
 
 def bootstrap_interval(
@@ -164,7 +164,7 @@ def bootstrap_interval(
     *,
     level: float = LEVEL,
     resamples: int = RESAMPLES,
-    seed: int = 0,
+    seed: int = SEED,
 ) -> list[float]:
     """Percentile interval (`level`) of `statistic(*groups)` over `resamples` bootstrap
     resamples of each group (with replacement, within each group), from a fixed `seed`.
@@ -209,7 +209,7 @@ def mean_interval(values) -> MeanInterval:
     ```
     """
     v = np.asarray(values, float).ravel()
-    (resampled,) = _resampled([v], RESAMPLES, 0)
+    (resampled,) = _resampled([v], RESAMPLES, SEED)
     return MeanInterval(
         mean=float(v.mean()), ci95=_percentile_interval(resampled.mean(axis=1), LEVEL)
     )

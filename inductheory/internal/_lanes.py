@@ -7,6 +7,7 @@ pytree whose leaves have a leading axis, ready for `vmap`. Nothing is validated 
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import numpy as np
 
@@ -44,8 +45,6 @@ def map_lanes(fn, lanes, group: int | None):
     **Example:** `map_lanes(lambda x: x @ x, jnp.ones((8, 3, 3)), 2)` is eight 3 x 3 products,
     two vmapped at a time.
     """
-    import equinox as eqx
-
     arrays, rest = eqx.partition(lanes, eqx.is_array)
 
     def one(lane_arrays):
