@@ -79,3 +79,23 @@ def test_a_local_sweep_shows_its_rows_training(capsys):
         line.startswith("sweep matrix 0/1 [") and "] train 10/10 [" in line
         for line in err
     ), err
+
+
+def test_the_eta_reads_the_rate_after_a_warmup_unit(monkeypatch):
+    """Units marked `warmup` (the first training chunk: mostly compiling) give no ETA; the
+    next ones read the rate from their end only."""
+    now = [100.0]
+    monkeypatch.setattr(_progress.time, "perf_counter", lambda: now[0])
+    out = io.StringIO()
+    bar = Progress(10, "train", stream=out)
+    now[0] += 5.0  # 1 unit in 5 s, of which compiling
+    bar.update(1, warmup=True)
+    now[0] += 1.0  # then 1 s a unit: 8 left
+    bar.update(1)
+    plain = Progress(10, "train", stream=out)
+    now[0] += 6.0
+    plain.update(2)  # the whole average: 3 s a unit
+    first, second, third = out.getvalue().splitlines()
+    assert first == "train 1/10 [5.0s elapsed, eta ?]"
+    assert second == "train 2/10 [6.0s elapsed, eta 8.0s]"
+    assert third == "train 2/10 [6.0s elapsed, eta 24.0s]"

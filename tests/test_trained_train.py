@@ -12,6 +12,7 @@ import numpy as np
 import optax
 import pytest
 from forced_devices import run_on_host_devices
+from hypothesis import given, settings, strategies as st
 
 import inductheory as it
 from inductheory.flow import flow_sample, seed_keys
@@ -266,7 +267,7 @@ def test_vmapped_chunked_seeds_equal_a_loop_of_seeds(optimizer):
         lr=0.3 if optimizer == "gd" else 0.05,
         schedule="cosine",
         steps=25,
-        chunk=10,  # 3 chunks, the last one partly past the end
+        chunk=10,  # the first step alone, then to 10, 20 and 25 (the last one short)
         **SMALL,
     )
     run = it.train(TASK, ModelConfig(), config, 3)
@@ -280,6 +281,37 @@ def test_vmapped_chunked_seeds_equal_a_loop_of_seeds(optimizer):
     np.testing.assert_allclose(
         run.statistics.loss[:, : logged.size], losses[:, logged], rtol=1e-12
     )
+
+
+@settings(max_examples=200)
+@given(done=st.integers(0, 300), steps=st.integers(1, 300), chunk=st.integers(1, 64))
+def test_chunks_take_the_first_step_alone_then_end_at_multiples_of_the_chunk(
+    done, steps, chunk
+):
+    bounds = _train._chunk_bounds(done, steps, chunk)
+    if done >= steps:
+        assert bounds == []
+        return
+    assert bounds[0] == (done, done + 1)
+    # every step from `done` to the last exactly once, in order
+    assert [s for a, b in bounds for s in range(a, b)] == list(range(done, steps))
+    assert all(0 < b - a <= chunk for a, b in bounds)
+    assert all(b % chunk == 0 for _, b in bounds[1:-1])
+
+
+def test_the_first_progress_line_comes_after_one_step_and_its_eta_waits(capsys):
+    config = TrainConfig(lr=0.3, steps=25, chunk=10, **SMALL)
+    it.train(TASK, ModelConfig(), config, 2, progress=True)
+    lines = [
+        line
+        for line in capsys.readouterr().err.splitlines()
+        if line.startswith("train ")
+    ]
+    assert lines[0].endswith("running the first step"), lines
+    # the first counted line: one step, no ETA from a time that was mostly compiling
+    assert lines[1].startswith("train 1/25 [") and "eta ?]" in lines[1], lines
+    assert all("eta ?" not in line for line in lines[2:]) and len(lines) > 2, lines
+    assert lines[-1].startswith("train 25/25 [")
 
 
 def _lane(models, i):
@@ -321,7 +353,8 @@ def test_an_interrupted_run_resumes_with_the_numbers_of_a_straight_run(
     monkeypatch.setattr(_train, "_write_checkpoint", interrupted)
     with pytest.raises(KeyboardInterrupt):
         it.train(TASK, ModelConfig(), config, 2, out=tmp_path)
-    assert calls == [10, 20] and not (tmp_path / "train.json").exists()
+    # checkpoints after the first step, then at multiples of the chunk
+    assert calls == [1, 10] and not (tmp_path / "train.json").exists()
     monkeypatch.setattr(_train, "_write_checkpoint", write)
 
     resumed_from = []
@@ -331,7 +364,8 @@ def test_an_interrupted_run_resumes_with_the_numbers_of_a_straight_run(
         lambda *args: (resumed_from.append(args[1]), write(*args)),
     )
     resumed = it.train(TASK, ModelConfig(), config, 2, out=tmp_path)
-    assert resumed_from == [30]  # only the third chunk ran again
+    # from step 10 on: its first step alone, then to 20 and 30 (nothing before 10 again)
+    assert resumed_from == [11, 20, 30]
     _same_run(straight, resumed)
 
     saved = json.loads((tmp_path / "train.json").read_text())

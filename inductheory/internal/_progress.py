@@ -74,19 +74,30 @@ class Progress:
         self.total, self.desc, self.enabled = max(int(total), 1), desc, enabled
         self.stream = stream if stream is not None else sys.stderr
         self.done, self.start = 0, time.perf_counter()
+        # the ETA's rate counts from this (time, units done) on: see `update(warmup=True)`
+        self._rate_from = (self.start, 0)
         self._tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self._last_tenth = -1
 
-    def update(self, n: int = 1, note: str = "") -> None:
+    def update(self, n: int = 1, note: str = "", *, warmup: bool = False) -> None:
+        """Count `n` more units done and show the line (with `note` after it).
+
+        `warmup=True` says these units' time was mostly one-off work (compiling): the ETA then
+        reads the rate of the units after them only, and shows `?` until there are some.
+        """
         self.done += n
+        now = time.perf_counter()
+        if warmup:
+            self._rate_from = (now, self.done)
         if not (self.enabled or _SINKS):
             return
-        elapsed = time.perf_counter() - self.start
+        elapsed = now - self.start
+        since, done_then = self._rate_from
         eta = (
-            f"{elapsed / self.done * (self.total - self.done):.1f}s"
-            if self.done
+            f"{(now - since) / (self.done - done_then) * (self.total - self.done):.1f}s"
+            if self.done > done_then
             else "?"
-        )  # none before the first unit
+        )  # none before the first unit counted at the rate
         counts = f"{self.desc} {self.done}/{self.total}"
         line = f"{counts} [{elapsed:.1f}s elapsed, eta {eta}] {note}".rstrip()
         if _SINKS:

@@ -173,7 +173,8 @@ class TrainConfig(eqx.Module):
       `"adamw"` is optax's default 1e-4, not none). With `"adam"` it is AdamW's decay
       $\\theta \\leftarrow \\theta - \\eta_k (u + \\lambda \\theta)$.
     - `log_points`: number of log-spaced steps at which statistics are saved (plus step 0).
-    - `chunk`: steps per compiled `lax.scan` chunk (progress and checkpoints between chunks).
+    - `chunk`: steps per compiled `lax.scan` chunk (progress and checkpoints between chunks;
+      the first step is a chunk of its own, so its line comes as soon as the program runs).
     - `eval_contexts`: held-out contexts for the measures, >= 1.
 
     ```python

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 import time
 from pathlib import Path
 
@@ -601,11 +600,12 @@ class _Programs(eqx.Module):
 
     @jit_without_ynn_fusions
     def run_chunk(
-        self, params, opt_state, static, data, held_out, lanes, start, log_mask
+        self, params, opt_state, static, data, held_out, lanes, start, stop, log_mask
     ):
-        """`chunk` steps from step `start` (steps past `steps` leave the state alone); per
-        step the loss (lanes,) and, where `log_mask[step - start]` (chunk,), the gate
-        statistics (else zeros); runs of other lengths share the program."""
+        """The steps `start` to `stop - 1` (at most `chunk`; the scan's other iterations leave
+        the state alone); per step the loss (lanes,) and, where `log_mask[step - start]`
+        (chunk,), the gate statistics (else zeros); chunks of every length and runs of other
+        lengths share the program."""
         shapes = jax.eval_shape(self.lanes_statistics, params, static, held_out)
         n = lanes.shape[0]
 
@@ -618,7 +618,7 @@ class _Programs(eqx.Module):
                 lambda: jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes),
             )
             params, opt_state, loss = jax.lax.cond(
-                s < self.optimizer.steps,
+                s < stop,
                 lambda: self.lanes_step(params, opt_state, static, data, s, lanes),
                 lambda: (params, opt_state, jnp.zeros(n)),
             )
@@ -819,8 +819,8 @@ def _logging(config, programs, params, static, held_out, seeds: int):
     chunks logs its statistics (steps before the last; the last is logged by `evaluate`), and
     zeroed buffers (seeds, logged steps, ...) of the loss and every gate statistic."""
     logged = log_steps(config.steps, config.log_points)
-    n_chunks = math.ceil(config.steps / config.chunk)
-    log_mask = np.zeros(n_chunks * config.chunk, bool)
+    # a chunk reads `chunk` entries from its start, which can be any step (`_chunk_bounds`)
+    log_mask = np.zeros(config.steps + config.chunk, bool)
     log_mask[logged[logged < config.steps]] = True
     stat_shapes = jax.eval_shape(programs.lanes_statistics, params, static, held_out)
     buffers = {"loss": np.zeros((seeds, logged.size))} | {
@@ -878,14 +878,12 @@ def _run_chunks(setup: _Setup, state: _State, checkpoint, progress: bool) -> tup
         if state.done:
             bar.update(state.done)
         if state.done < config.steps:
-            # the first line comes after a whole chunk: say what runs until then
-            bar.note(
-                f"compiling (or reading from the cache) and running the first "
-                f"{min(config.chunk, config.steps - state.done)} steps"
-            )
-        for start in range(state.done, config.steps, config.chunk):
+            bar.note("compiling (or reading from the cache) and running the first step")
+        for start, stop in _chunk_bounds(state.done, config.steps, config.chunk):
             t0 = time.perf_counter()
-            log_mask = setup.log_mask[start : start + config.chunk]
+            log_mask = setup.log_mask[start : start + config.chunk].copy()
+            # the steps after `stop` belong to the next chunk
+            log_mask[stop - start :] = False
             state.params, state.opt_state, (loss, stats) = programs.run_chunk(
                 state.params,
                 state.opt_state,
@@ -894,6 +892,7 @@ def _run_chunks(setup: _Setup, state: _State, checkpoint, progress: bool) -> tup
                 setup.held_out,
                 setup.lanes,
                 jnp.asarray(start),
+                jnp.asarray(stop),
                 jnp.asarray(log_mask),
             )
             loss, stats = jax.device_get((loss, stats))
@@ -902,8 +901,8 @@ def _run_chunks(setup: _Setup, state: _State, checkpoint, progress: bool) -> tup
                 state.buffers["loss"][:, j] = loss[i, :seeds]
                 for k, v in stats.items():
                     state.buffers[k][:, j] = v[i, :seeds]
-            n = min(config.chunk, config.steps - start)
-            state.done = start + n
+            n = stop - start
+            state.done = stop
             if checkpoint is not None:
                 _write_checkpoint(
                     checkpoint,
@@ -912,13 +911,30 @@ def _run_chunks(setup: _Setup, state: _State, checkpoint, progress: bool) -> tup
                     _lanes(jax.device_get(state.opt_state), seeds),
                     state.buffers,
                 )
-            elapsed = time.perf_counter() - t0
-            if first is None:
+            elapsed, warmup = time.perf_counter() - t0, first is None
+            if warmup:
                 first = elapsed
             else:
                 rest_s, rest_steps = rest_s + elapsed, rest_steps + n
-            bar.update(n, f"loss {np.mean(loss[n - 1, :seeds]):.4g}")
+            # the first chunk's time is mostly compiling: the ETA counts from its end
+            bar.update(n, f"loss {np.mean(loss[n - 1, :seeds]):.4g}", warmup=warmup)
     return first, rest_s, rest_steps
+
+
+def _chunk_bounds(done: int, steps: int, chunk: int) -> list[tuple[int, int]]:
+    """`(start, stop)` of the chunks that take a run from step `done` to `steps`: the first
+    step alone (its progress line comes as soon as the program is compiled or read from the
+    cache, not a whole chunk later), then up to the next multiple of `chunk`, then `chunk` steps
+    at a time. A run's numbers do not depend on where its chunks end (tested).
+
+    **Example:** `_chunk_bounds(0, 25, 10) == [(0, 1), (1, 10), (10, 20), (20, 25)]`.
+    """
+    if done >= steps:
+        return []
+    edges = sorted(
+        {done, done + 1, steps, *range((done // chunk + 1) * chunk, steps, chunk)}
+    )
+    return list(zip(edges[:-1], edges[1:]))
 
 
 def _finish_run(

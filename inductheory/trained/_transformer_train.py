@@ -389,10 +389,12 @@ def train_transformer(
                 trace = (*trace[:2], points)
             chunk_loss = np.asarray(chunk_loss)
             losses[:, c * config.chunk : (c + 1) * config.chunk] = chunk_loss.T
-            if first is None:
+            warmup = first is None
+            if warmup:
                 first = time.perf_counter() - t0
             n = min(config.chunk, config.steps - c * config.chunk)
-            bar.update(n, f"loss {np.mean(chunk_loss[n - 1]):.4g}")
+            # the first chunk's time is mostly compiling: the ETA counts from its end
+            bar.update(n, f"loss {np.mean(chunk_loss[n - 1]):.4g}", warmup=warmup)
     models = eqx.combine(params, static)
     loss, correct, phase_loss = (
         np.asarray(a) for a in evaluate(models, task, held_out)
