@@ -24,6 +24,21 @@ from ..internal._records import Record
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
 
+def spearman(a, b) -> float:
+    """Spearman's rank correlation of `a` and `b` (scipy's, ties averaged); NaN where either is
+    constant.
+
+    **Example:** `spearman([1, 2, 3], [3, 1, 2]) == -0.5`.
+    """
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    # imported here, not with the module: scipy.stats adds 0.3 s to every process's start
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
 def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval of a binomial share k/n (95% for the default z).
 

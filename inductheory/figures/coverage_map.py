@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from ..experiments._flows import independent_distinct_baseline
 from ..experiments._sweep import sweep
@@ -25,6 +24,7 @@ from ._stats import (
     interval_text,
     share_text,
     span_text,
+    spearman,
     wilson_interval,
 )
 
@@ -156,7 +156,7 @@ def compute(quick: bool, cache_dir) -> CoverageMapData:
     # does D order the points? excess over the baseline vs D (K = N - 1), every point
     excess = (distinct - base) / (1 - base)
     x = np.repeat(D_all[:, :, None], len(rhos), axis=2).ravel()
-    rho_s = float(spearmanr(x, excess.ravel()).statistic)
+    rho_s = spearman(x, excess.ravel())
     falls = [
         bool(np.all(np.diff(distinct[:, j, k]) <= 0))
         for j in range(len(betas))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy import stats
 
 from ..experiments._measured import Count
 from ..experiments._paper_matrix import (
@@ -22,7 +21,7 @@ from ..internal._records import Record
 from ..trained._interventions import shift_r_squared
 from . import _style
 from ._figure import Figure, FigureData, MeasuredTable
-from ._stats import interval_text, share_text, wilson_interval
+from ._stats import interval_text, share_text, spearman, wilson_interval
 
 # A gate is statically concentrated where its static effective offsets are at most this,
 # and input-dependent where its static ones are at least half the window and its average
@@ -39,14 +38,6 @@ def _fold(curve, S: int) -> np.ndarray:
     """Per-phase curves (..., period) averaged over the phases of one offset mod S."""
     c = np.asarray(curve, float)
     return c.reshape(*c.shape[:-1], -1, S).mean(axis=-2)
-
-
-def spearman(a, b) -> float:
-    """Spearman's rank correlation (scipy's, ties averaged); NaN where either is constant."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if np.ptp(a) == 0 or np.ptp(b) == 0:
-        return float("nan")
-    return float(stats.spearmanr(a, b).statistic)
 
 
 def _share(k: int, n: int) -> Count:
