@@ -99,3 +99,19 @@ def test_the_eta_reads_the_rate_after_a_warmup_unit(monkeypatch):
     assert first == "train 1/10 [5.0s elapsed, eta ?]"
     assert second == "train 2/10 [6.0s elapsed, eta 8.0s]"
     assert third == "train 2/10 [6.0s elapsed, eta 24.0s]"
+
+
+def test_a_flow_in_chunks_gives_no_eta_from_its_compiling_chunk(capsys):
+    """The first chunk of seeds compiles the flow: the ETA waits for the next one."""
+    import inductheory as it
+
+    task = it.Task(L=4, S=3, H=1, N=40)
+    config = it.FlowConfig(dynamics="reduced", t_max=50.0, max_steps=2_000)
+    it.run_flow(task, config, 4, chunk=2, progress=True)
+    lines = [
+        line
+        for line in capsys.readouterr().err.splitlines()
+        if line.startswith("flow (reduced) ")
+    ]
+    assert lines[0].startswith("flow (reduced) 2/4 [") and "eta ?]" in lines[0], lines
+    assert lines[-1].startswith("flow (reduced) 4/4 [") and "eta 0.0s]" in lines[-1]

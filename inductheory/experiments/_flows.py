@@ -353,11 +353,12 @@ def run_flow(
                 shared,
                 devices,
             )
-            if compile_s is None:
+            warmup = compile_s is None
+            if warmup:
                 compile_s = time.perf_counter() - t0
             n = min(chunk, seeds - lo)
             parts.append(jax.tree.map(lambda a, n=n: a[:n], out))
-            bar.update(n)
+            bar.update(n, warmup=warmup)  # the ETA: the rate after the compiling chunk
     per_seed = SeedResults.from_dict(jax.tree.map(lambda *a: np.concatenate(a), *parts))
     return _flow_run(
         task,

@@ -211,7 +211,8 @@ def regime_map(
                         found[i] = store_cached(
                             directory, params[i], point.to_dict()
                         )  # kept at once: a map resumes here
-                        bar.update()
+                        # the ETA: the rate after the first call, which compiles
+                        bar.update(warmup=lo == 0)
             else:
                 for i in todo:
                     point = oracle_point(
@@ -222,7 +223,7 @@ def regime_map(
                         seeds=seeds,
                     )
                     found[i] = store_cached(directory, params[i], point.to_dict())
-                    bar.update()
+                    bar.update(warmup=i == todo[0])
         summaries = []
         for t, stored in zip(tasks, found):
             # the JSON form, fresh or cached alike, so a resumed map has the same numbers

@@ -261,7 +261,8 @@ def oracle_point(
                 seeds=vertex.top_offsets[:seeds] if seeds else None,
             )
             records.append(context_record(task, config, res, vertex, tolerance))
-            bar.update(note=starts_each)
+            # the ETA: the rate after the first context, which compiles
+            bar.update(note=starts_each, warmup=m == 0)
     return point_summary(task, geometry, records, seeds)
 
 
