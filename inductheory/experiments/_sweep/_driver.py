@@ -138,7 +138,7 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
             if arrays is not None:
                 parts[b] = arrays
     todo = [b for b in range(len(blocks)) if b not in parts]
-    total_done = len(parts)  # blocks read from an earlier run
+    resumed = len(parts)  # blocks read from an earlier run
     total = sum(len(b) for b in blocks)
     with Progress(total, f"sweep {spec.kind}", enabled=progress) as bar:
         bar.update(
@@ -153,7 +153,7 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
                     block_dir / f"block-{b:05d}.npz", **arrays, **{BLOCK_RECORD: record}
                 )
             # the ETA: the rate after the first block computed here, which compiles
-            bar.update(len(blocks[b]), warmup=len(parts) == total_done + 1)
+            bar.update(len(blocks[b]), warmup=len(parts) == resumed + 1)
 
         if scheduler is None:
             for b in todo:
