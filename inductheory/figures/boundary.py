@@ -109,7 +109,7 @@ def _learned(task, config, seeds, cache_dir) -> LearnedWindow:
         W=task.W,
         converged=len(ok),
         status_counts={s: run.status.count(s) for s in set(run.status)},
-        pairs=dict(sorted(pairs.items(), key=lambda kv: -kv[1])),
+        pairs=dict(_by_count(pairs)),
         value_is_key_plus_one=float(np.mean(values == keys + 1)),
         accuracy_mean=acc.mean(0).tolist(),
         accuracy_std=acc.std(0).tolist(),
@@ -208,7 +208,7 @@ def draw(data: BoundaryData):
     x = np.arange(S)
     for j, (m, o) in enumerate(zip(learned, oracle)):
         W = m.W
-        top = " ".join(f"{k} ({v})" for k, v in list(m.pairs.items())[:3])
+        top = " ".join(f"{k} ({v})" for k, v in _by_count(m.pairs)[:3])
         # accuracy: learned mean (bars, +- one seed std) vs the oracle optimum (markers)
         ax = axes[0, j]
         # per-seed accuracy is 0 or 1, so the mean is the share of seeds answering the phase
@@ -284,6 +284,12 @@ def _phases(accuracy) -> str:
     return ", ".join(answered) if answered else "none"
 
 
+def _by_count(pairs: dict[str, int]) -> list[tuple[str, int]]:
+    """The selections `pairs` (name -> seeds), most frequent first, ties by name: the same order
+    whether the dict comes from a computation or from its stored JSON (keys sorted)."""
+    return sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def _keys(pair: str) -> list[int]:
     """The key offsets of a selection named `'1->2 2->3'`."""
     return [int(head.split("->")[0]) for head in pair.split()]
@@ -303,7 +309,7 @@ def _deltas(rotation: list, phase: int) -> list[int]:
 def _window_text(m: LearnedWindow, S: int) -> str:
     """What the learned seeds at window W select and answer, from their data `m`."""
     W, n, boundary = m.W, m.converged, S - 1
-    pairs = sorted(m.pairs.items(), key=lambda kv: -kv[1])
+    pairs = _by_count(m.pairs)
     keys = sorted({k for pair, _ in pairs for k in _keys(pair)})
     rotate = _deltas(m.rotation, boundary)
     seed0 = ", ".join(map(str, m.rotation_selected[0]))
@@ -393,10 +399,7 @@ def tables(data: BoundaryData) -> list[MeasuredTable]:
                 ", ".join(f"{a:.2f}" for a in o.accuracy),
             ]
         )
-        pairs += [
-            [str(m.W), pair, share_text(k, n)]
-            for pair, k in sorted(m.pairs.items(), key=lambda kv: -kv[1])
-        ]
+        pairs += [[str(m.W), pair, share_text(k, n)] for pair, k in _by_count(m.pairs)]
         rotation += [
             [str(m.W), str(d), _phases(acc)] for d, acc in enumerate(m.rotation)
         ]

@@ -492,7 +492,8 @@ def _findings_table(data: PaperMatrixData) -> MeasuredTable:
             "gaps " + ", ".join(f"{g:g}" for g in o.paper_gap) + " (each row's model)",
         ]
     )
-    for c in a.coverage.values():
+    # the rows' order, whatever the dict's (stored JSON sorts it)
+    for c in (a.coverage[name] for name in KV_ROWS if name in a.coverage):
         out.append(
             [
                 f"{c.kv_heads} KV head(s): seeds covering every phase (each phase >= "

@@ -173,6 +173,11 @@ class PaperMechanismsData(FigureData):
     S: int
     W: int
 
+    def in_order(self) -> list[tuple[str, MechanismRow]]:
+        """The rows by name in `MECHANISM_ROWS`' order, whatever the dict's (stored JSON sorts
+        it)."""
+        return [(name, self.rows[name]) for name in MECHANISM_ROWS if name in self.rows]
+
 
 def gate_summary(m, W: int) -> GateSummary:
     """Figure 5a and 5b counts over every (seed, layer, KV head) of a row's final gates."""
@@ -376,9 +381,8 @@ def _rotation_line(r: RotationSummary) -> str:
 
 
 def tables(data: PaperMechanismsData) -> list[MeasuredTable]:
-    rows = data.rows
     body = []
-    for name, r in rows.items():
+    for name, r in data.in_order():
         g, k, rot = r.gates, r.knockout, r.rotation
         both = r.rotation_with_payloads
         body.append(
@@ -445,7 +449,7 @@ def draw(data: PaperMechanismsData):
     import matplotlib.pyplot as plt
 
     W = data.W
-    names = list(data.rows)
+    names = [name for name, _ in data.in_order()]
     with _style.context():
         fig, axes = plt.subplots(2, 2, figsize=(11, 8.5))
         ax = axes[0, 0]

@@ -39,6 +39,10 @@ class OracleExample(Record):
     distinct_heads: bool
 
 
+# the example panels' labels, in the order the figure shows them
+EXAMPLES = ("inside", "outside")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Theorem1Data(FigureData):
     """The regime map over `N_grid` x `beta_grid` and its example panels.
@@ -158,7 +162,8 @@ def draw(data: Theorem1Data):
     fig = _style.plt.figure(figsize=(15, 7.8), layout="constrained")
     grid = fig.add_gridspec(2, 3, width_ratios=[1, 1, 1.3])
     gate_axes, im = [], None
-    for col, (label, ex) in enumerate(data.examples.items()):
+    # inside first, whatever the dict's order (stored JSON sorts it)
+    for col, (label, ex) in enumerate((k, data.examples[k]) for k in EXAMPLES):
         for row, branch in enumerate(BRANCHES):
             ax = fig.add_subplot(grid[row, col])
             gate_axes.append(ax)

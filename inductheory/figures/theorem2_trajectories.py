@@ -48,6 +48,14 @@ class Theorem2Data(FigureData):
 
     runs: dict[str, FlowTrajectories]
 
+    def in_order(self) -> list[tuple[str, FlowTrajectories]]:
+        """The runs by label, reduced first (whatever the dict's order: stored JSON sorts it)."""
+        return [(label, self.runs[label]) for label in FLOWS]
+
+
+# the flows' labels, in the order the figure shows them
+FLOWS = ("reduced", "full")
+
 
 def claim(data: Theorem2Data) -> str:
     """The claim, every measured number (seeds, selections, times) from `data`."""
@@ -79,9 +87,7 @@ def claim(data: Theorem2Data) -> str:
 
 def compute(quick: bool, cache_dir) -> Theorem2Data:
     runs = {}
-    for label, (task, config, seeds) in zip(
-        ("reduced", "full"), _runs.theorem2_setups(quick)
-    ):
+    for label, (task, config, seeds) in zip(FLOWS, _runs.theorem2_setups(quick)):
         r = _runs.flow_runs(task, config, seeds, cache_dir, trajectories=True)
         runs[label] = FlowTrajectories(
             task=task.to_dict(),
@@ -123,7 +129,7 @@ def draw(data: Theorem2Data):
         sharey=True,
     )
     H = S = 0
-    for row, (label, run) in enumerate(runs.items()):
+    for row, (label, run) in enumerate(data.in_order()):
         t, mass = (
             np.asarray(run.t, float),
             np.asarray(run.mass, float),
@@ -175,7 +181,7 @@ def tables(data: Theorem2Data) -> list[MeasuredTable]:
     """Per flow: the share of seeds that delta-selected with value = key + 1 (Wilson 95%), and
     each seed's selection and time to delta-selection."""
     summary, seeds = [], []
-    for label, run in data.runs.items():
+    for label, run in data.in_order():
         status = np.asarray(run.status)
         keys, values = np.asarray(run.key_offsets), np.asarray(run.value_offsets)
         ok = (status == "selected") & value_follows_key(keys, values)

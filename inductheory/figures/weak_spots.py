@@ -275,7 +275,8 @@ def tables(data: WeakSpotsData) -> list[MeasuredTable]:
             for i, (sel, acc) in enumerate(zip(m.selected, m.accuracy))
         ]
     selected = ", ".join(map(str, data.rotation_selected))
-    rotation = [[d, _phases(acc)] for d, acc in data.rotation.items()]
+    # by rotation, whatever the dict's order (stored JSON sorts its keys as text)
+    rotation = [[d, _phases(data.rotation[d])] for d in sorted(data.rotation, key=int)]
     k = data.knockout
     base = np.asarray(k.base_loss, float)
     knockout = [
