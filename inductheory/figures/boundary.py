@@ -109,7 +109,8 @@ def _learned(task, config, seeds, cache_dir) -> LearnedWindow:
         W=task.W,
         converged=len(ok),
         status_counts={s: run.status.count(s) for s in set(run.status)},
-        pairs=dict(_by_count(pairs)),
+        # most frequent first, ties in order of appearance (the stored findings print it so)
+        pairs=dict(sorted(pairs.items(), key=lambda kv: -kv[1])),
         value_is_key_plus_one=float(np.mean(values == keys + 1)),
         accuracy_mean=acc.mean(0).tolist(),
         accuracy_std=acc.std(0).tolist(),
