@@ -19,6 +19,22 @@ def test_rotation_shifts_the_phase_accuracy_curve(offsets, delta):
     assert after.sum() == before.sum()
 
 
+@pytest.mark.parametrize("axis", [0, -1, -2])
+def test_rotate_offsets_rolls_concrete_and_traced_arrays_alike(axis):
+    from inductheory.internal._compiles import CompileCount
+    from inductheory.model._gates import rotate_offsets
+
+    x = jax.random.normal(jax.random.key(1), (3, 4, 5))
+    counter = CompileCount()
+    concrete = [rotate_offsets(x, d, axis=axis) for d in range(-6, 7)]
+    assert counter.count().compiles == 0  # rolled on the host: no program per shift
+    for d, got in zip(range(-6, 7), concrete):
+        assert isinstance(got, jax.Array) and got.dtype == x.dtype
+        np.testing.assert_array_equal(got, np.roll(np.asarray(x), d, axis=axis))
+        traced = jax.jit(lambda x, d=d: rotate_offsets(x, d, axis=axis))(x)
+        np.testing.assert_array_equal(traced, got)
+
+
 def test_rotating_linear_gates_rotates_their_static_gates():
     geo = it.ExactGeometry(TASK.N, TASK.kappa)
     c = jax.random.normal(jax.random.key(0), (TASK.H, 2, TASK.S, geo.dim))

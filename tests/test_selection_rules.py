@@ -4,6 +4,7 @@ Each rule is checked just inside and just outside its threshold, where a changed
 (`>` for `>=`) or a changed tolerance (`1 - 10 delta` for `1 - delta`) gives another answer.
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -114,13 +115,30 @@ def test_value_follows_key_is_value_at_key_plus_one_for_every_head(
     ],
 )
 def test_distinct_within_blocks_against_sets(offsets, expected):
-    got = bool(it.model.distinct_within_blocks(jnp.asarray(offsets)))
     o = np.asarray(offsets)
     by_sets = bool(
         np.all(o >= 0)
         and all(len(set(o[:, b])) == o.shape[0] for b in range(o.shape[1]))
     )
-    assert got is expected is by_sets
+    distinct = it.model.distinct_within_blocks
+    # concrete arrays (compared with numpy) and traced ones (under jit) alike
+    for got in (distinct(o), distinct(jnp.asarray(o)), jax.jit(distinct)(o)):
+        assert bool(got) is expected is by_sets
+    # a batch of them at once: each as alone
+    batch = np.stack([o, np.roll(o, 1, axis=0), np.full_like(o, -1)])
+    alone = [bool(distinct(x)) for x in batch]
+    assert distinct(batch).tolist() == alone
+    assert np.asarray(jax.jit(distinct)(batch)).tolist() == alone
+
+
+def test_distinct_within_blocks_of_concrete_offsets_compiles_nothing():
+    from inductheory.internal._compiles import CompileCount
+
+    offsets = np.random.default_rng(0).integers(-1, 4, size=(16, 3, 2))
+    counter = CompileCount()
+    for n in range(1, 17):  # a shape of its own each
+        it.model.distinct_within_blocks(jax.device_put(offsets[:n]))
+    assert counter.count().compiles == 0
 
 
 @pytest.mark.parametrize("scale", [0.5, 1.0, 2.0])

@@ -205,8 +205,7 @@ def independent_distinct_baseline(H: int, W: int, tied: bool = False) -> float:
 def distinct_fraction(selected) -> float:
     """Fraction of seeds whose heads all selected, at pairwise distinct offsets. `selected`:
     (seeds, H)."""
-    selected = jnp.asarray(selected)
-    return float(np.mean(np.asarray(distinct_within_blocks(selected[..., None]))))
+    return float(np.mean(distinct_within_blocks(np.asarray(selected)[..., None])))
 
 
 def selected_distinct_fraction(selected, status) -> float:

@@ -102,20 +102,26 @@ _ell_of = eqx.filter_jit(lambda task, b: jax.vmap(lambda x: _losses(task, x))(b)
 def _al_solve(task, b, t, *, w_mean, w_t, c, epigraph, lam, mu, max_steps):
     """The AL stage for every start (b, t), in chunks of `_CHUNK` lanes (the last padded);
     scalars are broadcast to every lane. Returns (b, t)."""
-    n, P = b.shape[0], jnp.shape(lam)[-1]
-    full = lambda v, *tail: jnp.broadcast_to(jnp.asarray(v, jnp.float64), (n, *tail))
-    y = (b, full(t))
+    # lanes are broadcast, padded, cut and joined on the host: as jax operations each was a
+    # program of its own (exact data movement either way)
+    n, P = b.shape[0], np.shape(lam)[-1]
+    full = lambda v, *tail: np.broadcast_to(np.asarray(v, np.float64), (n, *tail))
+    y = (np.asarray(b), full(t))
     args = (full(w_mean), full(w_t), full(c), full(epigraph), full(lam, P), full(mu))
     pad = -n % _CHUNK
-    padded = lambda v: jnp.concatenate([v, jnp.repeat(v[-1:], pad, axis=0)])
+    padded = lambda v: np.concatenate([v, np.repeat(v[-1:], pad, axis=0)])
     y, args = jax.tree.map(padded, (y, args))
     outs = [
-        _al_program(
-            task, *jax.tree.map(lambda v, i=i: v[i : i + _CHUNK], (y, args)), max_steps
+        jax.device_get(
+            _al_program(
+                task,
+                *jax.tree.map(lambda v, i=i: v[i : i + _CHUNK], (y, args)),
+                max_steps,
+            )
         )
         for i in range(0, n + pad, _CHUNK)
     ]
-    b, t = (jnp.concatenate(parts)[:n] for parts in zip(*outs))
+    b, t = (np.concatenate(parts)[:n] for parts in zip(*outs))
     return b, t
 
 

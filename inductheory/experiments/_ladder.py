@@ -324,8 +324,9 @@ def _boundary_measures(run: TrainRun) -> ModelMeasures:
         run.train_config.eval_contexts,
     )
     per_seed = []
+    models = jax.device_get(run.models)  # sliced on the host: no program per leaf
     for i in range(run.seeds):
-        model = seed_model(run.models, i)
+        model = seed_model(models, i)
         per_seed.append(measure(eqx.tree_at(lambda m: m.task, model, every), contexts))
     return jax.tree.map(lambda *a: np.stack([np.asarray(x) for x in a]), *per_seed)
 

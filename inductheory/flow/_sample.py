@@ -49,10 +49,14 @@ def flow_sample(task: Task, config: FlowConfig, seed: int = 0):
 
 def seed_keys(seed: int, indices) -> jax.Array:
     """Raw key data (n, 2) of the seeds `indices` under base seed `seed`."""
+    return _seed_keys(seed, jnp.asarray(indices))
+
+
+# one compiled program per count of seeds (op by op, each vmapped operation was one)
+@jax.jit
+def _seed_keys(seed, indices):
     flow = jax.random.fold_in(jax.random.key(seed), 1)
-    return jax.vmap(lambda i: jax.random.key_data(jax.random.fold_in(flow, i)))(
-        jnp.asarray(indices)
-    )
+    return jax.vmap(lambda i: jax.random.key_data(jax.random.fold_in(flow, i)))(indices)
 
 
 __all__ = ["flow_sample", "sample_size", "seed_keys"]

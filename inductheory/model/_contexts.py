@@ -79,6 +79,12 @@ def balanced_contexts(
     if N % (L * S):
         raise ValueError(f"balanced samples need L*S = {L * S} to divide N = {N}")
     _require_int("permutations", permutations, 1)
+    return _balanced_contexts(key, L, S, N, permutations)
+
+
+# one compiled program per shape (op by op, each vmapped operation and each roll was one)
+@partial(jax.jit, static_argnums=(1, 2, 3, 4))
+def _balanced_contexts(key, L: int, S: int, N: int, permutations: int):
     perms = jax.vmap(lambda k: jax.random.permutation(k, N))(
         jax.random.split(key, permutations)
     )

@@ -249,8 +249,11 @@ def rotate_offsets(x: Array, delta: int, axis: int = -1) -> Array:
     """Gate rotation of docs/theory.md §9 along the offset `axis` of `x`: $\\tilde x_r =
     x_{(r - \\delta) \\bmod W}$, so what sat at offset r sits at (r + delta) mod W. Every gate
     rotation (`rotate_gates`, `LinearGates.rotate`, the trained model's `rotate_model_gates`)
-    is this one."""
-    return jnp.roll(x, delta, axis=axis)
+    is this one. A concrete array is rolled on the host (exact; `jnp.roll` compiles a program for
+    every shift), a traced one by `jnp.roll`."""
+    if isinstance(x, jax.core.Tracer) or not isinstance(delta, (int, np.integer)):
+        return jnp.roll(x, delta, axis=axis)
+    return jax.device_put(np.roll(np.asarray(x), delta, axis=axis))
 
 
 def hard_selection(W: int, offsets) -> SharedGates:
@@ -372,10 +375,15 @@ def value_follows_key(
 def distinct_within_blocks(
     offsets: Int[Array, "*batch heads blocks"],
 ) -> Bool[Array, "*batch"]:
-    """Whether, in every block, the heads' selected offsets are pairwise distinct (and all >= 0)."""
+    """Whether, in every block, the heads' selected offsets are pairwise distinct (and all >= 0).
+
+    Traced under jit; a concrete array is compared with numpy (exact integer comparisons, and
+    no compiled program per shape as jax's operations would need one by one)."""
+    xp = jnp if isinstance(offsets, jax.core.Tracer) else np
+    offsets = xp.asarray(offsets)
     same = offsets[..., :, None, :] == offsets[..., None, :, :]
     H = offsets.shape[-2]
-    off_diag = ~jnp.eye(H, dtype=bool)[:, :, None]
-    return jnp.all(offsets >= 0, axis=(-2, -1)) & ~jnp.any(
+    off_diag = ~xp.eye(H, dtype=bool)[:, :, None]
+    return xp.all(offsets >= 0, axis=(-2, -1)) & ~xp.any(
         same & off_diag, axis=(-3, -2, -1)
     )

@@ -634,7 +634,7 @@ def classify(
     """
     offsets = np.asarray(selected_offsets(gates.key, gates.value, delta, tied))
     hard = bool(np.all(offsets >= 0))
-    return offsets, hard, bool(distinct_within_blocks(jnp.asarray(offsets)))
+    return offsets, hard, bool(distinct_within_blocks(offsets))
 
 
 def minimize_oracle(

@@ -952,15 +952,19 @@ def _finish_run(
     buffers["loss"][:, -1] = loss[:seeds]
     for k, v in stats.items():
         buffers[k][:, -1] = v[:seeds]
-    final = eqx.combine(
+    # the seeds' models on the host: slicing and broadcasting there compiles nothing (as jax
+    # arrays, every leaf's slice was a program of its own, about 1.5 CPU-s of a quick ladder)
+    host = eqx.combine(
+        _lanes(jax.device_get(eqx.combine(state.params, static[0])), seeds),
         _map_arrays(
-            jnp.asarray,
-            _lanes(jax.device_get(eqx.combine(state.params, static[0])), seeds),
+            lambda a: np.broadcast_to(a, (seeds,) + a.shape), jax.device_get(static[1])
         ),
-        _map_arrays(lambda a: jnp.broadcast_to(a, (seeds,) + a.shape), static[1]),
     )
+    final = _map_arrays(
+        jax.device_put, host
+    )  # (jnp.asarray compiles a program per leaf)
     per_seed = [
-        measure(_map_arrays(lambda a, i=i: a[i], final), setup.held_out)
+        measure(_map_arrays(lambda a, i=i: a[i], host), setup.held_out)
         for i in range(seeds)
     ]
     measures = jax.tree.map(lambda *a: np.stack([np.asarray(x) for x in a]), *per_seed)
