@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 
 from ..model._contexts import balanced_contexts, sample_contexts
 from ..model._geometry import make_geometry
@@ -49,7 +49,7 @@ def flow_sample(task: Task, config: FlowConfig, seed: int = 0):
 
 def seed_keys(seed: int, indices) -> jax.Array:
     """Raw key data (n, 2) of the seeds `indices` under base seed `seed`."""
-    return _seed_keys(seed, jnp.asarray(indices))
+    return _seed_keys(seed, np.asarray(indices))
 
 
 # one compiled program per count of seeds (op by op, each vmapped operation was one)
