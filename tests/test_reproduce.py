@@ -169,6 +169,22 @@ def test_a_rerun_resumes_from_the_cache(quick_run, tmp_path, monkeypatch):
             json.loads((first / "data" / f"{name}.json").read_text()),
             name,
         )
+        # and so does its picture, drawn from the cached results
+        assert (tmp_path / f"{name}.png").read_bytes() == (
+            first / f"{name}.png"
+        ).read_bytes()
+
+
+def test_a_redraw_of_the_stored_data_draws_the_run_s_pictures(quick_run, tmp_path):
+    import shutil
+
+    first, _, _ = quick_run
+    shutil.copytree(first / "data", tmp_path / "data")
+    assert redraw(tmp_path, only=list(DEFAULT_QUICK)) == list(DEFAULT_QUICK)
+    for name in DEFAULT_QUICK:
+        assert (tmp_path / f"{name}.png").read_bytes() == (
+            first / f"{name}.png"
+        ).read_bytes(), name
 
 
 def test_an_interrupted_run_keeps_what_it_finished(tmp_path, monkeypatch):
