@@ -66,6 +66,11 @@ class Theorem1Data(FigureData):
     boundary: list[BoundaryBracket]
     fit: LogThresholdFit | None
 
+    def in_order(self) -> list[tuple[str, OracleExample]]:
+        """The examples by label, inside the regime first (whatever the dict's order: stored
+        JSON sorts it)."""
+        return [(label, self.examples[label]) for label in EXAMPLES]
+
 
 def claim(data: Theorem1Data) -> str:
     """The claim, its grid, restarts, hard points, gaps and brackets from `data`."""
@@ -162,8 +167,7 @@ def draw(data: Theorem1Data):
     fig = _style.plt.figure(figsize=(15, 7.8), layout="constrained")
     grid = fig.add_gridspec(2, 3, width_ratios=[1, 1, 1.3])
     gate_axes, im = [], None
-    # inside first, whatever the dict's order (stored JSON sorts it)
-    for col, (label, ex) in enumerate((k, data.examples[k]) for k in EXAMPLES):
+    for col, (label, ex) in enumerate(data.in_order()):
         for row, branch in enumerate(BRANCHES):
             ax = fig.add_subplot(grid[row, col])
             gate_axes.append(ax)
