@@ -960,13 +960,9 @@ def _finish_run(
             lambda a: np.broadcast_to(a, (seeds,) + a.shape), jax.device_get(static[1])
         ),
     )
-    final = _map_arrays(
-        jax.device_put, host
-    )  # (jnp.asarray compiles a program per leaf)
-    per_seed = [
-        measure(_map_arrays(lambda a, i=i: a[i], host), setup.held_out)
-        for i in range(seeds)
-    ]
+    # jax.device_put, not jnp.asarray: that compiles a program per leaf
+    final = _map_arrays(jax.device_put, host)
+    per_seed = [measure(seed_model(host, i), setup.held_out) for i in range(seeds)]
     measures = jax.tree.map(lambda *a: np.stack([np.asarray(x) for x in a]), *per_seed)
     first, rest_s, rest_steps = loop_timings
     return TrainRun(
