@@ -39,37 +39,58 @@ def empty_work(p: argparse.ArgumentParser, args, prefix: str) -> Path:
     return work
 
 
-def children_cpu() -> float:
+def children_usage() -> tuple[float, int]:
+    """CPU seconds and context switches of the finished child processes so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime + usage.ru_stime, usage.ru_nvcsw + usage.ru_nivcsw
 
 
-def run_reproduce(work: Path, label: str, args) -> dict:
+# `python -m inductheory` with the workers of every mode sharing every core (`OWN_CORES` off)
+_SHARING_CORES = (
+    "import sys, _inductheory_entry as entry; entry.command_line_environment(); "
+    "import inductheory.figures._reproduce as r; r.OWN_CORES.update(quick=False, full=False); "
+    "sys.exit(entry.main())"
+)
+
+
+def run_reproduce(
+    work: Path, label: str, args, *, own_caches: bool = False, own_cores: bool = True
+) -> dict:
     """One `reproduce --json` run into `work/out-<label>`, its progress in `work/<label>.log`,
     with `work/cache` as the cache directory (figure cache, compiled programs) and `work/xdg` as
-    the user's cache; returns `{"figures": per-figure JSON, "wall_s", "cpu_s"}` (CPU of every
-    process), also written to `work/<label>.json`."""
+    the user's cache (`own_caches`: `work/cache-<label>` and `work/xdg-<label>`, empty);
+    `own_cores=False` runs the workers on every core in every mode (`OWN_CORES` off). Returns
+    `{"figures": per-figure JSON, "wall_s", "cpu_s", "switches"}` (CPU seconds and context
+    switches of every process), also written to `work/<label>.json`."""
+    suffix = f"-{label}" if own_caches else ""
     env = {
         **os.environ,
-        "XDG_CACHE_HOME": str(work / "xdg"),
+        "XDG_CACHE_HOME": str(work / f"xdg{suffix}"),
         "PYTHONPATH": str(ROOT),
-        "INDUCTHEORY_CACHE_DIR": str(work / "cache"),
+        "INDUCTHEORY_CACHE_DIR": str(work / f"cache{suffix}"),
     }
-    command = [sys.executable, "-m", "inductheory", "reproduce", "--json"]
+    start = ["-m", "inductheory"] if own_cores else ["-c", _SHARING_CORES]
+    command = [sys.executable, *start, "reproduce", "--json"]
     command += ["--out", str(work / f"out-{label}")]
     command += ["--quick"] * args.quick
     command += ["--only", args.only] if args.only else []
     command += ["--jobs", str(args.jobs)] if args.jobs else []
-    cpu, wall = children_cpu(), time.perf_counter()
+    (cpu, switches), wall = children_usage(), time.perf_counter()
     with open(work / f"{label}.log", "w") as log:
         done = subprocess.run(
             command, env=env, stdout=subprocess.PIPE, stderr=log, text=True
         )
-    wall, cpu = time.perf_counter() - wall, children_cpu() - cpu
+    wall = time.perf_counter() - wall
+    cpu_after, switches_after = children_usage()
     if done.returncode != 0:
         raise SystemExit(
             f"{label} run failed (exit {done.returncode}); see {work / label}.log"
         )
-    result = {"figures": json.loads(done.stdout), "wall_s": wall, "cpu_s": cpu}
+    result = {
+        "figures": json.loads(done.stdout),
+        "wall_s": wall,
+        "cpu_s": cpu_after - cpu,
+        "switches": switches_after - switches,
+    }
     (work / f"{label}.json").write_text(json.dumps(result, indent=1))
     return result

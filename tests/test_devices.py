@@ -87,3 +87,49 @@ def test_cli_sweep_on_two_devices_gives_the_one_device_numbers():
             p2["phase_accuracy"],
         )
         assert p1["loss"] == pytest.approx(p2["loss"], rel=1e-13)
+
+
+def test_core_sets_share_the_cores_out():
+    from inductheory.internal._devices import core_sets
+
+    assert core_sets([0, 1], 2) == [{0}, {1}]
+    assert core_sets([3, 0, 1, 2, 4], 2) == [{0, 1, 2}, {3, 4}]  # sorted first
+    assert core_sets([0, 1, 2, 3, 4, 5, 6], 3) == [{0, 1, 2}, {3, 4}, {5, 6}]
+    assert core_sets([0, 1], 3) == [{0}, {1}, {0}]  # more workers than cores
+    assert core_sets([5], 1) == [{5}]
+    for n_cores in range(1, 10):
+        cores = list(range(10, 10 + n_cores))
+        for workers in range(1, n_cores + 1):
+            sets = core_sets(cores, workers)
+            # disjoint, covering every core, sizes within one of each other
+            assert sorted(c for s in sets for c in s) == cores
+            assert max(map(len, sets)) - min(map(len, sets)) <= 1
+    with pytest.raises(ValueError, match="at least one core and one worker"):
+        core_sets([0, 1], 0)
+
+
+def _affinity_of_child(queue):
+    queue.put(sorted(os.sched_getaffinity(0)))
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform"
+)
+def test_a_process_started_on_cores_runs_there():
+    import multiprocessing
+
+    from inductheory.internal._devices import on_cores, usable_cores
+
+    before = usable_cores()
+    one = frozenset(before[-1:])
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=_affinity_of_child, args=(queue,))
+    with on_cores(one):
+        assert usable_cores() == sorted(one)
+        process.start()
+    assert usable_cores() == before  # the starting thread gets its cores back
+    assert queue.get(timeout=60) == sorted(one)
+    process.join(timeout=60)
+    with on_cores(None):  # leaves it as it is
+        assert usable_cores() == before

@@ -124,7 +124,7 @@ def test_a_figure_read_from_the_figure_cache_keeps_the_earlier_time():
     from inductheory.figures._reproduce import FigureTimes, kept_timings
 
     def times(wall_s, compiles):
-        return FigureTimes(wall_s, wall_s, 0.0, compiles, 0)
+        return FigureTimes(wall_s, wall_s, 0.0, compiles, 0, 1)
 
     previous = {"a": 50.0, "b": 20.0}
     results = {

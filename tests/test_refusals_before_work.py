@@ -98,7 +98,7 @@ def test_times_that_cannot_be_kept_are_a_warning_not_a_failure(tmp_path, monkeyp
     def make(name, quick, mode_cache, out, report=None):
         (out / "data" / f"{name}.json").write_text("{}")
         data = module.FigureData(parameters={}, findings="")
-        return module.FigureRun(name, data, module.FigureTimes(1.0, 1.0, 0.0, 0, 0))
+        return module.FigureRun(name, data, module.FigureTimes(1.0, 1.0, 0.0, 0, 0, 1))
 
     write = module.write_json_atomic
 

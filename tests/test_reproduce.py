@@ -89,7 +89,7 @@ def test_every_committed_quick_figure_is_reproduced(tmp_path_factory):
 
 
 # What a `FigureRun`'s times add to its data in `to_dict()` (and `--json` prints per figure).
-TIME_KEYS = {"wall_s", "cpu_s", "compile_s", "compiles", "cache_hits"}
+TIME_KEYS = {"wall_s", "cpu_s", "compile_s", "compiles", "cache_hits", "cores"}
 
 
 def test_a_figure_run_is_its_record_and_times(quick_run):
@@ -107,10 +107,22 @@ def test_a_figure_run_is_its_record_and_times(quick_run):
     assert run.times.wall_s == d["wall_s"] > 0 and run.times.compiles == d["compiles"]
 
 
+def test_the_workers_of_a_quick_run_take_cores_of_their_own(quick_run):
+    """Two quick figures in two workers: each worker ran on its own share of the usable cores
+    (`OWN_CORES`), one core each on a 2-core machine."""
+    from inductheory.internal._devices import core_sets, usable_cores
+
+    _, _, results = quick_run
+    shares = sorted(map(len, core_sets(usable_cores(), 2)))
+    assert sorted(run.times.cores for run in results.values()) == shares
+    if len(usable_cores()) > 1:
+        assert all(run.times.cores < len(usable_cores()) for run in results.values())
+
+
 def test_cli_json_prints_findings_and_times_per_figure(tmp_path, monkeypatch, capsys):
     import inductheory.figures._reproduce as module
 
-    times = module.FigureTimes(1.5, 1.25, 0.5, 3, 1)
+    times = module.FigureTimes(1.5, 1.25, 0.5, 3, 1, 2)
     data = module.FigureData(parameters={}, findings="measured")
     monkeypatch.setattr(
         module,

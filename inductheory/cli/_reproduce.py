@@ -15,18 +15,13 @@ MAX_DEFAULT_JOBS = (
 def default_jobs() -> int:
     """CPU cores available to this process (at most MAX_DEFAULT_JOBS); 1 on an accelerator, whose
     memory one process already claims."""
-    import os
-
     import jax
+
+    from ..internal._devices import usable_cores
 
     if jax.default_backend() != "cpu":
         return 1
-    cores = (
-        len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else (os.cpu_count() or 1)
-    )
-    return max(1, min(cores, MAX_DEFAULT_JOBS))
+    return max(1, min(len(usable_cores()), MAX_DEFAULT_JOBS))
 
 
 def register(sub) -> None:

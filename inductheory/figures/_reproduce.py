@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..internal._clock import Clock
+from ..internal._devices import core_sets, on_cores, usable_cores
 from ..internal._eta import (
     Eta,
     basis as eta_basis,
@@ -145,14 +146,16 @@ def _select(only: list[str] | None) -> list[Figure]:
 @dataclasses.dataclass(frozen=True)
 class FigureTimes(Record):
     """What making one figure cost its process: `wall_s`, `cpu_s` and `compile_s` (wall, CPU,
-    and tracing and compiling seconds, rounded to ms), `compiles` (XLA compiles) and
-    `cache_hits` (those the persistent compilation cache served)."""
+    and tracing and compiling seconds, rounded to ms), `compiles` (XLA compiles),
+    `cache_hits` (those the persistent compilation cache served) and `cores` (the cores the
+    process could run on: a worker of a quick run takes its own, `OWN_CORES`)."""
 
     wall_s: float
     cpu_s: float
     compile_s: float
     compiles: int
     cache_hits: int
+    cores: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,6 +209,7 @@ def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> FigureR
         compile_s=round(spent.compile_s, 3),
         compiles=spent.compiles,
         cache_hits=counter.count().hits,
+        cores=len(usable_cores()),
     )
     return FigureRun(name, record, times)
 
@@ -671,6 +675,18 @@ def _serve_figures(worker: int, caches, flags: str, tasks, events, progress) -> 
             return
 
 
+# Whether the workers of a run each take their own cores (`core_sets`), by mode. The quick figures
+# run small programs, which a second core hardly speeds up (quick relaxation_ladder alone: 40-44 s
+# on one core, 40-43 on two), and workers sharing every core lose CPU to each other's XLA threads
+# (the quick run on 2 cores, in 8 alternating pairs: 0 to 18 s less wall with a core each, median
+# 9.5 s of 124-144 s; 640,000-710,000 context switches against 85,000; benchmarks/bench_cores.py).
+# XLA sizes a worker's thread pool by its cores, so the float32 training of the quick paper_matrix
+# and paper_mechanisms rounds differently (1e-7 relative), as on machines with other core counts.
+# The full figures keep every core: paper_matrix runs alone for its last 18 minutes, and a row of
+# it at full size trains in 13 s on two cores against 16-17 on one.
+OWN_CORES = {"quick": True, "full": False}
+
+
 def first_workers(order: list[str], quick: bool, jobs: int) -> list[str]:
     """The `worker_flags` of the workers a run of figures `order` (longest first) starts with:
     one of each kind of flags, in the order of their longest figure, then more of the first
@@ -704,10 +720,11 @@ def _make_in_workers(
     hands over to a fresh process (`_worn_out`). A worker runs under one set of XLA flags
     (`worker_flags`) for life: it takes the longest figure left that they serve, and when none
     is left hands over to a worker of the kind of the longest figure left; the run starts with
-    a worker of each kind (`first_workers`). A figure whose `after`
-    figure is being computed by another worker waits for it (it reads what that one caches); a
-    worker with nothing else of its kind to do waits too. The workers report progress lines on
-    a queue; this process prints them."""
+    a worker of each kind (`first_workers`). In quick mode each worker runs on cores of its own
+    (`OWN_CORES`: the usable cores shared out by `core_sets`; a new worker takes those of the
+    one it replaces). A figure whose `after` figure is being computed by another worker waits
+    for it (it reads what that one caches); a worker with nothing else of its kind to do waits
+    too. The workers report progress lines on a queue; this process prints them."""
     import multiprocessing
 
     import jax
@@ -736,6 +753,14 @@ def _make_in_workers(
     )
     results: dict[str, FigureRun] = {}
     workers: dict[int, tuple] = {}  # id -> (process, task queue, compile flags)
+    starting = first_workers(order, quick, jobs)
+    # cores of their own, when the workers take them (`OWN_CORES`): live worker -> index in `own`
+    own = (
+        core_sets(usable_cores(), len(starting))
+        if starting and OWN_CORES["quick" if quick else "full"]
+        else []
+    )
+    cores_of: dict[int, int] = {}
     busy: dict[int, str] = {}  # id -> the figure it computes
     waiting: set[int] = set()  # workers whose next figures wait for a running one
     count = iter(range(10**9))
@@ -755,7 +780,12 @@ def _make_in_workers(
             args=(worker, caches, flags, tasks, events, status.enabled),
             daemon=True,
         )
-        process.start()
+        taken = {cores_of.get(w) for w in workers}
+        free = [i for i in range(len(own)) if i not in taken]
+        if free:
+            cores_of[worker] = free[0]
+        with on_cores(own[free[0]] if free else None):
+            process.start()
         workers[worker] = (process, tasks, flags)
         return worker
 
@@ -811,7 +841,7 @@ def _make_in_workers(
 
     failed = True
     try:
-        for flags in first_workers(order, quick, jobs):
+        for flags in starting:
             spawn(flags)
         for worker in list(workers):
             assign(worker)
@@ -993,7 +1023,7 @@ def kept_timings(
     say nothing of a computation), which keep the earlier run's.
 
     ```python
-    kept_timings({"a": 50.0}, {"a": FigureTimes(0.4, 0.4, 0.0, 0, 0)})  # {"a": 50.0}
+    kept_timings({"a": 50.0}, {"a": FigureTimes(0.4, 0.4, 0.0, 0, 0, 2)})  # {"a": 50.0}
     ```
     """
     kept = dict(previous)

@@ -1,8 +1,9 @@
 """How many devices the host CPU is split into, so that sweeps and flow batches run on every
-core."""
+core; which cores a process may run on, and how worker processes share them."""
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 import warnings
@@ -80,3 +81,65 @@ def use_cpu_devices(count: int | None = None) -> int:
 
 
 __all__ = ["use_cpu_devices"]
+
+
+def usable_cores() -> list[int]:
+    """The cores this process may run on (its CPU affinity), sorted; where the platform has no
+    affinity, every core.
+
+    ```python
+    len(usable_cores())  # e.g. 2 on a 2-core machine, 1 under `taskset -c 0`
+    ```
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def core_sets(cores: list[int], workers: int) -> list[frozenset[int]]:
+    """`cores` shared out among `workers` processes that each take their own: consecutive runs
+    of cores as equal as can be (the first ones one longer); with more workers than cores, one
+    core each, in turn.
+
+    ```python
+    core_sets([0, 1, 2, 3, 4], 2)  # [{0, 1, 2}, {3, 4}]
+    core_sets([0, 1], 3)  # [{0}, {1}, {0}]
+    ```
+    """
+    if workers < 1 or not cores:
+        raise ValueError(
+            f"core_sets needs at least one core and one worker (got {len(cores)} cores, "
+            f"{workers} workers)"
+        )
+    cores = sorted(cores)
+    if workers >= len(cores):
+        return [frozenset({cores[i % len(cores)]}) for i in range(workers)]
+    size, longer = divmod(len(cores), workers)
+    sets, start = [], 0
+    for i in range(workers):
+        end = start + size + (i < longer)
+        sets.append(frozenset(cores[start:end]))
+        start = end
+    return sets
+
+
+@contextlib.contextmanager
+def on_cores(cores: frozenset[int] | None):
+    """Run the calling thread on `cores` for the block, so that a process it starts there runs
+    on them too, with every thread it makes (the affinity is inherited, and XLA sizes its thread
+    pool by it); None, or a platform without affinity: leave it as it is.
+
+    ```python
+    with on_cores(frozenset({0})):
+        process.start()  # runs on core 0 only
+    ```
+    """
+    if cores is None or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
