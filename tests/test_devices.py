@@ -133,3 +133,15 @@ def test_a_process_started_on_cores_runs_there():
     process.join(timeout=60)
     with on_cores(None):  # leaves it as it is
         assert usable_cores() == before
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform"
+)
+def test_cores_the_system_refuses_leave_the_thread_as_it_is():
+    from inductheory.internal._devices import on_cores, usable_cores
+
+    before = usable_cores()
+    with on_cores(frozenset({10**6})):  # no such core: EINVAL
+        assert usable_cores() == before
+    assert usable_cores() == before

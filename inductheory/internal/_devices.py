@@ -127,7 +127,8 @@ def core_sets(cores: list[int], workers: int) -> list[frozenset[int]]:
 def on_cores(cores: frozenset[int] | None):
     """Run the calling thread on `cores` for the block, so that a process it starts there runs
     on them too, with every thread it makes (the affinity is inherited, and XLA sizes its thread
-    pool by it); None, or a platform without affinity: leave it as it is.
+    pool by it); None, a platform without affinity, or cores the system refuses (`OSError`, e.g.
+    taken away meanwhile): leave it as it is, since where a process runs changes only its speed.
 
     ```python
     with on_cores(frozenset({0})):
@@ -138,7 +139,11 @@ def on_cores(cores: frozenset[int] | None):
         yield
         return
     before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, cores)
+    try:
+        os.sched_setaffinity(0, cores)
+    except OSError:
+        yield
+        return
     try:
         yield
     finally:
