@@ -80,9 +80,6 @@ def use_cpu_devices(count: int | None = None) -> int:
     return count
 
 
-__all__ = ["use_cpu_devices"]
-
-
 def usable_cores() -> list[int]:
     """The cores this process may run on (its CPU affinity), sorted; where the platform has no
     affinity, every core.
@@ -148,3 +145,6 @@ def on_cores(cores: frozenset[int] | None):
         yield
     finally:
         os.sched_setaffinity(0, before)
+
+
+__all__ = ["use_cpu_devices"]
