@@ -68,7 +68,7 @@ def main(argv=None) -> int:
             )
             runs[kind].append(run)
             ratio = (
-                f"{run['wall_s'] / runs['own'][i]['wall_s']:.3f}"
+                f"{runs['own'][i]['wall_s'] / run['wall_s']:.3f}"
                 if kind == "shared"
                 else ""
             )
