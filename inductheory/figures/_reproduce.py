@@ -679,8 +679,9 @@ def _serve_figures(worker: int, caches, flags: str, tasks, events, progress) -> 
 # run small programs, which a second core speeds up by a few percent (quick relaxation_ladder
 # alone: 40 and 44 s on one core, 38 and 40 s on two, with the same CPU seconds; once 52 s in a
 # noisy minute), and workers sharing every core lose CPU to each other's XLA threads
-# (the quick run on 2 cores, in 8 alternating pairs: 0 to 18 s less wall with a core each, median
-# 9.5 s of 124-144 s; 640,000-710,000 context switches against 85,000; benchmarks/bench_cores.py).
+# (the quick run on 2 cores, in 11 alternating pairs: 7 s more to 18 s less wall with a core each,
+# less in 9, median 8.8 s less of 124-144 s; 640,000-750,000 context switches against 85,000-91,000;
+# benchmarks/bench_cores.py).
 # XLA sizes a worker's thread pool by its cores, so the float32 training of the quick paper_matrix
 # and paper_mechanisms rounds differently (1e-7 relative), as on machines with other core counts.
 # The full figures keep every core: paper_matrix runs alone for its last 18 minutes, and a row of
