@@ -42,6 +42,10 @@ class FlowTrajectories(Record):
         return int(np.sum(np.asarray(self.status) == "selected"))
 
 
+# the flows' labels, in the order the figure shows them
+FLOWS = ("reduced", "full")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Theorem2Data(FigureData):
     """The reduced and the full flow's trajectories, by label (`"reduced"`, `"full"`)."""
@@ -51,10 +55,6 @@ class Theorem2Data(FigureData):
     def in_order(self) -> list[tuple[str, FlowTrajectories]]:
         """The runs by label, reduced first (whatever the dict's order: stored JSON sorts it)."""
         return [(label, self.runs[label]) for label in FLOWS]
-
-
-# the flows' labels, in the order the figure shows them
-FLOWS = ("reduced", "full")
 
 
 def claim(data: Theorem2Data) -> str:
