@@ -6,9 +6,8 @@ store what their analysis needs (per-seed, per-phase accuracies; the mitigation 
 `paper_matrix.restated` and `mitigations.restated` give the data that `inductheory reproduce`
 would (a test checks the committed data against them).
 
-    python benchmarks/restate_figures.py figures
-    python benchmarks/restate_figures.py figures/quick --quick
-    python benchmarks/render_readme.py figures   # then the README (--quick likewise)
+    python benchmarks/restate_figures.py figures   # or figures/quick (its size is read from
+    python benchmarks/render_readme.py figures     # the stored parameters); then the README
 """
 
 from __future__ import annotations
@@ -22,25 +21,28 @@ from inductheory.figures import mitigations, paper_matrix, redraw
 from inductheory.internal._io import write_json_atomic
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", type=Path)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    data = args.folder / "data"
-
-    def stored(name):
-        return json.loads((data / f"{name}.json").read_text())
-
-    size = QUICK_SIZE if args.quick else FULL_SIZE
+def restate(folder: Path) -> None:
+    """Restate and redraw both figures of `folder` (`figures` or `figures/quick`)."""
+    data = folder / "data"
+    matrix = json.loads((data / "paper_matrix.json").read_text())
+    # the size whose parameters the stored matrix has (full or quick)
+    (size,) = [
+        s
+        for s in (FULL_SIZE, QUICK_SIZE)
+        if paper_matrix.parameters(s) == matrix["parameters"]
+    ]
     new = {
-        "paper_matrix": paper_matrix.restated(stored("paper_matrix"), size),
-        "mitigations": mitigations.restated(stored("mitigations")),
+        "paper_matrix": paper_matrix.restated(matrix, size),
+        "mitigations": mitigations.restated(
+            json.loads((data / "mitigations.json").read_text())
+        ),
     }
     for name, record in new.items():
         write_json_atomic(data / f"{name}.json", record.to_dict())
-    redraw(args.folder, only=list(new))
+    redraw(folder, only=list(new))
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    restate(parser.parse_args().folder)

@@ -373,7 +373,7 @@ def analyze(rows: dict[str, RowSummary], size) -> MatrixAnalysis:
         f"{percent_text(headline.full_worst)}; reference W8/S8: gap {points_text(ref.gap)}, "
         f"boundary phase {percent_text(ref.boundary_phase)}, "
         f"within-window gap {points_text(ref.within_gap)}; mitigation ordering by gap vs the "
-        f"paper's: tau {ordering.tau:.2f}, permutation p = {ordering.p_value:.2f}, "
+        f"paper's: tau {ordering.tau:.2f}, permutation p = {ordering.p_value:.2f}, tau "
         f"{tau_text(t)}; {len(ordering.separated)} of {len(pairs)} pairs' gap "
         f"intervals separate; overlap shrinks the reference's gap by "
         + ", ".join(
@@ -402,8 +402,9 @@ def _separate(a: MeanInterval, b: MeanInterval) -> bool:
 
 
 def tau_text(t: ResampledTau) -> str:
+    """The resampled tau as text: `under 2000 resamples of each row's seeds: median ...`."""
     return (
-        f"under {t.resamples} resamples of each row's seeds median {t.median:.2f}, 95% "
+        f"under {t.resamples} resamples of each row's seeds: median {t.median:.2f}, 95% "
         f"{interval_text(*t.ci95)}, range {t.low:.2f} to {t.high:.2f}"
     )
 

@@ -816,13 +816,11 @@ def compute(quick: bool, cache_dir) -> MitigationsData:
     threshold = _threshold_rows(
         shapes, queries, 4 if quick else COORDINATION_SEEDS, config, runner, task
     )
-    paper = paper_comparisons(table)
-    return MitigationsData(
-        table=table,
-        coordination=coordination,
-        threshold=threshold,
-        paper=paper,
-        parameters={
+    return _with_paper(
+        table,
+        coordination,
+        threshold,
+        {
             "task": "T=L*S=48 positions, H=2, N=4096, beta=4, gamma=1, kappa=1, exact "
             "geometry, queries=all",
             "flow": f"reduced, rho={config.rho}, delta={config.delta}, "
@@ -834,7 +832,6 @@ def compute(quick: bool, cache_dir) -> MitigationsData:
             f"{' and '.join(f'{f:g}' for f in THRESHOLD_FACTORS)} lambda*, "
             f"{4 if quick else COORDINATION_SEEDS} seeds each",
         },
-        findings=_findings(table, coordination, paper, threshold),
     )
 
 
@@ -883,13 +880,18 @@ def restated(stored) -> MitigationsData:
         LabelledCoordinationRow.from_dict(r) for r in stored["coordination"]
     ]
     threshold = [ThresholdRow.from_dict(r) for r in stored["threshold"]]
+    return _with_paper(table, coordination, threshold, dict(stored["parameters"]))
+
+
+def _with_paper(table, coordination, threshold, parameters) -> MitigationsData:
+    """The figure's data from its rows: the comparison with the paper and the findings added."""
     paper = paper_comparisons(table)
     return MitigationsData(
         table=table,
         coordination=coordination,
         threshold=threshold,
         paper=paper,
-        parameters=dict(stored["parameters"]),
+        parameters=parameters,
         findings=_findings(table, coordination, paper, threshold),
     )
 

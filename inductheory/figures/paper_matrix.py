@@ -148,14 +148,10 @@ def _n_pairs(o: Ordering) -> int:
     return len(o.rows) * (len(o.rows) - 1) // 2
 
 
-def _pairs_text(pairs, what: str = "") -> str:
-    """`k pairs what (a > b, c > d)`."""
+def _pairs_text(pairs, of: int) -> str:
+    """`k of n pairs (a > b, c > d)`, the pairs listed by their measured order."""
     listed = ", ".join(f"{m} > {n}" for m, n in pairs)
-    return (
-        f"{len(pairs)} pair{'' if len(pairs) == 1 else 's'}"
-        + (f" {what}" if what else "")
-        + (f" ({listed})" if pairs else "")
-    )
+    return f"{len(pairs)} of {of} pairs" + (f" ({listed})" if pairs else "")
 
 
 def _present(data: PaperMatrixData):
@@ -282,18 +278,18 @@ def _findings_table(data: PaperMatrixData) -> MeasuredTable:
             "mitigations ordered by gap ("
             + ", ".join(o.rows)
             + ") against the paper's order",
-            f"Kendall tau-a {o.tau:.2f} ({_pairs_text(o.discordant, 'discordant')} of "
-            f"{_n_pairs(o)}), exact permutation p = {o.p_value:.3f} (share of the "
-            f"{len(o.rows)}! orders agreeing at least as well); {tau_text(t)}. Resolved "
-            f"(gap intervals separate): {len(o.separated)} of {_n_pairs(o)} pairs, "
+            f"Kendall tau-a {o.tau:.2f}, exact permutation p = {o.p_value:.3f} (share of the "
+            f"{len(o.rows)}! orders agreeing at least as well); discordant: "
+            f"{_pairs_text(o.discordant, _n_pairs(o))}. Tau {tau_text(t)}. Resolved (gap "
+            f"intervals separate): {_pairs_text(o.separated, _n_pairs(o))}"
             + (
-                "each ordered as the paper orders it"
-                if not resolved_against
-                else f"{len(o.separated) - len(resolved_against)} as the paper orders "
-                "them, " + _pairs_text(resolved_against, "against it")
+                f"; against the paper's order among them: "
+                f"{_pairs_text(resolved_against, len(o.separated))}"
+                if o.separated
+                else ""
             )
-            + "; not resolved (intervals overlap): "
-            + ("none" if not o.overlapping else _pairs_text(o.overlapping)),
+            + f". Not resolved (intervals overlap): "
+            f"{_pairs_text(o.overlapping, _n_pairs(o))}",
             "gaps " + ", ".join(f"{g:g}" for g in o.paper_gap) + " (each row's model)",
         ]
     )
