@@ -382,7 +382,7 @@ def t_interval(
     **Returns:** a `MeanInterval`.
 
     ```python
-    t_interval([0.1, 0.2, 0.3]).ci95  # about [-0.148, 0.448] clipped: [0, 0.448]
+    t_interval([0.1, 0.2, 0.3]).ci95  # [0, 0.448]: [-0.048, 0.448] clipped to [0, 1]
     ```
     """
     v = np.asarray(values, np.float64).ravel()
