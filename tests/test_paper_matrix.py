@@ -13,7 +13,7 @@ import pytest
 import inductheory  # noqa: F401
 from inductheory.cli import _matrix as cli_matrix, build_parser, main
 from inductheory.experiments import _paper_matrix as pm
-from inductheory.figures import paper_matrix as fig
+from inductheory.figures import _matrix_stats as ms, paper_matrix as fig
 from inductheory.trained._architecture import Architecture, Attention
 from inductheory.trained._transformer_train import PhaseMeasures
 
@@ -189,7 +189,7 @@ def test_cluster_bootstrap_covers_binomial_truth():
     covered, widths = 0, []
     for s in range(40):
         share = np.random.default_rng(s).binomial(4, p, (seeds, contexts, period)) / 4
-        lo, hi = fig.cluster_bootstrap(share, np.mean, resamples=300, seed=s)
+        lo, hi = ms.cluster_bootstrap(share, np.mean, resamples=300, seed=s)
         covered += lo <= p <= hi
         widths.append(hi - lo)
     n = seeds * contexts * period * 4

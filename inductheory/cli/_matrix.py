@@ -306,7 +306,7 @@ def run(args) -> int:
     if args.export_gates is not None:
         _check_export(args.export_gates, rows, size)
     claim_out(args, "matrix", parameters=False)
-    from ..figures.paper_matrix import row_summary
+    from ..figures._matrix_stats import row_summary
 
     report = {}
     for r in rows:

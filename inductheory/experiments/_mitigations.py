@@ -29,13 +29,51 @@ from ._flows import NoSelectionWarning, run_flow, selected_distinct_fraction
 from ._measured import Spread
 from ._results import FlowOutcomes
 
-# The paper's measurements on trained models (per-phase accuracy over query phases, in %).
+# The paper's measurements on trained models (per-phase accuracy over query phases, in %), each
+# with the `model` it comes from; `controlled`: a model of the paper's controlled family (its
+# table 8), which the others are not, so that only those are ordered against each other.
 PAPER = {
-    "W8/S8": {"S": 8, "W": 8, "gates": "learned", "gap": 75.3},
-    "W8/S4": {"S": 4, "W": 8, "gates": "learned", "gap": 39.8},
-    "W8/S6": {"S": 6, "W": 8, "gates": "learned", "gap": 31.9},
-    "uniform": {"S": 8, "W": 8, "gates": "uniform", "gap": 19.2, "mean_accuracy": 12.5},
-    "S=2": {"S": 2, "W": 8, "gates": "learned", "gap": 6.09},
+    "W8/S8": {
+        "S": 8,
+        "W": 8,
+        "gates": "learned",
+        "gap": 75.3,
+        "model": "W8/S8, 1 KV head, scalar gate, K/V separate, seed 42 (the reference)",
+        "controlled": True,
+    },
+    "W8/S4": {
+        "S": 4,
+        "W": 8,
+        "gates": "learned",
+        "gap": 39.8,
+        "model": "W8/S4 (overlapping), 1 KV head",
+        "controlled": True,
+    },
+    "W8/S6": {
+        "S": 6,
+        "W": 8,
+        "gates": "learned",
+        "gap": 31.9,
+        "model": "W8/S6 (overlapping), 1 KV head",
+        "controlled": True,
+    },
+    "uniform": {
+        "S": 8,
+        "W": 8,
+        "gates": "uniform",
+        "gap": 19.2,
+        "mean_accuracy": 12.5,
+        "model": "uniform averaging instead of gates",
+        "controlled": True,
+    },
+    "S=2": {
+        "S": 2,
+        "W": 8,
+        "gates": "learned",
+        "gap": 6.09,
+        "model": "DeepSeek-V4.1-Flash on the 128K needle task",
+        "controlled": False,
+    },
 }
 
 # (S, W) of the table: W in {S, 3S/2, 2S} for S in {2, 4, 8}, and the paper's W = 8 at S in

@@ -69,8 +69,10 @@ class PaperComparison(Record):
 
     **Fields:** `setting`: the paper's name of it; `S`, `W`, `gates`: the table row it compares
     with; `paper_gap`, `paper_mean_accuracy`: the paper's gap and mean accuracy on trained
-    models (None where it gives none); `gap`: our mean per-seed gap; `gap_of_mean_curve`: the
-    gap of our seed-mean accuracy curve; `mean_accuracy`: our mean accuracy.
+    models (None where it gives none); `paper_model`: the model they come from, and whether it
+    is of the paper's `controlled` family (only those are ordered against each other); `gap`:
+    our mean per-seed gap; `gap_of_mean_curve`: the gap of our seed-mean accuracy curve;
+    `mean_accuracy`: our mean accuracy.
     """
 
     setting: str
@@ -79,6 +81,8 @@ class PaperComparison(Record):
     gates: str
     paper_gap: float
     paper_mean_accuracy: float | None
+    paper_model: str
+    controlled: bool
     gap: float
     gap_of_mean_curve: float
     mean_accuracy: float
@@ -263,8 +267,11 @@ def _settings_claim(data: MitigationsData) -> str:
 
 
 def _paper_claim(data: MitigationsData) -> str:
-    """The comparison with the paper's gaps, where the data have it."""
-    paper = data.paper
+    """The comparison with the paper's gaps, where the data have it: the settings of the
+    paper's controlled family ordered against each other; the others (another model, another
+    task) each named with its model, outside that order."""
+    paper = [p for p in data.paper if p.controlled]
+    others = [p for p in data.paper if not p.controlled]
     if not paper:
         return ""
     learned = [p for p in paper if p.gates == "learned"]
@@ -280,7 +287,7 @@ def _paper_claim(data: MitigationsData) -> str:
     (W,) = {p.W for p in learned}
     gaps = {p.gap for p in learned}
     return (
-        " Against the paper's gaps on trained models ("
+        " Against the paper's gaps on trained models of its controlled family (1 KV head; "
         + " > ".join(f"{p.setting} {compact(p.paper_gap)}%" for p in order)
         + "): only 'uniform averaging has the smaller gap and a low mean accuracy' is "
         + ("reproduced" if reproduced else "reproduced, and not even that")
@@ -301,6 +308,13 @@ def _paper_claim(data: MitigationsData) -> str:
         + f" (W={W}: "
         + ", ".join(f"{_and(f'S={S}' for S in Ss)} {g}%" for g, Ss in curve.items())
         + ")."
+        + "".join(
+            f" Not of that family, so outside that order: the paper's {p.setting} number, "
+            f"{compact(p.paper_gap)}, is the largest phase gap of {p.paper_model} (ours at "
+            f"S={p.S}, W={p.W}: per-seed gap {p.gap:.0f}%, seed-mean curve "
+            f"{p.gap_of_mean_curve:.0f}%)."
+            for p in others
+        )
     )
 
 
@@ -802,6 +816,32 @@ def compute(quick: bool, cache_dir) -> MitigationsData:
     threshold = _threshold_rows(
         shapes, queries, 4 if quick else COORDINATION_SEEDS, config, runner, task
     )
+    return _with_paper(
+        table,
+        coordination,
+        threshold,
+        {
+            "task": "T=L*S=48 positions, H=2, N=4096, beta=4, gamma=1, kappa=1, exact "
+            "geometry, queries=all",
+            "flow": f"reduced, rho={config.rho}, delta={config.delta}, "
+            f"t_max={config.t_max:g}, {seeds} seeds per row",
+            "coordination": "W=S=4, H in {2, 3} (quick: 2), queries within and all (quick: all), "
+            f"{4 if quick else COORDINATION_SEEDS} seeds per variant "
+            f"({4 if quick else BUDGET_SEEDS} for the worst-phase objective at tau < 1)",
+            "threshold": "lambda* = coordination_threshold (closed form); flows at "
+            f"{' and '.join(f'{f:g}' for f in THRESHOLD_FACTORS)} lambda*, "
+            f"{4 if quick else COORDINATION_SEEDS} seeds each",
+        },
+    )
+
+
+def paper_comparisons(table: list[MitigationRow]) -> list[PaperComparison]:
+    """The paper's settings (`PAPER`) that the mitigation `table` has, each beside our row.
+
+    **Arguments:** `table`: the rows of `mitigation_table` (as stored: `MitigationsData.table`).
+
+    **Returns:** one `PaperComparison` per setting of `PAPER` found in the table, in its order.
+    """
     paper = []
     for name, p in PAPER.items():
         ours = next(
@@ -817,28 +857,41 @@ def compute(quick: bool, cache_dir) -> MitigationsData:
                     gates=p["gates"],
                     paper_gap=p["gap"],
                     paper_mean_accuracy=p.get("mean_accuracy"),
+                    paper_model=p["model"],
+                    controlled=p["controlled"],
                     gap=100 * ours.gap.mean,
                     gap_of_mean_curve=100 * (max(ours.accuracy) - min(ours.accuracy)),
                     mean_accuracy=100 * ours.mean_accuracy.mean,
                 )
             )
+    return paper
+
+
+def restated(stored) -> MitigationsData:
+    """The figure's data with its comparison with the paper (`paper_comparisons`) and its
+    `findings` recomputed from the stored rows (`data/mitigations.json`), without a flow run.
+
+    **Arguments:** `stored`: the stored data (a dict, as read from the JSON).
+
+    **Returns:** a `MitigationsData`.
+    """
+    table = [MitigationRow.from_dict(r) for r in stored["table"]]
+    coordination = [
+        LabelledCoordinationRow.from_dict(r) for r in stored["coordination"]
+    ]
+    threshold = [ThresholdRow.from_dict(r) for r in stored["threshold"]]
+    return _with_paper(table, coordination, threshold, dict(stored["parameters"]))
+
+
+def _with_paper(table, coordination, threshold, parameters) -> MitigationsData:
+    """The figure's data from its rows: the comparison with the paper and the findings added."""
+    paper = paper_comparisons(table)
     return MitigationsData(
         table=table,
         coordination=coordination,
         threshold=threshold,
         paper=paper,
-        parameters={
-            "task": "T=L*S=48 positions, H=2, N=4096, beta=4, gamma=1, kappa=1, exact "
-            "geometry, queries=all",
-            "flow": f"reduced, rho={config.rho}, delta={config.delta}, "
-            f"t_max={config.t_max:g}, {seeds} seeds per row",
-            "coordination": "W=S=4, H in {2, 3} (quick: 2), queries within and all (quick: all), "
-            f"{4 if quick else COORDINATION_SEEDS} seeds per variant "
-            f"({4 if quick else BUDGET_SEEDS} for the worst-phase objective at tau < 1)",
-            "threshold": "lambda* = coordination_threshold (closed form); flows at "
-            f"{' and '.join(f'{f:g}' for f in THRESHOLD_FACTORS)} lambda*, "
-            f"{4 if quick else COORDINATION_SEEDS} seeds each",
-        },
+        parameters=parameters,
         findings=_findings(table, coordination, paper, threshold),
     )
 
@@ -863,7 +916,7 @@ def _findings(table, coordination, paper, threshold) -> str:
     vs = "; ".join(
         f"{p.setting}: per-seed gap {p.gap:.1f}%, gap of the seed-mean curve "
         f"{p.gap_of_mean_curve:.1f}%, mean acc {p.mean_accuracy:.1f}% (paper gap "
-        f"{p.paper_gap}%"
+        f"{p.paper_gap}% of {p.paper_model}"
         + (
             f", mean {p.paper_mean_accuracy}%)"
             if p.paper_mean_accuracy is not None
@@ -929,7 +982,8 @@ def tables(data: MitigationsData) -> list[MeasuredTable]:
     if paper:
         out.append(
             MeasuredTable(
-                "Against the paper's gaps on trained models (%).",
+                "Against the paper's gaps on trained models (%), each with the model it comes "
+                "from: the paper's controlled family (its table 8) except where marked.",
                 [
                     "setting",
                     "per-seed gap",
@@ -937,6 +991,7 @@ def tables(data: MitigationsData) -> list[MeasuredTable]:
                     "mean accuracy",
                     "paper gap",
                     "paper mean accuracy",
+                    "paper's model",
                 ],
                 [
                     [
@@ -948,6 +1003,8 @@ def tables(data: MitigationsData) -> list[MeasuredTable]:
                         ""
                         if p.paper_mean_accuracy is None
                         else f"{p.paper_mean_accuracy}",
+                        p.paper_model
+                        + ("" if p.controlled else ": not the controlled family"),
                     ]
                     for p in paper
                 ],
@@ -1194,6 +1251,11 @@ def _coordination_panel(ax, rows, key, ylabel, title, threshold=None):
     ax.set_title(title, pad=14)
 
 
+def _model_name(p: PaperComparison) -> str:
+    """The paper's model without its task: `DeepSeek-V4.1-Flash`."""
+    return p.paper_model.split(" on ")[0]
+
+
 def draw(data: MitigationsData):
     table, coord, paper = data.table, data.coordination, data.paper
     fig, axes = _style.subplots(2, 3, figsize=(15, 9))
@@ -1204,27 +1266,36 @@ def draw(data: MitigationsData):
         "phase gap (max - min accuracy)",
         "phase gap; paper's measured gaps (x)",
     )
+    first_other = next((p for p in paper if not p.controlled), None)
     for p in paper:
         i = settings.index((p.S, p.W))
         k = KINDS.index(p.gates)
+        # the paper's controlled family (x) apart from another model on another task (+)
         axes[0, 0].plot(
             x[i] + (k - 1) * 0.27,
             p.paper_gap / 100,
-            "kx",
+            "x" if p.controlled else "+",
+            color="k" if p.controlled else "0.45",
             ms=8,
             mew=2,
-            label="paper (trained models), on the bar it compares with"
+            label="paper, controlled family"
             if p is paper[0]
+            else f"paper: {_model_name(p)}"
+            if p is first_other
             else None,
         )
         # the paper's name of the setting, so that a marker is read with its bar
         axes[0, 0].annotate(
-            p.setting,
+            p.setting if p.controlled else f"{p.setting}:\n{_model_name(p)}",
             (x[i] + (k - 1) * 0.27, p.paper_gap / 100),
             xytext=(0, 7),
             textcoords="offset points",
             ha="center",
             fontsize=6.5,
+            # another model's label crosses the bars beside it: on white, to be read
+            bbox=None
+            if p.controlled
+            else dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85),
         )
     learned = {(r.S, r.W): r for r in table if r.gates == "learned"}
     curve_gap = [max(learned[s].accuracy) - min(learned[s].accuracy) for s in settings]
