@@ -38,6 +38,7 @@ from ..internal._records import Record
 from ..internal._warnings import rewarn, warn_at_caller, warnings_named
 from . import _style
 from ._figure import Figure, FigureData
+from ._headlines import anchor, glance_lines
 from ._registry import FIGURES
 
 
@@ -94,6 +95,9 @@ def readme(
         "",
         f"Mode: {'quick (small sizes)' if quick else 'full'}. Command: `{command}`.",
         "",
+        *glance_lines(
+            data, lambda name: "#" + anchor(FIGURES[name].title, collapse=False)
+        ),
     ]
     for f in FIGURES.values():
         d = data.get(f.name)
