@@ -32,12 +32,12 @@ def rendered(path: Path) -> list[str]:
         return subcommand_table()
     folder = ROOT / "figures"
     data = {
-        n: json.loads((folder / "data" / f"{n}.json").read_text()) for n in figure_names()
+        n: json.loads((folder / "data" / f"{n}.json").read_text())
+        for n in figure_names()
     }
-    lines = glance_lines(
+    return glance_lines(
         data, lambda name: "figures.md#" + anchor(FIGURES[name].title, collapse=True)
     )
-    return [line for line in lines]
 
 
 def with_block(path: Path, text: str) -> str:

@@ -69,7 +69,9 @@ def subcommand_table() -> list[str]:
     import argparse
 
     parser = build_parser()
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    action = next(
+        a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+    )
     helps = {c.dest: c.help for c in action._choices_actions}
     lines = ["| Subcommand | What it does |", "| --- | --- |"]
     lines += [f"| [`{name}`](#{name}) | {helps[name]} |" for name in SUBCOMMANDS]
