@@ -292,6 +292,8 @@ def _paper_matrix(d) -> tuple[str, str, str]:
             "answers every phase."
             if shows
             else "Not at this size: full attention does not answer its worst phase either."
+            if h.full_worst.ci95[0] <= 0.5
+            else "No: W8/S8 with 8 KV heads answers its worst phase as well."
         ),
         f"W8/S8 8 KV worst phase {_percent(h.compressed_worst)} ({h.compressed_seeds} seeds, "
         f"bootstrap) vs full attention {_percent(h.full_worst)}",
