@@ -39,6 +39,11 @@ def empty_work(p: argparse.ArgumentParser, args, prefix: str) -> Path:
     return work
 
 
+def peak_rss_gib() -> float:
+    """The peak resident memory of the largest finished child process so far, GiB."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+
+
 def children_usage() -> tuple[float, int]:
     """CPU seconds and context switches of the finished child processes so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -91,6 +96,7 @@ def run_reproduce(
         "wall_s": wall,
         "cpu_s": cpu_after - cpu,
         "switches": switches_after - switches,
+        "peak_rss_gib": peak_rss_gib(),
     }
     (work / f"{label}.json").write_text(json.dumps(result, indent=1))
     return result

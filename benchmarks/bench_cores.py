@@ -15,7 +15,8 @@ every other figure is identical.
     python benchmarks/bench_cores.py --quick --pairs 3
     python benchmarks/bench_cores.py --quick --only relaxation_ladder,boundary --pairs 2
 
-Progress goes to `<work>/<run>.log`; the table to stdout (`--json FILE` also writes it as JSON).
+Progress goes to `<work>/<run>.log`; the table to stdout (`--json FILE` also writes it as JSON);
+both kinds' results to benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import statistics
 import sys
 
 from _reproduce_runs import empty_work, parser, run_reproduce
+from _results import Span, machine, record, reproduce_command, slug
 
 SKIPPED = {"wall_s", "cpu_s", "compile_s", "compiles", "cache_hits", "cores"}
 
@@ -87,6 +89,20 @@ def main(argv=None) -> int:
         f"own/shared wall, per pair: {', '.join(f'{r:.3f}' for r in ratios)}; "
         f"median {statistics.median(ratios):.3f}"
     )
+    for kind, words in (
+        ("own", "a core per worker"),
+        ("shared", "workers sharing every core"),
+    ):
+        benchmark = f"reproduce{'-quick' if args.quick else ''}, {words}"
+        record(
+            f"{slug(benchmark)}-{slug(machine()[0])}",
+            benchmark,
+            reproduce_command(args),
+            wall_s=Span.of([r["wall_s"] for r in runs[kind]]),
+            cpu_s=Span.of([r["cpu_s"] for r in runs[kind]]),
+            note=f"alternating with the other kind in {args.pairs} pairs; own/shared wall "
+            f"median {statistics.median(ratios):.3f}",
+        )
     print("figure data, first pair (data/*.json):")
     for path in sorted((work / "out-own0" / "data").glob("*.json")):
         other = work / "out-shared0" / "data" / path.name

@@ -10,7 +10,8 @@ one core.
     python benchmarks/bench_reproduce.py --quick
     python benchmarks/bench_reproduce.py --only weak_spots,coverage --jobs 2
 
-Progress goes to `<work>/run.log`; the table to stdout (`--json FILE` also writes it as JSON).
+Progress goes to `<work>/run.log`; the table to stdout (`--json FILE` also writes it as JSON);
+the run's result to benchmarks/results/ (`python benchmarks/render_performance.py` renders it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import sys
 
 from _reproduce_runs import empty_work, parser, run_reproduce
+from _results import Span, machine, record, reproduce_command, slug
 
 
 def main(argv=None) -> int:
@@ -51,6 +53,20 @@ def main(argv=None) -> int:
         f"{', only ' + args.only if args.only else ''}): wall {wall:.1f} s, CPU {cpu:.1f} s "
         f"({cpu / 60:.1f} CPU-min) = {100 * cpu / wall:.0f}% of one core; compile "
         f"{100 * fig_compile / max(cpu, 1e-9):.0f}% of the CPU; work folder {work}"
+    )
+    benchmark = "reproduce" + ("-quick" if args.quick else "")
+    benchmark += f" --only {args.only}" if args.only else ""
+    path = record(
+        f"{slug(benchmark)}-{slug(machine()[0])}",
+        benchmark,
+        reproduce_command(args),
+        wall_s=Span.of([wall]),
+        cpu_s=Span.of([cpu]),
+        peak_rss_gib=run["peak_rss_gib"],
+        compiles=sum(r[4] for r in rows),
+    )
+    print(
+        f"result written to {path} (python benchmarks/render_performance.py renders it)"
     )
     if args.json is not None:
         args.json.write_text(

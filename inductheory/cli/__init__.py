@@ -63,6 +63,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def subcommand_table() -> list[str]:
+    """docs/cli.md's table of subcommands, from the parser's own registry (`SUBCOMMANDS` and each
+    subcommand's help), as Markdown lines; a test checks that the page holds it."""
+    import argparse
+
+    parser = build_parser()
+    action = next(
+        a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    helps = {c.dest: c.help for c in action._choices_actions}
+    lines = ["| Subcommand | What it does |", "| --- | --- |"]
+    lines += [f"| [`{name}`](#{name}) | {helps[name]} |" for name in SUBCOMMANDS]
+    return lines
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 

@@ -12,6 +12,7 @@ reproduce("figures/quick", quick=True, only=["toy_stability"])
 """
 
 from ._figure import Figure, FigureData, MeasuredTable
+from ._overview import draw_overview, overview
 from ._registry import FIGURES, figure_names
 from ._reproduce import FigureRun, readme, redraw, reproduce
 
@@ -21,7 +22,9 @@ __all__ = [
     "FigureData",
     "FigureRun",
     "MeasuredTable",
+    "draw_overview",
     "figure_names",
+    "overview",
     "readme",
     "redraw",
     "reproduce",

@@ -38,6 +38,8 @@ from ..internal._records import Record
 from ..internal._warnings import rewarn, warn_at_caller, warnings_named
 from . import _style
 from ._figure import Figure, FigureData
+from ._headlines import anchor, glance_lines
+from ._overview import SOURCES as OVERVIEW_SOURCES, overview
 from ._registry import FIGURES
 
 
@@ -94,6 +96,9 @@ def readme(
         "",
         f"Mode: {'quick (small sizes)' if quick else 'full'}. Command: `{command}`.",
         "",
+        *glance_lines(
+            data, lambda name: "#" + anchor(FIGURES[name].title, collapse=False)
+        ),
     ]
     for f in FIGURES.values():
         d = data.get(f.name)
@@ -1014,6 +1019,8 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
         not path.exists() or path.read_text() != text
     ):  # unchanged figures leave the file untouched
         write_text_atomic(path, text)
+    if all((out / "data" / f"{name}.json").exists() for name in OVERVIEW_SOURCES):
+        overview(out)  # the README's picture, from the stored data (about a second)
     return results
 
 
