@@ -296,7 +296,7 @@ def _paper_matrix(d) -> tuple[str, str, str]:
             else "No: W8/S8 with 8 KV heads answers its worst phase as well."
         ),
         f"W8/S8 8 KV worst phase {_percent(h.compressed_worst)} ({h.compressed_seeds} seeds, "
-        f"bootstrap) vs full attention {_percent(h.full_worst)}",
+        f"t interval over seeds) vs full attention {_percent(h.full_worst)}",
     )
 
 

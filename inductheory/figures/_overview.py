@@ -17,6 +17,7 @@ overview("figures")  # redraws figures/overview.png and .pdf from figures/data/*
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -153,7 +154,8 @@ def _trained(ax, d) -> None:
             color=c,
             alpha=0.35,
             hatch="//",
-            label=f"paper: {paper.model}",
+            # the paper's model in full (its table 8 names it), wrapped to the panel
+            label=textwrap.fill(f"paper: {paper.model}", 46),
         )
         for p, v, text in [
             *zip(pos, np.maximum(ours, err[1]), (f"{v:.1f}" for v in ours)),
