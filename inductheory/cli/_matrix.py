@@ -163,6 +163,14 @@ def add_size_arguments(p) -> None:
         help=f"seeds per row (default: the size's, {_size_value('seeds')})",
     )
     p.add_argument(
+        "--vocab",
+        type=int_type("vocab", 2),
+        default=None,
+        metavar="V",
+        help="draw the context's tokens with replacement from V of the task's "
+        f"N = {FULL_SIZE.task.N} symbols, 2 <= V <= N (default: T distinct tokens)",
+    )
+    p.add_argument(
         "--batch",
         type=int_type("batch", 1),
         default=None,
@@ -229,6 +237,10 @@ def _size(args) -> MatrixSize:
         size = dataclasses.replace(size, train=dataclasses.replace(size.train, **train))
     if args.seeds is not None:
         size = dataclasses.replace(size, seeds=args.seeds)
+    if args.vocab is not None:  # refused here, before any work, where V > N
+        size = dataclasses.replace(
+            size, task=dataclasses.replace(size.task, vocab=args.vocab)
+        )
     return size
 
 

@@ -48,31 +48,51 @@ class Payload(enum.StrEnum):
 
 
 class RetrievalTask(eqx.Module):
-    """The retrieval task of the paper matrix: a context of T distinct tokens of a vocabulary of
-    N on a cycle; the query is the token at position t (every t), the target its successor at
+    """The retrieval task of the paper matrix: a context of T tokens of a vocabulary of N on a
+    cycle; the query is the token at position t (every t), the target its successor at
     t + 1 mod T; the phase of a query is t mod `period`.
+
+    The context's tokens are T distinct tokens of the N (`vocab` None), or T tokens drawn
+    independently and uniformly, with replacement, from the `vocab` = V fixed symbols 0..V-1
+    (the model's vocabulary stays N): a query token that occurs several times has several
+    candidate successors, and the best reader without position information is limited by that
+    ambiguity (`inductheory.experiments.retrieval_ceilings`).
 
     **Arguments** (keyword):
     - `T`: positions per context, >= 2.
-    - `N`: vocabulary size, >= T (tokens of a context are distinct).
+    - `N`: vocabulary size of the model, >= T with distinct tokens, >= `vocab` otherwise.
     - `period`: phases are positions mod `period` (the least common multiple of the strides
       compared, as the paper groups mod 24); a divisor of T.
+    - `vocab`: None (distinct tokens) or the number V of symbols the context draws from with
+      replacement, 2 <= V <= N.
 
     ```python
-    RetrievalTask(T=96, N=128, period=24)
+    RetrievalTask(T=96, N=128, period=24)  # distinct tokens
+    RetrievalTask(T=96, N=128, period=24, vocab=48)  # tokens repeat
     ```
     """
 
     T: int = eqx.field(static=True, kw_only=True)
     N: int = eqx.field(static=True, kw_only=True)
     period: int = eqx.field(static=True, kw_only=True)
+    vocab: int | None = eqx.field(default=None, static=True, kw_only=True)
 
     def __check_init__(self):
         _require_int("T", self.T, 2)
-        _require_int("N", self.N, self.T)
+        if self.vocab is None:
+            _require_int("N", self.N, self.T)
+        else:
+            _require_int("N", self.N, 2)
+            _require_int("vocab", self.vocab, 2, self.N)
         _require_int("period", self.period, 1, self.T)
         if self.T % self.period:
             raise ValueError(f"period must divide T = {self.T}, got {self.period}")
+
+    def record(self) -> dict:
+        """The task's fields as plain data, `vocab` only where set: the record (and cache key)
+        of the distinct-token task is what it was before tokens could repeat."""
+        fields = {"T": self.T, "N": self.N, "period": self.period}
+        return fields if self.vocab is None else {**fields, "vocab": self.vocab}
 
 
 class Architecture(eqx.Module):

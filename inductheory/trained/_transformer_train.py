@@ -51,15 +51,26 @@ CLIP_NORM = 1.0
 def sample_retrieval_contexts(
     key: PRNGKeyArray, task: RetrievalTask, n: int
 ) -> Int[Array, "contexts positions"]:
-    """n contexts of `task`: each T distinct tokens drawn uniformly from the N (shape (n, T)).
+    """n contexts of `task` (shape (n, T)), each from its own key of `jax.random.split(key, n)`:
+    T distinct tokens drawn uniformly from the N (`task.vocab` None: the first T of a random
+    permutation), or T tokens $x_p$ iid uniform over the symbols $0..V-1$ (`task.vocab` = V).
+    Every context of the trained family (training batches, held-out contexts, probes, the
+    prompts of knockout means) comes from here.
 
     ```python
     sample_retrieval_contexts(jax.random.key(0), RetrievalTask(T=8, N=16, period=4), 2)
+    sample_retrieval_contexts(jax.random.key(0), RetrievalTask(T=8, N=16, period=4, vocab=3), 2)
     ```
     """
+    if task.vocab is None:
 
-    def one(k):
-        return jax.random.permutation(k, task.N)[: task.T]
+        def one(k):
+            return jax.random.permutation(k, task.N)[: task.T]
+
+    else:
+
+        def one(k):
+            return jax.random.randint(k, (task.T,), 0, task.vocab)
 
     return jax.vmap(one)(jax.random.split(key, n)).astype(jnp.int32)
 
