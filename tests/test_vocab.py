@@ -162,3 +162,58 @@ def test_matrix_sweep_grid_of_vocab_sets_each_points_task(monkeypatch, capsys):
     assert seen["grid"] == {"row": ["W4/S4"], "vocab": [3, 48]}
     assert seen["task"] == RetrievalTask(T=96, N=128, period=24)
     capsys.readouterr()
+
+
+def _fake_result(row, size, cache_dir, **kw):
+    """A `RowResult` of 2 seeds without training (every query of phase 7 wrong)."""
+    from inductheory.experiments._paper_matrix import RowResult
+    from inductheory.trained._transformer_train import PhaseMeasures
+
+    correct = np.full((2, 4, 24), 4)
+    correct[:, :, 7] = 0
+    measures = PhaseMeasures(
+        loss=np.array([1.0, 1.2]),
+        correct=correct,
+        phase_loss=np.ones((2, 24)),
+        queries_per_context=4,
+    )
+    return RowResult(
+        measures=measures,
+        initial_loss=np.array([4.8, 4.8]),
+        curve_steps=np.arange(3),
+        curve=np.ones((2, 3)),
+        plateau_change=np.zeros(2),
+        wall_s=0.0,
+    )
+
+
+def test_matrix_prints_the_ceilings_beside_each_row_when_tokens_repeat(
+    monkeypatch, capsys
+):
+    """With --vocab the JSON holds each row's ceilings (those of `retrieval_ceilings` for what
+    the row can read: every position under full attention, offsets 0..S-2 at W = S), and the
+    table their columns; without it the output has neither."""
+    import json
+
+    from inductheory.cli import _matrix
+    from inductheory.experiments import retrieval_ceilings, retrieval_coverage
+
+    monkeypatch.setattr(_matrix, "matrix_row_result", _fake_result)
+    rows = "full attention 8 KV,W8/S8 8 KV"
+    argv = ["matrix", "--quick", "--rows", rows, "--quiet"]
+    assert main([*argv, "--vocab", "48", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["rows"]
+    task = RetrievalTask(T=96, N=128, period=24, vocab=48)
+    for name, covered in (
+        ("full attention 8 KV", retrieval_coverage(96)),
+        ("W8/S8 8 KV", retrieval_coverage(96, 8)),
+    ):
+        want = retrieval_ceilings(task, covered)
+        got = report[name]["ceilings"]
+        np.testing.assert_allclose(got["accuracy"], want.accuracy)
+        assert got["mean_loss"] == pytest.approx(want.mean_loss)
+    assert main([*argv, "--vocab", "48"]) == 0
+    out = capsys.readouterr().out
+    assert "ceiling mean %" in out and "V = 48" in out
+    assert main([*argv, "--json"]) == 0
+    assert "ceilings" not in capsys.readouterr().out

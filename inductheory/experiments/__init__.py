@@ -15,6 +15,7 @@ run.summary.distinct_fraction
 from ._ceilings import (
     CEILING_POSITIONS_MAX as CEILING_POSITIONS_MAX,
     Ceilings as Ceilings,
+    architecture_coverage as architecture_coverage,
     retrieval_ceilings as retrieval_ceilings,
     retrieval_coverage as retrieval_coverage,
 )

@@ -38,7 +38,7 @@ from scipy.stats import binom
 
 from ..internal._memory import F64, check_memory, with_total
 from ..model._task import _require_int
-from ..trained._architecture import RetrievalTask
+from ..trained._architecture import Architecture, Attention, RetrievalTask
 
 # Covered key positions the tables hold: the transfer matrix costs T (K^2) per residue and the
 # max-load tables K^3 (K covered positions + 1).
@@ -109,6 +109,21 @@ def retrieval_coverage(T: int, S: int | None = None, offsets=None) -> np.ndarray
     for i in offsets:
         chosen[_require_int("offsets", i, 0, S - 2)] = True
     return np.tile(chosen, T // S)
+
+
+def architecture_coverage(arch: Architecture, T: int) -> np.ndarray:
+    """The key positions the best selection of `arch` can read (T,): every position under
+    full attention or overlapping windows (W > S: an entry also holds the pair across its
+    stride's boundary), the within-window positions of a W = S compressor otherwise (its
+    boundary offset S - 1 has its value in the next window).
+
+    ```python
+    architecture_coverage(Architecture(W=8, S=8), 96)  # offsets 0-6 of every 8
+    ```
+    """
+    if arch.attention is Attention.FULL or arch.W > arch.S:
+        return np.ones(T, bool)
+    return retrieval_coverage(T, arch.S)
 
 
 def _cover_period(covered: np.ndarray) -> int:
@@ -358,6 +373,7 @@ def _by_phase(task, per_t, loss_t, covered) -> Ceilings:
 
 __all__ = [
     "CEILING_POSITIONS_MAX",
+    "architecture_coverage",
     "Ceilings",
     "retrieval_ceilings",
     "retrieval_coverage",
