@@ -10,7 +10,7 @@ reports that loss beside the loss of the local queries and the accuracy of the r
 queries per phase, as the paper reports a validation loss beside retrieval accuracy.
 
 May import: `inductheory.internal`, `inductheory.model`, `._architecture`, `._mechanisms`,
-`._modules`, `._train` (`seed_model`).
+`._modules`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int
@@ -26,7 +25,6 @@ from jaxtyping import Array, Bool, Int
 from ._architecture import RetrievalTask
 from ._mechanisms import query_outcomes
 from ._modules import Transformer
-from ._train import seed_model
 
 
 def stream_masks(
@@ -87,8 +85,8 @@ def stream_measures(
     models: Transformer, task: RetrievalTask, contexts: Int[Array, "contexts positions"]
 ) -> StreamMeasures:
     """`StreamMeasures` of stacked models (leading axis seeds) on held-out stream contexts:
-    every query's loss and top-1 correctness from `query_outcomes` (one seed at a time),
-    averaged over every query, the local ones and the retrieval ones, and counted per phase
+    every query's loss and top-1 correctness from `query_outcomes`, averaged over every query,
+    the local ones and the retrieval ones (NaN where there are none), and counted per phase
     for the retrieval queries.
 
     **Arguments:**
@@ -104,34 +102,35 @@ def stream_measures(
     m.loss, m.local_loss, m.retrieval_accuracy
     ```
     """
-    local, retrieval = (np.asarray(a) for a in stream_masks(task, contexts))
+    local, retrieval = stream_masks(task, contexts)
     n, T, P = contexts.shape[0], task.T, task.period
-    seeds = jax.tree.leaves(eqx.filter(models, eqx.is_array))[0].shape[0]
-    outcomes = eqx.filter_jit(query_outcomes)
 
     def per_phase(values):
-        return values.reshape(n, T // P, P).sum(axis=(0, 1))
+        return jnp.sum(values.reshape(n, T // P, P), axis=(0, 1))
 
-    rows = []
-    for i in range(seeds):
-        correct, losses = (
-            np.asarray(a) for a in outcomes(seed_model(models, i), contexts)
+    def mean(values, mask):
+        return jnp.sum(jnp.where(mask, values, 0.0)) / jnp.sum(
+            mask
+        )  # nan without queries
+
+    def one(model):
+        correct, losses = query_outcomes(model, contexts)
+        return (
+            jnp.mean(losses),
+            mean(losses, local),
+            mean(losses, retrieval),
+            per_phase((correct & retrieval).astype(jnp.int32)),
         )
-        rows.append(
-            (
-                losses.mean(),
-                losses[local].mean() if local.any() else np.nan,
-                losses[retrieval].mean() if retrieval.any() else np.nan,
-                per_phase(correct & retrieval),
-            )
-        )
-    loss, local_loss, retrieval_loss, right = (np.stack(c) for c in zip(*rows))
+
+    loss, local_loss, retrieval_loss, right = eqx.filter_jit(eqx.filter_vmap(one))(
+        models
+    )
     return StreamMeasures(
-        loss=loss,
-        local_loss=local_loss,
-        retrieval_loss=retrieval_loss,
-        retrieval_correct=right,
-        retrieval_queries=per_phase(retrieval),
+        loss=np.asarray(loss),
+        local_loss=np.asarray(local_loss),
+        retrieval_loss=np.asarray(retrieval_loss),
+        retrieval_correct=np.asarray(right),
+        retrieval_queries=np.asarray(per_phase(retrieval.astype(jnp.int32))),
     )
 
 
