@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import enum
 
+from ..experiments._ceilings import architecture_coverage, retrieval_ceilings
 from ..experiments._paper_matrix import (
     FULL_SIZE,
     MATRIX,
@@ -163,6 +164,14 @@ def add_size_arguments(p) -> None:
         help=f"seeds per row (default: the size's, {_size_value('seeds')})",
     )
     p.add_argument(
+        "--vocab",
+        type=int_type("vocab", 2),
+        default=None,
+        metavar="V",
+        help="draw the context's tokens with replacement from V of the task's "
+        f"N = {FULL_SIZE.task.N} symbols, 2 <= V <= N (default: T distinct tokens)",
+    )
+    p.add_argument(
         "--batch",
         type=int_type("batch", 1),
         default=None,
@@ -229,6 +238,10 @@ def _size(args) -> MatrixSize:
         size = dataclasses.replace(size, train=dataclasses.replace(size.train, **train))
     if args.seeds is not None:
         size = dataclasses.replace(size, seeds=args.seeds)
+    if args.vocab is not None:  # refused here, before any work, where V > N
+        size = dataclasses.replace(
+            size, task=dataclasses.replace(size.task, vocab=args.vocab)
+        )
     return size
 
 
@@ -322,29 +335,42 @@ def run(args) -> int:
             result = matrix_row_result(
                 r, size, args.out, seed=args.seed, progress=not args.quiet
             )
-        report[r.name] = row_summary(
-            r.architecture(size.reference), result, size.task.period
-        ).to_dict()
+        arch = r.architecture(size.reference)
+        report[r.name] = row_summary(arch, result, size.task.period).to_dict()
+        if size.task.vocab is not None:  # the Bayes reader of what the row can read
+            report[r.name]["ceilings"] = retrieval_ceilings(
+                size.task, architecture_coverage(arch, size.task.T)
+            ).to_dict()
     if args.json:
         print_json({"size": size.to_dict(), "rows": report})
         return 0
     table = []
     for name, s in report.items():
         pct = lambda m: f"{100 * m['mean']:.1f}"  # noqa: E731
-        table.append(
-            [
-                name,
-                f"{s['loss']['mean']:.3f}",
-                pct(s["mean_accuracy"]),
-                pct(s["worst_phase"]),
-                pct(s["gap"]),
-                pct(s["boundary_phase"]) if "boundary_phase" in s else "n/a",
+        line = [
+            name,
+            f"{s['loss']['mean']:.3f}",
+            pct(s["mean_accuracy"]),
+            pct(s["worst_phase"]),
+            pct(s["gap"]),
+            pct(s["boundary_phase"]) if "boundary_phase" in s else "n/a",
+        ]
+        if "ceilings" in s:
+            c = s["ceilings"]
+            line += [
+                f"{c['mean_loss']:.3f}",
+                f"{100 * c['mean_accuracy']:.1f}",
+                f"{100 * c['worst_accuracy']:.1f}",
             ]
+        table.append(line)
+    head = ["row", "loss", "mean %", "worst %", "gap", "boundary %"]
+    if size.task.vocab is not None:
+        head += ["ceiling loss", "ceiling mean %", "ceiling worst %"]
+    print(format_table(head, table))
+    if size.task.vocab is not None:
+        print(
+            f"tokens drawn with replacement from V = {size.task.vocab} symbols; ceilings: "
+            "the Bayes reader without position information of every pair the row can "
+            "read (docs/theory.md, section 12)"
         )
-    print(
-        format_table(
-            ["row", "loss", "mean %", "worst %", "gap", "boundary %"],
-            table,
-        )
-    )
     return 0

@@ -334,7 +334,7 @@ def _matrix_grid(args) -> dict[str, list]:
             )
         if name in grid:
             raise ValueError(f"--grid {name} given twice")
-        if name in ("lr", "steps") and getattr(args, name) is not None:
+        if name in ("lr", "steps", "vocab") and getattr(args, name) is not None:
             raise ValueError(f"--grid {name} and --{name} both given: give one")
         grid[name] = [_matrix_value(name, v) for v in values.split(",")]
     return grid

@@ -12,6 +12,13 @@ run.summary.distinct_fraction
 ```
 """
 
+from ._ceilings import (
+    CEILING_POSITIONS_MAX as CEILING_POSITIONS_MAX,
+    Ceilings as Ceilings,
+    architecture_coverage as architecture_coverage,
+    retrieval_ceilings as retrieval_ceilings,
+    retrieval_coverage as retrieval_coverage,
+)
 from ._flows import (
     NoSelectionWarning as NoSelectionWarning,
     distinct_fraction as distinct_fraction,

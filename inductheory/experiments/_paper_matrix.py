@@ -197,7 +197,7 @@ class MatrixSize:
 
     def to_dict(self) -> dict:
         return dict(
-            task=field_values(self.task),
+            task=self.task.record(),
             reference=field_values(self.reference),
             train=field_values(self.train),
             seeds=self.seeds,

@@ -61,6 +61,11 @@ from ._modules import (
     Transformer as Transformer,
     init_transformer as init_transformer,
 )
+from ._stream import (
+    StreamMeasures as StreamMeasures,
+    stream_masks as stream_masks,
+    stream_measures as stream_measures,
+)
 from ._train import (
     OptimizerSettings as OptimizerSettings,
     TrainRun as TrainRun,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 
 import equinox as eqx
+import numpy as np
 
 from ..internal._modes import _mode
 from ..model._task import _require_int
@@ -47,32 +48,82 @@ class Payload(enum.StrEnum):
     SHARED = "shared"
 
 
+# Seed of the stream's fixed bigram table (`RetrievalTask.bigram_successors`).
+BIGRAM_SEED = 61
+
+
 class RetrievalTask(eqx.Module):
-    """The retrieval task of the paper matrix: a context of T distinct tokens of a vocabulary of
-    N on a cycle; the query is the token at position t (every t), the target its successor at
+    """The retrieval task of the paper matrix: a context of T tokens of a vocabulary of N on a
+    cycle; the query is the token at position t (every t), the target its successor at
     t + 1 mod T; the phase of a query is t mod `period`.
+
+    The context's tokens are T distinct tokens of the N (`vocab` None), or T tokens drawn
+    independently and uniformly, with replacement, from the `vocab` = V fixed symbols 0..V-1
+    (the model's vocabulary stays N): a query token that occurs several times has several
+    candidate successors, and the best reader without position information is limited by that
+    ambiguity (`inductheory.experiments.retrieval_ceilings`).
 
     **Arguments** (keyword):
     - `T`: positions per context, >= 2.
-    - `N`: vocabulary size, >= T (tokens of a context are distinct).
+    - `N`: vocabulary size of the model, >= T with distinct tokens, >= `vocab` otherwise.
     - `period`: phases are positions mod `period` (the least common multiple of the strides
       compared, as the paper groups mod 24); a divisor of T.
+    - `vocab`: None (distinct tokens) or the number V of symbols the context draws from with
+      replacement, 2 <= V <= N.
+    - `keys`: None, or a language-model-like stream (with `vocab`): the symbols 0..keys-1 are
+      keys, each followed by a value drawn uniformly from the V symbols (a retrieval query:
+      its target is found only in the context), every other symbol x by its fixed bigram
+      successor G(x) (`bigram_successors`: a local target, the same in every context);
+      1 <= keys < V. The first token is uniform over the V.
 
     ```python
-    RetrievalTask(T=96, N=128, period=24)
+    RetrievalTask(T=96, N=128, period=24)  # distinct tokens
+    RetrievalTask(T=96, N=128, period=24, vocab=48)  # tokens repeat
+    RetrievalTask(T=96, N=128, period=24, vocab=128, keys=16)  # mostly local targets
     ```
     """
 
     T: int = eqx.field(static=True, kw_only=True)
     N: int = eqx.field(static=True, kw_only=True)
     period: int = eqx.field(static=True, kw_only=True)
+    vocab: int | None = eqx.field(default=None, static=True, kw_only=True)
+    keys: int | None = eqx.field(default=None, static=True, kw_only=True)
 
     def __check_init__(self):
         _require_int("T", self.T, 2)
-        _require_int("N", self.N, self.T)
+        if self.vocab is None:
+            _require_int("N", self.N, self.T)
+        else:
+            _require_int("N", self.N, 2)
+            _require_int("vocab", self.vocab, 2, self.N)
+        if self.keys is not None:
+            if self.vocab is None:
+                raise ValueError(
+                    "keys needs vocab (the stream draws symbols with replacement)"
+                )
+            _require_int("keys", self.keys, 1, self.vocab - 1)
         _require_int("period", self.period, 1, self.T)
         if self.T % self.period:
             raise ValueError(f"period must divide T = {self.T}, got {self.period}")
+
+    def record(self) -> dict:
+        """The task's fields as plain data, `vocab` and `keys` only where set: the record (and
+        cache key) of the distinct-token task is what it was before tokens could repeat."""
+        fields = {"T": self.T, "N": self.N, "period": self.period}
+        extra = {"vocab": self.vocab, "keys": self.keys}
+        return fields | {k: v for k, v in extra.items() if v is not None}
+
+    def bigram_successors(self) -> np.ndarray:
+        """The fixed bigram table G of the stream (`keys`), (V,) int32: G(x) is the symbol after
+        x in one fixed random cyclic order of the V symbols (seeded by `BIGRAM_SEED` and V,
+        the same for every seed and every run), so that from any symbol the chain of local
+        successors reaches a key within V - keys steps."""
+        if self.keys is None:
+            raise ValueError("bigram_successors needs a stream task (keys set)")
+        order = np.random.default_rng((BIGRAM_SEED, self.vocab)).permutation(self.vocab)
+        table = np.empty(self.vocab, np.int32)
+        table[order] = np.roll(order, -1)
+        return table
 
 
 class Architecture(eqx.Module):

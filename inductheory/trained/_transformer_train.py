@@ -51,15 +51,42 @@ CLIP_NORM = 1.0
 def sample_retrieval_contexts(
     key: PRNGKeyArray, task: RetrievalTask, n: int
 ) -> Int[Array, "contexts positions"]:
-    """n contexts of `task`: each T distinct tokens drawn uniformly from the N (shape (n, T)).
+    """n contexts of `task` (shape (n, T)), each from its own key of `jax.random.split(key, n)`:
+    T distinct tokens drawn uniformly from the N (`task.vocab` None: the first T of a random
+    permutation), T tokens $x_p$ iid uniform over the symbols $0..V-1$ (`task.vocab` = V), or
+    the stream (`task.keys` = K): $x_0$ uniform, then $x_{p+1}$ uniform after a key
+    ($x_p < K$) and $G(x_p)$ otherwise (`RetrievalTask.bigram_successors`).
+    Every context of the trained family (training batches, held-out contexts, probes, the
+    prompts of knockout means) comes from here.
 
     ```python
     sample_retrieval_contexts(jax.random.key(0), RetrievalTask(T=8, N=16, period=4), 2)
+    sample_retrieval_contexts(jax.random.key(0), RetrievalTask(T=8, N=16, period=4, vocab=3), 2)
     ```
     """
+    if task.vocab is None:
 
-    def one(k):
-        return jax.random.permutation(k, task.N)[: task.T]
+        def one(k):
+            return jax.random.permutation(k, task.N)[: task.T]
+
+    elif task.keys is None:
+
+        def one(k):
+            return jax.random.randint(k, (task.T,), 0, task.vocab)
+
+    else:
+        successor = jnp.asarray(task.bigram_successors())
+
+        def one(k):
+            draws = jax.random.randint(k, (task.T,), 0, task.vocab)
+
+            def step(x, fresh):
+                nxt = jnp.where(x < task.keys, fresh, successor[x])
+                return nxt, nxt
+
+            return jnp.concatenate(
+                [draws[:1], jax.lax.scan(step, draws[0], draws[1:])[1]]
+            )
 
     return jax.vmap(one)(jax.random.split(key, n)).astype(jnp.int32)
 

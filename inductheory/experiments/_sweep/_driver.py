@@ -31,7 +31,7 @@ from ...oracle._minimize import OracleMinimizer
 from ...trained._config import ModelConfig, TrainConfig
 from .._paper_matrix import MatrixSize
 from ._checks import SweepFailureWarning, sweep_problems
-from ._matrix import check_matrix_grid, plain_fields
+from ._matrix import check_matrix_grid
 from ._registry import sweep_kind
 from ._spec import SweepSpec, grid_point
 from ._store import (
@@ -452,7 +452,7 @@ def matrix_sweep(
     extra["grid_order"] = list(grid)
     spec = SweepSpec(
         kind="matrix",
-        task=plain_fields(size.task),
+        task=size.task.record(),
         settings=settings,
         grid=grid,
         seeds=seeds,

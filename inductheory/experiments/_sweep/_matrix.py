@@ -30,6 +30,8 @@ from ._spec import SweepSpec, grid_points
 ARCHITECTURE_FIELDS = tuple(f.name for f in dataclasses.fields(Architecture))
 # The `TrainConfig` fields a matrix sweep's grid may set.
 MATRIX_TRAIN_FIELDS = ("lr", "steps")
+# The `RetrievalTask` fields a matrix sweep's grid may set (the symbols tokens are drawn from).
+MATRIX_TASK_FIELDS = ("vocab",)
 
 
 def _plain(value):
@@ -67,11 +69,11 @@ def _architecture_value(name: str, value):
 
 
 def _train_value(name: str, value):
-    if name == "steps":
+    if name in ("steps", *MATRIX_TASK_FIELDS):
         if isinstance(value, (bool, np.bool_)) or not isinstance(
             value, numbers.Integral
         ):
-            raise ValueError(f"grid values of 'steps' must be integers, got {value!r}")
+            raise ValueError(f"grid values of {name!r} must be integers, got {value!r}")
         return int(value)
     if (
         isinstance(value, (bool, np.bool_))
@@ -88,7 +90,8 @@ def check_matrix_grid(size: MatrixSize, grid: dict | None) -> dict[str, list]:
     **Arguments:**
     - `size`: the `MatrixSize` (its rows are the default of `row`).
     - `grid`: `{name: values}` (None: every row of `size`); names among `row` (row names of
-      `MATRIX`), the fields of `Architecture` (enums by member or value) and `lr`, `steps`.
+      `MATRIX`), the fields of `Architecture` (enums by member or value), `lr`, `steps` and
+      `vocab` (the task's symbols, integers: `RetrievalTask.vocab`).
 
     **Returns:** `{name: values}` with `row` first; raises a one-line `ValueError` naming the
     parameter (an unknown row lists the rows).
@@ -115,7 +118,7 @@ def check_matrix_grid(size: MatrixSize, grid: dict | None) -> dict[str, list]:
                     )
                 matrix_row(v)  # an unknown row is refused, naming the rows
             clean[name] = values
-        elif name in MATRIX_TRAIN_FIELDS:
+        elif name in MATRIX_TRAIN_FIELDS + MATRIX_TASK_FIELDS:
             clean[name] = [_train_value(name, v) for v in values]
         else:
             clean[name] = [_architecture_value(name, v) for v in values]
@@ -142,7 +145,7 @@ def spec_size(spec: SweepSpec) -> MatrixSize:
 def point_row(size: MatrixSize, point: dict) -> tuple[MatrixRow, MatrixSize]:
     """`(row, size)` of one grid point: the named row with the point's architecture fields as
     changes (the point's coordinates name it in the dataset), the size with its `lr` and
-    `steps`.
+    `steps` and its task with the point's `vocab`.
 
     ```python
     point_row(QUICK_SIZE, {"row": "W4/S4", "kv_heads": 2, "steps": 10})
@@ -155,6 +158,9 @@ def point_row(size: MatrixSize, point: dict) -> tuple[MatrixRow, MatrixSize]:
     train = {k: v for k, v in point.items() if k in MATRIX_TRAIN_FIELDS}
     if train:
         size = dataclasses.replace(size, train=dataclasses.replace(size.train, **train))
+    task = {k: v for k, v in point.items() if k in MATRIX_TASK_FIELDS}
+    if task:
+        size = dataclasses.replace(size, task=dataclasses.replace(size.task, **task))
     return row, size
 
 
@@ -183,8 +189,8 @@ class MatrixSweep(AbstractSweepKind):
     size's training with its `lr` and `steps`): one `run_row` of `size.seeds` seeds under base
     seed `seed`, with its held-out measures per seed and phase, its initial loss, plateau change
     and loss curve. Grid: `row` (row names; default every row of the size), any field of
-    `Architecture`, `lr` and `steps`. One point per block by default: rows differ in shapes,
-    and each finished row is stored at once. Run it with `matrix_sweep`; every array equals
+    `Architecture`, `lr`, `steps` and `vocab`. One point per block by default: rows differ in
+    shapes, and each finished row is stored at once. Run it with `matrix_sweep`; every array equals
     `run_row`'s (curves padded with NaN, and their steps with -1, to the grid's longest).
 
     ```python
@@ -198,7 +204,7 @@ class MatrixSweep(AbstractSweepKind):
         "rows of the paper's experiment matrix trained from many seeds (resumable by row)"
     )
     grid_names: ClassVar[tuple[str, ...]] = (
-        ("row",) + ARCHITECTURE_FIELDS + MATRIX_TRAIN_FIELDS
+        ("row",) + ARCHITECTURE_FIELDS + MATRIX_TRAIN_FIELDS + MATRIX_TASK_FIELDS
     )
     variables: ClassVar[dict[str, tuple[str, ...]]] = {
         "held_out_loss": ("seed",),
@@ -327,6 +333,7 @@ class MatrixSweep(AbstractSweepKind):
 
 __all__ = [
     "ARCHITECTURE_FIELDS",
+    "MATRIX_TASK_FIELDS",
     "MATRIX_TRAIN_FIELDS",
     "MatrixSweep",
     "check_matrix_grid",
