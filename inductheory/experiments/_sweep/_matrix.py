@@ -30,6 +30,9 @@ from ._spec import SweepSpec, grid_points
 ARCHITECTURE_FIELDS = tuple(f.name for f in dataclasses.fields(Architecture))
 # The `TrainConfig` fields a matrix sweep's grid may set.
 MATRIX_TRAIN_FIELDS = ("lr", "steps")
+# The most points a matrix sweep's grid may have: each trains a row from many seeds (minutes at
+# the full size), so 10^4 points are weeks of compute; a larger grid is a typo or a mistake.
+MATRIX_POINTS_MAX = 10_000
 
 
 def _plain(value):
@@ -94,6 +97,7 @@ def check_matrix_grid(size: MatrixSize, grid: dict | None) -> dict[str, list]:
     parameter (an unknown row lists the rows).
     """
     grid = {} if grid is None else dict(grid)
+    _check_point_count(size, grid)
     allowed = MatrixSweep.grid_names
     clean: dict[str, list] = {}
     for name, values in grid.items():
@@ -127,6 +131,26 @@ def check_matrix_grid(size: MatrixSize, grid: dict | None) -> dict[str, list]:
             )
     rows = clean.pop("row", [r.name for r in size.matrix])
     return {"row": rows, **clean}
+
+
+def _check_point_count(size: MatrixSize, grid: dict) -> None:
+    """A one-line `ValueError` naming the grid when its points (the product of its values'
+    counts, the default rows included) exceed `MATRIX_POINTS_MAX`: refused before any point is
+    checked (every point builds an architecture and trains `seeds` models)."""
+    counts = {
+        name: 1
+        if isinstance(values, (str, enum.Enum)) or not hasattr(values, "__len__")
+        else len(values)
+        for name, values in grid.items()
+    }
+    counts.setdefault("row", len(size.matrix))
+    points = math.prod(counts.values())
+    if points > MATRIX_POINTS_MAX:
+        said = " x ".join(f"{name}: {n}" for name, n in counts.items())
+        raise ValueError(
+            f"grid has {points} points ({said}); a matrix sweep takes at most "
+            f"{MATRIX_POINTS_MAX} (each point trains {size.seeds} seeds): split it"
+        )
 
 
 def spec_size(spec: SweepSpec) -> MatrixSize:
