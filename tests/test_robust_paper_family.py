@@ -220,3 +220,102 @@ def test_key_gates_of_a_float32_softmax_are_accepted():
     logits = np.random.default_rng(0).normal(size=(4, 64)).astype(np.float32)
     p = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     SharedGates(key=p, value=np.zeros_like(p))  # a knocked-out value: zero on purpose
+
+
+# --- gate files that lie ---------------------------------------------------------------------
+
+
+def _paper_file(path, *, S=8, W=8, T=24, contexts=3, d=5, layers=2, change=None):
+    """A gate file as `write_gate_file` lays it out: per layer the windows h of every context
+    at the slots `entry_positions(T / S, S, W)` of a random stream, and random key and value
+    gate maps and biases (float32)."""
+    from safetensors.numpy import save_file
+
+    from inductheory.model._positions import entry_positions
+
+    rng = np.random.default_rng(0)
+    slots = entry_positions(T // S, S, W)
+    tensors = {}
+    for i in range(layers):
+        stream = rng.normal(size=(contexts, T, d))
+        tensors[f"seed0.layer{i}.windows"] = stream[:, slots].reshape(-1, W, d)
+        for branch in ("key", "value"):
+            tensors[f"seed0.layer{i}.{branch}.gate_map"] = rng.normal(size=(1, W, 1, d))
+            tensors[f"seed0.layer{i}.{branch}.gate_bias"] = rng.normal(size=(1, W, 1))
+    tensors = {k: v.astype(np.float32) for k, v in tensors.items()}
+    if change is not None:
+        change(tensors)
+    save_file(tensors, str(path))
+    return path
+
+
+@pytest.mark.parametrize("S, W", [(8, 8), (4, 8), (2, 8), (3, 6)])
+def test_a_paper_gate_file_proves_its_stride(S, W, tmp_path, capsys):
+    from inductheory.experiments import read_paper_gates
+
+    path = _paper_file(tmp_path / "g.safetensors", S=S, W=W)
+    assert read_paper_gates(path).stride == S
+    assert main(["gates", str(path), "--paper", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stride"] == S
+    assert main(["gates", str(path), "--paper", "--stride", str(S), "--json"]) == 0
+
+
+@pytest.mark.parametrize("S, W, stride", [(8, 8, 4), (8, 8, 3), (4, 8, 8), (4, 8, 3)])
+def test_a_stride_the_paper_file_contradicts_is_refused(S, W, stride, tmp_path, capsys):
+    path = _paper_file(tmp_path / "g.safetensors", S=S, W=W)
+    assert main(["gates", str(path), "--paper", "--stride", str(stride)]) == 2
+    line = _error_line(capsys)
+    assert f"stride {stride} does not match" in line and f"advance by {S}" in line
+
+
+def _rename(old, new):
+    def change(tensors):
+        tensors[new] = tensors.pop(old)
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (
+            _rename("seed0.layer1.key.gate_map", "seed0.layer1.key.gate_mapX"),
+            "tensor 'seed0.layer1.key.gate_mapX' is none of the paper parameterization's",
+        ),
+        (
+            _rename("seed0.layer1.key.gate_map", "seed0.layer1.key_gate_map"),
+            "tensor 'seed0.layer1.key_gate_map' is none",
+        ),
+        (
+            lambda t: t.pop("seed0.layer1.key.gate_map"),
+            "tensor 'seed0.layer1.key.gate_bias' has no gate map",
+        ),
+        (
+            lambda t: [t.pop(f"seed0.layer1.key.gate_{k}") for k in ("map", "bias")],
+            "layer 'seed0.layer1' has no key gate map",
+        ),
+        (
+            lambda t: [
+                t.pop(f"seed0.layer1.{b}.gate_{k}")
+                for b in ("key", "value")
+                for k in ("map", "bias")
+            ],
+            "tensor 'seed0.layer1.windows' has no gate map",
+        ),
+        (
+            lambda t: t.update(
+                {
+                    "seed0.layer0.key.gate_map": t["seed0.layer0.key.gate_map"].astype(
+                        np.int32
+                    )
+                }
+            ),
+            "must hold floating-point numbers",
+        ),
+    ],
+)
+def test_a_paper_gate_file_that_lies_is_refused(change, expected, tmp_path, capsys):
+    path = _paper_file(tmp_path / "g.safetensors", change=change)
+    assert main(["gates", str(path), "--paper"]) == 2
+    line = _error_line(capsys)
+    assert str(path) in line and expected in line, line
