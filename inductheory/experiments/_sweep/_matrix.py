@@ -10,10 +10,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...internal._memory import F64, with_total
+from ...internal._memory import F64, check_memory, with_total
 from ...internal._records import field_values
 from ...trained._architecture import Architecture, RetrievalTask
 from ...trained._config import TrainConfig
+from ...trained._transformer_train import training_bytes
 from .._paper_matrix import (
     CURVE_POINTS,
     MatrixRow,
@@ -183,9 +184,15 @@ def point_row(size: MatrixSize, point: dict) -> tuple[MatrixRow, MatrixSize]:
 
 
 def _check_point(size: MatrixSize, point: dict) -> None:
-    """A one-line `ValueError` where the point's training or architecture is refused."""
+    """A one-line `ValueError` where the point's training or architecture is refused, a
+    `MemoryError` where its training cannot fit (`training_bytes`)."""
     row, size = point_row(size, point)  # its `TrainConfig` checks lr and steps
-    row.architecture(size.reference).check_task(size.task)
+    arch = row.architecture(size.reference)
+    arch.check_task(size.task)
+    check_memory(
+        training_bytes(size.task, arch, size.train, size.seeds),
+        f"training {size.seeds} seeds",
+    )
 
 
 def _curve_points(spec: SweepSpec) -> int:
