@@ -42,20 +42,26 @@ def warning_figure(monkeypatch):
         runs.flow_runs(runs.task_of(L=4, S=3, H=2, N=64), FlowConfig(), 5, cache_dir)
         return FigureData(parameters={}, findings="none")
 
+    _register(monkeypatch, "stub", compute)
+
+
+def _register(monkeypatch, name: str, compute) -> None:
+    """Register a figure `name` computing `compute` and drawing an empty 1 x 1 figure."""
+
     def draw(data):
         import matplotlib.pyplot as plt
 
         return plt.figure(figsize=(1, 1))
 
     figure = Figure(
-        name="stub",
-        title="Stub",
+        name=name,
+        title=name.title(),
         claim="none",
         compute=compute,
         draw=draw,
         data=FigureData,
     )
-    monkeypatch.setitem(module.FIGURES, "stub", figure)
+    monkeypatch.setitem(module.FIGURES, name, figure)
 
 
 def _check(texts):
@@ -185,20 +191,7 @@ def bisection_figure(monkeypatch):
         missed = [p.N for p in bracket.points if p.share_selected == 0]
         return FigureData(parameters={}, findings=f"missed {missed}")
 
-    def draw(data):
-        import matplotlib.pyplot as plt
-
-        return plt.figure(figsize=(1, 1))
-
-    figure = Figure(
-        name="bisect",
-        title="Bisect",
-        claim="none",
-        compute=compute,
-        draw=draw,
-        data=FigureData,
-    )
-    monkeypatch.setitem(module.FIGURES, "bisect", figure)
+    _register(monkeypatch, "bisect", compute)
 
 
 def test_flows_past_the_boundary_are_one_note_not_a_warning_each(
