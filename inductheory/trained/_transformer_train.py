@@ -277,9 +277,10 @@ def held_out_contexts(task: RetrievalTask, config: TrainConfig, seed: int):
 
 
 # Float32 arrays per context a step keeps for the backward pass, by what they scale with
-# (`context_floats`): measured with XLA's compiled memory analysis of the training chunk
-# (temporaries per seed and context, batch 16 against 256, quick task, 6 architectures), these
-# counts exceed the measure by 1.5 to 1.8 times (tests/test_memory_estimates.py checks it).
+# (`context_floats`): against XLA's compiled memory analysis of one model's loss and gradient
+# (temporaries per context, batch 16 against 256, the quick task, 7 architectures) these
+# counts are 1.2 (full attention) to 2.6 (8 KV heads) times the measure
+# (tests/test_memory_estimates.py checks that they are never below it).
 LOGIT_COPIES, RESIDUAL_COPIES, QUERY_COPIES, SCORE_COPIES, WINDOW_COPIES = (
     4,
     16,
