@@ -110,6 +110,7 @@ def test_shared_and_linear_gates_rotate_alike():
     offset r sits at (r + delta) mod W (the trained model's: tests/test_trained_interventions)."""
     W, delta = 5, 2
     p = np.arange(2 * W, dtype=float).reshape(2, W)
+    p /= p.sum(axis=1, keepdims=True)  # key gates are probability vectors
     shared = it.model.rotate_gates(it.SharedGates(key=p, value=p[::-1]), delta)
     assert np.array_equal(shared.key[:, (np.arange(W) + delta) % W], p)
     c = np.arange(2 * 2 * W * 3, dtype=float).reshape(1, 2, W, 6)

@@ -16,7 +16,7 @@ import pytest
 
 import inductheory  # noqa: F401
 from inductheory.cli import main
-from inductheory.experiments._gate_files import analyze_gates, load_paper_gates
+from inductheory.experiments import analyze_gates, load_paper_gates
 from inductheory.experiments._paper_matrix import (
     MECHANISMS_VERSION,
     QUICK_SIZE,

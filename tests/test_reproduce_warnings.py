@@ -3,6 +3,7 @@ count), each distinct one once, in a worker process as in this one."""
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import subprocess
@@ -41,20 +42,26 @@ def warning_figure(monkeypatch):
         runs.flow_runs(runs.task_of(L=4, S=3, H=2, N=64), FlowConfig(), 5, cache_dir)
         return FigureData(parameters={}, findings="none")
 
+    _register(monkeypatch, "stub", compute)
+
+
+def _register(monkeypatch, name: str, compute) -> None:
+    """Register a figure `name` computing `compute` and drawing an empty 1 x 1 figure."""
+
     def draw(data):
         import matplotlib.pyplot as plt
 
         return plt.figure(figsize=(1, 1))
 
     figure = Figure(
-        name="stub",
-        title="Stub",
+        name=name,
+        title=name.title(),
         claim="none",
         compute=compute,
         draw=draw,
         data=FigureData,
     )
-    monkeypatch.setitem(module.FIGURES, "stub", figure)
+    monkeypatch.setitem(module.FIGURES, name, figure)
 
 
 def _check(texts):
@@ -154,3 +161,60 @@ def test_the_command_line_prints_worker_warnings_one_line_each(tmp_path):
     lines = [x for x in proc.stderr.splitlines() if x.startswith(prefix)]
     _check([x.removeprefix(prefix) for x in lines])
     assert "multiprocessing" not in proc.stderr
+
+
+@pytest.fixture
+def bisection_figure(monkeypatch):
+    """A registered figure "bisect" running regime_boundary's `flow_bracket` on fake reduced
+    flows: a flow at N < 100 selects no seed and warns, as `run_flow` does."""
+    import types
+
+    import inductheory.figures.regime_boundary as regime
+
+    def flow_runs(task, config, seeds, cache_dir):
+        N = int(task.N)
+        if N < 100:
+            warnings.warn(
+                f"no seed selected at N={N}", NoSelectionWarning, stacklevel=2
+            )
+            return types.SimpleNamespace(selected=[[-1, -1]] * seeds)
+        return types.SimpleNamespace(selected=[[0, 1]] * seeds)
+
+    monkeypatch.setattr(regime._runs, "flow_runs", flow_runs)
+
+    def compute(quick, cache_dir):
+        task_of = lambda **kw: runs.task_of(L=4, S=4, H=2, gamma=1.0, **kw)  # noqa: E731
+        bracket = regime.flow_bracket(
+            task_of, 8.0, 16, 1024, 3, FlowConfig(), 4, None, prediction=None
+        )
+        regime._say_non_selection([bracket])
+        missed = [p.N for p in bracket.points if p.share_selected == 0]
+        return FigureData(parameters={}, findings=f"missed {missed}")
+
+    _register(monkeypatch, "bisect", compute)
+
+
+def test_flows_past_the_boundary_are_one_note_not_a_warning_each(
+    bisection_figure, tmp_path, capsys, monkeypatch
+):
+    """regime_boundary's bisection runs flows that select nothing on purpose: the command line
+    prints one note for them all, never a NoSelectionWarning per flow."""
+    from inductheory.cli import main
+
+    def in_this_process(figures, jobs, quick, mode_cache, out, previous, status):
+        return {f.name: module._make(f.name, quick, mode_cache, out) for f in figures}
+
+    # the command line's workers would not have the figure registered here
+    monkeypatch.setattr(module, "_make_in_workers", in_this_process)
+    out = tmp_path / "out"
+    argv = ["reproduce", "--quick", "--only", "bisect", "--no-cache", "--quiet"]
+    assert main([*argv, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "warning" not in err, err
+    (note,) = [x for x in err.splitlines() if x.startswith("inductheory: note: ")]
+    missed = json.loads((out / "data" / "bisect.json").read_text())["findings"]
+    Ns = [int(n) for n in missed.removeprefix("missed [").rstrip("]").split(",")]
+    assert len(Ns) >= 2 and all(n < 100 for n in Ns)  # several flows failed, one note
+    assert note.startswith("inductheory: note: figure bisect: ")
+    assert f"{len(Ns)} of the " in note and "selected no seed" in note
+    assert all(f"N={n} beta=8" in note for n in Ns)

@@ -106,11 +106,14 @@ def main(argv=None) -> int:
     # the command as typed: `inductheory sweep train paper: error: ...`
     prefix = command_prefix(args)
 
+    from ..internal._warnings import FigureNote
+
     def show(message, category, filename, lineno, file=None, line=None):
         # Settings outside the theorems' assumptions: one plain line each, as soon as they occur.
         if str(message) not in shown:
             shown.add(str(message))
-            print(f"inductheory: warning: {_one_line(message)}", file=sys.stderr)
+            kind = "note" if issubclass(category, FigureNote) else "warning"
+            print(f"inductheory: {kind}: {_one_line(message)}", file=sys.stderr)
 
     def error(message, code):
         print(f"{prefix}: error: {_one_line(message)}", file=sys.stderr)

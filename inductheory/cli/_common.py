@@ -167,7 +167,7 @@ def _parse_float(
         raise argparse.ArgumentTypeError(
             f"{name} must be {'<' if high_open else '<='} {high}, got {text.strip()}"
         )
-    return value
+    return value + 0.0  # -0.0 is 0.0 (echoed in JSON, keys of caches)
 
 
 def int_type(name: str, minimum: int | None = None, maximum: int | None = INT32_MAX):

@@ -9,8 +9,8 @@ from ..experiments._gate_files import (
     SHARP_BELOW,
     analyze_gates,
     load_gate_tensors,
-    load_paper_gates,
 )
+from ..experiments._paper_gates import read_paper_gates
 from ._common import (
     add_json_argument,
     float_type,
@@ -49,7 +49,8 @@ def register(sub) -> None:
         type=int_type("stride", 2),
         default=None,
         metavar="S",
-        help="the stride S, 2 <= S <= W (default W; W > S are overlapping windows)",
+        help="the stride S, 2 <= S <= W (default W; W > S are overlapping windows; with "
+        "--paper the stride the file's windows advance by, and no other)",
     )
     p.add_argument(
         "--branch",
@@ -103,7 +104,8 @@ def run(args) -> int:
             raise ValueError(
                 "--probabilities does not apply with --paper (logits Z h + b)"
             )
-        tensors = load_paper_gates(args.file, args.branch)
+        paper = read_paper_gates(args.file, args.branch, args.stride)
+        tensors, args.stride = paper.logits, paper.stride  # the stride the file proves
         window_axis = 0
     else:
         tensors = load_gate_tensors(args.file, args.tensor)

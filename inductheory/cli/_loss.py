@@ -14,10 +14,13 @@ import jax
 import numpy as np
 
 from ..internal._memory import (
+    MemoryEstimate,
     check_memory,
+    closed_form_bytes,
     contexts_bytes,
     geometry_bytes,
     loss_bytes,
+    shared_gates_bytes,
     with_total,
 )
 from ..internal._records import field_values
@@ -174,6 +177,23 @@ class LossResult:
         return out
 
 
+def loss_command_bytes(task: Task, contexts: int | None) -> MemoryEstimate:
+    """The memory of `inductheory loss`, by part, before anything is built: the shared gates and
+    the closed form (`contexts` None) or the Monte Carlo estimate over `contexts` contexts (its
+    geometry, contexts and one batch's logits with their backward copies)."""
+    parts = {"gates": shared_gates_bytes(task.H, task.W)}
+    if contexts is None:
+        parts["closed_form"] = closed_form_bytes(task.H, task.W)
+        return with_total(**parts)
+    columns = task.L * task.S + 1 if task.exact else task.N
+    return with_total(
+        **parts,
+        geometry=geometry_bytes(task.N, task.eps, task.d),
+        contexts=contexts_bytes(contexts, task.L, task.S),
+        loss=loss_bytes(min(contexts, MC_BATCH), task.L, task.W, task.H, columns),
+    )
+
+
 def loss_result(
     task: Task, gates: SharedGates, label: str, monte_carlo: tuple[int, int] | None
 ) -> LossResult:
@@ -188,15 +208,7 @@ def loss_result(
     mc = None
     if monte_carlo is not None:
         M, seed = monte_carlo
-        columns = task.L * task.S + 1 if task.exact else task.N
-        check_memory(
-            with_total(
-                geometry=geometry_bytes(task.N, task.eps, task.d),
-                contexts=contexts_bytes(M, task.L, task.S),
-                loss=loss_bytes(min(M, MC_BATCH), task.L, task.W, task.H, columns),
-            ),
-            "loss (Monte Carlo)",
-        )
+        check_memory(loss_command_bytes(task, M), "loss (Monte Carlo)")
         key = jax.random.key(seed)
         geometry = make_geometry(task, jax.random.fold_in(key, 3))
         contexts = sample_contexts(jax.random.fold_in(key, 2), task, M)
@@ -239,6 +251,9 @@ def run(args) -> int:
             "--seed only applies to Monte Carlo (--eps, --d or --contexts); the closed "
             "form is exact"
         )
+    contexts = (args.contexts or MC_DEFAULT_CONTEXTS) if monte_carlo else None
+    # before the H x W gates are built (H = 1e8: gigabytes)
+    check_memory(loss_command_bytes(task, contexts), "loss")
     gates, label = gates_from_args(args, task)
     if monte_carlo:
         require_token_ids(task, "Monte Carlo")

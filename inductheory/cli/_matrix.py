@@ -305,6 +305,19 @@ def _check_export(path: str, rows, size) -> None:
         raise ValueError(f"--export-gates: cannot write in {str(target.parent)!r}")
 
 
+def check_training_memory(row: MatrixRow, size: MatrixSize) -> None:
+    """A one-line `MemoryError` (the estimate and the limit) where training `row` at `size`
+    (`training_bytes`: its batch, heads, seeds) cannot fit, before any row trains."""
+    from ..internal._memory import check_memory
+    from ..trained._transformer_train import training_bytes
+
+    arch = row.architecture(size.reference)
+    check_memory(
+        training_bytes(size.task, arch, size.train, size.seeds),
+        f"training {size.seeds} seeds of {row.name!r}",
+    )
+
+
 def run(args) -> int:
     if args.list:
         for r in MATRIX:
@@ -316,6 +329,7 @@ def run(args) -> int:
     rows = _rows(args, size)
     for r in rows:  # every architecture checked before any training
         r.architecture(size.reference).check_task(size.task)
+        check_training_memory(r, size)
     if args.export_gates is not None:
         _check_export(args.export_gates, rows, size)
     claim_out(args, "matrix", parameters=False)

@@ -3,6 +3,7 @@ of parameters (`matrix`: rows of the paper's experiment matrix)."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import enum
 import itertools
@@ -22,7 +23,9 @@ from ..experiments._sweep import (
     PointChecks,
     SweepFailureWarning,
     TrainSweep,
+    connect_scheduler,
     matrix_sweep,
+    parse_scheduler,
     points_of,
     summary_table,
     sweep,
@@ -243,7 +246,7 @@ def _add_sweep_options(k, kind: type[AbstractSweepKind], *, grid_required: bool)
     )
     g.add_argument(
         "--scheduler",
-        type=str,
+        type=scheduler_type,
         default=None,
         help="Dask distributed scheduler address (needs the 'distributed' extra)",
     )
@@ -340,6 +343,25 @@ def _matrix_grid(args) -> dict[str, list]:
     return grid
 
 
+def scheduler_type(text: str) -> str:
+    """argparse `type=` of --scheduler: an address `[scheme://]host:port` (`parse_scheduler`)."""
+    try:
+        parse_scheduler(text, "scheduler")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text.strip()
+
+
+scheduler_type.__name__ = "scheduler"
+
+
+def check_scheduler(args) -> None:
+    """With --scheduler: a Dask scheduler answers there, or a one-line refusal naming
+    --scheduler (within `SCHEDULER_TIMEOUT_S` or so) before any work."""
+    if args.scheduler is not None:
+        connect_scheduler(args.scheduler, name="--scheduler").close()
+
+
 def run_matrix(args) -> int:
     """`inductheory sweep matrix` and `sweep train paper`: `matrix_sweep` of the size and grid
     of the options (`sweep train paper`: the reference row unless the grid names rows)."""
@@ -347,6 +369,7 @@ def run_matrix(args) -> int:
     grid = _matrix_grid(args)
     if args.default_row is not None and "row" not in grid:
         grid = {"row": [args.default_row], **grid}
+    check_scheduler(args)
     claim_out(args, "sweep matrix", parameters=False)
     with warnings.catch_warnings():  # said below, in one line with the exit status
         warnings.simplefilter("ignore", SweepFailureWarning)
@@ -444,6 +467,7 @@ def run(args) -> int:
         progress=not args.quiet,
         seed=0 if args.seed is None else args.seed,
     )
+    check_scheduler(args)
     # its parameters are compared by the sweep's manifest, with the differences named
     claim_out(args, f"sweep {args.kind}", parameters=False)
     inputs = args.sweep_inputs(args, task)

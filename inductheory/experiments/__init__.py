@@ -48,7 +48,6 @@ from ._gate_files import (
     GateHead as GateHead,
     analyze_gates as analyze_gates,
     load_gate_tensors as load_gate_tensors,
-    load_paper_gates as load_paper_gates,
     slot_phases as slot_phases,
 )
 from ._ladder import (
@@ -73,6 +72,12 @@ from ._mitigations import (
     mitigation_task as mitigation_task,
     overlapped_selections as overlapped_selections,
     selection_edges as selection_edges,
+)
+from ._paper_gates import (
+    PaperGates as PaperGates,
+    load_paper_gates as load_paper_gates,
+    read_paper_gates as read_paper_gates,
+    windows_stride as windows_stride,
 )
 from ._regime import (
     BoundaryBracket as BoundaryBracket,

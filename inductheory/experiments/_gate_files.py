@@ -454,76 +454,6 @@ def _read_tensors(path: Path, tensor: str | None) -> dict[str, np.ndarray]:
         ) from None
 
 
-# Names of the paper parameterization's tensors (`paper_gate_tensors` writes them).
-MAP_SUFFIX, BIAS_SUFFIX, WINDOWS_SUFFIX = ".gate_map", ".gate_bias", ".windows"
-
-
-def load_paper_gates(path, branch: str = "key") -> dict[str, np.ndarray]:
-    """Gate logits computed from the paper's parameterization read from a file: for every
-    tensor `P.{branch}.gate_map` $Z$ (kv, W, channels, d), with `P.{branch}.gate_bias` $b$
-    (kv, W, channels) if present and the inputs `P.windows` $h$ (windows, W, d),
-    $s_{j,k,c,o} = Z_{k,o,c} \\cdot h_{j,o} + b_{k,o,c}$ (float64).
-
-    **Arguments:**
-    - `path`: an .npz or .safetensors file (e.g. written by `inductheory matrix
-      --export-gates`, from `paper_gate_tensors`).
-    - `branch`: `"key"`, `"value"` or `"tied"`.
-
-    **Returns:** `{P.branch: logits (windows, kv, channels, W)}`, for `analyze_gates` with
-    `window_axis=0`.
-
-    Every problem is a one-line `ValueError` naming the file and the tensor: no gate map of the
-    branch (the available ones are listed), a missing `windows` tensor, shapes that do not fit.
-    """
-    if branch not in BRANCHES:
-        raise ValueError(f"branch must be one of {', '.join(BRANCHES)}, got {branch!r}")
-    path = Path(path)
-    raw = _read_tensors(path, None)
-    maps = [n for n in raw if n.endswith(f".{branch}{MAP_SUFFIX}")]
-    if not maps:
-        found = sorted({n.rsplit(".", 2)[-2] for n in raw if n.endswith(MAP_SUFFIX)})
-        raise ValueError(
-            f"{path}: no {branch} gate map (tensors named PREFIX.{branch}{MAP_SUFFIX}); "
-            f"branches in the file: {', '.join(found) or 'none'}"
-        )
-    out = {}
-    for name in maps:
-        prefix = name[: -len(f".{branch}{MAP_SUFFIX}")]
-        Z = _parameter(raw[name], path, name, 4)
-        K, W, g, d = Z.shape
-        windows = f"{prefix}{WINDOWS_SUFFIX}"
-        if windows not in raw:
-            raise ValueError(
-                f"{path}: {name} needs the inputs {windows!r}, not in the file"
-            )
-        h = _parameter(raw[windows], path, windows, 3)
-        if h.shape[1:] != (W, d):
-            raise ValueError(
-                f"{path}: tensor {windows!r} must have shape (windows, {W}, {d}) to fit "
-                f"{name} {Z.shape}, got {h.shape}"
-            )
-        logits = np.einsum("kocd,jod->jkco", Z, h)
-        bias = f"{prefix}.{branch}{BIAS_SUFFIX}"
-        if bias in raw:
-            b = _parameter(raw[bias], path, bias, 3)
-            if b.shape != (K, W, g):
-                raise ValueError(
-                    f"{path}: tensor {bias!r} must have shape {(K, W, g)}, got {b.shape}"
-                )
-            logits = logits + np.moveaxis(b, 1, 2)[None]
-        out[f"{prefix}.{branch}"] = logits
-    return out
-
-
-def _parameter(a, path: Path, name: str, ndim: int) -> np.ndarray:
-    """A tensor of the paper parameterization as float64: real, `ndim` axes, finite."""
-    what = f"{path}: tensor {name!r}"
-    a = _real(a, what, "gate parameters or their inputs")
-    if a.ndim != ndim:
-        raise ValueError(f"{what} must have {ndim} axes, got shape {a.shape}")
-    return _finite(a, what)
-
-
 def _require_regular_file(path: Path) -> None:
     """A one-line `ValueError` unless `path` is (or links to) a regular file: missing, a link to
     nothing, a directory, or a device, pipe or socket (reading one could block or never end)."""
@@ -602,7 +532,6 @@ def _select(names: list[str], tensor: str | None, path: Path) -> list[str]:
 
 __all__ = [
     "BRANCHES",
-    "load_paper_gates",
     "SHARP_BELOW",
     "GateAnalysis",
     "GateCoverage",

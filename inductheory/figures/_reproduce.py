@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import json
 import os
 import pickle
@@ -29,6 +31,8 @@ from ..internal._io import (
     claimed_output_dir,
     default_cache_dir,
     probe_writable,
+    read_only_cache,
+    reading_only,
     to_json,
     write_json_atomic,
     write_text_atomic,
@@ -933,10 +937,24 @@ def reproduce(
     mode_cache = (
         None if cache_dir is None else Path(cache_dir) / ("quick" if quick else "full")
     )
-    if mode_cache is not None:
-        require_cache_dir(mode_cache)  # before anything is computed or written
+    unwritable = None if mode_cache is None else require_cache_dir(mode_cache)
+    reading = contextlib.nullcontext()
+    if unwritable is not None and mode_cache.is_dir():
+        warn_at_caller(
+            f"the cache directory {mode_cache} cannot be written ({unwritable}): its "
+            "entries are read, what is computed now is not kept",
+            CacheWarning,
+        )
+        reading = reading_only(mode_cache)
+    elif unwritable is not None:
+        warn_at_caller(
+            f"the cache directory {mode_cache} cannot be created ({unwritable}): the run "
+            "goes on without a cache",
+            CacheWarning,
+        )
+        mode_cache = None
     # one mode per directory: quick figures over full ones (or back) are refused, not mixed
-    with claimed_output_dir(out, "reproduce", {"quick": bool(quick)}):
+    with reading, claimed_output_dir(out, "reproduce", {"quick": bool(quick)}):
         return _reproduce(
             figures, out, quick, only, mode_cache, progress, command, jobs
         )
@@ -983,7 +1001,7 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
             status.finished(f.name, *_status_times(results[f.name]))
     status.total(_cpu_seconds() - cpu_start)
     results = {f.name: results[f.name] for f in figures}  # registry order
-    if timings_path is not None:
+    if timings_path is not None and not read_only_cache(mode_cache):
         try:
             times = {name: run.times for name, run in results.items()}
             write_json_atomic(timings_path, kept_timings(previous, times))
@@ -1055,25 +1073,32 @@ def _cpu_seconds() -> float:
     )
 
 
-def require_cache_dir(path: Path) -> None:
-    """Refuse a cache directory that cannot be written (a file in its place, no permission, an
+def require_cache_dir(path: Path) -> str | None:
+    """Refuse a cache directory that cannot be used (a file in its place or in its path, an
     unreachable location) with a `ValueError` naming it, before any figure is computed: the
-    results would otherwise be computed and then fail to be kept.
+    results would otherwise be computed and then fail to be kept. One that cannot be written
+    for want of permission (or on a read-only file system) is not refused: the reason is
+    returned (None: writable), and `reproduce` reads its entries without writing (or runs
+    without a cache where it does not exist).
 
     Creates the directory and writes and removes a probe file in it (permission bits say nothing
     for root or on read-only file systems).
 
     ```python
-    require_cache_dir(default_cache_dir() / "reproduce" / "quick")
+    require_cache_dir(default_cache_dir() / "reproduce" / "quick")  # None: writable
     ```
     """
+    unwritable = None
     try:
         probe_writable(path)
     except OSError as err:
-        raise ValueError(
-            f"the cache directory {path} cannot be written ({err.strerror or err}); choose "
-            "a writable one (INDUCTHEORY_CACHE_DIR or --cache) or none (--no-cache)"
-        ) from None
+        if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise ValueError(
+                f"the cache directory {path} cannot be written ({err.strerror or err}); "
+                "choose a writable one (INDUCTHEORY_CACHE_DIR or --cache) or none "
+                "(--no-cache)"
+            ) from None
+        unwritable = err.strerror or str(err)
     # what a run writes in it by a fixed name: a directory in the place of a file (or the
     # reverse) would fail only after the figures were computed
     for name, directory in (("timings.json", False), ("train", True)):
@@ -1084,6 +1109,7 @@ def require_cache_dir(path: Path) -> None:
                 f"{'directory' if directory else 'file'}; delete it or choose another cache "
                 "(--cache) or none (--no-cache)"
             )
+    return unwritable
 
 
 def _require_jobs(jobs) -> None:

@@ -16,7 +16,13 @@ import numpy as np
 from ..experiments._flows import run_flow, run_flow_variants, run_flows
 from ..experiments._results import FlowOutcomes
 from ..flow._config import FlowConfig
-from ..internal._io import cached, load_cached, parameter_key, store_cached
+from ..internal._io import (
+    cached,
+    load_cached,
+    parameter_key,
+    read_only_cache,
+    store_cached,
+)
 from ..internal._progress import announce
 from ..internal._warnings import warnings_named
 from ..model._gates import shared_gates_from_logits
@@ -105,6 +111,11 @@ def trained_run(
     except ValueError:
         pass
     announce(f"training {label}, {_shape(task)}, {seeds} seeds")
+    if read_only_cache(
+        directory
+    ):  # read, never written: the run is kept in memory only
+        with named, assumptions_silenced():
+            return train(task, model_config, train_config, seeds, seed=seed)
     with named, assumptions_silenced():
         train(task, model_config, train_config, seeds, seed=seed, out=directory)
     # the loaded run, so that a fresh and a cached run are the very same numbers

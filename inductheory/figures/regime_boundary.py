@@ -6,12 +6,15 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import warnings
 
 import numpy as np
 
+from ..experiments._flows import NoSelectionWarning
 from ..experiments._regime import regime_map
 from ..flow._config import FlowConfig
 from ..internal._records import Record
+from ..internal._warnings import FigureNote, warn_at_caller
 from ..oracle._boundary import hard_vertex_boundary
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
@@ -137,7 +140,10 @@ def flow_bracket(
     points = {}
 
     def ok(N: int) -> bool:
-        run = _runs.flow_runs(task_of(N=N, beta=beta), config, seeds, cache_dir)
+        with warnings.catch_warnings():
+            # flows past the boundary select nothing on purpose: `compute` says so once
+            warnings.filterwarnings("ignore", category=NoSelectionWarning)
+            run = _runs.flow_runs(task_of(N=N, beta=beta), config, seeds, cache_dir)
         sel = np.asarray(run.selected)
         hard = np.all(sel >= 0, axis=1)
         distinct = hard & np.array([len(set(row)) == len(row) for row in sel.tolist()])
@@ -165,6 +171,22 @@ def flow_bracket(
         predicted=prediction,
         agrees=inside(below, above, prediction, lo),
     )
+
+
+def _say_non_selection(flow: list[FlowBracket]) -> None:
+    """One `FigureNote` for the bisection's flows that selected no seed (each would otherwise
+    warn, `NoSelectionWarning`): the bisection runs flows past the boundary on purpose, to find
+    where selection stops."""
+    points = [p for b in flow for p in b.points]
+    missed = [p for p in points if p.share_selected == 0]
+    if missed:
+        where = ", ".join(f"N={p.N} beta={p.beta:g}" for p in missed)
+        warn_at_caller(
+            f"{len(missed)} of the {len(points)} reduced flows of the bisection selected no "
+            f"seed ({where}): expected, the bisection runs flows past the boundary to find "
+            "where selection stops",
+            FigureNote,
+        )
 
 
 def compute(quick: bool, cache_dir) -> RegimeBoundaryData:
@@ -234,6 +256,7 @@ def compute(quick: bool, cache_dir) -> RegimeBoundaryData:
                 prediction=p,
             )
         )
+    _say_non_selection(flow)
     rows = [(s.label, b) for s in oracle for b in s.boundary] + [
         ("flow " + label, b) for b in flow
     ]

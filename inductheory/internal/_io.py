@@ -134,6 +134,54 @@ def default_cache_dir() -> Path:
     return user_cache_dir()
 
 
+# Cache directories (os.pathsep-separated) that are read and never written: `reproduce` sets it
+# for an unwritable cache directory that holds entries (its worker processes inherit it).
+ENV_READ_ONLY_CACHE = "INDUCTHEORY_READ_ONLY_CACHE"
+
+
+def read_only_cache(directory) -> bool:
+    """Whether `directory` is, or lies in, a directory of `INDUCTHEORY_READ_ONLY_CACHE`: its
+    entries are read (`load_cached`), nothing is written there (`store_cached`, `cached`).
+
+    **Example:** `read_only_cache("/tmp/cache/quick")` is True with the variable set to
+    `/tmp/cache`.
+    """
+    listed = os.environ.get(ENV_READ_ONLY_CACHE)
+    if not listed or directory is None:
+        return False
+    here = Path(os.path.abspath(directory))
+    roots = [Path(os.path.abspath(p)) for p in listed.split(os.pathsep) if p]
+    return any(here == root or root in here.parents for root in roots)
+
+
+@contextlib.contextmanager
+def reading_only(directory):
+    """Within it, `directory` is a `read_only_cache` (for this process and the processes it
+    starts); the environment is restored after."""
+    before = os.environ.get(ENV_READ_ONLY_CACHE)
+    os.environ[ENV_READ_ONLY_CACHE] = os.pathsep.join(
+        p for p in (before, os.path.abspath(directory)) if p
+    )
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV_READ_ONLY_CACHE, None)
+        else:
+            os.environ[ENV_READ_ONLY_CACHE] = before
+
+
+def result_checksum(result) -> str:
+    """The sha256 of a result's canonical JSON (sorted keys), held by its cache entry: a result
+    whose bytes changed after it was written (a flipped digit is still valid JSON) no longer
+    matches it.
+
+    **Example:** `result_checksum({"loss": 0.5}) == result_checksum({"loss": 0.5})`.
+    """
+    text = json.dumps(result, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _read_entry(path: Path, params_json, version: str):
     """The stored result at `path`, or None (missing; or damaged/stale, reported by a warning)."""
     if not os.path.lexists(path):
@@ -155,6 +203,12 @@ def _read_entry(path: Path, params_json, version: str):
                 problem = "holds the result of other parameters"
             elif stored.get("version") != version:
                 problem = f"was computed by inductheory {stored.get('version')!r}, not {version!r}"
+            elif stored.get("checksum") != result_checksum(stored["result"]):
+                problem = (
+                    "fails its checksum (its result changed after it was written)"
+                    if "checksum" in stored
+                    else "has no checksum of its result"
+                )
             else:
                 return stored["result"]
     except (
@@ -192,23 +246,25 @@ def store_cached(directory, params: dict, result: dict) -> dict:
     JSON data.
 
     A failed write is reported by a `CacheWarning`, never an error: the result is still returned.
+    The entry holds the `result_checksum` of the result, so that bytes changed in it later are
+    found when it is read (`load_cached`). Nothing is written in a `read_only_cache`.
     """
-    if directory is not None:
+    data = json.loads(to_json(result))
+    if directory is not None and not read_only_cache(directory):
         version = library_version()
         path = _entry_path(directory, params, version)
+        entry = {"params": params, "version": version, "result": data}
         try:
             if path.is_dir():
                 raise IsADirectoryError(f"{path} is a directory")
-            write_json_atomic(
-                path, {"params": params, "version": version, "result": result}
-            )
+            write_json_atomic(path, {**entry, "checksum": result_checksum(data)})
         except OSError as err:
             warnings.warn(
                 f"cache entry {path} could not be written ({err}); the result is not cached",
                 CacheWarning,
                 stacklevel=2,
             )
-    return json.loads(to_json(result))
+    return data
 
 
 def cached(directory, params: dict, compute: Callable[[], dict]) -> dict:
@@ -219,7 +275,8 @@ def cached(directory, params: dict, compute: Callable[[], dict]) -> dict:
     then a rename), so a sweep interrupted at any moment resumes at its first unfinished point and
     concurrent runs never read a partial file. The hash covers `params` and the library version
     (`library_version`): results of older code are never reused silently. A damaged entry
-    (truncated, garbage, wrong structure, a directory in its place, unreadable) is reported by its
+    (truncated, garbage, wrong structure, a result that fails its checksum, a directory in its
+    place, unreadable) is reported by its
     path with a `CacheWarning` and recomputed, never a crash; an entry that cannot be written is
     reported the same way and the computed result returned. With `directory=None`, always
     computes. A shared per-user location is `default_cache_dir()`.
@@ -229,6 +286,8 @@ def cached(directory, params: dict, compute: Callable[[], dict]) -> dict:
     stored = load_cached(directory, params)
     if stored is not None:
         return stored
+    if read_only_cache(directory):
+        return store_cached(directory, params, compute())
     path = _entry_path(directory, params, library_version())
     before = _modified(path)
     with _computing(path):

@@ -29,6 +29,10 @@ NEWTON_CANDIDATES = 24
 # Reverse-mode differentiation keeps the forward intermediates: about this many logit-sized
 # arrays per context and query in the loss's backward pass.
 BACKWARD_COPIES = 3
+# The closed form of shared gates: head-by-offset float64 arrays alive at once besides the gates
+# (measured: the `loss` command at W = 4 peaks 29-107 bytes per head above H = 2, by version,
+# against the 192 these and the gates count; tests/test_memory_estimates.py checks it).
+CLOSED_FORM_COPIES = 2
 # Row chunk of the eps measurement (`measure_eps`).
 EPS_CHUNK = 2048
 # Vertex configurations the oracle evaluates per batch.
@@ -189,6 +193,19 @@ def loss_bytes(
     return F64 * BACKWARD_COPIES * M * per_context
 
 
+def shared_gates_bytes(H: int, W: int) -> int:
+    """Shared gates (key and value, H x W each, `SharedGates`): as built on the host and as the
+    device's copy a compiled loss reads."""
+    return F64 * 2 * 2 * H * W
+
+
+def closed_form_bytes(H: int, W: int) -> int:
+    """The temporaries of the closed form of shared gates (`phase_losses`, `phase_accuracy`):
+    CLOSED_FORM_COPIES head-by-offset arrays (the attention weights of the target and of the
+    other blocks, their logarithms, the einsums' operands), with slack."""
+    return F64 * CLOSED_FORM_COPIES * H * W
+
+
 def flow_bytes(
     *,
     dynamics: str,
@@ -315,6 +332,7 @@ __all__ = [
     "approximate_geometry_bytes",
     "available_bytes",
     "check_memory",
+    "closed_form_bytes",
     "contexts_bytes",
     "flow_bytes",
     "geometry_bytes",
@@ -322,6 +340,7 @@ __all__ = [
     "loss_bytes",
     "mean_embedding_bytes",
     "oracle_bytes",
+    "shared_gates_bytes",
     "vertex_configurations",
     "with_total",
 ]

@@ -27,6 +27,12 @@ def _caller_stacklevel(prefixes: tuple[str, ...]) -> int:
     return level
 
 
+class FigureNote(UserWarning):
+    """Not a fault: what a figure says once about an outcome it runs on purpose (flows past the
+    regime boundary that select nothing, say), in place of a warning per run. The command line
+    prints it as a note; filters treat it as any warning."""
+
+
 def warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:
     """`warnings.warn(message, category)` attributed to the first line outside the package.
 
@@ -102,4 +108,4 @@ def warnings_named(prefix: str, report=None):
             rewarn(category, text)
 
 
-__all__ = ["warn_at_caller"]
+__all__ = ["FigureNote", "warn_at_caller"]

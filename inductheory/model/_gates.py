@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from ._geometry import AbstractGeometry
 
 
+# How far a key gate's sum may be from one per offset (float32 softmax rounding, with slack).
+KEY_MASS_TOLERANCE = 1e-5
+
+
 def _check_gate_pair(key, value, trailing: str) -> None:
     if key.shape != value.shape:
         raise ValueError(
@@ -39,6 +43,17 @@ def _check_gate_pair(key, value, trailing: str) -> None:
             raise ValueError(
                 f"{name} gates must be finite and >= 0 (probability vectors)"
             )
+    if isinstance(key, jax.core.Tracer) or np.size(key) == 0:
+        return
+    # the key weights are a softmax's: each sums to one (a mass of 5 would scale the logits)
+    sums = np.asarray(key, np.float64).sum(axis=-1)
+    tolerance = KEY_MASS_TOLERANCE * key.shape[-1]
+    if np.any(np.abs(sums - 1) > tolerance):
+        worst = float(sums.ravel()[np.argmax(np.abs(sums - 1).ravel())])
+        raise ValueError(
+            f"key gates must sum to one over the offsets (probability vectors), got a sum "
+            f"of {worst:.6g}"
+        )
 
 
 class AbstractGates(eqx.Module):

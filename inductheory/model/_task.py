@@ -60,7 +60,7 @@ def _require_real(name: str, value) -> float:
         or not math.isfinite(value)
     ):
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    return float(value)
+    return float(value) + 0.0  # -0.0 is 0.0 (in JSON and in cache keys)
 
 
 def traced_value(value, dtype=np.float64) -> np.ndarray:

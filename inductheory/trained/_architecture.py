@@ -212,12 +212,22 @@ class Architecture(eqx.Module):
         return self.attention is Attention.COMPRESSED and self.gate is not Gate.UNIFORM
 
     def check_task(self, task: RetrievalTask) -> None:
-        """A one-line `ValueError` where the compressor does not tile the task's cycle."""
+        """A one-line `ValueError` where the compressor does not tile the task's cycle or its
+        stride does not divide the phase period (with S = 16, phase 15 mod 24 would hold
+        position 15, a block's boundary offset, and position 39, offset 7 of its block)."""
         if self.attention is Attention.COMPRESSED:
             if task.T % self.S:
                 raise ValueError(f"S must divide T = {task.T}, got S={self.S}")
             if self.W > task.T:
                 raise ValueError(f"W must be <= T = {task.T}, got W={self.W}")
+            # phases are positions mod the period: a stride that does not divide it would mix
+            # boundary and interior positions in one phase (refused, not regrouped, so that
+            # every row of a report is measured on the same phases)
+            if task.period % self.S:
+                raise ValueError(
+                    f"S must divide the phase period {task.period} (phases are positions "
+                    f"mod {task.period}), got S={self.S}"
+                )
         if self.local_window >= task.T:
             raise ValueError(
                 f"local_window must be < T = {task.T}, got {self.local_window}"

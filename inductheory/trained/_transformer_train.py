@@ -14,6 +14,7 @@ May import: `inductheory.internal`, `inductheory.model`, `._architecture`, `._mo
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 
@@ -28,7 +29,7 @@ from ..internal._lanes import map_lanes
 from ..internal._memory import MemoryEstimate, check_memory, with_total
 from ..internal._progress import Progress
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, _require_int
-from ._architecture import Architecture, Attention, RetrievalTask
+from ._architecture import Architecture, Attention, Gate, RetrievalTask
 from ._config import TrainConfig
 from ._mechanisms import gate_offsets, phase_mean, query_outcomes
 from ._modules import Transformer, init_transformer
@@ -302,30 +303,96 @@ def held_out_contexts(task: RetrievalTask, config: TrainConfig, seed: int):
     return sample_retrieval_contexts(key, task, config.eval_contexts)
 
 
+# Float32 arrays per context a step keeps for the backward pass, by what they scale with
+# (`context_floats`): against XLA's compiled memory analysis of one model's loss and gradient
+# (temporaries per context, batch 16 against 256, the quick task, 7 architectures) these
+# counts are 1.2 (full attention) to 2.6 (8 KV heads) times the measure
+# (tests/test_memory_estimates.py checks that they are never below it).
+LOGIT_COPIES, RESIDUAL_COPIES, QUERY_COPIES, SCORE_COPIES, WINDOW_COPIES = (
+    4,
+    16,
+    4,
+    5,
+    8,
+)
+F32 = 4
+
+
+def context_floats(task: RetrievalTask, arch: Architecture) -> int:
+    """Float32 numbers one context holds through a training step's forward and backward pass
+    (an upper estimate): its logits (T x N), and per layer the residual stream (T x d; the
+    MLP's T x 4d), queries (T x q_heads x head_dim), attention scores (q_heads x T x keys:
+    T exact, T / S entries + local window compressed) and, compressed, the windows' inputs
+    (entries x W x d) with their payloads and gate scores (branches x kv x entries x W x
+    (head_dim + channels)), each times the copies the backward pass keeps (`*_COPIES`).
+
+    ```python
+    context_floats(RetrievalTask(T=96, N=128, period=24), Architecture())
+    ```
+    """
+    T, d = task.T, arch.d
+    total = LOGIT_COPIES * T * task.N
+    for compressed in arch.compressed_layers:
+        layer = RESIDUAL_COPIES * T * d + (8 * T * 4 * d if arch.mlp else 0)
+        layer += QUERY_COPIES * T * arch.q_heads * arch.head_dim
+        entries = T // arch.S
+        keys = entries + arch.local_window if compressed else T
+        layer += SCORE_COPIES * arch.q_heads * T * keys
+        if compressed:
+            branches = 1 if arch.tied else 2
+            channels = arch.head_dim if arch.gate is Gate.VECTOR else 1
+            layer += WINDOW_COPIES * (
+                entries * arch.W * d
+                + branches
+                * arch.kv_heads
+                * entries
+                * arch.W
+                * (arch.head_dim + channels)
+            )
+        total += layer
+    return total
+
+
+@functools.lru_cache(maxsize=256)
+def parameter_bytes(task: RetrievalTask, arch: Architecture) -> int:
+    """Bytes of one model's trained parameters (the inexact arrays, `eqx.is_inexact_array`),
+    from their shapes (`eqx.filter_eval_shape`: nothing computed); cached by task and
+    architecture, as a sweep's points share them."""
+    shapes = eqx.filter_eval_shape(init_transformer, task, arch, jax.random.key(0))
+    return sum(
+        leaf.size * leaf.dtype.itemsize
+        for leaf in jax.tree.leaves(shapes)
+        if hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.inexact)
+    )
+
+
 def training_bytes(
     task: RetrievalTask, arch: Architecture, config: TrainConfig, seeds: int
 ) -> MemoryEstimate:
-    """A lower bound on the memory of `train_transformer`: every seed's parameters, their
-    gradients and two optimizer moments (the parameters' shapes from tracing one model, nothing
-    computed), and the loss history; activations come on top.
+    """The memory of `train_transformer`: every seed's parameters, their gradients and two
+    optimizer moments (the parameters' shapes from tracing one model, nothing computed), the
+    loss history, the activations of a step (`context_floats` per context, `config.batch`
+    contexts per seed, the seeds one vmap steps at once) and of the held-out measures (the
+    forward pass on `config.eval_contexts` contexts per seed, a third of a step's copies).
 
     ```python
     training_bytes(RetrievalTask(T=24, N=32, period=24), Architecture(W=4, S=4, d=16),
                    TrainConfig(optimizer="adamw", steps=100, batch=8), 8).total
     ```
     """
-    shapes = eqx.filter_eval_shape(init_transformer, task, arch, jax.random.key(0))
-    one = sum(  # what the optimizer trains: the inexact arrays (`eqx.is_inexact_array`)
-        leaf.size * leaf.dtype.itemsize
-        for leaf in jax.tree.leaves(shapes)
-        if hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.inexact)
-    )
+    one = parameter_bytes(task, arch)
     steps = math.ceil(config.steps / config.chunk) * config.chunk
+    per_context = F32 * context_floats(task, arch)
+    group = _CPU_PLANS[arch.attention][1] if jax.default_backend() == "cpu" else None
+    at_once = seeds if group is None else min(seeds, group)
+    batch = config.batch if isinstance(config.batch, int) else 0
     return with_total(
         parameters=seeds * one,
         gradients=seeds * one,
         optimizer_moments=2 * seeds * one,
         loss_history=4 * seeds * steps,
+        activations=at_once * batch * per_context,
+        evaluation=seeds * config.eval_contexts * per_context // 3,
     )
 
 

@@ -24,7 +24,8 @@ programs, same numbers).
 The family's modules: `_spec` (the spec and its grid), `_kind` (`AbstractSweepKind`), one module
 per kind (`_loss`, `_flow`, `_oracle`, `_train`, `_matrix`: rows of the paper's matrix, run by
 `matrix_sweep`), `_registry` (`SWEEP_KINDS`, `sweep_kind`),
-`_store` (blocks, manifest, the assembled dataset), `_driver` (`run_spec`, Dask, `sweep`) and
+`_store` (blocks, manifest, the assembled dataset), `_driver` (`run_spec`, `sweep`), `_cluster`
+(the Dask scheduler reached or refused, blocks on its workers) and
 `_checks` (what a sweep checks before and after it runs).
 """
 
@@ -34,6 +35,11 @@ from ._checks import (
     SweepProblems as SweepProblems,
     check_grid_points as check_grid_points,
     sweep_problems as sweep_problems,
+)
+from ._cluster import (
+    SCHEDULER_TIMEOUT_S as SCHEDULER_TIMEOUT_S,
+    connect_scheduler as connect_scheduler,
+    parse_scheduler as parse_scheduler,
 )
 from ._driver import (
     check_sweep_memory as check_sweep_memory,

@@ -31,7 +31,12 @@ from ...oracle._minimize import OracleMinimizer
 from ...trained._config import ModelConfig, TrainConfig
 from .._paper_matrix import MatrixSize
 from ._checks import SweepFailureWarning, sweep_problems
+<<<<<<< HEAD
 from ._matrix import check_matrix_grid
+=======
+from ._cluster import run_on_cluster
+from ._matrix import check_matrix_grid, plain_fields
+>>>>>>> robust
 from ._registry import sweep_kind
 from ._spec import SweepSpec, grid_point
 from ._store import (
@@ -163,7 +168,7 @@ def run_spec(spec: SweepSpec, *, out=None, scheduler=None, progress: bool = Fals
                     arrays = compute_block(spec, blocks[b])
                 finish(b, arrays)
         else:
-            _run_on_cluster(spec, blocks, todo, scheduler, finish)
+            run_on_cluster(compute_block, spec, blocks, todo, scheduler, finish)
     ds = assemble(spec, parts)
     if out is not None:
         _atomic_write(out / "sweep.nc", ds.to_netcdf)
@@ -178,25 +183,6 @@ def _points_text(spec: SweepSpec, indices: list[int]) -> str:
     """The grid points of a block for the progress display: `row=W8/S8 8 KV, steps=5600`."""
     first = ", ".join(f"{k}={v}" for k, v in grid_point(spec.grid, indices[0]).items())
     return first if len(indices) == 1 else f"{len(indices)} points from {first}"
-
-
-def _run_on_cluster(spec, blocks, todo, scheduler, finish) -> None:
-    try:
-        from distributed import Client, as_completed
-    except ImportError:
-        raise ValueError(
-            "a scheduler address needs dask.distributed: pip install 'inductheory[distributed]'"
-        ) from None
-    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
-    try:
-        futures = {
-            client.submit(compute_block, spec, blocks[b], pure=False): b for b in todo
-        }
-        for future in as_completed(futures):
-            finish(futures[future], future.result())
-    finally:
-        if client is not scheduler:
-            client.close()
 
 
 def _check_arguments(task, grid) -> None:

@@ -10,10 +10,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...internal._memory import F64, with_total
+from ...internal._memory import F64, check_memory, with_total
 from ...internal._records import field_values
 from ...trained._architecture import Architecture, RetrievalTask
 from ...trained._config import TrainConfig
+from ...trained._transformer_train import training_bytes
 from .._paper_matrix import (
     CURVE_POINTS,
     MatrixRow,
@@ -32,6 +33,9 @@ ARCHITECTURE_FIELDS = tuple(f.name for f in dataclasses.fields(Architecture))
 MATRIX_TRAIN_FIELDS = ("lr", "steps")
 # The `RetrievalTask` fields a matrix sweep's grid may set (the symbols tokens are drawn from).
 MATRIX_TASK_FIELDS = ("vocab",)
+# The most points a matrix sweep's grid may have: each trains a row from many seeds (minutes at
+# the full size), so 10^4 points are weeks of compute; a larger grid is a typo or a mistake.
+MATRIX_POINTS_MAX = 10_000
 
 
 def _plain(value):
@@ -97,6 +101,7 @@ def check_matrix_grid(size: MatrixSize, grid: dict | None) -> dict[str, list]:
     parameter (an unknown row lists the rows).
     """
     grid = {} if grid is None else dict(grid)
+    _check_point_count(size, grid)
     allowed = MatrixSweep.grid_names
     clean: dict[str, list] = {}
     for name, values in grid.items():
@@ -132,6 +137,26 @@ def check_matrix_grid(size: MatrixSize, grid: dict | None) -> dict[str, list]:
     return {"row": rows, **clean}
 
 
+def _check_point_count(size: MatrixSize, grid: dict) -> None:
+    """A one-line `ValueError` naming the grid when its points (the product of its values'
+    counts, the default rows included) exceed `MATRIX_POINTS_MAX`: refused before any point is
+    checked (every point builds an architecture and trains `seeds` models)."""
+    counts = {
+        name: 1
+        if isinstance(values, (str, enum.Enum)) or not hasattr(values, "__len__")
+        else len(values)
+        for name, values in grid.items()
+    }
+    counts.setdefault("row", len(size.matrix))
+    points = math.prod(counts.values())
+    if points > MATRIX_POINTS_MAX:
+        said = " x ".join(f"{name}: {n}" for name, n in counts.items())
+        raise ValueError(
+            f"grid has {points} points ({said}); a matrix sweep takes at most "
+            f"{MATRIX_POINTS_MAX} (each point trains {size.seeds} seeds): split it"
+        )
+
+
 def spec_size(spec: SweepSpec) -> MatrixSize:
     """The `MatrixSize` of a matrix sweep's spec (without the grid's changes)."""
     return MatrixSize(
@@ -165,9 +190,15 @@ def point_row(size: MatrixSize, point: dict) -> tuple[MatrixRow, MatrixSize]:
 
 
 def _check_point(size: MatrixSize, point: dict) -> None:
-    """A one-line `ValueError` where the point's training or architecture is refused."""
+    """A one-line `ValueError` where the point's training or architecture is refused, a
+    `MemoryError` where its training cannot fit (`training_bytes`)."""
     row, size = point_row(size, point)  # its `TrainConfig` checks lr and steps
-    row.architecture(size.reference).check_task(size.task)
+    arch = row.architecture(size.reference)
+    arch.check_task(size.task)
+    check_memory(
+        training_bytes(size.task, arch, size.train, size.seeds),
+        f"training {size.seeds} seeds",
+    )
 
 
 def _curve_points(spec: SweepSpec) -> int:

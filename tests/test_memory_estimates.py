@@ -1,0 +1,165 @@
+"""The memory estimates against what runs take (issue 65): an estimate that undercounts fails
+here. The paper transformer's training step against XLA's compiled memory analysis of its loss
+and gradient (the arrays a step holds per context); `inductheory loss` against the peak resident
+memory its size adds to a process (two subprocesses, H = 2 and H = 4e6). And huge sizes refused
+at once with the estimate and the limit."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from inductheory.cli import main
+from inductheory.trained._architecture import Architecture, RetrievalTask
+from inductheory.trained._config import TrainConfig
+from inductheory.trained._transformer_train import F32, context_floats, training_bytes
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = RetrievalTask(T=48, N=64, period=24)
+SMALL = Architecture(d=16, q_heads=4, head_dim=4, layers=2, W=8, S=8)
+
+
+def _step_bytes(task, arch, batch) -> int:
+    """XLA's temporaries, arguments and outputs of one model's loss and gradient on `batch`
+    contexts (compiled, never run)."""
+    import equinox as eqx
+
+    from inductheory.trained._modules import init_transformer
+
+    model = init_transformer(task, arch, jax.random.key(0))
+    params, static = eqx.partition(model, eqx.is_inexact_array)
+
+    def loss(p, contexts):
+        return eqx.combine(p, static).loss(contexts)
+
+    contexts = jax.ShapeDtypeStruct((batch, task.T), jnp.int32)
+    compiled = jax.jit(jax.value_and_grad(loss)).lower(params, contexts).compile()
+    m = compiled.memory_analysis()
+    return m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"attention": "full"},
+        {"S": 4, "kv_heads": 2, "gate": "vector", "tied": True, "mlp": True},
+    ],
+    ids=["compressed", "full", "overlap-vector-tied-mlp"],
+)
+def test_the_training_estimate_covers_a_compiled_step(changes):
+    arch = dataclasses.replace(SMALL, **changes)
+    batch = 64
+    measured = _step_bytes(TASK, arch, batch)
+    config = TrainConfig(
+        optimizer="adamw", steps=1, chunk=1, batch=batch, eval_contexts=1
+    )
+    parts = training_bytes(TASK, arch, config, 1).parts
+    # one seed's step: its activations, parameters and their gradients
+    estimate = parts["activations"] + parts["parameters"] + parts["gradients"]
+    assert parts["activations"] == batch * F32 * context_floats(TASK, arch)
+    assert estimate >= measured, (estimate, measured)
+    assert estimate <= 6 * measured, (estimate, measured)  # coarse, not absurd
+
+
+_PEAK = (
+    "import resource, runpy, sys\n"
+    "sys.argv = ['inductheory', *sys.argv[1:]]\n"
+    "try:\n"
+    "    runpy.run_module('inductheory', run_name='__main__')\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)\n"
+)
+
+
+def _peak(argv) -> int:
+    """The peak resident memory (bytes) of `python -m inductheory ARGV` run from this checkout."""
+    env = {k: v for k, v in os.environ.items() if k != "INDUCTHEORY_MAX_BYTES"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _PEAK, *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return int(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_loss_estimate_covers_the_peak_its_heads_add():
+    from inductheory.cli._loss import loss_command_bytes
+    from inductheory.model._task import Task
+
+    argv = ["loss", "--S", "4", "--L", "4", "--N", "4096", "--uniform", "--json"]
+    small, big = 2, 4_000_000
+    added = _peak([*argv, "--H", str(big)]) - _peak([*argv, "--H", str(small)])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimate = loss_command_bytes(Task(L=4, S=4, H=big, N=4096), None).total
+    assert added > 50e6  # the heads' arrays are measurable above the process's own
+    assert estimate >= added, (estimate, added)
+    assert estimate <= 10 * added, (estimate, added)  # coarse, not absurd
+
+
+def _refused_at_once(argv, capsys, env=None, monkeypatch=None):
+    for name, value in (env or {}).items():
+        monkeypatch.setenv(name, value)
+    start = time.perf_counter()
+    code = main(argv)
+    took = time.perf_counter() - start
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if ": error: " in line]
+    assert code == 3 and len(lines) == 1, err
+    assert took < 30, took
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["matrix", "--quick", "--rows", "all"],
+        ["train", "paper"],
+        ["sweep", "matrix", "--quick"],
+    ],
+)
+def test_a_huge_batch_is_refused_with_the_estimate(argv, tmp_path, capsys):
+    out = tmp_path / "out"
+    line = _refused_at_once(
+        [*argv, "--batch", "1000000000", "--quiet", "--out", str(out)], capsys
+    )
+    assert "needs about" in line and "PiB (activations" in line and "available" in line
+    assert not [p for p in out.rglob("*") if not p.name.startswith(".")]
+
+
+def test_a_loss_at_h_1e8_is_refused_with_the_estimate(capsys, monkeypatch):
+    line = _refused_at_once(
+        [
+            "loss",
+            "--H",
+            "100000000",
+            "--S",
+            "4",
+            "--L",
+            "4",
+            "--N",
+            "4096",
+            "--uniform",
+        ],
+        capsys,
+        {"INDUCTHEORY_MAX_BYTES": "6000000000"},
+        monkeypatch,
+    )
+    assert "loss needs about" in line and "(gates" in line
+    assert "5.59 GiB is available (INDUCTHEORY_MAX_BYTES)" in line
