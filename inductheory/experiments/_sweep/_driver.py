@@ -31,12 +31,8 @@ from ...oracle._minimize import OracleMinimizer
 from ...trained._config import ModelConfig, TrainConfig
 from .._paper_matrix import MatrixSize
 from ._checks import SweepFailureWarning, sweep_problems
-<<<<<<< HEAD
-from ._matrix import check_matrix_grid
-=======
 from ._cluster import run_on_cluster
-from ._matrix import check_matrix_grid, plain_fields
->>>>>>> robust
+from ._matrix import check_matrix_grid
 from ._registry import sweep_kind
 from ._spec import SweepSpec, grid_point
 from ._store import (
