@@ -183,6 +183,11 @@ def test_a_listener_that_answers_garbage_is_refused_within_10_s(
     assert f"--scheduler {address!r}" in line, line
     assert "Dask scheduler" in line, line
     assert took < 10, took
+    # the refused handshake leaves dask's default scheduler alone (it had been left at
+    # "dask.distributed" with no client, which broke the next file's local sweeps)
+    import dask
+
+    assert dask.config.get("scheduler", None) != "dask.distributed"
 
 
 # --- -0.0 is 0.0 ---------------------------------------------------------------------------

@@ -80,7 +80,9 @@ def connect_scheduler(
 
     def attempt() -> None:
         try:
-            outcome["client"] = Client(address, timeout=timeout)
+            # not the process's default client: a handshake that fails or stalls in this
+            # thread must not leave dask's scheduler set to a client that never came
+            outcome["client"] = Client(address, timeout=timeout, set_as_default=False)
         except BaseException as err:  # noqa: BLE001 (reported by the caller, in one line)
             outcome["error"] = err
 
