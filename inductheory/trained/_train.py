@@ -8,6 +8,12 @@ flow, so the gates after k steps follow the flow at t = k eta with an error O(et
 flow's streams (1 seeds, 2 sample, 3 geometry), held-out contexts use `fold_in(key(s), 4)` and
 the fresh contexts of minibatch step k for seed i `fold_in(fold_in(fold_in(key(s), 5), k), i)`:
 a seed's numbers do not depend on which seeds train beside it.
+
+This module holds the loop (prepare, place, step in chunks, finish); its parts have their own:
+`_optimizer` (settings and schedules), `_compile` (how programs compile), `_programs` (the
+compiled chunk and evaluation), `_seeds` (the seeds as lanes), `_run` (the records) and
+`_checkpoint` (the files). May import: `inductheory.internal`, `inductheory.model`,
+`inductheory.flow` and those.
 """
 
 from __future__ import annotations
