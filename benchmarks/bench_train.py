@@ -45,7 +45,15 @@ import numpy as np
 
 import inductheory as it
 from inductheory.flow import FullDynamics, flow_sample, seed_keys
-from inductheory.trained import ModelConfig, TrainConfig, _train, init_model
+from inductheory.trained import (
+    ModelConfig,
+    TrainConfig,
+    _compile,
+    _optimizer,
+    _programs,
+    _seeds,
+    init_model,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = it.Task(L=4, S=3, H=2, N=48, beta=4.0)
@@ -71,8 +79,10 @@ def one_seed_step(task: it.Task, config: TrainConfig, steps: int):
     geometry, contexts = flow_sample(
         task, it.FlowConfig(dynamics="full", M=config.M), 0
     )
-    optimizer = _train.optimizer_settings(dataclasses.replace(config, steps=steps))
-    programs = _train._Programs(task, task.vocabulary, "full", optimizer, config.chunk)
+    optimizer = _optimizer.optimizer_settings(dataclasses.replace(config, steps=steps))
+    programs = _programs._Programs(
+        task, task.vocabulary, "full", optimizer, config.chunk
+    )
 
     def arrays_and_rest(key):
         model = init_model(
@@ -82,7 +92,7 @@ def one_seed_step(task: it.Task, config: TrainConfig, steps: int):
             rho=config.rho,
             geometry=geometry,
         )
-        params, fixed = _train._partition(model)
+        params, fixed = _seeds._partition(model)
         return eqx.partition(
             (params, optimizer.transformation().init(params), fixed), eqx.is_array
         )
@@ -98,7 +108,7 @@ def one_seed_step(task: it.Task, config: TrainConfig, steps: int):
 
 
 def _jit(fn):
-    options = _train._compiler_options()
+    options = _compile._compiler_options()
     return jax.jit(fn, compiler_options=options) if options else jax.jit(fn)
 
 
@@ -238,8 +248,8 @@ def main():
     if args.cpu_devices > 1:
         it.internal.use_cpu_devices(args.cpu_devices)
     if args.xla_defaults:
-        _train._compiler_options = lambda fusions=(): {}
-    options = _train._compiler_options()
+        _compile._compiler_options = lambda fusions=(): {}
+    options = _compile._compiler_options()
     print(
         f"devices={jax.device_count()} ({jax.default_backend()}), XLA options {options}"
     )
@@ -259,7 +269,7 @@ def main():
         share = -(-args.seeds // devices)  # a device's seeds
         # the ceiling's widths: 1 to 8 seeds, the lane group, a device's share
         widths = sorted(
-            n for n in {1, 2, 4, 8, _train.CPU_LANE_GROUP, share} if n <= share
+            n for n in {1, 2, 4, 8, _programs.CPU_LANE_GROUP, share} if n <= share
         )
         loop = seed_by_seed(task, config, args.seeds, loop_steps)
         many = vmapped(task, config, args.seeds)

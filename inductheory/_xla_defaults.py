@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 
-# The XLA option that picks the YNNPACK fusions (also trained/_train.YNN_FUSION_OPTION).
+# The XLA option that picks the YNNPACK fusions (trained/_compile.py names it YNN_FUSION_OPTION).
 YNN_FUSION_FLAG = "xla_cpu_experimental_ynn_fusion_type"
 # The first jaxlib known to have the option: an older XLA aborts on an unknown flag.
 YNN_FLAG_SINCE = (0, 10)

@@ -502,7 +502,7 @@ def test_seeds_split_over_devices_give_the_numbers_of_one_device():
         """
 import jax, numpy as np, equinox as eqx
 import inductheory as it
-from inductheory.trained import ModelConfig, TrainConfig, _train
+from inductheory.trained import ModelConfig, TrainConfig, _programs
 task = it.Task(L=4, S=3, H=2, N=48, beta=4.0)
 assert len(jax.devices()) == 2
 
@@ -519,7 +519,7 @@ config = TrainConfig(lr=0.3, steps=12, chunk=5, M=48, log_points=4, eval_context
 split_equals_one(ModelConfig(), config, 3, rtol=1e-12, atol=1e-14)
 # each device steps its own lanes in groups (`CPU_LANE_GROUP`), here 3 a device: a full group and
 # a remainder; a learned model on fresh minibatches with Adam, a few steps (before rounding grows)
-assert _train.CPU_LANE_GROUP == 2
+assert _programs.CPU_LANE_GROUP == 2
 model = ModelConfig(embeddings="learned", d=8, maps="learned", layers=2)
 config = TrainConfig(optimizer="adam", lr=0.02, steps=4, chunk=2, batch=8, M=48,
                      log_points=2, eval_contexts=8)

@@ -25,7 +25,8 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from ..internal._counts import dimension_for_eps as dimension_for_eps
 from ._gates import OracleGates
-from ._logits import dense_logits, exact_logits
+from ._logits import _with_outside_column, dense_logits, exact_logits
+from ._positions import target_positions
 from ._task import Task, _require_int, _require_real, traced_value, welch_bound
 
 # Largest N for which ExactGeometry.embeddings() builds the dense N x (N+1) realization.
@@ -45,6 +46,9 @@ class AbstractGeometry(eqx.Module):
     - `offset_scores(c, tokens)`, `mean_embedding()`: the inner products the gate classes need.
     - `query_logits(task, gates, tokens)`: one context's logits on the path this geometry allows.
     - `context_basis(tokens)`: the same per-context model in the smallest basis this geometry has.
+    - `context_coordinates(tokens, c)`, `context_readout(task, outputs, tokens)`: one context's
+      embeddings and vectors in the fewest coordinates that keep its inner products, and the
+      logits of output vectors given in them (the trained model's general path).
     - `context_bases(contexts)`: `context_basis` of every context of a sample, or None.
     - `for_task(task)`: this geometry with the task's (possibly traced) scalars.
     - `dense()`: the geometry as an explicit embedding matrix.
@@ -87,6 +91,31 @@ class AbstractGeometry(eqx.Module):
     @abc.abstractmethod
     def context_basis(self, tokens: Int[Array, "blocks offsets"]) -> "AbstractGeometry":
         """A geometry giving every logit of the context `tokens` exactly, at least as cheap."""
+
+    @abc.abstractmethod
+    def context_coordinates(
+        self,
+        tokens: Int[Array, " positions"],
+        c: Float[Array, "*batch dim"] | None = None,
+    ) -> tuple[Float[Array, "positions coords"], Float[Array, "*batch coords"] | None]:
+        """`(X, c')`: the embeddings of the T tokens of one context (positions in order) and the
+        vectors `c` in the fewest coordinates that keep every inner product
+        $\\langle c, x_{t_u} \\rangle$ and $\\langle x_{t_u}, x_{t_v} \\rangle$ (c None: None)."""
+
+    @abc.abstractmethod
+    def context_readout(
+        self,
+        task: Task,
+        outputs: Float[Array, "queries coords"],
+        tokens: Int[Array, " positions"],
+        unembedding: Float[Array, "vocab dim"] | None = None,
+    ):
+        """The logits of output vectors given in `context_coordinates`' coordinates, read out
+        by the embeddings (tied) or by `unembedding`, one query per row of `outputs` in the
+        order of `query_positions`.
+
+        **Returns:** `(logits, log_multiplicity, target)` as `exact_logits` / `dense_logits`.
+        """
 
     @abc.abstractmethod
     def context_bases(
@@ -189,6 +218,36 @@ class ExactGeometry(AbstractGeometry):
         del tokens
         return self
 
+    def context_coordinates(
+        self,
+        tokens: Int[Array, " positions"],
+        c: Float[Array, "*batch dim"] | None = None,
+    ) -> tuple[Float[Array, "positions coords"], Float[Array, "*batch coords"] | None]:
+        """T + 1 coordinates, the basis $e_0, e_{1+t_0}, \\dots, e_{1+t_{T-1}}$ (orthonormal: the
+        tokens are distinct), in which $x_{t_u} = \\sqrt{\\kappa} e_0 + e_{1+t_u}$; c gathered at
+        them. Never the N + 1 coordinates."""
+        T = tokens.shape[0]
+        X = jnp.concatenate(
+            [jnp.full((T, 1), jnp.sqrt(self.kappa)), jnp.eye(T)], axis=1
+        )
+        if c is not None:
+            c = c[..., jnp.concatenate([jnp.zeros(1, tokens.dtype), 1 + tokens])]
+        return X, c
+
+    def context_readout(
+        self,
+        task: Task,
+        outputs: Float[Array, "queries coords"],
+        tokens: Int[Array, " positions"],
+        unembedding: Float[Array, "vocab dim"] | None = None,
+    ):
+        """Context token u gets $\\sqrt{\\kappa} o_0 + o_{1+u}$, a token outside $\\sqrt{\\kappa}
+        o_0$: the common shift is dropped, as `exact_logits` does (one outside column; targets
+        are context positions). The exact geometry is always tied (`unembedding` None)."""
+        del tokens, unembedding
+        target = target_positions(task.L, task.S, task.queries)
+        return _with_outside_column(task, outputs[:, 1:], jnp.asarray(target))
+
     def context_bases(self, contexts: Int[Array, "contexts blocks offsets"]) -> None:
         """None: the structured path needs no per-context basis."""
         del contexts
@@ -276,6 +335,27 @@ class DenseGeometry(AbstractGeometry):
         return DenseGeometry(
             embeddings=self.embeddings @ U, kappa=self.kappa, eps=self.eps
         )
+
+    def context_coordinates(
+        self,
+        tokens: Int[Array, " positions"],
+        c: Float[Array, "*batch dim"] | None = None,
+    ) -> tuple[Float[Array, "positions dim"], Float[Array, "*batch dim"] | None]:
+        """The embedding space itself: the context's rows of the embedding matrix, c as it is."""
+        return self.embeddings[tokens], c
+
+    def context_readout(
+        self,
+        task: Task,
+        outputs: Float[Array, "queries dim"],
+        tokens: Int[Array, " positions"],
+        unembedding: Float[Array, "vocab dim"] | None = None,
+    ):
+        """Every token's logit $\\langle u_x, o \\rangle$, u the embeddings (tied) or
+        `unembedding`; targets are token ids."""
+        U = self.embeddings if unembedding is None else unembedding
+        target = tokens[target_positions(task.L, task.S, task.queries)]
+        return outputs @ U.T, jnp.zeros(U.shape[0], outputs.dtype), target
 
     def context_bases(
         self, contexts: Int[Array, "contexts blocks offsets"]

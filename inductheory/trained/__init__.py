@@ -19,6 +19,7 @@ from ._architecture import (
     Payload as Payload,
     RetrievalTask as RetrievalTask,
 )
+from ._checkpoint import load_run as load_run
 from ._config import (
     Embeddings as Embeddings,
     GateClass as GateClass,
@@ -61,23 +62,24 @@ from ._modules import (
     Transformer as Transformer,
     init_transformer as init_transformer,
 )
+from ._optimizer import (
+    OptimizerSettings as OptimizerSettings,
+    learning_rate as learning_rate,
+    make_optimizer as make_optimizer,
+    optimizer_settings as optimizer_settings,
+)
+from ._run import (
+    TrainRun as TrainRun,
+    TrainStatistics as TrainStatistics,
+    TrainTimings as TrainTimings,
+    log_steps as log_steps,
+)
 from ._stream import (
     StreamMeasures as StreamMeasures,
     stream_masks as stream_masks,
     stream_measures as stream_measures,
 )
-from ._train import (
-    OptimizerSettings as OptimizerSettings,
-    TrainRun as TrainRun,
-    TrainStatistics as TrainStatistics,
-    TrainTimings as TrainTimings,
-    learning_rate as learning_rate,
-    load_run as load_run,
-    log_steps as log_steps,
-    make_optimizer as make_optimizer,
-    optimizer_settings as optimizer_settings,
-    train as train,
-)
+from ._train import train as train
 from ._transformer_train import (
     PhaseMeasures as PhaseMeasures,
     TransformerRun as TransformerRun,

@@ -45,12 +45,11 @@ from ..model._geometry import (
     ExactGeometry,
     make_geometry,
 )
-from ..model._logits import _with_outside_column, cross_entropy
+from ..model._logits import cross_entropy
 from ..model._loss import monte_carlo_loss, population_loss
 from ..model._positions import (
     entry_positions,
     query_positions,
-    target_positions,
     window_tokens,
 )
 from ..model._task import Task, _require_int
@@ -197,7 +196,7 @@ class CompressedModel(eqx.Module):
         why = None
         if cfg.gates is GateClass.LINEAR:
             why = "gates='linear' makes the gates depend on the tokens"
-        elif not isinstance(self.geometry, ExactGeometry):
+        elif not self._embedding_geometry.exchangeable_tokens:
             why = f"embeddings='{cfg.embeddings}' is not the exact geometry"
         elif cfg.layers != 1:
             why = f"layers={cfg.layers} mixes the tokens before the compressor"
@@ -262,25 +261,20 @@ class CompressedModel(eqx.Module):
         return OracleGates(key=p[:, 0], value=p[:, 1])
 
     def _space(self, tokens) -> _ContextSpace:
-        """The coordinates one context is computed in (module docstring)."""
-        T = self.task.T
-        flat = tokens.reshape(T)
-        c = self.gate_vectors
-        if isinstance(self.geometry, ExactGeometry):
-            # basis e_0, e_{1+t_0}, ..., e_{1+t_{T-1}} (orthonormal: the tokens are distinct);
-            # x_{t_u} = sqrt(kappa) e_0 + e_{1+t_u}
-            kappa = jnp.sqrt(self.geometry.kappa)
-            X = jnp.concatenate([jnp.full((T, 1), kappa), jnp.eye(T)], axis=1)
-            if c is not None:
-                c = c[..., jnp.concatenate([jnp.zeros(1, flat.dtype), 1 + flat])]
-            return _ContextSpace(X, c, None, target_positions(*self._lsq))
-        E = self.geometry.embeddings if self.geometry is not None else self.embeddings
-        U = E if self.unembedding is None else self.unembedding
-        return _ContextSpace(E[flat], c, U, flat[target_positions(*self._lsq)])
+        """The coordinates one context is computed in (module docstring): the geometry's own
+        (`context_coordinates`)."""
+        flat = tokens.reshape(self.task.T)
+        geometry = self._embedding_geometry
+        X, c = geometry.context_coordinates(flat, self.gate_vectors)
+        return _ContextSpace(X, c, geometry, self.unembedding, flat)
 
     @property
-    def _lsq(self):
-        return self.task.L, self.task.S, self.task.queries
+    def _embedding_geometry(self) -> AbstractGeometry:
+        """The fixed geometry, or the learned embeddings as a dense one (their kappa and eps
+        unmeasured: NaN; the general path uses only the matrix)."""
+        if self.geometry is not None:
+            return self.geometry
+        return DenseGeometry(self.embeddings, kappa=np.nan, eps=np.nan)
 
     def _residual(self, space: _ContextSpace) -> Float[Array, "positions dim"]:
         x = space.X
@@ -426,22 +420,19 @@ class CompressedModel(eqx.Module):
 
 class _ContextSpace(eqx.Module):
     """One context in coordinates: embeddings `X` (T, D) of its positions, gate vectors `c` in
-    the same coordinates, and how logits are read out."""
+    the same coordinates, and the geometry (with the learned unembedding, if any) that reads
+    logits out of them."""
 
     X: Float[Array, "positions dim"]
     c: Float[Array, "heads branches offsets dim"] | None
-    unembedding: (
-        Float[Array, "vocab dim"] | None
-    )  # None: exact geometry's context columns
-    target: Int[Array, " queries"]
+    geometry: AbstractGeometry
+    unembedding: Float[Array, "vocab dim"] | None
+    tokens: Int[Array, " positions"]
 
     def readout(self, task: Task, outputs: Float[Array, "queries dim"]):
-        if self.unembedding is None:
-            # context token u has logit beta (sqrt(kappa) o_0 + o_{1+u}), a token outside
-            # beta sqrt(kappa) o_0: the common shift is dropped, as `exact_logits` does
-            return _with_outside_column(task, outputs[:, 1:], jnp.asarray(self.target))
-        U = self.unembedding
-        return outputs @ U.T, jnp.zeros(U.shape[0], outputs.dtype), self.target
+        return self.geometry.context_readout(
+            task, outputs, self.tokens, self.unembedding
+        )
 
 
 def _both_branches(y):

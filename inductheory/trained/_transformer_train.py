@@ -8,7 +8,7 @@ the held-out contexts from `fold_in(key(s), HELD_OUT)` (the same for every seed 
 architecture of a task): a seed's numbers do not depend on which seeds train beside it.
 
 May import: `inductheory.internal`, `inductheory.model`, `._architecture`, `._modules`,
-`._train` (the optimizer of a `TrainConfig`).
+`._optimizer`, `._compile`, `._run` (what both trainers share).
 """
 
 from __future__ import annotations
@@ -30,15 +30,12 @@ from ..internal._memory import MemoryEstimate, check_memory, with_total
 from ..internal._progress import Progress
 from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, _require_int
 from ._architecture import Architecture, Attention, Gate, RetrievalTask
+from ._compile import jit_with_ynn_fusions
 from ._config import TrainConfig
 from ._mechanisms import gate_offsets, phase_mean, query_outcomes
 from ._modules import Transformer, init_transformer
-from ._train import (
-    OptimizerSettings,
-    jit_with_ynn_fusions,
-    log_steps,
-    optimizer_settings,
-)
+from ._optimizer import OptimizerSettings, optimizer_settings
+from ._run import log_steps
 
 # Streams of the base seed's key: the seeds' initial models, the training batches, held out,
 # the probe contexts of the gate trajectories, the prompts of knockout means.
