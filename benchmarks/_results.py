@@ -135,9 +135,12 @@ def _commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def record(name: str, benchmark: str, command: str, **measured) -> Path:
-    """Write benchmarks/results/<name>.json: the measured fields of `Result` (`wall_s` at least)
-    with this tree's commit, today's date and this machine. Returns the path."""
+def record(
+    name: str, benchmark: str, command: str, folder: Path = RESULTS, **measured
+) -> Path:
+    """Write `folder`/<name>.json (benchmarks/results/ by default), atomically: the measured
+    fields of `Result` (`wall_s` at least) with this tree's commit, today's date and this
+    machine. Returns the path."""
     processor, cores = machine()
     result = Result(
         name=name,
@@ -149,9 +152,12 @@ def record(name: str, benchmark: str, command: str, **measured) -> Path:
         cores=measured.pop("cores", cores),
         **measured,
     )
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(result.to_dict(), indent=1) + "\n")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    # a rename is atomic: an interrupted run never leaves half a result for the page to read
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(result.to_dict(), indent=1) + "\n")
+    os.replace(partial, path)
     return path
 
 
@@ -248,7 +254,10 @@ def performance_page(results: list[Result]) -> str:
         "training compiles when only its learning rate, schedule, steps or weight decay "
         "change), `bench_matrix.py` (the paper matrix's training step against a matmul of its "
         "FLOPs) and `benchmarks/mutation.py [--sample 40]` (plants one-operator bugs in the "
-        "model, loss, selection and flow-summary code and counts those the tests catch).",
+        "model, loss, selection and flow-summary code and counts those the tests catch). "
+        "Each of them writes its result here when run through "
+        "`python benchmarks/run.py BENCH.py [ARGS]` (wall, CPU of every process, peak memory, "
+        "and its closing comparison line as the note).",
         "",
     ]
     for benchmark in sorted({r.benchmark for r in results}):
