@@ -33,7 +33,7 @@ from ._interventions import (
     mean_compressed_outputs as mean_compressed_outputs,
     mean_first_outputs as mean_first_outputs,
     rotate_model_gates as rotate_model_gates,
-    shift_r_squared as shift_r_squared,
+    shift_correlation as shift_correlation,
     shifted_curve as shifted_curve,
 )
 from ._measures import ModelMeasures as ModelMeasures, measure as measure
