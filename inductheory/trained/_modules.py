@@ -341,7 +341,10 @@ class Transformer(eqx.Module):
         """`(logits, log_multiplicity, target)` of every query of one context (the library's
         convention: `cross_entropy` and `top1_correct` apply): logits (T, N), target
         $x_{t+1 \\bmod T}$; `ablations` as in `forward`."""
-        z = self.forward(tokens, ablations)[0] @ self.unembedding.T
+        return self._read_out(self.forward(tokens, ablations)[0], tokens)
+
+    def _read_out(self, x, tokens):
+        z = x @ self.unembedding.T
         return z, jnp.zeros(z.shape[1], z.dtype), jnp.roll(tokens, -1)
 
     def query_losses(
@@ -357,7 +360,14 @@ class Transformer(eqx.Module):
     def gate_probabilities(self, tokens: Int[Array, " positions"]) -> list:
         """Per layer, its compressor's $\\alpha$ on one context, (branches, kv, entries, W,
         channels); None for an exact layer."""
-        traces = self.forward(tokens)[1]
+        return self._gates(self.forward(tokens)[1])
+
+    def query_losses_and_gates(self, tokens: Int[Array, " positions"]):
+        """`(query_losses(tokens), gate_probabilities(tokens))` from one forward pass."""
+        x, traces = self.forward(tokens)
+        return cross_entropy(*self._read_out(x, tokens)), self._gates(traces)
+
+    def _gates(self, traces) -> list:
         return [
             block.attention.compressor.gates(trace.normed)
             if isinstance(block.attention, CompressedAttention)

@@ -29,7 +29,7 @@ from ._spec import SweepSpec, grid_points
 # architecture options of `inductheory matrix` do.
 ARCHITECTURE_FIELDS = tuple(f.name for f in dataclasses.fields(Architecture))
 # The `TrainConfig` fields a matrix sweep's grid may set.
-MATRIX_TRAIN_FIELDS = ("lr", "steps")
+MATRIX_TRAIN_FIELDS = ("lr", "steps", "overlap_penalty")
 
 
 def _plain(value):
@@ -78,7 +78,9 @@ def _train_value(name: str, value):
         or not isinstance(value, numbers.Real)
         or not math.isfinite(value)
     ):
-        raise ValueError(f"grid values of 'lr' must be finite numbers, got {value!r}")
+        raise ValueError(
+            f"grid values of {name!r} must be finite numbers, got {value!r}"
+        )
     return float(value)
 
 
@@ -88,7 +90,8 @@ def check_matrix_grid(size: MatrixSize, grid: dict | None) -> dict[str, list]:
     **Arguments:**
     - `size`: the `MatrixSize` (its rows are the default of `row`).
     - `grid`: `{name: values}` (None: every row of `size`); names among `row` (row names of
-      `MATRIX`), the fields of `Architecture` (enums by member or value) and `lr`, `steps`.
+      `MATRIX`), the fields of `Architecture` (enums by member or value) and `lr`, `steps`,
+      `overlap_penalty`.
 
     **Returns:** `{name: values}` with `row` first; raises a one-line `ValueError` naming the
     parameter (an unknown row lists the rows).
