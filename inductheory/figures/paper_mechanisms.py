@@ -21,7 +21,7 @@ from ..internal._records import Record
 from ..trained._interventions import shift_correlation
 from . import _style
 from ._figure import Figure, FigureData, MeasuredTable
-from ._stats import interval_text, share_text, spearman, wilson_interval
+from ._stats import interval_text, share_text, spearman, wilson_count
 
 # A gate is statically concentrated where its static effective offsets are at most this,
 # and input-dependent where its static ones are at least half the window and its average
@@ -40,9 +40,7 @@ def _fold(curve, S: int) -> np.ndarray:
     return c.reshape(*c.shape[:-1], -1, S).mean(axis=-2)
 
 
-def _share(k: int, n: int) -> Count:
-    low, high = wilson_interval(k, n) if n else (0.0, 1.0)
-    return Count(k=int(k), n=int(n), ci95=[low, high])
+_share = wilson_count
 
 
 @dataclasses.dataclass(frozen=True)

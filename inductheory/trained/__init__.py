@@ -36,13 +36,23 @@ from ._interventions import (
     shift_correlation as shift_correlation,
     shifted_curve as shifted_curve,
 )
+from ._local_path import (
+    BoundaryGates as BoundaryGates,
+    PreviousTokenMass as PreviousTokenMass,
+    answered_phases as answered_phases,
+    boundary_gates as boundary_gates,
+    previous_token_mass as previous_token_mass,
+    without_local_window as without_local_window,
+)
 from ._measures import ModelMeasures as ModelMeasures, measure as measure
 from ._mechanisms import (
     GateOffsets as GateOffsets,
     HeadKnockout as HeadKnockout,
     PhaseCurves as PhaseCurves,
     gate_offsets as gate_offsets,
+    key_gate_overlap as key_gate_overlap,
     knockout_heads as knockout_heads,
+    mean_gate_overlap as mean_gate_overlap,
     mean_head_reads as mean_head_reads,
     paper_gate_tensors as paper_gate_tensors,
     phase_curves as phase_curves,
@@ -76,6 +86,7 @@ from ._train import (
 from ._transformer_train import (
     PhaseMeasures as PhaseMeasures,
     TransformerRun as TransformerRun,
+    penalized_loss as penalized_loss,
     sample_retrieval_contexts as sample_retrieval_contexts,
     train_transformer as train_transformer,
 )
