@@ -19,6 +19,11 @@ loss = it.population_loss(task, it.hard_selection(task.S, [[0, 2]]))
 
 import sys as _sys
 
+from ._xla_defaults import set_xla_defaults as _set_xla_defaults
+
+# before anything starts jax's backend: XLA reads XLA_FLAGS once (see _xla_defaults.py)
+_set_xla_defaults()
+
 # `python -m inductheory` imports the package before its __main__ runs: the command line's
 # process-wide options are set here, before equinox is imported (see _inductheory_entry.py).
 if _sys.argv[:1] == ["-m"]:
