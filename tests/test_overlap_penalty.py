@@ -19,21 +19,22 @@ from inductheory.experiments._paper_matrix import QUICK_SIZE
 from inductheory.experiments._sweep._matrix import check_matrix_grid
 from inductheory.internal._records import field_values
 from inductheory.model._task import Task
-from inductheory.trained._architecture import Architecture, Gate, RetrievalTask
-from inductheory.trained._config import ModelConfig, TrainConfig
-from inductheory.trained._mechanisms import (
-    compressed_blocks,
+from inductheory.trained import (
+    Architecture,
+    Gate,
+    ModelConfig,
+    RetrievalTask,
+    TrainConfig,
     gate_offsets,
+    init_transformer,
     key_gate_overlap,
     mean_gate_overlap,
-)
-from inductheory.trained._modules import init_transformer
-from inductheory.trained._train import train
-from inductheory.trained._transformer_train import (
     penalized_loss,
     sample_retrieval_contexts,
+    train,
     train_transformer,
 )
+from inductheory.trained._mechanisms import compressed_blocks
 
 TASK = RetrievalTask(T=16, N=24, period=8)
 # 2 compressed layers x 2 KV heads: 4 key gates over W = 4 offsets
