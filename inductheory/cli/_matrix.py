@@ -185,6 +185,7 @@ def add_size_arguments(p) -> None:
         "--overlap-penalty",
         type=float_type("overlap-penalty", 0),
         default=None,
+        metavar="LAMBDA",
         help=f"{OVERLAP_HELP} (default: 0)",
     )
     p.add_argument("--seed", type=int_type("seed", 0), default=0, help="base seed")
