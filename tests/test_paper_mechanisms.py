@@ -396,9 +396,10 @@ def test_figure_summaries_on_a_hand_made_row():
     # every phase has base accuracy 0.8, so chance is one in S = 4
     assert k.chance == pytest.approx(0.25)
     r = fig.rotation_summary(m.base_accuracy, m.rotated_accuracy, m.rotations, S=4)
-    # a flat curve: R^2 undefined everywhere
+    # a flat curve: r^2 undefined everywhere, every accuracy kept
     assert r.undefined == 4
-    # a curve with structure that rotates exactly: R^2 = 1
+    assert r.kept_range == pytest.approx([1.0, 1.0])
+    # a curve with structure that rotates exactly: r^2 = 1
     base = np.tile([0.9, 0.1, 0.5, 0.3, 0.9, 0.1, 0.5, 0.3], (2, 1))
     exact = dataclasses.replace(
         m,
@@ -409,13 +410,21 @@ def test_figure_summaries_on_a_hand_made_row():
         exact.base_accuracy, exact.rotated_accuracy, exact.rotations, S=4
     )
     assert r.r_squared_range == pytest.approx([1.0, 1.0]) and r.undefined == 0
+    # the same shift at a quarter of the level: r^2 stays 1, a quarter of the accuracy kept
+    quarter = dataclasses.replace(exact, rotated_accuracy=exact.rotated_accuracy / 4)
+    r = fig.rotation_summary(
+        quarter.base_accuracy, quarter.rotated_accuracy, quarter.rotations, S=4
+    )
+    assert r.r_squared_range == pytest.approx([1.0, 1.0])
+    assert r.kept_range == pytest.approx([0.25, 0.25])
+    assert np.asarray(r.seed_rotated).shape == (2, 2, 4)
 
 
-def test_shift_r_squared_of_a_curve_flat_up_to_rounding_is_undefined():
-    from inductheory.trained import shift_r_squared
+def test_shift_correlation_of_a_curve_flat_up_to_rounding_is_undefined():
+    from inductheory.trained import shift_correlation
 
     flat = np.full(4, 0.8)  # its mean rounds to 0.8000000000000002
-    assert np.isnan(shift_r_squared(flat, flat, 1))
+    assert np.isnan(shift_correlation(flat, flat, 1))
 
 
 @pytest.mark.parametrize(

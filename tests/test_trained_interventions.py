@@ -22,7 +22,7 @@ from inductheory.trained import (
     knockout,
     measure,
     rotate_model_gates,
-    shift_r_squared,
+    shift_correlation,
     shifted_curve,
 )
 
@@ -166,16 +166,25 @@ def test_rotated_hard_selection_shifts_the_accuracy_curve():
                 want[(r + delta) % S] = 1.0
         np.testing.assert_array_equal(rotated, want)
         np.testing.assert_array_equal(rotated[:-1], shifted_curve(base, delta)[:-1])
-        assert shift_r_squared(base, rotated, delta) == pytest.approx(1.0)
+        assert shift_correlation(base, rotated, delta) == pytest.approx(1.0)
         assert rotated[-1] == 0.0
 
 
-def test_shift_r_squared_by_hand():
+def test_shift_correlation_by_hand():
     base = np.array([1.0, 0.5, 0.0, 0.2])
     measured = np.array(
         [0.1, 0.9, 0.5, 0.7]
     )  # delta 1 predicts [0.2, 1, 0.5, 0] (last left out)
-    y, yhat = measured[:3], np.array([0.2, 1.0, 0.5])
-    want = 1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)
-    assert shift_r_squared(base, measured, 1) == pytest.approx(want)
-    assert np.isnan(shift_r_squared(base, np.ones(4), 1))
+    # squared correlation from scipy's Pearson (an independent computation)
+    from scipy.stats import pearsonr
+
+    want = pearsonr(measured[:3], [0.2, 1.0, 0.5]).statistic ** 2
+    assert shift_correlation(base, measured, 1) == pytest.approx(want)
+    assert np.isnan(shift_correlation(base, np.ones(4), 1))
+    # a shifted curve at a tenth of the level keeps r^2 = 1 (the statistic ignores the level)
+    assert shift_correlation(base, 0.1 * np.roll(base, 2), 2) == pytest.approx(1.0)
+    # per leading index, and a collapsed noisy curve lies in [0, 1]
+    rng = np.random.default_rng(0)
+    noise = 0.01 + 0.005 * rng.random((5, 4))
+    r2 = shift_correlation(np.tile(base, (5, 1)), noise, 1)
+    assert r2.shape == (5,) and np.all((r2 >= 0) & (r2 <= 1))

@@ -27,6 +27,7 @@ from ._common import (
     add_family,
     add_json_argument,
     claim_out,
+    float_type,
     format_table,
     int_type,
     option_flag,
@@ -147,8 +148,13 @@ _SIZE_HELP = {
     "betas": "AdamW's moment decays b1,b2 in [0, 1)",
     "weight_decay": "AdamW's decoupled weight decay, >= 0",
 }
+# The coordination term's weight (a `TrainConfig` field of the paper's transformers only).
+OVERLAP_HELP = (
+    "weight >= 0 of the overlap penalty between the key gates of every compressed layer and "
+    "KV head, added to the loss (0: none, today's training)"
+)
 # The `TrainConfig` fields of a `MatrixSize` that options change.
-SIZE_TRAIN_OPTIONS = ("batch", *_SIZE_HELP)
+SIZE_TRAIN_OPTIONS = ("batch", *_SIZE_HELP, "overlap_penalty")
 
 
 def add_size_arguments(p) -> None:
@@ -184,6 +190,13 @@ def add_size_arguments(p) -> None:
                 option, help=help, show_default=False, unset=True
             )
             replaced.add(p, TrainConfig)
+    p.add_argument(
+        "--overlap-penalty",
+        type=float_type("overlap-penalty", 0),
+        default=None,
+        metavar="LAMBDA",
+        help=f"{OVERLAP_HELP} (default: 0)",
+    )
     p.add_argument("--seed", type=int_type("seed", 0), default=0, help="base seed")
 
 

@@ -258,7 +258,8 @@ _MATRIX_SWEEP_DESCRIPTION = (
     "each row a point of a sweep: --grid row=NAME1,NAME2 chooses the rows (row names "
     "separated by commas; quote them, they hold '/' and spaces; default {rows}), --grid "
     "FIELD=V1,V2 crosses them with values of an architecture field (kv_heads, S, gate, tied, "
-    "...) or of lr and steps (the stride-2 row trains twice the steps). With --out every "
+    "...) or of lr, steps (the stride-2 row trains twice the steps) and overlap_penalty (the "
+    "weight of the key gates' overlap penalty). With --out every "
     "finished row is a block (an interrupted sweep "
     "resumes at the first unfinished one); with --scheduler the rows are trained by a Dask "
     "cluster's workers."
@@ -294,6 +295,11 @@ def _register_matrix(kinds, name: str = "matrix", *, default_row: str | None = N
     )
 
 
+# The matrix sweep's grid parameters that take real numbers (the others integers, booleans,
+# enum values or row names).
+REAL_FIELDS = ("lr", "overlap_penalty")
+
+
 def _matrix_value(name: str, text: str):
     """One --grid value of a matrix sweep, typed as its parameter (row names as given)."""
     text = text.strip()
@@ -303,7 +309,7 @@ def _matrix_value(name: str, text: str):
         (f.default for f in dataclasses.fields(Architecture) if f.name == name), None
     )
     try:
-        if name == "lr":
+        if name in REAL_FIELDS:
             return float(text)
         if isinstance(default, bool):
             return {"true": True, "false": False}[text.lower()]
@@ -315,7 +321,7 @@ def _matrix_value(name: str, text: str):
             "true or false"
             if isinstance(default, bool)
             else "numbers"
-            if name == "lr"
+            if name in REAL_FIELDS
             else "integers"
         )
         raise ValueError(
@@ -337,7 +343,10 @@ def _matrix_grid(args) -> dict[str, list]:
             )
         if name in grid:
             raise ValueError(f"--grid {name} given twice")
-        if name in ("lr", "steps", "vocab") and getattr(args, name) is not None:
+        if (
+            name in ("lr", "steps", "vocab", "overlap_penalty")
+            and getattr(args, name) is not None
+        ):
             raise ValueError(f"--grid {name} and --{name} both given: give one")
         grid[name] = [_matrix_value(name, v) for v in values.split(",")]
     return grid

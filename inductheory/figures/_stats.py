@@ -18,7 +18,7 @@ import typing
 
 import numpy as np
 
-from ..experiments._measured import MeanInterval
+from ..experiments._measured import Count, MeanInterval
 from ..internal._records import Record
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
@@ -64,6 +64,16 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def wilson_count(k: int, n: int) -> Count:
+    """`k` of `n` as a `Count` with its Wilson 95% interval (`[0, 1]` for n = 0: nothing
+    counted, nothing known).
+
+    **Example:** `wilson_count(3, 8).ci95` is `wilson_interval(3, 8)` as a list.
+    """
+    low, high = wilson_interval(k, n) if n else (0.0, 1.0)
+    return Count(k=int(k), n=int(n), ci95=[low, high])
 
 
 def interval_text(low: float, high: float, digits: int = 2) -> str:

@@ -77,15 +77,26 @@ class Record:
         return cls(**values)
 
 
+# A field whose metadata holds this key is left out of `field_values` while it has its default:
+# a field added later keeps the cache keys (and stored parameters) of every earlier setting.
+OMIT_AT_DEFAULT = "omit_at_default"
+
+
 def field_values(obj) -> dict[str, Any]:
     """A dataclass's (or an `eqx.Module`'s) fields by name, their values as they are (no nested
-    conversion): what cache keys and field-by-field copies read.
+    conversion): what cache keys and field-by-field copies read. A field marked
+    `OMIT_AT_DEFAULT` in its metadata is left out where it holds its default (a copy through
+    the constructor gets it back).
 
     ```python
     field_values(Point(x=1.0, y=2.0))  # {"x": 1.0, "y": 2.0}
     ```
     """
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    return {
+        f.name: getattr(obj, f.name)
+        for f in dataclasses.fields(obj)
+        if not (f.metadata.get(OMIT_AT_DEFAULT) and getattr(obj, f.name) == f.default)
+    }
 
 
 def _hints(cls) -> dict[str, Any]:

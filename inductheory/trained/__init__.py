@@ -34,8 +34,16 @@ from ._interventions import (
     mean_compressed_outputs as mean_compressed_outputs,
     mean_first_outputs as mean_first_outputs,
     rotate_model_gates as rotate_model_gates,
-    shift_r_squared as shift_r_squared,
+    shift_correlation as shift_correlation,
     shifted_curve as shifted_curve,
+)
+from ._local_path import (
+    BoundaryGates as BoundaryGates,
+    PreviousTokenMass as PreviousTokenMass,
+    answered_phases as answered_phases,
+    boundary_gates as boundary_gates,
+    previous_token_mass as previous_token_mass,
+    without_local_window as without_local_window,
 )
 from ._measures import ModelMeasures as ModelMeasures, measure as measure
 from ._mechanisms import (
@@ -43,7 +51,9 @@ from ._mechanisms import (
     HeadKnockout as HeadKnockout,
     PhaseCurves as PhaseCurves,
     gate_offsets as gate_offsets,
+    key_gate_overlap as key_gate_overlap,
     knockout_heads as knockout_heads,
+    mean_gate_overlap as mean_gate_overlap,
     mean_head_reads as mean_head_reads,
     paper_gate_tensors as paper_gate_tensors,
     phase_curves as phase_curves,
@@ -83,6 +93,7 @@ from ._train import train as train
 from ._transformer_train import (
     PhaseMeasures as PhaseMeasures,
     TransformerRun as TransformerRun,
+    penalized_loss as penalized_loss,
     sample_retrieval_contexts as sample_retrieval_contexts,
     train_transformer as train_transformer,
 )

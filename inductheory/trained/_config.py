@@ -14,6 +14,7 @@ import enum
 import equinox as eqx
 
 from ..internal._modes import _mode
+from ..internal._records import OMIT_AT_DEFAULT
 from ..model._task import _require_int, _require_real
 
 
@@ -176,6 +177,12 @@ class TrainConfig(eqx.Module):
     - `chunk`: steps per compiled `lax.scan` chunk (progress and checkpoints between chunks;
       the first step is a chunk of its own, so its line comes as soon as the program runs).
     - `eval_contexts`: held-out contexts for the measures, >= 1.
+    - `overlap_penalty`: weight $\\lambda \\ge 0$ of the coordination term
+      $\\lambda\\, \\mathrm{overlap}(\\alpha^K)$ added to the loss of the paper's transformers
+      (`train_transformer`): the idealized flow's overlap penalty (`model.overlap`) over the
+      key gates of every compressed layer and KV head, one axis of gates, averaged over the
+      windows (`key_gate_overlap`). 0 (default): no term, the program and numbers of a run
+      without it; the idealized model's trainer (`train`) refuses other values.
 
     ```python
     TrainConfig(optimizer="adam", lr=1e-2, steps=2000, batch=64)
@@ -197,6 +204,10 @@ class TrainConfig(eqx.Module):
     log_points: int = eqx.field(default=64, static=True, kw_only=True)
     chunk: int = eqx.field(default=256, static=True, kw_only=True)
     eval_contexts: int = eqx.field(default=512, static=True, kw_only=True)
+    # left out of cache keys at 0: every earlier run keeps its key
+    overlap_penalty: float = eqx.field(
+        default=0.0, static=True, kw_only=True, metadata={OMIT_AT_DEFAULT: True}
+    )
 
     def __check_init__(self):
         if not isinstance(self.optimizer, str) or not self.optimizer:
@@ -229,6 +240,10 @@ class TrainConfig(eqx.Module):
         _require_int("log_points", self.log_points, 1)
         _require_int("chunk", self.chunk, 1)
         _require_int("eval_contexts", self.eval_contexts, 1)
+        if _require_real("overlap_penalty", self.overlap_penalty) < 0:
+            raise ValueError(
+                f"overlap_penalty must be >= 0, got {self.overlap_penalty}"
+            )
 
     @property
     def warmup_steps(self) -> int:

@@ -251,33 +251,42 @@ def shifted_curve(accuracy, delta: int) -> np.ndarray:
     return np.roll(np.asarray(accuracy, float), int(delta), axis=-1)
 
 
-def shift_r_squared(accuracy, rotated, delta: int, *, exclude=(-1,)) -> np.ndarray:
-    """Coefficient of determination of the rotated curve by the predicted shift (no fit):
-    $R^2 = 1 - \\sum_p (y_p - \\hat y_p)^2 / \\sum_p (y_p - \\bar y)^2$ over the phases not in
-    `exclude` (default the boundary phase S-1), $\\hat y$ = `shifted_curve(accuracy, delta)`.
+def shift_correlation(accuracy, rotated, delta: int, *, exclude=(-1,)) -> np.ndarray:
+    """Squared correlation of the measured rotated curve with the predicted shift (appendix H):
+    $r^2 = \\mathrm{cov}(y, \\hat y)^2 / (\\mathrm{var}\\, y\\, \\mathrm{var}\\, \\hat y)$ over the
+    phases not in `exclude` (default the boundary phase S-1), y the rotated curve and
+    $\\hat y$ = `shifted_curve(accuracy, delta)`.
+
+    It asks whether the curve moved by delta, whatever its level: a rotation that keeps the
+    shape at a lower accuracy scores 1, and a collapsed, flat curve scores noise (read it with
+    the accuracy kept). The coefficient of determination without a fit,
+    $1 - \\sum (y - \\hat y)^2 / \\sum (y - \\bar y)^2$, is no measure of this: it is hugely
+    negative for a collapsed curve, whatever the noise of its few points.
 
     **Arguments:**
     - `accuracy`, `rotated`: per-phase curves (..., S) unrotated and rotated.
     - `delta`: the rotation.
     - `exclude`: phase indices left out.
 
-    **Returns:** R^2 per leading index; NaN where the measured curve is flat on those phases.
+    **Returns:** r^2 per leading index, in [0, 1]; NaN where either curve is flat on those
+    phases.
+
+    ```python
+    shift_correlation([0.9, 0.1, 0.5, 0.0], [0.05, 0.5, 0.1, 0.0], 1)  # 1.0: shifted, halved
+    ```
     """
     y = np.asarray(rotated, float)
     keep = np.ones(y.shape[-1], bool)
     keep[list(exclude)] = False
     y, yhat = y[..., keep], shifted_curve(accuracy, delta)[..., keep]
-    # flat by its range, not by the sum of squares about a mean that rounds off the values
-    total = np.where(
-        np.ptp(y, axis=-1) > 0,
-        np.sum((y - y.mean(axis=-1, keepdims=True)) ** 2, axis=-1),
-        0.0,
-    )
-    resid = np.sum((y - yhat) ** 2, axis=-1)
+    # flat by its range, not by a variance that rounds off the values
+    flat = (np.ptp(y, axis=-1) == 0) | (np.ptp(yhat, axis=-1) == 0)
+    dy = y - y.mean(axis=-1, keepdims=True)
+    dyhat = yhat - yhat.mean(axis=-1, keepdims=True)
+    cov = np.sum(dy * dyhat, axis=-1)
+    var = np.sum(dy * dy, axis=-1) * np.sum(dyhat * dyhat, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(
-            total > 0, 1.0 - resid / np.where(total > 0, total, 1.0), np.nan
-        )
+        return np.where(flat, np.nan, cov * cov / np.where(flat, 1.0, var))
 
 
 __all__ = [
@@ -286,6 +295,6 @@ __all__ = [
     "mean_first_outputs",
     "mean_compressed_outputs",
     "rotate_model_gates",
-    "shift_r_squared",
+    "shift_correlation",
     "shifted_curve",
 ]

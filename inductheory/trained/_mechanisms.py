@@ -20,6 +20,7 @@ from jaxtyping import Array, Float, Int
 from ..model._gates import rotate_offsets
 from ..model._logits import cross_entropy, top1_correct
 from ..model._measures import effective_offsets
+from ..model._objective import overlap
 from ._modules import CompressedAttention, Transformer
 
 
@@ -85,6 +86,47 @@ def gate_offsets(
         mass=jnp.max(mean, axis=-1),
         static=static,
         avg=avg,
+    )
+
+
+def pooled_key_gates(
+    model: Transformer, gates: list
+) -> Float[Array, "entries gates offsets"]:
+    """The key gates of every compressed layer and KV head of one context as one axis of
+    gates (layer-major), channels averaged (a vector gate's mean over its channels is a
+    distribution over the offsets too); `gates` as `Transformer.gate_probabilities`."""
+    key = [gates[i][0].mean(axis=-1) for i in compressed_blocks(model)]  # (kv, L, W)
+    return jnp.moveaxis(jnp.concatenate(key, axis=0), 0, 1)
+
+
+def key_gate_overlap(model: Transformer, gates: list) -> Float[Array, ""]:
+    """The idealized flow's overlap penalty (`model.overlap`) on the trained key gates of one
+    context: $\\frac{1}{L} \\sum_j \\sum_{g \\ne g'} \\langle \\alpha^K_{g,j},
+    \\alpha^K_{g',j} \\rangle$ over the gates g of every compressed layer and KV head
+    (`pooled_key_gates`) and the L windows j. 0 exactly for disjoint supports; $G(G-1)$ for G
+    gates on one offset; $G(G-1)/W$ for uniform gates.
+
+    **Arguments:**
+    - `model`: a `Transformer` (no seed axis) with a compressed layer.
+    - `gates`: its `gate_probabilities` on one context.
+
+    **Returns:** a scalar.
+
+    ```python
+    key_gate_overlap(model, model.gate_probabilities(tokens))
+    ```
+    """
+    return overlap(pooled_key_gates(model, gates))
+
+
+def mean_gate_overlap(
+    model: Transformer, contexts: Int[Array, "contexts positions"]
+) -> Float[Array, ""]:
+    """`key_gate_overlap` averaged over `contexts` (M, T)."""
+    return jnp.mean(
+        jax.vmap(lambda t: key_gate_overlap(model, model.gate_probabilities(t)))(
+            contexts
+        )
     )
 
 
@@ -284,11 +326,14 @@ __all__ = [
     "PhaseCurves",
     "gate_offsets",
     "compressed_blocks",
+    "key_gate_overlap",
     "knockout_heads",
+    "mean_gate_overlap",
     "mean_head_reads",
     "paper_gate_tensors",
     "phase_curves",
     "phase_mean",
+    "pooled_key_gates",
     "query_outcomes",
     "rotate_transformer_gates",
 ]

@@ -148,25 +148,32 @@ class GatedCompressor(AbstractCompressor):
         return entries[0], jnp.where(self.switches.tied, entries[0], entries[1])
 
 
-def _read(q, keys, values, bias=None, local=None):
-    """Grouped-query attention: q (Q, n, e) over keys/values (K, M, e), query head j reading KV
-    head j // (Q / K); `bias` (Q, n, M); `local` = (keys, values, bias) of per-query exact
-    entries, (K, n, w, e) twice and (Q, w). Returns (Q, n, e)."""
+def _weights(q, keys, bias=None, local=None):
+    """The attention weights of `_read`, (K, Q / K, n, M [+ w]): over the M entries, then the w
+    exact local slots (slot i: the position i + 1 before the query)."""
     Q, n, e = q.shape
     K = keys.shape[0]
     qg = q.reshape(K, Q // K, n, e) / math.sqrt(e)
     s = jnp.einsum("kgne,kme->kgnm", qg, keys)
     if bias is not None:
         s = s + bias.reshape(K, Q // K, n, -1)
-    M = s.shape[-1]
     if local is not None:
-        lk, lv, lb = local
+        lk, lb = local[0], local[2]
         near = jnp.einsum("kgne,knwe->kgnw", qg, lk) + lb.reshape(K, Q // K, 1, -1)
         s = jnp.concatenate([s, near], axis=-1)
-    a = jax.nn.softmax(s, axis=-1)
+    return jax.nn.softmax(s, axis=-1)
+
+
+def _read(q, keys, values, bias=None, local=None):
+    """Grouped-query attention: q (Q, n, e) over keys/values (K, M, e), query head j reading KV
+    head j // (Q / K); `bias` (Q, n, M); `local` = (keys, values, bias) of per-query exact
+    entries, (K, n, w, e) twice and (Q, w). Returns (Q, n, e)."""
+    Q, n, e = q.shape
+    M = keys.shape[1]
+    a = _weights(q, keys, bias, local)
     out = jnp.einsum("kgnm,kme->kgne", a[..., :M], values)
     if local is not None:
-        out = out + jnp.einsum("kgnw,knwe->kgne", a[..., M:], lv)
+        out = out + jnp.einsum("kgnw,knwe->kgne", a[..., M:], local[1])
     return out.reshape(Q, n, e)
 
 
@@ -212,15 +219,26 @@ class CompressedAttention(AbstractAttention):
     def memory(self, h):
         return self.compressor(h)
 
+    def _local(self, h):
+        if self.local_bias is None:
+            return None
+        T, w = h.shape[0], self.local_bias.shape[1]
+        near = (np.arange(T)[:, None] - 1 - np.arange(w)[None, :]) % T  # (T, w)
+        lk = jnp.einsum("ked,td->kte", self.local_key, h)[:, near]
+        lv = jnp.einsum("ked,td->kte", self.local_value, h)[:, near]
+        return lk, lv, self.local_bias
+
     def read_context(self, h, memory):
-        local = None
-        if self.local_bias is not None:
-            T, w = h.shape[0], self.local_bias.shape[1]
-            near = (np.arange(T)[:, None] - 1 - np.arange(w)[None, :]) % T  # (T, w)
-            lk = jnp.einsum("ked,td->kte", self.local_key, h)[:, near]
-            lv = jnp.einsum("ked,td->kte", self.local_value, h)[:, near]
-            local = (lk, lv, self.local_bias)
-        return _read(self._queries(h), *memory, local=local)
+        return _read(self._queries(h), *memory, local=self._local(h))
+
+    def context_weights(
+        self, h: Float[Array, "positions d"], memory
+    ) -> Float[Array, "q_heads positions slots"]:
+        """The context stream's attention weights of every query head at every position: over
+        the compressed entries (T / S), then the `local_window` exact slots (slot i: the
+        position i + 1 before)."""
+        a = _weights(self._queries(h), memory[0], local=self._local(h))
+        return a.reshape(-1, *a.shape[2:])
 
 
 @final
@@ -341,7 +359,10 @@ class Transformer(eqx.Module):
         """`(logits, log_multiplicity, target)` of every query of one context (the library's
         convention: `cross_entropy` and `top1_correct` apply): logits (T, N), target
         $x_{t+1 \\bmod T}$; `ablations` as in `forward`."""
-        z = self.forward(tokens, ablations)[0] @ self.unembedding.T
+        return self._read_out(self.forward(tokens, ablations)[0], tokens)
+
+    def _read_out(self, x, tokens):
+        z = x @ self.unembedding.T
         return z, jnp.zeros(z.shape[1], z.dtype), jnp.roll(tokens, -1)
 
     def query_losses(
@@ -357,7 +378,14 @@ class Transformer(eqx.Module):
     def gate_probabilities(self, tokens: Int[Array, " positions"]) -> list:
         """Per layer, its compressor's $\\alpha$ on one context, (branches, kv, entries, W,
         channels); None for an exact layer."""
-        traces = self.forward(tokens)[1]
+        return self._gates(self.forward(tokens)[1])
+
+    def query_losses_and_gates(self, tokens: Int[Array, " positions"]):
+        """`(query_losses(tokens), gate_probabilities(tokens))` from one forward pass."""
+        x, traces = self.forward(tokens)
+        return cross_entropy(*self._read_out(x, tokens)), self._gates(traces)
+
+    def _gates(self, traces) -> list:
         return [
             block.attention.compressor.gates(trace.normed)
             if isinstance(block.attention, CompressedAttention)

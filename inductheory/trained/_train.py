@@ -123,6 +123,11 @@ def train(
     """
     seeds = _require_int("seeds", seeds, 1, SEEDS_MAX)
     seed = _require_int("seed", seed, SEED_MIN, SEED_MAX)
+    if train_config.overlap_penalty:
+        raise ValueError(
+            "overlap_penalty applies to the paper's transformers (train_transformer, "
+            f"`inductheory train paper`), not this model; got {train_config.overlap_penalty}"
+        )
     devices = tuple(jax.devices() if devices is None else devices)
     parameters = _parameters(task, model_config, train_config, seeds, seed)
     setup, state = _prepare_run(task, model_config, train_config, seeds, seed, devices)

@@ -32,7 +32,12 @@ from ..model._task import SEED_MAX, SEED_MIN, SEEDS_MAX, _require_int
 from ._architecture import Architecture, Attention, Gate, RetrievalTask
 from ._compile import jit_with_ynn_fusions
 from ._config import TrainConfig
-from ._mechanisms import gate_offsets, phase_mean, query_outcomes
+from ._mechanisms import (
+    gate_offsets,
+    key_gate_overlap,
+    phase_mean,
+    query_outcomes,
+)
 from ._modules import Transformer, init_transformer
 from ._optimizer import OptimizerSettings, optimizer_settings
 from ._run import log_steps
@@ -157,6 +162,35 @@ def clipped(optimizer: OptimizerSettings) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(CLIP_NORM), optimizer.transformation())
 
 
+def penalized_loss(
+    model: Transformer, contexts: Int[Array, "contexts positions"]
+) -> tuple[Float[Array, ""], Float[Array, ""]]:
+    r"""`(loss, overlap)`: the mean cross-entropy over every query of `contexts` (M, T), as
+    `Transformer.loss`, and the key gates' overlap averaged over the contexts
+    (`key_gate_overlap`), from one forward pass per context. The training objective with
+    `TrainConfig.overlap_penalty` $\lambda$ is loss + $\lambda$ overlap."""
+
+    def one(tokens):
+        losses, gates = model.query_losses_and_gates(tokens)
+        return jnp.mean(losses), key_gate_overlap(model, gates)
+
+    losses, overlaps = jax.vmap(one)(contexts)
+    return jnp.mean(losses), jnp.mean(overlaps)
+
+
+def check_overlap_penalty(arch: Architecture, config: TrainConfig) -> None:
+    """A one-line refusal of a positive `overlap_penalty` where it has nothing to act on: no
+    learned gates, or fewer than two key gates (compressed layers x KV heads)."""
+    if not config.overlap_penalty:
+        return
+    gates = sum(arch.compressed_layers) * arch.kv_heads
+    if not arch.learned_gates or gates < 2:
+        raise ValueError(
+            "overlap_penalty needs learned gates in at least two (compressed layer, KV "
+            f"head) pairs; this architecture has {gates if arch.learned_gates else 0}"
+        )
+
+
 class _Program(eqx.Module):
     """One compiled chunk of steps for every seed (equal settings: one program per process)."""
 
@@ -167,15 +201,27 @@ class _Program(eqx.Module):
     optimizer: OptimizerSettings
     # seeds one vmap steps at a time, the groups one after another (None: every seed at once)
     seed_group: int | None = eqx.field(static=True, default=None)
+    # the overlap penalty's weight, traced (None: no term, the program without it)
+    overlap: Float[Array, ""] | None = None
 
     def step(self, params, opt_state, static, batch_key, step, lane):
         key = jax.random.fold_in(jax.random.fold_in(batch_key, step), lane)
         contexts = sample_retrieval_contexts(key, self.task, self.batch)
 
-        def loss(p):
-            return eqx.combine(p, static).loss(contexts)
+        if self.overlap is None:
 
-        value, grads = jax.value_and_grad(loss)(params)
+            def loss(p):
+                return eqx.combine(p, static).loss(contexts)
+
+            value, grads = jax.value_and_grad(loss)(params)
+        else:
+
+            def loss(p):
+                ce, penalty = penalized_loss(eqx.combine(p, static), contexts)
+                return ce + self.overlap * penalty, ce
+
+            # the cross-entropy is the step's recorded loss; the gradient is the total's
+            (_, value), grads = jax.value_and_grad(loss, has_aux=True)(params)
         updates, opt_state = clipped(self.optimizer).update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, value
 
@@ -248,8 +294,16 @@ def training_program(
     `run_chunk(program, params, opt_state, static, batch_key, lanes, start, trace)`; on the CPU
     backend with `_CPU_PLANS`' seeds at a time."""
     group = _CPU_PLANS[arch.attention][1] if jax.default_backend() == "cpu" else None
+    overlap = None
+    if config.overlap_penalty:
+        overlap = jnp.asarray(config.overlap_penalty, jnp.float32)
     program = _Program(
-        task, config.batch, chunk or config.chunk, optimizer_settings(config), group
+        task,
+        config.batch,
+        chunk or config.chunk,
+        optimizer_settings(config),
+        group,
+        overlap,
     )
     return program, _CHUNK_PROGRAMS[arch.attention]
 
@@ -433,6 +487,7 @@ def train_transformer(
             f"batch must be a number of fresh contexts per step, got {config.batch!r}"
         )
     arch.check_task(task)
+    check_overlap_penalty(arch, config)
     check_memory(training_bytes(task, arch, config, seeds), f"training {seeds} seeds")
     base = jax.random.key(seed)
     keys = jax.random.split(jax.random.fold_in(base, INIT_STREAM), seeds)
@@ -521,7 +576,9 @@ __all__ = [
     "PhaseMeasures",
     "TransformerRun",
     "gate_trajectory_point",
+    "check_overlap_penalty",
     "held_out_contexts",
+    "penalized_loss",
     "phase_measures",
     "sample_retrieval_contexts",
     "train_transformer",

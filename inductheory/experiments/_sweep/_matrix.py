@@ -30,7 +30,7 @@ from ._spec import SweepSpec, grid_points
 # architecture options of `inductheory matrix` do.
 ARCHITECTURE_FIELDS = tuple(f.name for f in dataclasses.fields(Architecture))
 # The `TrainConfig` fields a matrix sweep's grid may set.
-MATRIX_TRAIN_FIELDS = ("lr", "steps")
+MATRIX_TRAIN_FIELDS = ("lr", "steps", "overlap_penalty")
 # The `RetrievalTask` fields a matrix sweep's grid may set (the symbols tokens are drawn from).
 MATRIX_TASK_FIELDS = ("vocab",)
 # The most points a matrix sweep's grid may have: each trains a row from many seeds (minutes at
@@ -84,7 +84,9 @@ def _train_value(name: str, value):
         or not isinstance(value, numbers.Real)
         or not math.isfinite(value)
     ):
-        raise ValueError(f"grid values of 'lr' must be finite numbers, got {value!r}")
+        raise ValueError(
+            f"grid values of {name!r} must be finite numbers, got {value!r}"
+        )
     return float(value)
 
 
@@ -94,8 +96,8 @@ def check_matrix_grid(size: MatrixSize, grid: dict | None) -> dict[str, list]:
     **Arguments:**
     - `size`: the `MatrixSize` (its rows are the default of `row`).
     - `grid`: `{name: values}` (None: every row of `size`); names among `row` (row names of
-      `MATRIX`), the fields of `Architecture` (enums by member or value), `lr`, `steps` and
-      `vocab` (the task's symbols, integers: `RetrievalTask.vocab`).
+      `MATRIX`), the fields of `Architecture` (enums by member or value), `lr`, `steps`,
+      `overlap_penalty` and `vocab` (the task's symbols, integers: `RetrievalTask.vocab`).
 
     **Returns:** `{name: values}` with `row` first; raises a one-line `ValueError` naming the
     parameter (an unknown row lists the rows).
