@@ -40,8 +40,12 @@ def test_t_interval_is_scipys_and_contains_its_estimate():
         clipped = t_interval(v)  # accuracies: clipped to [0, 1], still around the mean
         assert 0 <= clipped.ci95[0] <= clipped.mean <= clipped.ci95[1] <= 1
     assert t_interval([0.3, 0.3, 0.3]).ci95 == [0.3, 0.3]
-    with pytest.raises(ValueError, match="t_interval: need >= 2 finite values, got 1"):
-        t_interval([0.5])
+    # one seed: no spread to measure, the interval claims nothing (the whole support)
+    assert t_interval([0.5]).ci95 == [0.0, 1.0] and t_interval([0.5]).mean == 0.5
+    with pytest.raises(ValueError, match="t_interval: need >= 1 finite values, got 0"):
+        t_interval([])
+    with pytest.raises(ValueError, match="t_interval: need >= 1 finite values"):
+        t_interval([0.5, np.nan])
 
 
 def test_welch_interval_is_scipys():

@@ -384,8 +384,11 @@ def t_interval(
     measure, as measured; for a minimum (maximum) over noisy phases that lies below (above) the
     extreme of the noiseless phase accuracies.
 
+    One value (one seed) has no spread to measure: its interval is the whole `support`, which
+    contains the estimate and claims nothing.
+
     **Arguments:**
-    - `values`: at least 2 finite numbers.
+    - `values`: at least 1 finite number.
     - `level`: the coverage, in (0, 1).
     - `support`: the range the quantity lives in (accuracies and gaps: [0, 1]).
 
@@ -396,16 +399,18 @@ def t_interval(
     ```
     """
     v = np.asarray(values, np.float64).ravel()
-    if v.size < 2 or not np.all(np.isfinite(v)):
-        raise ValueError(f"t_interval: need >= 2 finite values, got {v.size}")
+    if v.size < 1 or not np.all(np.isfinite(v)):
+        raise ValueError(f"t_interval: need >= 1 finite values, got {v.size}")
     if not 0 < level < 1:
         raise ValueError(f"t_interval: level must lie in (0, 1), got {level}")
+    lo, hi = support
+    if v.size == 1:
+        return MeanInterval(mean=float(v[0]), ci95=[lo, hi])
     from scipy.stats import t as student_t
 
     mean = float(v.mean())
     half = float(student_t.ppf((1 + level) / 2, v.size - 1) * v.std(ddof=1))
     half /= math.sqrt(v.size)
-    lo, hi = support
     return MeanInterval(mean=mean, ci95=[max(lo, mean - half), min(hi, mean + half)])
 
 
