@@ -9,9 +9,6 @@ concept: `inductheory.model` (task, geometry, gates, logits, losses, measures),
 and `inductheory.internal` (infrastructure).
 
 Importing the package enables JAX float64: every check of a theorem runs in double precision.
-The names below and the subpackages are imported on first use (`inductheory._api`), so that
-importing the package imports no equinox: the command line (`inductheory._entry`) sets equinox's
-process-wide options before that.
 
 ```python
 import inductheory as it
@@ -20,14 +17,89 @@ loss = it.population_loss(task, it.hard_selection(task.S, [[0, 2]]))
 ```
 """
 
-from ._xla_defaults import set_xla_defaults as _set_xla_defaults
+import sys as _sys
 
-# before anything starts jax's backend: XLA reads XLA_FLAGS once (see _xla_defaults.py)
+# `python -m inductheory` imports the package before its __main__ runs: the command line's
+# process-wide options are set here, before equinox is imported (see _inductheory_entry.py).
+if _sys.argv[:1] == ["-m"]:
+    import _inductheory_entry
+
+    if _inductheory_entry.run_as_main_module():
+        _inductheory_entry.command_line_environment()
+
+from .internal._xla_defaults import set_xla_defaults as _set_xla_defaults
+
+# before anything starts jax's backend: XLA reads XLA_FLAGS once (internal/_xla_defaults.py)
 _set_xla_defaults()
 
 import jax as _jax
 
 _jax.config.update("jax_enable_x64", True)
+
+from . import (
+    experiments as experiments,
+    flow as flow,
+    internal as internal,
+    model as model,
+    oracle as oracle,
+    toy as toy,
+    trained as trained,
+)
+from .experiments import (
+    FlowRun,
+    GateAnalysis,
+    RegimeMap,
+    analyze_gates,
+    regime_map,
+    run_flow,
+    sweep,
+)
+from .flow import Dynamics, FlowConfig, FlowSolution, Status
+from .internal._version import __version__ as __version__
+from .model import (
+    DenseGeometry,
+    ExactGeometry,
+    LinearGates,
+    Objective,
+    OracleGates,
+    SharedGates,
+    Task,
+    TheoryAssumptionWarning,
+    balanced_contexts,
+    effective_offsets,
+    hard_selection,
+    make_geometry,
+    monte_carlo_loss,
+    monte_carlo_phase_accuracy,
+    phase_accuracy,
+    phase_gap,
+    phase_losses,
+    population_loss,
+    query_losses,
+    sample_contexts,
+    selected_offsets,
+    uniform_gates,
+)
+from .oracle import (
+    OracleMinimizer,
+    OraclePoint,
+    best_vertex,
+    minimize_oracle,
+    oracle_point,
+)
+from .toy import ToyConfig
+from .trained import (
+    CompressedModel,
+    Embeddings,
+    GateClass,
+    Maps,
+    ModelConfig,
+    TrainConfig,
+    TrainRun,
+    Unembedding,
+    init_model,
+    train,
+)
 
 __all__ = [
     "CompressedModel",
@@ -80,30 +152,3 @@ __all__ = [
     "train",
     "uniform_gates",
 ]
-
-# what `__getattr__` imports from `_api` besides `__all__`
-_LAZY = {
-    "__version__",
-    "experiments",
-    "flow",
-    "internal",
-    "model",
-    "oracle",
-    "toy",
-    "trained",
-}
-
-
-def __getattr__(name: str):
-    """A public name, a subpackage or `__version__`, imported with all the others at the first
-    use of any (PEP 562): `inductheory.Task`, `from inductheory import train`."""
-    if name not in _LAZY and name not in __all__:
-        raise AttributeError(f"module 'inductheory' has no attribute {name!r}")
-    from . import _api
-
-    globals().update({n: getattr(_api, n) for n in (*__all__, *_LAZY)})
-    return globals()[name]
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__, *_LAZY})

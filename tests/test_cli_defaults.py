@@ -142,7 +142,9 @@ def _generated_options():
 
 # Fields of the configs whose options are declared elsewhere: the embedding dimension (`--d`, with
 # the task's geometry) and the objective (`add_objective_arguments`, shared with the oracle).
-NOT_GENERATED = {"d", "objective", "tau", "coordination"}
+# overlap_penalty: the paper family's coordination term (`train paper`/`matrix
+# --overlap-penalty`); the idealized trainer refuses it, so `train` has no option for it
+NOT_GENERATED = {"d", "objective", "tau", "coordination", "overlap_penalty"}
 
 
 @pytest.mark.parametrize(

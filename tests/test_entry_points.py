@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import _inductheory_entry as entry
 from inductheory.internal._gc import YOUNG_THRESHOLD
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,10 +29,10 @@ atexit.register(_report)
 """
 
 ENTRY_POINTS = {
-    # what the console script runs (pyproject.toml: inductheory = "inductheory._entry:main")
+    # what the console script runs (pyproject.toml: inductheory = "_inductheory_entry:main")
     "console script": [
         "-c",
-        "import sys, inductheory._entry; sys.exit(inductheory._entry.main())",
+        "import sys, _inductheory_entry; sys.exit(_inductheory_entry.main())",
     ],
     "python -m": ["-m", "inductheory"],
 }
@@ -86,20 +87,16 @@ def test_importing_the_package_leaves_the_garbage_collector_alone():
     assert after == before and before.endswith(" 0")
 
 
-def test_importing_the_package_imports_no_equinox_until_a_name_is_used():
-    # what lets both entry points set EQX_ON_ERROR after importing the package; float64 is on
-    code = (
-        "import sys, jax, inductheory as it; print('equinox' in sys.modules, "
-        "jax.config.jax_enable_x64); it.Task; print('equinox' in sys.modules, "
-        "'train' in vars(it), it.trained.train is it.train)"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "EQX_ON_ERROR"}
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env=env,
-    ).stdout
-    assert out.split() == ["False", "True", "True", "True", "True"]
+def test_only_python_m_inductheory_counts_as_running_the_package(monkeypatch):
+    cases = [
+        (["-m"], ["python", "-m", "inductheory", "flow"], True),
+        (["-m"], ["python", "-X", "utf8", "-minductheory"], True),
+        (["-m"], ["python", "-m", "inductheory.figures"], False),
+        (["-m"], ["python", "-m", "pytest"], False),
+        (["-c"], ["python", "-c", "import inductheory"], False),
+        (["/x/inductheory"], ["python", "/x/inductheory", "-m", "inductheory"], False),
+    ]
+    for argv, orig_argv, want in cases:
+        monkeypatch.setattr(sys, "argv", argv)
+        monkeypatch.setattr(sys, "orig_argv", orig_argv)
+        assert entry.run_as_main_module() is want, orig_argv

@@ -1,10 +1,10 @@
-"""The process-wide XLA defaults set on import (inductheory/_xla_defaults.py)."""
+"""The process-wide XLA defaults set on import (inductheory/internal/_xla_defaults.py)."""
 
 import os
 import subprocess
 import sys
 
-from inductheory._xla_defaults import YNN_FUSION_FLAG, xla_defaults
+from inductheory.internal._xla_defaults import YNN_FUSION_FLAG, xla_defaults
 
 
 def test_no_default_ynnpack_fusion_is_added_once_and_only_where_known():
@@ -30,7 +30,7 @@ def test_importing_the_package_sets_them_before_the_backend_starts():
         text=True,
         check=True,
     ).stdout.strip()
-    from inductheory._xla_defaults import _jaxlib_version
+    from inductheory.internal._xla_defaults import _jaxlib_version
 
     assert out == xla_defaults("", _jaxlib_version())
 

@@ -2,7 +2,7 @@
 XLA options that choose which operations the CPU backend hands to the YNNPACK library. Both
 trainers compile their chunks through it.
 
-May import: `inductheory._xla_defaults` (the option's name).
+May import: `inductheory.internal` (the option's name).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._xla_defaults import YNN_FUSION_FLAG
+from ..internal._xla_defaults import YNN_FUSION_FLAG
 
 # XLA's CPU backend hands contractions, elementwise fusions and reductions to the YNNPACK library
 # (`LIBRARY_FUSION_TYPE_DOT`, `_ELTWISE`, `_REDUCE`; by default some of them). On the tiny
 # trailing axes of the flow-equivalent programs (W offsets, L entries, T + 1 logits, in float64)
 # its calls cost more than XLA's own loops, and they do not get cheaper per seed when seeds are
 # vmapped: those programs use none. The option only chooses how XLA emits the same operations.
-# (Importing the package turns XLA's default YNNPACK fusions off: inductheory/_xla_defaults.py.)
+# (Importing the package turns the default fusions off: internal/_xla_defaults.py.)
 YNN_FUSION_OPTION = YNN_FUSION_FLAG
 
 

@@ -6,11 +6,10 @@ it.
 return NaN instead of calling back to Python, which the command line reports as an explicit
 non-finite status; programs without host callbacks can be kept in the persistent compilation
 cache, so a second run of the same shape starts in seconds. Equinox reads the variable when it is
-first imported: the package's `__init__` imports no equinox (its names load on first use), and
-neither does this module before `main` has set the variable, so both entry points set it in time.
-Library users are not affected.
-
-May import: nothing of `inductheory` at module level (`main` imports the command line).
+first imported, hence this module, which runs before the package is imported. `python -m
+inductheory` imports the package before its `__main__` runs, so the package's `__init__` calls
+`command_line_environment` first when `run_as_main_module()` says that this process is that
+command. Library users are not affected.
 """
 
 import os
@@ -26,17 +25,24 @@ def command_line_environment() -> None:
         os.environ.setdefault(name, value)
 
 
-def main() -> int:
-    """Run the command line (`inductheory.cli.main`) with its process-wide options set and the
-    garbage collector tuned; returns its exit status.
+def run_as_main_module(name: str = "inductheory") -> bool:
+    """Whether this process is `python -m <name>` and is still importing the package before its
+    `__main__` runs (Python sets `sys.argv[0]` to "-m" until then)."""
+    if sys.argv[:1] != ["-m"]:
+        return False
+    args = getattr(sys, "orig_argv", [])[1:]
+    for i, arg in enumerate(args):
+        if arg == "-m":
+            return args[i + 1 : i + 2] == [name]
+        if arg.startswith("-m"):
+            return arg[2:] == name
+    return False
 
-    ```python
-    sys.exit(main())  # what the console script and `python -m inductheory` do
-    ```
-    """
+
+def main() -> int:
     command_line_environment()
-    from .cli import main as cli_main
-    from .internal import tune_garbage_collector
+    from inductheory.cli import main as cli_main
+    from inductheory.internal import tune_garbage_collector
 
     tune_garbage_collector()
     return cli_main()
