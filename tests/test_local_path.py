@@ -149,3 +149,13 @@ def test_boundary_answers_counts_seeds_with_wilson_intervals():
     assert r.worst_within[0] == pytest.approx(0.5) and r.worst_within[1] == 0.8
     with pytest.raises(ValueError, match="S must divide"):
         boundary_answers(acc, 3)
+
+
+def test_a_seed_that_learned_nothing_does_not_answer_its_boundary():
+    # every phase near chance: the boundary is as high as the rest, but nothing was learned
+    flat = np.full((3, 8), 0.01)
+    assert boundary_answers(flat, 4).answered.k == 0
+    learned = flat.copy()
+    learned[:, [0, 1, 2, 4, 5, 6]] = 0.4  # within-window phases learned, boundary not
+    learned[0, [3, 7]] = 0.3  # seed 0 answers its boundary too
+    assert boundary_answers(learned, 4).answered.k == 1

@@ -17,6 +17,7 @@ from ..experiments._paper_matrix import (
     REFERENCE,
     MatrixRow,
     MatrixSize,
+    changed_row,
     matrix_row,
     matrix_row_result,
     run_row,
@@ -178,6 +179,15 @@ def add_size_arguments(p) -> None:
         f"N = {FULL_SIZE.task.N} symbols, 2 <= V <= N (default: T distinct tokens)",
     )
     p.add_argument(
+        "--keys",
+        type=int_type("keys", 1),
+        default=None,
+        metavar="K",
+        help="with --vocab: a language-model-like stream in which the symbols 0..K-1 are "
+        "keys followed by a uniform value (retrieval queries, scored apart) and every other "
+        "symbol by its fixed bigram successor (local targets), 1 <= K < V (default: none)",
+    )
+    p.add_argument(
         "--batch",
         type=int_type("batch", 1),
         default=None,
@@ -251,10 +261,11 @@ def _size(args) -> MatrixSize:
         size = dataclasses.replace(size, train=dataclasses.replace(size.train, **train))
     if args.seeds is not None:
         size = dataclasses.replace(size, seeds=args.seeds)
-    if args.vocab is not None:  # refused here, before any work, where V > N
-        size = dataclasses.replace(
-            size, task=dataclasses.replace(size.task, vocab=args.vocab)
-        )
+    if args.keys is not None and args.vocab is None:
+        raise ValueError("--keys needs --vocab (the stream draws its symbols from V)")
+    if args.vocab is not None:  # refused here, before any work, where V > N or K >= V
+        task = dataclasses.replace(size.task, vocab=args.vocab, keys=args.keys)
+        size = dataclasses.replace(size, task=task)
     return size
 
 
@@ -269,28 +280,7 @@ def _rows(args, size: MatrixSize) -> list[MatrixRow]:
     changes = architecture_changes(args)
     if not changes:
         return rows
-    known = {r.architecture(size.reference): r for r in MATRIX}
-    changed = []
-    for r in rows:
-        before = r.architecture(size.reference)
-        after = dataclasses.replace(before, **changes)
-        if after in known:
-            changed.append(known[after])
-            continue
-        said = ", ".join(
-            f"{k}={v}"
-            for k, v in changes.items()
-            if getattr(after, k) != getattr(before, k)
-        )
-        changed.append(
-            dataclasses.replace(
-                r,
-                name=f"{r.name} with {said}",
-                changes={**r.changes, **changes},
-                paper=None,
-            )
-        )
-    return changed
+    return [changed_row(r, changes, size.reference) for r in rows]
 
 
 def _check_export(path: str, rows, size) -> None:
@@ -346,7 +336,7 @@ def run(args) -> int:
     if args.export_gates is not None:
         _check_export(args.export_gates, rows, size)
     claim_out(args, "matrix", parameters=False)
-    from ..figures._matrix_stats import row_summary
+    from ..figures._matrix_stats import row_summary, stream_summary
 
     report = {}
     for r in rows:
@@ -364,7 +354,11 @@ def run(args) -> int:
             )
         arch = r.architecture(size.reference)
         report[r.name] = row_summary(arch, result, size.task.period).to_dict()
-        if size.task.vocab is not None:  # the Bayes reader of what the row can read
+        if (
+            result.stream is not None
+        ):  # the loss half: every query beside the retrieval ones
+            report[r.name]["stream"] = stream_summary(result.stream).to_dict()
+        elif size.task.vocab is not None:  # the Bayes reader of what the row can read
             report[r.name]["ceilings"] = retrieval_ceilings(
                 size.task, architecture_coverage(arch, size.task.T)
             ).to_dict()
@@ -391,6 +385,9 @@ def run(args) -> int:
             ]
         table.append(line)
     head = ["row", "loss", "mean %", "worst %", "gap", "boundary %"]
+    if size.task.keys is not None:
+        _print_stream(report, size)
+        return 0
     if size.task.vocab is not None:
         head += ["ceiling loss", "ceiling mean %", "ceiling worst %"]
     print(format_table(head, table))
@@ -401,3 +398,29 @@ def run(args) -> int:
             "read (docs/theory.md, section 12)"
         )
     return 0
+
+
+def _print_stream(report: dict, size: MatrixSize) -> None:
+    """The stream's table: the language-model loss over every query, the local queries' loss,
+    and the retrieval queries' loss and accuracy (mean and worst phase), means over seeds."""
+    table = []
+    for name, s in report.items():
+        m = s["stream"]
+        table.append(
+            [
+                name,
+                f"{m['loss']['mean']:.3f}",
+                f"{m['local_loss']['mean']:.3f}",
+                f"{m['retrieval_loss']['mean']:.3f}",
+                f"{100 * m['retrieval_mean']['mean']:.1f}",
+                f"{100 * m['retrieval_worst']['mean']:.1f}",
+            ]
+        )
+    head = ["row", "loss", "local loss", "retrieval loss", "retrieval %", "worst %"]
+    print(format_table(head, table))
+    t = size.task
+    print(
+        f"stream of V = {t.vocab} symbols, keys 0..{t.keys - 1} followed by a uniform value "
+        "(retrieval queries, per phase), every other symbol by its bigram successor (local "
+        "queries); loss: every query, as a language model's"
+    )

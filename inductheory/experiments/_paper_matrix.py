@@ -30,6 +30,11 @@ from ..trained._architecture import (
     RetrievalTask,
 )
 from ..trained._config import TrainConfig
+from ..trained._local_path import (
+    local_blocks,
+    previous_token_mass,
+    without_local_window,
+)
 from ..trained._mechanisms import (
     gate_offsets,
     knockout_heads,
@@ -37,6 +42,7 @@ from ..trained._mechanisms import (
     phase_curves,
     rotate_transformer_gates,
 )
+from ..trained._stream import StreamMeasures, stream_measures
 from ..trained._train import seed_model
 from ..trained._transformer_train import (
     MEANS_STREAM,
@@ -179,6 +185,36 @@ def matrix_row(name: str) -> MatrixRow:
     )
 
 
+def changed_row(row: MatrixRow, changes: dict, reference: Architecture) -> MatrixRow:
+    """`row` with the architecture `changes` (fields of `Architecture`): the row of `MATRIX`
+    whose architecture that is (with its paper row), else another model named by what the
+    changes change, `"<row> with k=v, ..."`, and without the paper's row. The command line's
+    architecture options and the studies build rows here, so the same model has one name and
+    one cache entry.
+
+    ```python
+    changed_row(matrix_row("W8/S8 8 KV"), {"local_window": 2}, REFERENCE).name
+    # 'W8/S8 8 KV with local_window=2'
+    ```
+    """
+    known = {r.architecture(reference): r for r in MATRIX}
+    before = row.architecture(reference)
+    after = dataclasses.replace(before, **changes)
+    if after in known:
+        return known[after]
+    said = ", ".join(
+        f"{k}={v}"
+        for k, v in changes.items()
+        if getattr(after, k) != getattr(before, k)
+    )
+    return dataclasses.replace(
+        row,
+        name=f"{row.name} with {said}",
+        changes={**row.changes, **changes},
+        paper=None,
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class MatrixSize:
     """The task, reference architecture, training and sample of one size of the matrix, and
@@ -281,6 +317,10 @@ class RowMechanisms:
     - `rotations` (deltas,), `rotated_accuracy` (seeds, deltas, period): with every gate rotated
       by delta offsets (`rotate_transformer_gates`); `rotated_all_accuracy`: with the per-offset
       payload maps rotated beside them.
+    - With an exact local window only (else None): `previous_mass`, `local_mass` (seeds,
+      local layers, q_heads): the context stream's attention on the position before and on
+      the whole window (`previous_token_mass`); `closed_window_accuracy` (seeds, period): the
+      phase accuracy with the local window closed at evaluation (`without_local_window`).
     """
 
     trajectory_steps: np.ndarray
@@ -296,11 +336,17 @@ class RowMechanisms:
     rotations: np.ndarray
     rotated_accuracy: np.ndarray
     rotated_all_accuracy: np.ndarray
+    previous_mass: np.ndarray | None = None
+    local_mass: np.ndarray | None = None
+    closed_window_accuracy: np.ndarray | None = None
 
     @classmethod
     def from_dict(cls, data: dict) -> RowMechanisms:
         return cls(
-            **{f.name: np.asarray(data[f.name]) for f in dataclasses.fields(cls)}
+            **{
+                f.name: None if data.get(f.name) is None else np.asarray(data[f.name])
+                for f in dataclasses.fields(cls)
+            }
         )
 
 
@@ -336,7 +382,20 @@ def row_mechanisms(run: TransformerRun, size: MatrixSize, seed: int) -> RowMecha
             axis=1,
         )
 
+    local = {}
+    if run.arch.local_window and local_blocks(seed_model(models, 0)):
+        mass = eqx.filter_jit(eqx.filter_vmap(previous_token_mass, in_axes=(0, None)))(
+            models, held_out
+        )
+        local = dict(
+            previous_mass=np.asarray(mass.previous),
+            local_mass=np.asarray(mass.local),
+            closed_window_accuracy=np.asarray(
+                curves(without_local_window(models)).accuracy
+            ),
+        )
     return RowMechanisms(
+        **local,
         trajectory_steps=run.trajectory_steps,
         trajectory=run.trajectory,
         peak=np.asarray(gates.peak),
@@ -365,6 +424,8 @@ class RowResult:
     - `plateau_change` (seeds,): the training loss's change over the last fifth of the steps
       (mean of the last tenth minus mean of the tenth before the last fifth).
     - `mechanisms`: the `RowMechanisms` where asked for (`run_row(..., mechanisms=True)`).
+    - `stream`: on a stream task (`RetrievalTask.keys` set), the held-out `StreamMeasures`
+      (the language-model loss beside the retrieval queries' accuracy per phase); else None.
     """
 
     measures: PhaseMeasures
@@ -374,6 +435,7 @@ class RowResult:
     plateau_change: np.ndarray
     wall_s: float
     mechanisms: RowMechanisms | None = None
+    stream: StreamMeasures | None = None
 
     def to_dict(self) -> dict:
         """Flat and JSON-able: the measures' fields beside the others (`mechanisms` nested,
@@ -381,10 +443,11 @@ class RowResult:
         own = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
-            if f.name not in ("measures", "mechanisms")
+            if f.name not in _NESTED
         }
-        if self.mechanisms is not None:
-            own["mechanisms"] = dataclasses.asdict(self.mechanisms)
+        for name in ("mechanisms", "stream"):  # nested, and only where measured
+            if getattr(self, name) is not None:
+                own[name] = dataclasses.asdict(getattr(self, name))
         return dataclasses.asdict(self.measures) | own
 
     @classmethod
@@ -400,18 +463,25 @@ class RowResult:
         measures = PhaseMeasures(
             **{f.name: field(f.name) for f in dataclasses.fields(PhaseMeasures)}
         )
-        mechanisms = data.get("mechanisms")
+        mechanisms, stream = data.get("mechanisms"), data.get("stream")
         return cls(
             measures=measures,
             mechanisms=None
             if mechanisms is None
             else RowMechanisms.from_dict(mechanisms),
+            stream=None
+            if stream is None
+            else StreamMeasures(**{k: np.asarray(v) for k, v in stream.items()}),
             **{
                 f.name: field(f.name)
                 for f in dataclasses.fields(cls)
-                if f.name not in ("measures", "mechanisms")
+                if f.name not in _NESTED
             },
         )
+
+
+# The fields of `RowResult` stored as nested records.
+_NESTED = ("measures", "mechanisms", "stream")
 
 
 # Points of the stored loss curves.
@@ -469,6 +539,10 @@ def run_row(
     if export_gates is not None:
         write_gate_file(run, size, seed, export_gates)
     steps, curve = loss_curve(run.loss)
+    stream = None
+    if size.task.keys is not None:  # the same held-out contexts as `run.measures`
+        held_out = held_out_contexts(size.task, size.train, seed)
+        stream = stream_measures(run.models, size.task, held_out)
     return RowResult(
         measures=run.measures,
         initial_loss=run.initial_loss,
@@ -477,6 +551,7 @@ def run_row(
         plateau_change=plateau_change(run.loss),
         wall_s=run.wall_s,
         mechanisms=row_mechanisms(run, size, seed) if mechanisms else None,
+        stream=stream,
     )
 
 

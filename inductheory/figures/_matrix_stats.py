@@ -11,6 +11,7 @@ seed_measures(np.array([[1.0, 0.0], [1.0, 0.2]]))["gap"].mean  # 0.9
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -170,6 +171,56 @@ def row_summary(arch, result: RowResult, period: int) -> RowSummary:
         curve_steps=np.asarray(result.curve_steps).tolist(),
         curve=np.asarray(result.curve).mean(axis=0).tolist(),
         wall_s=result.wall_s,
+    )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StreamSummary(Record):
+    """One row's held-out measures on a stream task (`stream_summary`), each a mean over seeds
+    with its Student t interval over seeds (`t_interval`).
+
+    **Fields:**
+    - `loss`: the language-model loss (every query); `local_loss`, `retrieval_loss`: over the
+      local and the retrieval queries (`StreamMeasures`).
+    - `retrieval_mean`, `retrieval_worst`: the retrieval queries' accuracy, mean and minimum
+      over phases.
+    - `retrieval_phase_per_seed` (seeds, period): retrieval accuracy per phase and seed.
+    - `retrieval_queries` (period,): retrieval queries per phase in the held-out contexts.
+    - `loss_per_seed`, `local_loss_per_seed`, `retrieval_loss_per_seed` (seeds,).
+    """
+
+    loss: MeanInterval
+    local_loss: MeanInterval
+    retrieval_loss: MeanInterval
+    retrieval_mean: MeanInterval
+    retrieval_worst: MeanInterval
+    retrieval_phase_per_seed: list[list[float]]
+    retrieval_queries: list[int]
+    loss_per_seed: list[float]
+    local_loss_per_seed: list[float]
+    retrieval_loss_per_seed: list[float]
+
+
+def stream_summary(stream) -> StreamSummary:
+    """A row's `StreamSummary` from its held-out `StreamMeasures` (`RowResult.stream`).
+
+    ```python
+    stream_summary(matrix_row_result(row, size, cache_dir).stream).retrieval_worst
+    ```
+    """
+    losses = (0.0, math.inf)
+    acc = np.asarray(stream.retrieval_accuracy, float)
+    return StreamSummary(
+        loss=t_interval(stream.loss, support=losses),
+        local_loss=t_interval(stream.local_loss, support=losses),
+        retrieval_loss=t_interval(stream.retrieval_loss, support=losses),
+        retrieval_mean=t_interval(acc.mean(axis=1)),
+        retrieval_worst=t_interval(acc.min(axis=1)),
+        retrieval_phase_per_seed=acc.tolist(),
+        retrieval_queries=np.asarray(stream.retrieval_queries).astype(int).tolist(),
+        loss_per_seed=np.asarray(stream.loss, float).tolist(),
+        local_loss_per_seed=np.asarray(stream.local_loss, float).tolist(),
+        retrieval_loss_per_seed=np.asarray(stream.retrieval_loss, float).tolist(),
     )
 
 

@@ -19,8 +19,11 @@ from ..internal._records import Record
 from ._stats import wilson_count
 
 # A seed answers the boundary where its boundary accuracy is at least this share of its mean
-# over the within-window phases (the matrix's coverage criterion: half of the reference).
+# over the within-window phases (the matrix's coverage criterion: half of the reference) and
+# that mean is at least `LEARNED_WITHIN` (a seed that learned nothing has a boundary as flat as
+# the rest: about 1% everywhere, which the share alone would count as answered).
 ANSWERED = 0.5
+LEARNED_WITHIN = 0.1
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -33,7 +36,8 @@ class BoundaryAnswers(Record):
     - `within_mean`, `worst_within` (seeds,): the mean and the worst of the within-window
       offsets 0..S-2 (phases folded mod S).
     - `answered`: seeds whose boundary accuracy is at least `ANSWERED` times their
-      `within_mean`, a `Count` with its Wilson 95% interval.
+      `within_mean`, itself at least `LEARNED_WITHIN`, a `Count` with its Wilson 95%
+      interval.
     - `mean` (seeds,): mean accuracy over every phase.
     """
 
@@ -61,7 +65,8 @@ def boundary_answers(phase_accuracy, S: int) -> BoundaryAnswers:
     boundary = acc[:, boundary_phases(S, period)].mean(axis=1)
     folded = acc.reshape(seeds, period // S, S).mean(axis=1)
     within = folded[:, : S - 1]
-    answered = boundary >= ANSWERED * within.mean(axis=1)
+    within_mean = within.mean(axis=1)
+    answered = (boundary >= ANSWERED * within_mean) & (within_mean >= LEARNED_WITHIN)
     return BoundaryAnswers(
         boundary=boundary.tolist(),
         within_mean=within.mean(axis=1).tolist(),
@@ -71,4 +76,4 @@ def boundary_answers(phase_accuracy, S: int) -> BoundaryAnswers:
     )
 
 
-__all__ = ["ANSWERED", "BoundaryAnswers", "boundary_answers"]
+__all__ = ["ANSWERED", "LEARNED_WITHIN", "BoundaryAnswers", "boundary_answers"]

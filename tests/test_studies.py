@@ -1,0 +1,226 @@
+"""The studies on the paper matrix's task (experiments._studies, figures paper_headline and
+open_questions): one cache entry per model whichever way it is asked for, results that keep
+their stream and local-path measures through a round trip, and the findings' statistics
+against independent computations. No training here (the figures' quick mode trains them)."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from inductheory.cli._matrix import _rows, _size, architecture_changes
+from inductheory.experiments._measured import MeanInterval
+from inductheory.experiments._paper_matrix import (
+    FULL_SIZE,
+    MECHANISM_ROWS,
+    REFERENCE,
+    RowMechanisms,
+    RowResult,
+    changed_row,
+    matrix_row,
+    row_parameters,
+)
+from inductheory.experiments._studies import StudyRow
+from inductheory.figures._headline_stats import (
+    HeadlinePoint,
+    analyze,
+    pair_finding,
+)
+from inductheory.figures._matrix_stats import (
+    PlateauChange,
+    RowSummary,
+    SeedLosses,
+    stream_summary,
+)
+from inductheory.trained._transformer_train import PhaseMeasures
+from inductheory.trained._stream import StreamMeasures
+
+
+def _cli_args(**options):
+    """The namespace `inductheory matrix` parses, with every option unset but `options`."""
+    from inductheory.cli import build_parser
+
+    argv = ["matrix"]
+    for k, v in options.items():
+        argv += [f"--{k.replace('_', '-')}", str(v)]
+    return build_parser().parse_args(argv)
+
+
+@pytest.mark.parametrize(
+    "study, options",
+    [
+        (StudyRow("W8/S8 8 KV", vocab=48), dict(rows="W8/S8 8 KV", vocab=48)),
+        (
+            StudyRow("W8/S8 8 KV", vocab=8, seeds=4),
+            dict(rows="W8/S8 8 KV", vocab=8, seeds=4),
+        ),
+        (
+            StudyRow("W8/S8 8 KV", vocab=48, changes=(("local_window", 2),)),
+            dict(rows="W8/S8 8 KV", vocab=48, local_window=2),
+        ),
+        (
+            StudyRow("full attention 8 KV", vocab=128, keys=16),
+            dict(rows="full attention 8 KV", vocab=128, keys=16),
+        ),
+        (
+            StudyRow("W8/S8 4 KV", overlap_penalty=0.1),
+            dict(rows="W8/S8 4 KV", overlap_penalty=0.1),
+        ),
+    ],
+)
+def test_a_study_row_and_the_command_line_share_one_cache_entry(study, options):
+    args = _cli_args(**options)
+    size = _size(args)
+    (row,) = _rows(args, size)
+    assert row.name == study.matrix_row(FULL_SIZE).name
+    assert row_parameters(row, size) == row_parameters(
+        study.matrix_row(FULL_SIZE), study.size(FULL_SIZE)
+    )
+
+
+def test_changed_row_names_the_change_and_finds_rows_of_the_matrix():
+    row = changed_row(matrix_row("W8/S8 1 KV (reference)"), {"kv_heads": 8}, REFERENCE)
+    assert row.name == "W8/S8 8 KV" and row.paper == "w8s8-8kv"
+    other = changed_row(matrix_row("W8/S8 8 KV"), {"local_window": 2}, REFERENCE)
+    assert other.name == "W8/S8 8 KV with local_window=2" and other.paper is None
+    assert other.architecture(REFERENCE).local_window == 2
+
+
+def test_the_matrix_own_rows_keep_the_matrix_cache_entry():
+    study = StudyRow("W8/S8 8 KV")
+    assert study.size(FULL_SIZE).to_dict() == FULL_SIZE.to_dict()
+    assert "W8/S8 8 KV" in MECHANISM_ROWS  # study_result asks for its mechanisms
+
+
+def test_keys_need_vocab_and_fewer_keys_than_symbols_on_the_command_line():
+    with pytest.raises(ValueError, match="--keys needs --vocab"):
+        _size(_cli_args(keys=4))
+    with pytest.raises(ValueError, match="keys"):
+        _size(_cli_args(vocab=8, keys=8))
+    assert architecture_changes(_cli_args(local_window=2)) == {"local_window": 2}
+
+
+def _stream(seeds=3, period=4, rng=None):
+    rng = rng or np.random.default_rng(0)
+    queries = rng.integers(5, 20, period)
+    return StreamMeasures(
+        loss=rng.uniform(0.5, 1.0, seeds),
+        local_loss=rng.uniform(0.0, 0.2, seeds),
+        retrieval_loss=rng.uniform(1.0, 3.0, seeds),
+        retrieval_correct=rng.integers(0, 5, (seeds, period)),
+        retrieval_queries=queries,
+    )
+
+
+def _result(seeds=3, period=4, stream=None, mechanisms=None):
+    rng = np.random.default_rng(1)
+    measures = PhaseMeasures(
+        loss=rng.uniform(1, 2, seeds),
+        correct=rng.integers(0, 5, (seeds, 6, period)),
+        phase_loss=rng.uniform(1, 2, (seeds, period)),
+        queries_per_context=4,
+    )
+    return RowResult(
+        measures=measures,
+        initial_loss=np.full(seeds, 4.0),
+        curve_steps=np.arange(3),
+        curve=rng.uniform(1, 2, (seeds, 3)),
+        plateau_change=rng.normal(0, 0.01, seeds),
+        wall_s=1.0,
+        mechanisms=mechanisms,
+        stream=stream,
+    )
+
+
+def test_row_results_keep_stream_and_local_path_measures_through_a_round_trip():
+    rng = np.random.default_rng(2)
+    shape = (3, 2, 2, 8, 1)
+    mechanisms = RowMechanisms(
+        **{
+            f.name: rng.normal(size=shape)
+            for f in dataclasses.fields(RowMechanisms)
+            if f.default is dataclasses.MISSING
+        },
+        previous_mass=rng.uniform(size=(3, 1, 8)),
+        local_mass=rng.uniform(size=(3, 1, 8)),
+        closed_window_accuracy=rng.uniform(size=(3, 4)),
+    )
+    result = _result(stream=_stream(), mechanisms=mechanisms)
+    back = RowResult.from_dict(result.to_dict())
+    np.testing.assert_array_equal(
+        back.stream.retrieval_correct, result.stream.retrieval_correct
+    )
+    np.testing.assert_array_equal(
+        back.mechanisms.previous_mass, mechanisms.previous_mass
+    )
+    plain = _result()
+    assert (
+        "stream" not in plain.to_dict()
+    )  # rows without a stream keep their stored form
+    assert RowResult.from_dict(plain.to_dict()).stream is None
+
+
+def test_stream_summary_against_a_direct_computation():
+    m = _stream(seeds=5, period=6)
+    s = stream_summary(m)
+    acc = m.retrieval_correct / m.retrieval_queries  # every phase has queries here
+    worst = acc.min(axis=1)
+    assert s.retrieval_worst.mean == pytest.approx(worst.mean(), abs=1e-15)
+    half = stats.t.ppf(0.975, 4) * worst.std(ddof=1) / math.sqrt(5)
+    assert s.retrieval_worst.ci95 == pytest.approx(
+        [max(0.0, worst.mean() - half), min(1.0, worst.mean() + half)]
+    )
+    assert s.loss_per_seed == pytest.approx(m.loss.tolist())
+
+
+def _point(compressed: bool, acc, vocab=48, boundary=None):
+    acc = np.asarray(acc, float)
+    mi = MeanInterval(mean=float(acc.mean()), ci95=[0.0, 1.0])
+    summary = RowSummary(
+        mean_accuracy=mi,
+        worst_phase=mi,
+        gap=mi,
+        boundary_phases=boundary,
+        loss=SeedLosses(mean=1.0, per_seed=[1.0] * acc.shape[0]),
+        initial_loss=4.0,
+        phase_accuracy=acc.mean(axis=0).tolist(),
+        phase_accuracy_per_seed=acc.tolist(),
+        worst_phase_per_seed=acc.min(axis=1).tolist(),
+        plateau_change=PlateauChange(mean=0.0, max_abs=0.01 if compressed else 0.02),
+        curve_steps=[0],
+        curve=[1.0],
+        wall_s=1.0,
+    )
+    return HeadlinePoint(
+        row="W8/S8 8 KV" if compressed else "full attention 8 KV",
+        compressed=compressed,
+        kv_heads=8,
+        vocab=vocab,
+        seeds=acc.shape[0],
+        summary=summary,
+    )
+
+
+def test_pair_findings_against_scipy_welch_and_the_regime_rule():
+    rng = np.random.default_rng(3)
+    full = rng.uniform(0.40, 0.50, (6, 4))
+    compressed = rng.uniform(0.55, 0.62, (5, 4))
+    compressed[:, 3] = rng.uniform(0.0, 0.03, 5)  # the boundary phase collapses
+    f = pair_finding(_point(False, full), _point(True, compressed, boundary=[3]))
+    test = stats.ttest_ind(full.mean(axis=1), compressed.mean(axis=1), equal_var=False)
+    low, high = test.confidence_interval(0.95)
+    assert f.mean_deficit.ci95 == pytest.approx([low, high], rel=1e-9)
+    covered = compressed[:, :3].mean(axis=1)
+    assert f.covered_minus_baseline.mean == pytest.approx(
+        covered.mean() - full.mean(axis=1).mean()
+    )
+    assert f.guess == pytest.approx(1 / 48)
+    # deficit under 5 points, worst phase far below full attention's: the paper's regime
+    assert f.regime == (100 * f.mean_deficit.mean <= 5) and f.regime
+    assert f.plateau == 0.02
+    uniform = pair_finding(_point(False, full), _point(True, full[:5], boundary=[3]))
+    assert not uniform.regime  # no phase collapses
+    analysis = analyze([_point(False, full), _point(True, compressed, boundary=[3])])
+    assert len(analysis.pairs) == 1 and "V=48" in analysis.text
