@@ -27,7 +27,7 @@ from ..internal._io import (
 )
 from ..internal._pool import Task, run_in_workers
 from ..internal._progress import HEARTBEAT_S, Heartbeat, report_to
-from ..internal._warnings import warn_at_caller, warnings_named
+from ..internal._warnings import FigureNote, warn_at_caller, warnings_named
 from . import _style
 from ._figure import Figure, FigureData
 from ._overview import SOURCES as OVERVIEW_SOURCES, overview
@@ -206,6 +206,11 @@ def reproduce(
       not: the same numbers within that tolerance, but for phase_uniformity's frontier (1e-3)
       and regime_boundary's Frank-Wolfe gaps (1e-8), whose quick data are those of the flags).
 
+    A study figure (`Figure.study`: longer than the main job can hold) is computed only when
+    `only` names it or in quick mode; a full run without `only` redraws it and its README
+    section from its committed `<out>/data/<name>.json` (a `FigureNote` says how to make data
+    that are missing).
+
     **Returns:** a `FigureRun` (its data and times) of each figure computed, by name.
     """
     import matplotlib
@@ -247,6 +252,9 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
     """The body of `reproduce`, in the directory it claimed (`mode_cache`: the mode's cache
     directory, already checked, or None)."""
     (out / "data").mkdir(parents=True, exist_ok=True)
+    # a full run of every figure keeps the studies' committed data (`Figure.study`)
+    studies = [] if quick or only else [f for f in figures if f.study]
+    figures = [f for f in figures if f not in studies]
     # Honest ETA: each figure's wall time in the previous run (kept in the cache), else none.
     timings_path = None if mode_cache is None else mode_cache / "timings.json"
     previous = previous_timings(timings_path)
@@ -286,10 +294,33 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
     # rendered from the data as stored (keys sorted), so that a fresh run, a run from the cache and
     # a redraw of data/*.json write the same README
     stored = {name: as_stored(run.stored()) for name, run in results.items()}
+    stored.update(_redraw_studies(studies, out))
+    stored = {name: stored[name] for name in FIGURES if name in stored}
     write_readme(out, stored, quick, command, partial=only is not None)
     if all((out / "data" / f"{name}.json").exists() for name in OVERVIEW_SOURCES):
         overview(out)  # the README's picture, from the stored data (about a second)
     return results
+
+
+def _redraw_studies(studies: list[Figure], out: Path) -> dict[str, dict]:
+    """The committed data of the study figures (`Figure.study`) of a full run, each redrawn
+    from its `<out>/data/<name>.json`; a study without one is left out, with a `FigureNote`
+    saying how to make it."""
+    stored = {}
+    for f in studies:
+        path = out / "data" / f"{f.name}.json"
+        if not path.exists():
+            warn_at_caller(
+                f"figure {f.name} is a study, longer than this run computes: its data "
+                f"{path} are missing; make them with `inductheory reproduce --only "
+                f"{f.name}`",
+                FigureNote,
+            )
+            continue
+        data = as_stored(json.loads(path.read_text()))
+        _draw_and_save(f, data, out)
+        stored[f.name] = data
+    return stored
 
 
 def require_cache_dir(path: Path) -> str | None:
