@@ -1,6 +1,6 @@
 """Workers on cores of their own against workers sharing every core, in `inductheory reproduce`.
 
-A quick run's workers each take their own cores (`OWN_CORES` in inductheory/figures/_reproduce.py);
+A quick run's workers each take their own cores (`OWN_CORES` in inductheory/figures/_schedule.py);
 this benchmark runs `reproduce --json` alternately as shipped ("own") and with every worker on
 every core ("shared"), `--pairs` times, each run from empty caches of its own, and prints per run
 its wall time, the CPU seconds and context switches of every process, each pair's ratio of wall

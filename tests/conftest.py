@@ -71,7 +71,7 @@ def _hypothesis_profile(markexpr: str) -> str:
 # phase_uniformity moves by 3e-4 relative under it. XLA reads the flags when jax first builds its
 # backend, after this hook (importing inductheory does not); tests/test_suite_settings.py checks
 # that the default run has them.
-from inductheory.figures._reproduce import FAST_COMPILE_FLAGS  # noqa: E402  (the same flags)
+from inductheory.internal._pool import FAST_COMPILE_FLAGS  # noqa: E402  (the same flags)
 
 
 def _deselects_slow(markexpr: str) -> bool:

@@ -1,5 +1,5 @@
 """The compile counter (internal/_compiles.py) and the persistent compilation cache across
-processes, set up as `reproduce`'s workers set it up (`_start_worker`)."""
+processes, set up as `reproduce`'s workers set it up (`internal._pool.start_worker`)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # eager operation; prints the counts and the cache directory in use.
 SCRIPT = """
 import json, sys
-from inductheory.figures._reproduce import FAST_COMPILE_FLAGS, _start_worker
+from inductheory.internal._pool import FAST_COMPILE_FLAGS, start_worker
 cache, fast = sys.argv[1], sys.argv[2] == "fast"
-_start_worker(cache or None, None, flags=FAST_COMPILE_FLAGS if fast else "")
+start_worker(cache or None, None, flags=FAST_COMPILE_FLAGS if fast else "")
 if not cache:
     from inductheory.internal._paths import enable_compilation_cache
     enable_compilation_cache()
@@ -116,8 +116,8 @@ def test_compiles_between_two_snapshots():
 # flags the worker would use for each compile kind named on the command line, in one process.
 FLAGS_SCRIPT = """
 import hashlib, sys
-from inductheory.figures import _reproduce as r
-worker = r._start_worker(sys.argv[1], None, flags=r.worker_flags(r.FAST_COMPILE_FLAGS))
+from inductheory.internal import _pool as r
+worker = r.start_worker(sys.argv[1], None, flags=r.worker_flags(r.FAST_COMPILE_FLAGS))
 import jax, jax.numpy as jnp, numpy as np
 
 def f(x, w):
@@ -129,7 +129,7 @@ def f(x, w):
 rng = np.random.default_rng(0)  # the same inputs whatever the flags
 x, w = rng.normal(size=(64, 64)), rng.normal(size=(64, 64)) / 8
 for kind in sys.argv[2:]:
-    r._use_flags({"fast": r.FAST_COMPILE_FLAGS, "light": r.LIGHT_COMPILE_FLAGS}[kind], worker)
+    r.use_flags({"fast": r.FAST_COMPILE_FLAGS, "light": r.LIGHT_COMPILE_FLAGS}[kind], worker)
     y = np.asarray(jax.jit(f)(x, w))
     g = np.asarray(jax.jit(jax.grad(lambda x, w: f(x, w).sum()))(x, w))
     print(kind, hashlib.sha1(y.tobytes() + g.tobytes()).hexdigest())
@@ -142,8 +142,8 @@ def test_a_light_worker_compiles_the_fast_figures_as_a_fast_worker_would(tmp_pat
     those of a process started under FAST_COMPILE_FLAGS, and turning it off again (jax's
     in-memory caches emptied) gives those of LIGHT_COMPILE_FLAGS, with the persistent
     compilation cache on (it keys the two apart)."""
-    from inductheory.figures._reproduce import (
-        COMPILE_FLAGS,
+    from inductheory.figures._schedule import COMPILE_FLAGS
+    from inductheory.internal._pool import (
         FAST_COMPILE_FLAGS,
         LIGHT_COMPILE_FLAGS,
         worker_flags,
@@ -178,7 +178,8 @@ def test_a_light_worker_compiles_the_fast_figures_as_a_fast_worker_would(tmp_pat
 def test_a_run_starts_a_worker_of_each_kind_of_flags():
     """The quick run's one figure under XLA's defaults gets its worker at the start, beside the
     longest figure's; a run of one kind starts `jobs` workers of it."""
-    from inductheory.figures._reproduce import LIGHT_COMPILE_FLAGS, first_workers
+    from inductheory.figures._schedule import first_workers
+    from inductheory.internal._pool import LIGHT_COMPILE_FLAGS
 
     quick = ["relaxation_ladder", "paper_matrix", "boundary", "toy_stability"]
     assert first_workers(quick, True, 2) == [LIGHT_COMPILE_FLAGS, ""]

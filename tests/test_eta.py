@@ -1,4 +1,4 @@
-"""The ETA of `reproduce` (internal/_eta.py and its use by `_Status`): pure functions of the
+"""The ETA of `reproduce` (internal/_eta.py and its use by `FigureConsole`): pure functions of the
 expected and measured seconds, checked with fake clocks; no timed assertion."""
 
 from __future__ import annotations
@@ -68,11 +68,13 @@ def test_the_words_name_the_basis():
 
 
 def test_the_status_lines_say_the_basis_and_a_figure_past_its_estimate(capsys):
-    from inductheory.figures._reproduce import _Status
+    from inductheory.figures._timings import FigureConsole
 
     clock = FakeClock()
     previous = {"a": 10.0, "b": 100.0, "c": 300.0}
-    status = _Status(fake_figures(a=1, b=1, c=1), previous, True, jobs=2, clock=clock)
+    status = FigureConsole(
+        fake_figures(a=1, b=1, c=1), previous, True, jobs=2, clock=clock
+    )
     status.eta_after = 0.0
     status.started("c")
     status.started("a")
@@ -98,10 +100,10 @@ def test_the_status_lines_say_the_basis_and_a_figure_past_its_estimate(capsys):
 
 
 def test_the_status_names_a_figure_past_its_estimate(capsys):
-    from inductheory.figures._reproduce import _Status
+    from inductheory.figures._timings import FigureConsole
 
     clock = FakeClock()
-    status = _Status(
+    status = FigureConsole(
         fake_figures(a=10, b=10, c=600, d=10), {}, True, jobs=2, clock=clock
     )
     status.eta_after = 0.0
@@ -121,7 +123,7 @@ def test_the_status_names_a_figure_past_its_estimate(capsys):
 
 
 def test_a_figure_read_from_the_figure_cache_keeps_the_earlier_time():
-    from inductheory.figures._reproduce import FigureTimes, kept_timings
+    from inductheory.figures._timings import FigureTimes, kept_timings
 
     def times(wall_s, compiles):
         return FigureTimes(wall_s, wall_s, 0.0, compiles, 0, 1)

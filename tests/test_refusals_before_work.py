@@ -8,7 +8,9 @@ import time
 
 import pytest
 
+import inductheory.figures._readme as readme_module
 import inductheory.figures._reproduce as module
+import inductheory.figures._timings as timings
 from inductheory.cli import main
 from inductheory.internal._io import CacheWarning
 
@@ -100,7 +102,7 @@ def test_times_that_cannot_be_kept_are_a_warning_not_a_failure(tmp_path, monkeyp
         data = module.FigureData(parameters={}, findings="")
         return module.FigureRun(name, data, module.FigureTimes(1.0, 1.0, 0.0, 0, 0, 1))
 
-    write = module.write_json_atomic
+    write = timings.write_json_atomic
 
     def refuse_timings(path, data):
         if path.name == "timings.json":
@@ -108,8 +110,8 @@ def test_times_that_cannot_be_kept_are_a_warning_not_a_failure(tmp_path, monkeyp
         return write(path, data)
 
     monkeypatch.setattr(module, "_make", make)
-    monkeypatch.setattr(module, "write_json_atomic", refuse_timings)
-    monkeypatch.setattr(module, "readme", lambda *args: "readme\n")
+    monkeypatch.setattr(timings, "write_json_atomic", refuse_timings)
+    monkeypatch.setattr(readme_module, "readme", lambda *args: "readme\n")
     with pytest.warns(CacheWarning, match="No space left on device"):
         module.reproduce(
             tmp_path / "out",

@@ -314,11 +314,11 @@ def test_committed_full_data_are_reproduced(tmp_path):
 
 
 def test_progress_of_a_figure_reaches_the_user_prefixed_and_throttled(capsys):
-    from inductheory.figures._reproduce import _Status
+    from inductheory.figures._timings import FigureConsole
     from inductheory.internal._progress import Progress, report_to
 
     figures = [FIGURES["toy_stability"], FIGURES["coverage"]]
-    status = _Status(
+    status = FigureConsole(
         figures, {"toy_stability": 1.0, "coverage": 99.0}, True, every=60.0
     )
     status.started("coverage")
@@ -341,10 +341,10 @@ def test_progress_of_a_figure_reaches_the_user_prefixed_and_throttled(capsys):
 
 
 def test_an_eta_waits_for_a_quarter_of_the_expected_work_and_scales_it(capsys):
-    from inductheory.figures._reproduce import _Status
+    from inductheory.figures._timings import FigureConsole
 
     clock = FakeClock()
-    status = _Status(fake_figures(a=20, b=80, c=100), {}, True, clock=clock)
+    status = FigureConsole(fake_figures(a=20, b=80, c=100), {}, True, clock=clock)
     status.started("a")
     clock.now = 10.0
     status.finished("a", 10.0)  # 20 of 200 expected seconds: no ETA yet
@@ -358,10 +358,10 @@ def test_an_eta_waits_for_a_quarter_of_the_expected_work_and_scales_it(capsys):
 
 
 def test_an_eta_counts_parallel_jobs_and_running_figures(capsys):
-    from inductheory.figures._reproduce import _Status
+    from inductheory.figures._timings import FigureConsole
 
     clock = FakeClock()
-    status = _Status(
+    status = FigureConsole(
         fake_figures(a=100, b=100, c=100, d=100, e=100), {}, True, jobs=2, clock=clock
     )
     for name in "ab":
@@ -387,10 +387,10 @@ def test_an_eta_counts_parallel_jobs_and_running_figures(capsys):
 
 
 def test_a_silent_stretch_is_broken_by_a_still_running_line(capsys):
-    from inductheory.figures._reproduce import _Status
+    from inductheory.figures._timings import FigureConsole
 
     clock = FakeClock()
-    status = _Status(fake_figures(a=10, b=10), {}, True, clock=clock)
+    status = FigureConsole(fake_figures(a=10, b=10), {}, True, clock=clock)
     status.started("a")
     status.line("a", "flow (reduced) 1/4")
     clock.now = 29.0
@@ -435,10 +435,10 @@ def test_a_heartbeat_says_what_a_silent_job_does_and_for_how_long():
 
 
 def test_heartbeats_are_printed_at_once_under_the_figures_name(capsys):
-    from inductheory.figures._reproduce import _Status
+    from inductheory.figures._timings import FigureConsole
 
     clock = FakeClock()
-    status = _Status(fake_figures(a=10, b=10), {}, True, clock=clock)
+    status = FigureConsole(fake_figures(a=10, b=10), {}, True, clock=clock)
     status.started("a")
     status.line("a", "flow (reduced) 1/4")
     clock.now = 1.0  # within the `every` throttle of progress lines
@@ -458,7 +458,7 @@ def test_heartbeats_are_printed_at_once_under_the_figures_name(capsys):
 def test_the_quick_cost_of_a_figure_without_one_is_its_cost_scaled_like_the_others():
     from types import SimpleNamespace
 
-    from inductheory.figures._reproduce import QUICK_COSTS, expected_cost
+    from inductheory.figures._timings import QUICK_COSTS, expected_cost
 
     known = sorted(QUICK_COSTS[n] / FIGURES[n].cost for n in QUICK_COSTS)
     new = SimpleNamespace(name="not_a_figure", cost=100.0, after=(), alone_cost=None)
@@ -471,11 +471,8 @@ def test_a_figure_that_reads_another_figures_trainings_comes_after_it():
     """paper_mechanisms reads the runs paper_matrix trains and caches: the workers' order puts
     the matrix first whatever the costs say, and the mechanisms' nominal cost is that of
     reading them, or of training them where the matrix is not in the run."""
-    from inductheory.figures._reproduce import (
-        compile_flags,
-        dependencies_first,
-        expected_cost,
-    )
+    from inductheory.figures._schedule import compile_flags, dependencies_first
+    from inductheory.figures._timings import expected_cost
 
     assert FIGURES["paper_mechanisms"].after == ("paper_matrix",)
     assert dependencies_first(["paper_mechanisms", "coverage", "paper_matrix"]) == [
@@ -503,11 +500,11 @@ def test_a_figure_that_reads_another_figures_trainings_comes_after_it():
 
 
 def test_no_eta_before_the_first_figure_is_measured(capsys):
-    from inductheory.figures._reproduce import _Status
+    from inductheory.figures._timings import FigureConsole
 
     clock = FakeClock()
     # one figure holds most of the expected work: even when it is running long, no estimate
-    status = _Status(fake_figures(a=90, b=5, c=5), {}, True, jobs=2, clock=clock)
+    status = FigureConsole(fake_figures(a=90, b=5, c=5), {}, True, jobs=2, clock=clock)
     status.started("a")
     status.started("b")
     clock.now = 300.0
@@ -562,30 +559,29 @@ def test_measured_tables_render_as_markdown_and_reject_ragged_rows():
 def test_a_worker_sets_its_xla_flags_before_jax_starts(monkeypatch):
     import os
 
-    from inductheory.figures import _reproduce
-    from inductheory.figures._reproduce import (
-        COMPILE_FLAGS,
+    from inductheory.figures._schedule import COMPILE_FLAGS, compile_flags
+    from inductheory.internal import _pool
+    from inductheory.internal._pool import (
         FAST_COMPILE_FLAGS,
         LIGHT_COMPILE_FLAGS,
-        _start_worker,
-        compile_flags,
+        start_worker,
     )
 
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
     # this process has started jax: flags set now would not be applied, yet key the programs
     # compiled as usual in the persistent cache as if they were
-    monkeypatch.setattr(_reproduce, "_backend_started", lambda: True)
+    monkeypatch.setattr(_pool, "backend_started", lambda: True)
     with pytest.raises(RuntimeError, match="before jax starts its backend"):
-        _start_worker(None, None, flags=FAST_COMPILE_FLAGS)
+        start_worker(None, None, flags=FAST_COMPILE_FLAGS)
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false"
-    monkeypatch.setattr(_reproduce, "_backend_started", lambda: False)  # a fresh worker
-    _start_worker(None, None, flags="")
+    monkeypatch.setattr(_pool, "backend_started", lambda: False)  # a fresh worker
+    start_worker(None, None, flags="")
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false"
-    _start_worker(None, None, flags=LIGHT_COMPILE_FLAGS)
+    start_worker(None, None, flags=LIGHT_COMPILE_FLAGS)
     assert os.environ["XLA_FLAGS"] == (
         "--xla_cpu_enable_fast_math=false " + LIGHT_COMPILE_FLAGS
     )
-    _start_worker(None, None, flags=FAST_COMPILE_FLAGS)  # an optimization level is set
+    start_worker(None, None, flags=FAST_COMPILE_FLAGS)  # an optimization level is set
     assert os.environ["XLA_FLAGS"].count("xla_backend_optimization_level") == 1
     # every figure named for a mode is a registered figure, of one of the two flag sets; the
     # full figures compile with XLA's defaults

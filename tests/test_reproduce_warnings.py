@@ -18,6 +18,7 @@ import inductheory.figures._runs as runs
 from inductheory.experiments import NoSelectionWarning
 from inductheory.figures._figure import Figure, FigureData
 from inductheory.flow import FlowConfig
+from inductheory.internal._pool import serve_tasks
 
 MESSAGE = "no seed selected (max_steps: 4 of 4), so distinct_fraction is NaN"
 
@@ -75,14 +76,14 @@ def _check(texts):
 
 
 def test_a_worker_sends_each_distinct_warning_once_named(warning_figure, tmp_path):
-    """The worker loop (`_serve_figures`, run here in this process with its queues; `_serve`
+    """The worker loop (`serve_tasks`, run here in this process with its queues; `serve`
     then ends the process) reports warnings as events for the parent, named and deduplicated,
     with their categories."""
     tasks, events = queue.Queue(), queue.Queue()
     (tmp_path / "data").mkdir()
-    tasks.put(("stub", True, None, tmp_path))
+    tasks.put(("stub", "", ("stub", True, None, tmp_path)))
     tasks.put(None)
-    module._serve_figures(0, (None, None), "", tasks, events, False)
+    serve_tasks(0, (None, None), "", module._make, tasks, events, False)
     sent = []
     while not events.empty():
         sent.append(events.get())

@@ -11,6 +11,7 @@ import warnings
 
 import pytest
 
+import inductheory.figures._readme as readme_module
 import inductheory.figures._reproduce as module
 from inductheory.internal._io import (
     CacheWarning,
@@ -50,7 +51,7 @@ def _unwritable(path):
 def fake_run(monkeypatch):
     calls = []
     monkeypatch.setattr(module, "_make", _fake_make(calls))
-    monkeypatch.setattr(module, "readme", lambda *args: "readme\n")
+    monkeypatch.setattr(readme_module, "readme", lambda *args: "readme\n")
     monkeypatch.setattr(module, "probe_writable", _unwritable)
     return calls
 

@@ -13,8 +13,9 @@ reproduce("figures/quick", quick=True, only=["toy_stability"])
 
 from ._figure import Figure, FigureData, MeasuredTable
 from ._overview import draw_overview, overview
+from ._readme import readme
 from ._registry import FIGURES, figure_names
-from ._reproduce import FigureRun, readme, redraw, reproduce
+from ._reproduce import FigureRun, redraw, reproduce
 
 __all__ = [
     "FIGURES",

@@ -52,6 +52,11 @@ class Figure:
     - `after`: figures whose cached computations this one reads (the same trainings): in a run
       with them, `reproduce --jobs` starts it only once they are done, rather than compute the
       same thing beside them. Without them it computes what it reads, and takes `alone_cost`.
+    - `study`: the full computation is longer than the main job (`inductheory reproduce`, about
+      an hour) can hold. A full run of every figure does not compute it: it redraws the figure
+      and its README section from the committed `<out>/data/<name>.json`, and its cost is not
+      counted in the run's ETA; `reproduce --only <name>` computes it in full, and `--quick`
+      computes it with the others.
     """
 
     name: str
@@ -64,6 +69,7 @@ class Figure:
     data: type[FigureData] = dataclasses.field(kw_only=True)
     after: tuple[str, ...] = dataclasses.field(default=(), kw_only=True)
     alone_cost: float | None = dataclasses.field(default=None, kw_only=True)
+    study: bool = dataclasses.field(default=False, kw_only=True)
 
     def record(self, stored: Mapping | FigureData) -> Any:
         """The figure's data as its record, from the dict stored in `data/<name>.json` (a record

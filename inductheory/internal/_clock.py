@@ -131,3 +131,23 @@ class Clock:
             compile_s=compile_seconds() - self.compile,
             compiles=_state["compiles"] - self.compiles,
         )
+
+
+def cpu_seconds_with_children() -> float:
+    """CPU seconds of this process and of its finished (joined) child processes.
+
+    ```python
+    start = cpu_seconds_with_children()
+    # ... start and join worker processes ...
+    cpu_seconds_with_children() - start  # the run's CPU seconds, the workers' included
+    ```
+    """
+    import resource
+
+    return sum(
+        u.ru_utime + u.ru_stime
+        for u in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    )
