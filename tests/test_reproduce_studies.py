@@ -1,6 +1,6 @@
 """Study figures (`Figure.study`): longer than the main job can hold, so a full `reproduce` of
 every figure redraws them from their committed data, `--only NAME` computes them in full, and
-`--quick` computes them with the others. Checked with two stub figures in place of the registry,
+a quick run redraws them too (its budget is two minutes); `--only` computes them in either mode. Checked with two stub figures in place of the registry,
 computed in this process (no workers), without a cache."""
 
 from __future__ import annotations
@@ -113,10 +113,15 @@ def test_only_computes_a_study_in_full(stubs, tmp_path):
     )
 
 
-def test_a_quick_run_computes_the_studies_with_the_others(stubs, tmp_path):
+def test_a_quick_run_redraws_the_studies_and_only_computes_them(stubs, tmp_path):
+    # the quick run keeps its two-minute budget: a study's quick data are made with --only
     computed, _, consoles = stubs
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "study.json").write_text(json.dumps(COMMITTED))
     results, notes = _run(tmp_path, quick=True)
-    assert computed == ["plain", "study"] and list(results) == ["plain", "study"]
-    assert consoles == [["plain", "study"]] and not notes
-    readme = (tmp_path / "README.md").read_text()
-    assert "study claims: study computed." in readme
+    assert computed == ["plain"] and list(results) == ["plain"] and not notes
+    assert consoles == [["plain"]]
+    results, _ = _run(tmp_path, quick=True, only=["study"])
+    assert computed == ["plain", "study"] and list(results) == ["study"]
+    stored = json.loads((tmp_path / "data" / "study.json").read_text())
+    assert stored["findings"] == "study computed" and stored["parameters"]["quick"]

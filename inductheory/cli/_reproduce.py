@@ -49,7 +49,7 @@ def register(sub) -> None:
         "--only",
         type=str,
         default=None,
-        help="comma-separated figure names (default all; a full run of all redraws the study "
+        help="comma-separated figure names (default all; a run of all redraws the study "
         "figures from their committed data, --only computes them)",
     )
     p.add_argument(

@@ -55,8 +55,9 @@ class Figure:
     - `study`: the full computation is longer than the main job (`inductheory reproduce`, about
       an hour) can hold. A full run of every figure does not compute it: it redraws the figure
       and its README section from the committed `<out>/data/<name>.json`, and its cost is not
-      counted in the run's ETA; `reproduce --only <name>` computes it in full, and `--quick`
-      computes it with the others.
+      counted in the run's ETA; `reproduce --only <name>` computes it in full. A quick run
+      without `--only` redraws it too (from `figures/quick/data/`), so that the quick run keeps
+      its two minutes; `reproduce --quick --only <name>` computes its quick version.
     """
 
     name: str

@@ -21,10 +21,15 @@ def _parameter_order(parameters: dict) -> list[tuple[str, str]]:
 
 
 def readme(
-    data: dict[str, dict], quick: bool, command: str, kept: dict[str, str] | None = None
+    data: dict[str, dict],
+    quick: bool,
+    command: str,
+    kept: dict[str, str] | None = None,
+    glance: dict[str, dict] | None = None,
 ) -> str:
     """The text of figures/README.md for the figures' data (by name), in registry order; `kept`
-    gives the existing section text of figures that were not recomputed (`--only`)."""
+    gives the existing section text of figures that were not recomputed (`--only`), `glance`
+    the data of every figure the results-at-a-glance table lists (default `data`)."""
     lines = [
         "# Theorem figures",
         "",
@@ -39,7 +44,8 @@ def readme(
         f"Mode: {'quick (small sizes)' if quick else 'full'}. Command: `{command}`.",
         "",
         *glance_lines(
-            data, lambda name: "#" + anchor(FIGURES[name].title, collapse=False)
+            data if glance is None else glance,
+            lambda name: "#" + anchor(FIGURES[name].title, collapse=False),
         ),
     ]
     for f in FIGURES.values():
@@ -118,6 +124,15 @@ def write_readme(
         + (" --quick" if quick else "")
         + (f" --out {shlex.quote(str(out))}")
     )
-    text = readme(stored, quick, cmd, kept)
+    # the table at a glance lists every figure with data: those made now, and the others'
+    # stored data (a partial run keeps their sections)
+    glance = {}
+    for name in FIGURES:
+        data_path = out / "data" / f"{name}.json"
+        if name in stored:
+            glance[name] = stored[name]
+        elif kept and name in kept and data_path.exists():
+            glance[name] = as_stored(json.loads(data_path.read_text()))
+    text = readme(stored, quick, cmd, kept, glance)
     if previous_text != text:  # unchanged figures leave the file untouched
         write_text_atomic(path, text)

@@ -207,9 +207,9 @@ def reproduce(
       and regime_boundary's Frank-Wolfe gaps (1e-8), whose quick data are those of the flags).
 
     A study figure (`Figure.study`: longer than the main job can hold) is computed only when
-    `only` names it or in quick mode; a full run without `only` redraws it and its README
-    section from its committed `<out>/data/<name>.json` (a `FigureNote` says how to make data
-    that are missing).
+    `only` names it; a run without `only` (full or quick) redraws it and its README section
+    from its committed `<out>/data/<name>.json` (a `FigureNote` says how to make data that are
+    missing).
 
     **Returns:** a `FigureRun` (its data and times) of each figure computed, by name.
     """
@@ -252,8 +252,9 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
     """The body of `reproduce`, in the directory it claimed (`mode_cache`: the mode's cache
     directory, already checked, or None)."""
     (out / "data").mkdir(parents=True, exist_ok=True)
-    # a full run of every figure keeps the studies' committed data (`Figure.study`)
-    studies = [] if quick or only else [f for f in figures if f.study]
+    # a run of every figure keeps the studies' committed data (`Figure.study`): the main job's
+    # hour and the quick run's two minutes hold only without them
+    studies = [] if only else [f for f in figures if f.study]
     figures = [f for f in figures if f not in studies]
     # Honest ETA: each figure's wall time in the previous run (kept in the cache), else none.
     timings_path = None if mode_cache is None else mode_cache / "timings.json"
