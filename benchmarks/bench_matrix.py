@@ -14,6 +14,8 @@ seed-steps undercounts by the number of steps (the mistake behind an earlier "37
 
     python benchmarks/bench_matrix.py                      # reference, 8-KV, full attention
     python benchmarks/bench_matrix.py --rows all --repeats 5
+    python benchmarks/bench_matrix.py --rows "W8/S8 8 KV" --local-window 2   # the studies' rows
+    python benchmarks/bench_matrix.py --rows "W8/S8 8 KV" --vocab 128 --keys 16
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import inductheory  # noqa: F401  (x64 on, as in the library)
-from inductheory.experiments._paper_matrix import FULL_SIZE, MATRIX, matrix_row
+from inductheory.experiments._paper_matrix import FULL_SIZE, MATRIX
+from inductheory.experiments._studies import StudyRow
 from inductheory.trained._train import seed_model
 from inductheory.trained._transformer_train import (
     _initial_models,
@@ -38,8 +41,7 @@ from inductheory.trained._transformer_train import (
 DEFAULT_ROWS = ("W8/S8 1 KV (reference)", "W8/S8 8 KV", "full attention 8 KV")
 
 
-def _chunk_program(row, seeds, steps):
-    size = FULL_SIZE
+def _chunk_program(row, seeds, steps, size=FULL_SIZE):
     arch = row.architecture(size.reference)
     keys = jax.random.split(jax.random.key(0), seeds)
     models = _initial_models(size.task, arch, keys)
@@ -102,6 +104,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=FULL_SIZE.seeds)
     parser.add_argument("--steps", type=int, default=50, help="steps per timed chunk")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--local-window", type=int, default=0, help="an exact local window"
+    )
+    parser.add_argument("--vocab", type=int, default=None, help="tokens that repeat")
+    parser.add_argument(
+        "--keys", type=int, default=None, help="a stream (with --vocab)"
+    )
     args = parser.parse_args()
     names = (
         [r.name for r in MATRIX]
@@ -113,7 +122,13 @@ def main() -> None:
         f"{'matmul floor ms':>16s} {'ratio':>7s}"
     )
     for name in names:
-        run_chunk, a = _chunk_program(matrix_row(name), args.seeds, args.steps)
+        # a study's row (experiments._studies): the same model `inductheory matrix` trains
+        window = (("local_window", args.local_window),) if args.local_window else ()
+        study = StudyRow(name, vocab=args.vocab, keys=args.keys, changes=window)
+        row, size = study.matrix_row(FULL_SIZE), study.size(FULL_SIZE)
+        name = row.name + (f" V={args.vocab}" if args.vocab else "")
+        name += f" K={args.keys}" if args.keys else ""
+        run_chunk, a = _chunk_program(row, args.seeds, args.steps, size)
         flops = _step_flops(a)
         matmuls, scale = _square_matmuls(flops)  # of about the step's FLOPs
         jax.block_until_ready(run_chunk(*a))  # compiled and warm
