@@ -224,3 +224,55 @@ def test_pair_findings_against_scipy_welch_and_the_regime_rule():
     assert not uniform.regime  # no phase collapses
     analysis = analyze([_point(False, full), _point(True, compressed, boundary=[3])])
     assert len(analysis.pairs) == 1 and "V=48" in analysis.text
+
+
+def test_open_questions_rows_count_covered_phases_and_the_path_by_hand():
+    from inductheory.figures.open_questions import coordination_point, local_row
+
+    rng = np.random.default_rng(4)
+    seeds, S, period = 3, 8, 24
+    # (seeds, layers, branches, kv, channels): key gates of 2 layers x 4 KV heads
+    peak = rng.integers(0, S, (seeds, 2, 2, 4, 1))
+    static = rng.uniform(1.0, 3.0, (seeds, 2, 2, 4, 1))
+    peak[0, :, 0] = 0  # seed 0: every key gate on offset 0, the value gates on 0 too
+    peak[0, :, 1] = 0
+    static[0] = 1.0
+    fields = {
+        f.name: np.zeros((seeds, 1))
+        for f in dataclasses.fields(RowMechanisms)
+        if f.default is dataclasses.MISSING
+    }
+    fields.update(peak=peak, static=static, mass=static, avg=static)
+    mechanisms = RowMechanisms(
+        **fields,
+        previous_mass=rng.uniform(size=(seeds, 1, 8)),
+        local_mass=rng.uniform(size=(seeds, 1, 8)),
+        closed_window_accuracy=rng.uniform(size=(seeds, period)),
+    )
+    result = _result(seeds=seeds, period=period, mechanisms=mechanisms)
+    study = StudyRow("W8/S8 4 KV", overlap_penalty=1.0)
+    point = coordination_point(study, FULL_SIZE, result)
+    by_hand = [
+        len(
+            {
+                int(peak[s, layer, 0, kv, 0])
+                for layer in range(2)
+                for kv in range(4)
+                if static[s, layer, 0, kv, 0] <= 2.0
+            }
+        )
+        for s in range(seeds)
+    ]
+    assert point.covered_per_seed == by_hand and point.covered_per_seed[0] == 1
+    assert point.overlap_penalty == 1.0 and point.kv_heads == 4
+    local = local_row(
+        StudyRow("W8/S8 8 KV", changes=(("local_window", 2),)), FULL_SIZE, result
+    )
+    assert local.local_window == 2
+    assert local.previous_mass_per_seed == pytest.approx(
+        mechanisms.previous_mass[:, 0].max(axis=-1)
+    )
+    closed = mechanisms.closed_window_accuracy[:, [7, 15, 23]].mean(axis=1)
+    assert local.closed_boundary_per_seed == pytest.approx(closed)
+    # key = value = 0 on a concentrated gate answers phase S - 1 through the path
+    assert local.boundary_gate_per_seed[0]
