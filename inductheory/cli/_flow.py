@@ -47,14 +47,21 @@ from ._common import (
     eprint,
     floats,
     format_table,
-    int_type,
     ints,
     objective_from_args,
-    output_dir_type,
     print_json,
     require_finite,
     require_token_ids,
     task_from_args,
+)
+from ._declare import (
+    ALLOW_FAILURES,
+    QUIET,
+    add_options,
+    count,
+    output_dir,
+    prose,
+    switch,
 )
 
 # The options of `FlowConfig`'s fields, in the order of the help (the objective's: shared with
@@ -120,48 +127,36 @@ FAILURES = tuple(s.label for s in FLOW_FAILURES)
 RESOLUTION_REFUSE, RESOLUTION_WARN = 16.0, 1e6
 
 
+HELP = "gradient flow of the linear gate class to hard selection (Theorem 2)"
+DESCRIPTION = prose(
+    """
+    Integrate dc/dt = -grad L(c) (docs/theory.md §6) with diffrax for many seeds,
+    vmapped and sharded over local devices; report per seed the offsets each head
+    selected and its status, and across the selected seeds the fraction with distinct
+    offsets. Seeds that fail (max_steps, nonfinite, solver_error) make the exit status 1
+    unless --allow-failures.
+    """
+)
+
+
 def register(sub) -> None:
-    p = sub.add_parser(
-        "flow",
-        help="gradient flow of the linear gate class to hard selection (Theorem 2)",
-        description="Integrate dc/dt = -grad L(c) (docs/theory.md §6) with diffrax for "
-        "many seeds, vmapped and "
-        "sharded over local devices; report per seed the offsets each head selected "
-        "and its status, and "
-        "across the selected seeds the fraction with distinct offsets. Seeds that fail (max_steps, "
-        "nonfinite, solver_error) make the exit status 1 unless --allow-failures.",
-    )
+    p = sub.add_parser("flow", help=HELP, description=DESCRIPTION)
     add_task_arguments(p)
     add_flow_arguments(p)
-    p.add_argument(
-        "--seeds",
-        type=int_type("seeds", 1),
-        default=16,
-        help="number of flow seeds (default 16)",
+    add_options(
+        p,
+        count("--seeds", 1, 16, "number of flow seeds"),
+        count("--chunk", 1, None, "seeds per compiled call (default automatic)"),
+        output_dir(
+            "directory for flow.npz (trajectories) and flow.json (every per-seed detail)"
+        ),
+        ALLOW_FAILURES,
+        switch(
+            "--per-seed",
+            "with --json: every per-seed detail, not just offsets and status",
+        ),
+        QUIET,
     )
-    p.add_argument(
-        "--chunk",
-        type=int_type("chunk", 1),
-        default=None,
-        help="seeds per compiled call (default automatic)",
-    )
-    p.add_argument(
-        "--out",
-        type=output_dir_type,
-        default=None,
-        help="directory for flow.npz (trajectories) and flow.json (every per-seed detail)",
-    )
-    p.add_argument(
-        "--allow-failures",
-        action="store_true",
-        help="exit 0 even when seeds fail (max_steps, nonfinite, solver_error)",
-    )
-    p.add_argument(
-        "--per-seed",
-        action="store_true",
-        help="with --json: every per-seed detail, not just offsets and status",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress display")
     add_cpu_devices_argument(p)
     add_json_argument(p)
     p.set_defaults(

@@ -18,71 +18,74 @@ from ._common import (
     int_type,
     print_json,
 )
+from ._declare import Option, add_options, prose, switch
+
+HELP = "analyse gate logits or probabilities read from an npz or safetensors file"
+DESCRIPTION = prose(
+    """
+    Read gate logits (or probabilities) over the W window slots, shape (..., W) with any
+    leading axes such as layer and head, from an .npz, .npy or .safetensors file, and
+    report per head the argmax slot, the effective number of offsets exp(H), and the
+    query phase (0..S-1) a hard selection there answers (docs/theory.md §9, §10), then
+    the phases covered by at least one sharp head.
+    """
+)
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "gates",
-        help="analyse gate logits or probabilities read from an npz or safetensors file",
-        description="Read gate logits (or probabilities) over the W window slots, shape "
-        "(..., W) with any leading axes such as layer and head, from an .npz, .npy or "
-        ".safetensors file, and report per head the argmax slot, the effective number of "
-        "offsets exp(H), and the query phase (0..S-1) a hard selection there answers "
-        "(docs/theory.md §9, §10), then the phases covered by at least one sharp head.",
-    )
-    p.add_argument("file", help="an .npz, .npy or .safetensors file")
-    p.add_argument(
-        "--tensor",
-        default=None,
-        metavar="NAME_OR_GLOB",
-        help="the tensor's name, or a glob (*, ?, [...]) selecting several with the same W "
-        "(default: every tensor of the file)",
-    )
-    p.add_argument(
-        "--probabilities",
-        action="store_true",
-        help="the values are probabilities (>= 0, each slot vector summing to 1 within "
-        "1e-6); default: logits, softmax over the last axis",
-    )
-    p.add_argument(
-        "--stride",
-        type=int_type("stride", 2),
-        default=None,
-        metavar="S",
-        help="the stride S, 2 <= S <= W (default W; W > S are overlapping windows; with "
-        "--paper the stride the file's windows advance by, and no other)",
-    )
-    p.add_argument(
-        "--branch",
-        choices=BRANCHES,
-        default="key",
-        help="the gate's role: key (default; value one slot later), value (key one slot "
-        "earlier) or tied (one gate for both: answers no phase)",
-    )
-    p.add_argument(
-        "--window-axis",
-        type=int_type("window-axis", -(2**31), 2**31 - 1),
-        default=None,
-        metavar="AXIS",
-        help="a leading axis indexing windows or contexts, reduced to the static and the "
-        "average effective offsets (default none)",
-    )
-    p.add_argument(
-        "--sharp",
-        type=float_type("sharp", 1),
-        default=SHARP_BELOW,
-        metavar="X",
-        help=f"a head is sharp when its effective offsets are <= X, X >= 1 (default "
-        f"{SHARP_BELOW}: the argmax slot then holds >= 2/3 of the mass)",
-    )
-    p.add_argument(
-        "--paper",
-        action="store_true",
-        help="the file holds the paper's gate parameterization (written by `inductheory "
-        "matrix --export-gates`): per layer PREFIX.BRANCH.gate_map Z (kv, W, channels, d), "
-        "optional PREFIX.BRANCH.gate_bias b (kv, W, channels) and the inputs PREFIX.windows "
-        "h (windows, W, d); the gates softmax(Z h + b) of --branch are analysed per KV head "
-        "and channel over the windows (static and average effective offsets)",
+    p = sub.add_parser("gates", help=HELP, description=DESCRIPTION)
+    add_options(
+        p,
+        Option("file", "an .npz, .npy or .safetensors file"),
+        Option(
+            "--tensor",
+            "the tensor's name, or a glob (*, ?, [...]) selecting several with the same W "
+            "(default: every tensor of the file)",
+            metavar="NAME_OR_GLOB",
+        ),
+        switch(
+            "--probabilities",
+            "the values are probabilities (>= 0, each slot vector summing to 1 within "
+            "1e-6); default: logits, softmax over the last axis",
+        ),
+        Option(
+            "--stride",
+            "the stride S, 2 <= S <= W (default W; W > S are overlapping windows; with "
+            "--paper the stride the file's windows advance by, and no other)",
+            int_type("stride", 2),
+            metavar="S",
+        ),
+        Option(
+            "--branch",
+            "the gate's role: key (default; value one slot later), value (key one slot "
+            "earlier) or tied (one gate for both: answers no phase)",
+            default="key",
+            choices=BRANCHES,
+        ),
+        Option(
+            "--window-axis",
+            "a leading axis indexing windows or contexts, reduced to the static and the "
+            "average effective offsets (default none)",
+            int_type("window-axis", -(2**31), 2**31 - 1),
+            metavar="AXIS",
+        ),
+        Option(
+            "--sharp",
+            f"a head is sharp when its effective offsets are <= X, X >= 1 (default "
+            f"{SHARP_BELOW}: the argmax slot then holds >= 2/3 of the mass)",
+            float_type("sharp", 1),
+            SHARP_BELOW,
+            metavar="X",
+        ),
+        switch(
+            "--paper",
+            "the file holds the paper's gate parameterization (written by `inductheory "
+            "matrix --export-gates`): per layer PREFIX.BRANCH.gate_map Z (kv, W, channels, "
+            "d), optional PREFIX.BRANCH.gate_bias b (kv, W, channels) and the inputs "
+            "PREFIX.windows h (windows, W, d); the gates softmax(Z h + b) of --branch are "
+            "analysed per KV head and channel over the windows (static and average "
+            "effective offsets)",
+        ),
     )
     add_json_argument(p)
     p.set_defaults(func=run)

@@ -46,12 +46,12 @@ from ._common import (
     add_json_argument,
     add_task_arguments,
     format_table,
-    int_type,
     print_json,
     require_finite,
     require_token_ids,
     task_from_args,
 )
+from ._declare import Option, add_options, count, prose, switch
 
 # Contexts per batch of the Monte Carlo estimate (bounds memory: one row of N logits per query).
 MC_BATCH = 32
@@ -62,42 +62,50 @@ def add_gate_arguments(p) -> None:
     """The gates a loss is computed for: `--select` offsets or `--uniform`, and `--tied`
     (shared by `loss` and `sweep loss`)."""
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument(
-        "--select",
-        type=str,
-        help="comma-separated offset selected by each head, e.g. 0,2",
+    add_options(
+        which,
+        Option(
+            "--select", "comma-separated offset selected by each head, e.g. 0,2", str
+        ),
+        switch("--uniform", "every head averages all offsets"),
     )
-    which.add_argument(
-        "--uniform", action="store_true", help="every head averages all offsets"
+    add_options(
+        p,
+        switch(
+            "--tied",
+            "one gate per head for key and value: --select names the offset (0..W-1) "
+            "both branches hold",
+        ),
     )
-    p.add_argument(
-        "--tied",
-        action="store_true",
-        help="one gate per head for key and value: --select names the offset (0..W-1) "
-        "both branches hold",
-    )
+
+
+HELP = (
+    "population loss of block-shared gates (exact closed form, or Monte Carlo "
+    "for eps > 0)"
+)
+DESCRIPTION = prose(
+    """
+    Population loss, per-phase loss and top-1 accuracy of block-shared gates. Exact
+    geometry: the closed form of docs/theory.md §4. Approximate geometry (--eps or --d)
+    or --contexts: Monte Carlo over M sampled contexts on the realized geometry (--seed
+    draws geometry and contexts).
+    """
+)
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "loss",
-        help="population loss of block-shared gates (exact closed form, or Monte Carlo "
-        "for eps > 0)",
-        description="Population loss, per-phase loss and top-1 accuracy of "
-        "block-shared gates. Exact "
-        "geometry: the closed form of docs/theory.md §4. Approximate geometry (--eps "
-        "or --d) or --contexts: "
-        "Monte Carlo over M sampled contexts on the realized geometry (--seed draws "
-        "geometry and contexts).",
-    )
+    p = sub.add_parser("loss", help=HELP, description=DESCRIPTION)
     add_task_arguments(p)
     add_gate_arguments(p)
-    p.add_argument(
-        "--contexts",
-        type=int_type("contexts", 1),
-        default=None,
-        help=f"Monte Carlo over this many sampled contexts (default: exact closed form under exact "
-        f"geometry, {MC_DEFAULT_CONTEXTS} under approximate geometry)",
+    add_options(
+        p,
+        count(
+            "--contexts",
+            1,
+            None,
+            "Monte Carlo over this many sampled contexts (default: exact closed form under "
+            f"exact geometry, {MC_DEFAULT_CONTEXTS} under approximate geometry)",
+        ),
     )
     p.set_defaults(seed=None)  # explicit --seed is only meaningful for Monte Carlo
     add_json_argument(p)

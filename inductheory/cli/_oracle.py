@@ -35,6 +35,7 @@ from ._common import (
     require_token_ids,
     task_from_args,
 )
+from ._declare import QUIET, TIED, Option, add_options, count, prose, switch
 
 # Sweep options and their defaults (None in the parser, so that giving one without --sweep
 # is an error).
@@ -57,56 +58,49 @@ BETA_GRID = list_type("--beta-grid", "float", 0, low_open=True)
 EPS_GRID = list_type("--eps-grid", "float", 0, 1, high_open=True)
 
 
+HELP = "Theorem 1: global minimization over the oracle class, and where hard selection ends"
+DESCRIPTION = prose(
+    """
+    Minimize one context's loss over the oracle class (multi-start BFGS on softmax
+    logits, projected-gradient polish), enumerate the hard selections, and report
+    whether the minimizer is a hard selection with distinct heads (docs/theory.md §7,
+    Theorem 1). With --sweep, a regime map over (eps, beta, N) written point by point to
+    --out (resumable), with summary.txt and summary.csv.
+    """
+)
+
+
 def register(sub) -> None:
-    p = sub.add_parser(
-        "oracle",
-        help="Theorem 1: global minimization over the oracle class, and where hard selection ends",
-        description="Minimize one context's loss over the oracle class (multi-start "
-        "BFGS on softmax logits, "
-        "projected-gradient polish), enumerate the hard selections, and report whether "
-        "the minimizer is a "
-        "hard selection with distinct heads (docs/theory.md §7, Theorem 1). With "
-        "--sweep, a regime map over "
-        "(eps, beta, N) written point by point to --out (resumable), with summary.txt "
-        "and summary.csv.",
-    )
+    p = sub.add_parser("oracle", help=HELP, description=DESCRIPTION)
     add_task_arguments(p)
     add_minimizer_arguments(p)
     s = p.add_argument_group("sweep (each option below needs --sweep)")
-    s.add_argument(
-        "--sweep", action="store_true", help="regime map over the grids below"
+    add_options(
+        s,
+        switch("--sweep", "regime map over the grids below"),
+        Option(
+            "--N-grid", f"vocabulary sizes (default {SWEEP_DEFAULTS['N_grid']})", N_GRID
+        ),
+        Option(
+            "--beta-grid",
+            f"unembedding scales (default {SWEEP_DEFAULTS['beta_grid']})",
+            BETA_GRID,
+        ),
+        Option(
+            "--eps-grid", "geometry errors (0 = exact; default: the task's)", EPS_GRID
+        ),
+        Option(
+            "--refine",
+            "bisection steps in log N per beta (default 0)",
+            int_type("refine", 0, 60),
+        ),
+        Option(
+            "--out",
+            "directory of per-point results (resumable) and summary.txt / summary.csv",
+            str,
+        ),
     )
-    s.add_argument(
-        "--N-grid",
-        type=N_GRID,
-        default=None,
-        help=f"vocabulary sizes (default {SWEEP_DEFAULTS['N_grid']})",
-    )
-    s.add_argument(
-        "--beta-grid",
-        type=BETA_GRID,
-        default=None,
-        help=f"unembedding scales (default {SWEEP_DEFAULTS['beta_grid']})",
-    )
-    s.add_argument(
-        "--eps-grid",
-        type=EPS_GRID,
-        default=None,
-        help="geometry errors (0 = exact; default: the task's)",
-    )
-    s.add_argument(
-        "--refine",
-        type=int_type("refine", 0, 60),
-        default=None,
-        help="bisection steps in log N per beta (default 0)",
-    )
-    s.add_argument(
-        "--out",
-        type=str,
-        default=None,
-        help="directory of per-point results (resumable) and summary.txt / summary.csv",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress display")
+    add_options(p, QUIET)
     add_json_argument(p)
     p.set_defaults(func=run)
 
@@ -115,62 +109,46 @@ def add_minimizer_arguments(p) -> None:
     """The `OracleMinimizer` options and the point's sizes (shared with `inductheory sweep
     oracle`)."""
     m = p.add_argument_group("minimizer")
-    m.add_argument(
-        "--method",
-        choices=METHODS,
-        default="newton",
-        help="local method: active-set Newton with the exact Hessian (default), or BFGS on "
-        "logits + projected-gradient polish (the independent second method)",
-    )
-    m.add_argument(
-        "--restarts",
-        type=int_type("restarts", 1),
-        default=32,
-        help="random starts (default 32)",
-    )
-    m.add_argument(
-        "--steps",
-        type=int_type("steps", 1),
-        default=300,
-        help="Newton iterations per start, BFGS steps per start and round (default 300)",
-    )
-    m.add_argument(
-        "--polish-steps",
-        type=int_type("polish-steps", 0),
-        default=300,
-        help="bfgs only: projected-gradient steps per round (default 300)",
-    )
-    m.add_argument(
-        "--tied",
-        action="store_true",
-        help="one gate per head and entry for key and value",
+    add_options(
+        m,
+        Option(
+            "--method",
+            "local method: active-set Newton with the exact Hessian (default), or BFGS on "
+            "logits + projected-gradient polish (the independent second method)",
+            choices=METHODS,
+            default="newton",
+        ),
+        count("--restarts", 1, 32, "random starts"),
+        count(
+            "--steps",
+            1,
+            300,
+            "Newton iterations per start, BFGS steps per start and round",
+        ),
+        count(
+            "--polish-steps", 0, 300, "bfgs only: projected-gradient steps per round"
+        ),
+        TIED,
     )
     add_objective_arguments(m)
-    m.add_argument(
-        "--rounds",
-        type=int_type("rounds", 1),
-        default=2,
-        help="bfgs only: BFGS + polish rounds (default 2)",
-    )
-    m.add_argument(
-        "--vertex-starts",
-        type=int_type("vertex-starts", 0),
-        default=8,
-        help="best hard selections (vertices) also used as starts (default 8; 0: none); "
-        "reported as `seeds` in the JSON",
-    )
-    m.add_argument("--seeds", dest="old_seeds", default=None, help=argparse.SUPPRESS)
-    m.add_argument(
-        "--delta",
-        type=float_type("delta", 0, 0.5, low_open=True, high_open=True),
-        default=1e-3,
-        help="hard-selection tolerance in (0, 1/2) (default 1e-3)",
-    )
-    m.add_argument(
-        "--contexts",
-        type=int_type("contexts", 1),
-        default=None,
-        help="contexts M (default 1 for eps = 0, 8 otherwise)",
+    add_options(
+        m,
+        count("--rounds", 1, 2, "bfgs only: BFGS + polish rounds"),
+        Option(
+            "--vertex-starts",
+            "best hard selections (vertices) also used as starts (default 8; 0: none); "
+            "reported as `seeds` in the JSON",
+            int_type("vertex-starts", 0),
+            8,
+        ),
+        Option("--seeds", argparse.SUPPRESS, dest="old_seeds"),
+        Option(
+            "--delta",
+            "hard-selection tolerance in (0, 1/2) (default 1e-3)",
+            float_type("delta", 0, 0.5, low_open=True, high_open=True),
+            1e-3,
+        ),
+        count("--contexts", 1, None, "contexts M (default 1 for eps = 0, 8 otherwise)"),
     )
 
 

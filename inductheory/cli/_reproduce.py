@@ -5,7 +5,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from ._common import int_type, output_dir_type, print_json
+from ._common import int_type, print_json
+from ._declare import QUIET, Option, add_options, output_dir, prose, switch
 
 MAX_DEFAULT_JOBS = (
     4  # each process holds its own compiled programs (a few GiB for the full figures)
@@ -24,53 +25,50 @@ def default_jobs() -> int:
     return max(1, min(len(usable_cores()), MAX_DEFAULT_JOBS))
 
 
+HELP = "regenerate the theorem figures into figures/ (PNG, PDF, data, README)"
+DESCRIPTION = prose(
+    """
+    Compute and draw every theorem figure. Finished computations are cached by their
+    parameters, so an interrupted run resumes where it stopped.
+    """
+)
+
+
 def register(sub) -> None:
-    p = sub.add_parser(
-        "reproduce",
-        help="regenerate the theorem figures into figures/ (PNG, PDF, data, README)",
-        description="Compute and draw every theorem figure. Finished computations are "
-        "cached by their "
-        "parameters, so an interrupted run resumes where it stopped.",
-    )
-    p.add_argument(
-        "--out",
-        type=output_dir_type,
-        default=None,
-        help="output directory (default figures/, and figures/quick/ with --quick); one holding "
-        "the other mode's figures is refused",
-    )
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help="small versions (about 2 minutes on 2 idle cores from empty caches, half of "
-        "it compiling; well under a minute once cached)",
-    )
-    p.add_argument(
-        "--only",
-        type=str,
-        default=None,
-        help="comma-separated figure names (default all; a run of all redraws the study "
-        "figures from their committed data, --only computes them)",
-    )
-    p.add_argument(
-        "--cache",
-        type=Path,
-        default=None,
-        help="cache directory of finished computations (default: inductheory/reproduce in the "
-        "user's cache directory, $XDG_CACHE_HOME or ~/.cache)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="recompute everything")
-    p.add_argument(
-        "--jobs",
-        type=int_type("--jobs", minimum=1),
-        default=None,
-        help="figures computed at once, each in its own process (default: the CPU cores, at most "
-        f"{MAX_DEFAULT_JOBS}; 1 on a GPU); the numbers do not depend on it",
-    )
-    p.add_argument("--list", action="store_true", help="list the figure names and exit")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-    p.add_argument(
-        "--json", action="store_true", help="print each figure's findings as JSON"
+    p = sub.add_parser("reproduce", help=HELP, description=DESCRIPTION)
+    add_options(
+        p,
+        output_dir(
+            "output directory (default figures/, and figures/quick/ with --quick); one "
+            "holding the other mode's figures is refused"
+        ),
+        switch(
+            "--quick",
+            "small versions (about 2 minutes on 2 idle cores from empty caches, half of "
+            "it compiling; well under a minute once cached)",
+        ),
+        Option(
+            "--only",
+            "comma-separated figure names (default all; a run of all redraws the study "
+            "figures from their committed data, --only computes them)",
+            str,
+        ),
+        Option(
+            "--cache",
+            "cache directory of finished computations (default: inductheory/reproduce in "
+            "the user's cache directory, $XDG_CACHE_HOME or ~/.cache)",
+            Path,
+        ),
+        switch("--no-cache", "recompute everything"),
+        Option(
+            "--jobs",
+            "figures computed at once, each in its own process (default: the CPU cores, "
+            f"at most {MAX_DEFAULT_JOBS}; 1 on a GPU); the numbers do not depend on it",
+            int_type("--jobs", minimum=1),
+        ),
+        switch("--list", "list the figure names and exit"),
+        QUIET,
+        switch("--json", "print each figure's findings as JSON"),
     )
     p.set_defaults(func=run)
 

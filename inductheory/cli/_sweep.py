@@ -48,12 +48,11 @@ from ._common import (
     claim_out,
     command_prefix,
     eprint,
-    int_type,
-    output_dir_type,
     print_json,
     require_token_ids,
     task_from_args,
 )
+from ._declare import ALLOW_FAILURES, QUIET, Option, add_options, count, output_dir
 from ._flow import add_flow_arguments, check_radius_resolution, flow_config_from_args
 from ._loss import add_gate_arguments
 from ._matrix import REFERENCE_ROW, _size, add_size_arguments, family_options_hint
@@ -99,17 +98,7 @@ def _loss_inputs(args, task) -> dict:
 
 def _add_flow_options(k) -> None:
     add_flow_arguments(k)
-    k.add_argument(
-        "--seeds",
-        type=int_type("seeds", 1),
-        default=64,
-        help="flow seeds per grid point (default 64)",
-    )
-    k.add_argument(
-        "--allow-failures",
-        action="store_true",
-        help="exit 0 even when seeds fail (max_steps, nonfinite, solver_error)",
-    )
+    add_options(k, count("--seeds", 1, 64, "flow seeds per grid point"), ALLOW_FAILURES)
 
 
 def _flow_inputs(args, task) -> dict:
@@ -178,12 +167,7 @@ def _oracle_inputs(args, task) -> dict:
 
 def _add_train_options(k) -> None:
     add_train_arguments(k, geometry=False)  # --eps, --d: the task options' own
-    k.add_argument(
-        "--seeds",
-        type=int_type("seeds", 1),
-        default=16,
-        help="seeds trained per grid point (default 16)",
-    )
+    add_options(k, count("--seeds", 1, 16, "seeds trained per grid point"))
 
 
 def _train_inputs(args, task) -> dict:
@@ -232,25 +216,17 @@ def _add_sweep_options(k, kind: type[AbstractSweepKind], *, grid_required: bool)
         help="values of one parameter (repeat for a cartesian product): "
         + ", ".join(kind.grid_names),
     )
-    g.add_argument(
-        "--block",
-        type=int_type("block", 1),
-        default=None,
-        help="grid points per compiled call (default automatic)",
+    add_options(
+        g,
+        count("--block", 1, None, "grid points per compiled call (default automatic)"),
+        output_dir("directory: sweep.nc, summary.txt, resumable blocks"),
+        Option(
+            "--scheduler",
+            "Dask distributed scheduler address (needs the 'distributed' extra)",
+            scheduler_type,
+        ),
+        QUIET,
     )
-    g.add_argument(
-        "--out",
-        type=output_dir_type,
-        default=None,
-        help="directory: sweep.nc, summary.txt, resumable blocks",
-    )
-    g.add_argument(
-        "--scheduler",
-        type=scheduler_type,
-        default=None,
-        help="Dask distributed scheduler address (needs the 'distributed' extra)",
-    )
-    g.add_argument("--quiet", action="store_true", help="no progress display")
     return g
 
 

@@ -17,32 +17,33 @@ from ._common import (
     print_json,
     require_finite,
 )
+from ._declare import Option, add_options, prose
+
+HELP = "closed forms of the two-head toy: corner losses, split advantage, escape rates"
+DESCRIPTION = prose(
+    """
+    Closed-form quantities of the two-head toy of docs/theory.md §8: the loss with both
+    heads on the same offset and with the heads split, the split advantage (their
+    difference, > 0), and the escape rates of the logit gradient flow from p = (1/2,
+    1/2) along (1, 1) and (1, -1).
+    """
+)
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "toy",
-        help="closed forms of the two-head toy: corner losses, split advantage, escape rates",
-        description="Closed-form quantities of the two-head toy of docs/theory.md §8: "
-        "the loss with both heads on "
-        "the same offset and with the heads split, the split advantage (their "
-        "difference, > 0), and the "
-        "escape rates of the logit gradient flow from p = (1/2, 1/2) along (1, 1) and (1, -1).",
-    )
+    p = sub.add_parser("toy", help=HELP, description=DESCRIPTION)
     g = p.add_argument_group("toy")
     for name in ("beta", "gamma"):  # the task's, with the task's defaults
         TASK_OPTIONS[name].add(g, TASK_DEFAULTS[name])
-    g.add_argument(
-        "--L",
-        type=int_type("L", 2, EXACT_FLOAT_INT),
-        default=8,
-        help="blocks, >= 2 (default 8)",
-    )
-    g.add_argument(
-        "--K",
-        type=float_type("K", 0, low_open=True),
-        default=100.0,
-        help="competing mass in log(1 + K e^-m), > 0 (default 100.0)",
+    add_options(
+        g,
+        Option("--L", "blocks, >= 2 (default 8)", int_type("L", 2, EXACT_FLOAT_INT), 8),
+        Option(
+            "--K",
+            "competing mass in log(1 + K e^-m), > 0 (default 100.0)",
+            float_type("K", 0, low_open=True),
+            100.0,
+        ),
     )
     add_json_argument(p)
     p.set_defaults(func=run)

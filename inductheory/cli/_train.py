@@ -26,14 +26,13 @@ from ._common import (
     config_from_args,
     float_type,
     format_table,
-    int_type,
     option_flag,
-    output_dir_type,
     print_json,
     require_finite,
     require_token_ids,
     task_from_args,
 )
+from ._declare import QUIET, Option, add_options, count, output_dir, prose
 from ._matrix import family_options_hint, register_family
 from ._training_options import MODEL_OPTIONS, TRAIN_OPTIONS
 
@@ -49,38 +48,37 @@ _FLAGS = {
 }
 
 
+HELP = "train the compressed model with optax, each idealization a switch (§11)"
+DESCRIPTION = prose(
+    """
+    Train the compressed model of the task (docs/theory.md §11) from many seeds at once
+    and measure it on held-out contexts: per seed the key and value offsets (argmax of
+    each head's mean gate) and the per-phase accuracy; over seeds the argmax gate mass,
+    value = key + 1 and distinct-head shares (Wilson 95%), static vs average effective
+    offsets, per-phase accuracy and gap, accuracy and loss. Every switch at its default
+    with --optimizer gd and --batch full is the explicit Euler scheme of the full flow
+    (`inductheory flow --dynamics full`) from the same seeds. The paper's compressor
+    family (KV heads, per-offset payload maps, vector gates, every layer compressed)
+    trains with `inductheory train paper [OPTIONS]` (the family's options, `inductheory
+    train paper --help`; the same as `inductheory matrix`).
+    """
+)
+
+
 def register(sub) -> None:
-    p = sub.add_parser(
-        "train",
-        help="train the compressed model with optax, each idealization a switch (§11)",
-        description="Train the compressed model of the task (docs/theory.md §11) from many "
-        "seeds at once and measure it on held-out contexts: per seed the key and value offsets "
-        "(argmax of each head's mean gate) and the per-phase accuracy; over seeds the argmax "
-        "gate mass, value = key + 1 and distinct-head shares (Wilson 95%), static vs average "
-        "effective offsets, per-phase accuracy and gap, accuracy and loss. Every switch at its "
-        "default with --optimizer gd and --batch full is the explicit Euler scheme of the full "
-        "flow (`inductheory flow --dynamics full`) from the same seeds. The paper's "
-        "compressor family (KV heads, per-offset payload maps, vector gates, every layer "
-        "compressed) trains with `inductheory train paper [OPTIONS]` (the family's options, "
-        "`inductheory train paper --help`; the same as `inductheory matrix`).",
-    )
+    p = sub.add_parser("train", help=HELP, description=DESCRIPTION)
     p.unrecognized_hint = family_options_hint
     add_task_arguments(p, geometry=False)
     add_train_arguments(p)
-    p.add_argument(
-        "--seeds",
-        type=int_type("seeds", 1),
-        default=16,
-        help="number of seeds (default 16)",
+    add_options(
+        p,
+        count("--seeds", 1, 16, "number of seeds"),
+        output_dir(
+            "directory for train.json, statistics.npz, models.eqx, report.json and a "
+            "checkpoint after every chunk (an interrupted run resumes)"
+        ),
+        QUIET,
     )
-    p.add_argument(
-        "--out",
-        type=output_dir_type,
-        default=None,
-        help="directory for train.json, statistics.npz, models.eqx, report.json and a "
-        "checkpoint after every chunk (an interrupted run resumes)",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress display")
     add_cpu_devices_argument(p)
     add_json_argument(p)
     p.set_defaults(
@@ -105,17 +103,19 @@ def add_train_arguments(p, *, geometry: bool = True) -> None:
 
 def _add_geometry_arguments(m) -> None:
     """--eps and --d: the approximate geometry's, or (--d) the learned embeddings' dimension."""
-    m.add_argument(
-        "--eps",
-        type=float_type("eps", 0, 1, low_open=True, high_open=True),
-        default=None,
-        help="with --embeddings approximate: target geometry error in (0, 1)",
-    )
-    m.add_argument(
-        "--d",
-        type=int_type("d", 1),
-        default=None,
-        help="embedding dimension: of the approximate geometry, or of learned embeddings",
+    add_options(
+        m,
+        Option(
+            "--eps",
+            "with --embeddings approximate: target geometry error in (0, 1)",
+            float_type("eps", 0, 1, low_open=True, high_open=True),
+        ),
+        count(
+            "--d",
+            1,
+            None,
+            "embedding dimension: of the approximate geometry, or of learned embeddings",
+        ),
     )
 
 
