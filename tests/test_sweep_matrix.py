@@ -124,6 +124,11 @@ def test_matrix_sweep_resumes_at_its_first_unfinished_row(
         matrix_sweep(TINY, {"row": ROWS[:1]}, out=tmp_path)
 
 
+# Two worker processes that each import the package and compile both rows' training: with the
+# slow checks. The default run covers the path: tests/test_sweep.py's sweep on a local Dask
+# cluster of two worker processes (the same driver, blocks sent to a scheduler and written back)
+# and test_matrix_sweep_resumes_at_its_first_unfinished_row here (the matrix kind's blocks).
+@pytest.mark.slow
 def test_matrix_sweep_on_a_local_dask_cluster_of_two_workers(tmp_path, cli_sweep):
     distributed = pytest.importorskip(
         "distributed", reason="the 'distributed' extra is not installed"

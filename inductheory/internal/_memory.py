@@ -30,9 +30,15 @@ NEWTON_CANDIDATES = 24
 # arrays per context and query in the loss's backward pass.
 BACKWARD_COPIES = 3
 # The closed form of shared gates: head-by-offset float64 arrays alive at once besides the gates
-# (measured: the `loss` command at W = 4 peaks 29-107 bytes per head above H = 2, by version,
-# against the 192 these and the gates count; tests/test_memory_estimates.py checks it).
+# (measured: the `loss` command at W = 4 and 4e6 heads adds 106 bytes per head to its process's
+# peak, against the 192 these and the gates count; tests/test_memory_estimates.py checks it).
 CLOSED_FORM_COPIES = 2
+# The saved statistics of a flow are alive this many times at once: the saved states they are
+# computed from, the computation's temporaries, the compiled call's result and the host's
+# concatenation (measured: `flow` peaked 2.2 times the statistics' size above its baseline at
+# 1000 seeds and 1000 save times, 2.5 times at 100 seeds and 5000; tests/test_memory_estimates.py
+# checks it).
+TRAJECTORY_COPIES = 4
 # Row chunk of the eps measurement (`measure_eps`).
 EPS_CHUNK = 2048
 # Vertex configurations the oracle evaluates per batch.
@@ -227,12 +233,16 @@ def flow_bytes(
     - `solver_state`: `chunk` seeds integrated at once, each holding SOLVER_STATES arrays of the
       state's size, H*2*S*dim (dim = N + 1 exact, d approximate) full, H*2*S reduced;
     - `loss`: the per-seed loss and gradient on `batch_size` (default all M) contexts;
-    - `trajectories`: every seed's saved statistics, (n_save + 1) * seeds * H*2*S*4 floats, plus
-      the final statistics, kept on the host.
+    - `trajectories`: every seed's saved statistics, (n_save + 1) * seeds * (H*2*S*3 + 4H + 1)
+      floats, plus the final statistics, TRAJECTORY_COPIES times (the saved states, the
+      temporaries, the device's result, the host's copy).
     """
     per_save = H * 2 * S * 3 + 2 * H * 2 + 1
     out = {
-        "trajectories": F64 * seeds * ((n_save + 1) * per_save + 4 * per_save + 8 * H)
+        "trajectories": TRAJECTORY_COPIES
+        * F64
+        * seeds
+        * ((n_save + 1) * per_save + 4 * per_save + 8 * H)
     }
     if dynamics == "reduced":
         out["solver_state"] = F64 * chunk * SOLVER_STATES * H * 2 * S
