@@ -644,6 +644,8 @@ def uniformity_frontier(
 
     P = len(end.losses)
     off = 1e6  # a bound no loss reaches: no constraint
+    # the end's gates as logits; its exact zeros become very negative logits (floored at 1e-300
+    # before the log), which `_unsaturate` lifts before each stage so their gradients live
     b_min = jnp.log(jnp.maximum(jnp.stack([end.key, end.value], axis=1), 1e-300))
     stage = lambda b, c, lam, mu: _al_solve(
         task,
@@ -658,7 +660,8 @@ def uniformity_frontier(
         max_steps=max_steps,
     )[0]
 
-    # best unconstrained mean
+    # best unconstrained mean: the right end of the default grid, and a start for every bound
+    # (near the right end the constrained optimum is close to it)
     b = stage(_starts(key_free, starts, shape, scale), off, jnp.zeros(P), 1.0)
     ell = np.asarray(_ell_of(task, b), float)
     j = int(np.nanargmin(ell.mean(-1)))
@@ -682,12 +685,18 @@ def uniformity_frontier(
         .set(jnp.broadcast_to(ends, (B, 2, *shape)))
         .reshape(B * starts, *shape)
     )
+    # every (bound, start) pair is one lane of a single batched solve. The multipliers start at
+    # 0; each stage raises them on phases above the bound and lowers them (not below 0) on the
+    # others, the augmented-Lagrangian step that makes the bound hold without taking mu to
+    # infinity (a stiff penalty alone would stall BFGS)
     lam = jnp.zeros((B * starts, P))
     for mu in mus:
         b = stage(_unsaturate(b), c, lam, mu)
         lam = jnp.maximum(0.0, lam + mu * (_ell_of(task, b) - c[:, None]))
     ell = np.asarray(_ell_of(task, b), float).reshape(B, starts, -1)
     all_mean, all_worst = ell.mean(-1), ell.max(-1)
+    # the frontier at c is the best mean among the starts that actually meet the bound: an
+    # infeasible start with a lower mean says nothing about F(c)
     feasible = all_worst <= bounds[:, None] + feasibility_tol
     masked = np.where(feasible, all_mean, np.inf)
     best = np.argmin(masked, axis=1)

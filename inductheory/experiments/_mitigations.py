@@ -609,6 +609,7 @@ def selection_edges(task: Task, offsets, coordination: float = 0.0) -> Selection
     beta, gamma = float(task.beta), float(task.gamma)
     K = float(task.n_outside)
     e = math.exp(gamma)
+    # a keyed head puts A1 on the query's own block and Ab1 on each of the L-1 others
     A1 = e / (e + L - 1)
     Ab1 = (1 - A1) / (L - 1)
     n = np.bincount(r_h, minlength=W)  # heads per key offset
@@ -616,8 +617,12 @@ def selection_edges(task: Task, offsets, coordination: float = 0.0) -> Selection
     phases = range(task.n_phases)
     P = len(phases)
     col, own, oth, target = {}, {}, {}, {}
+    # Per phase p: the distinct logits and how many tokens carry each (`mult`), so that the
+    # partition function is one log-sum-exp over a few groups instead of the N tokens; `col`
+    # is each offset's total probability, `own`/`oth` the target column split by block.
     for p in phases:
         covered = p <= S - 2  # the boundary phase S-1: no head keys on it
+        # heads not keyed on p attend 1/L to every block: every offset o gets beta m_o / L
         s_shared = beta * m / L
         if covered:
             s = np.concatenate([s_shared, [beta * n[p] * A1, beta * n[p] * Ab1, 0.0]])
@@ -626,6 +631,7 @@ def selection_edges(task: Task, offsets, coordination: float = 0.0) -> Selection
         else:
             s = np.concatenate([s_shared, [0.0]])
             mult = np.concatenate([np.full(W, L), [K]])
+        # a zero multiplicity (offset p+1, split out above) is log 0 = -inf: no tokens
         with np.errstate(divide="ignore"):
             logZ = _logsumexp(s, mult)
         prob = np.exp(s - logZ)
@@ -638,12 +644,17 @@ def selection_edges(task: Task, offsets, coordination: float = 0.0) -> Selection
     key_slope = np.full((H, W), np.nan)
     value = np.full((H, W), np.nan)
     for h, r in enumerate(r_h):
+        # the loss side of every key edge of head h (the docstring's bracket: own - oth is
+        # (e^{beta n A1} - e^{beta n Ab1}) / Z_r); it is the same toward every o != r because
+        # at o the blocks' logits stay tied
         k = gamma * beta / P * A1 * (1 - A1) * (1 - (own[r] - oth[r]))
         for o in range(W):
             if o != r:
                 key_loss[h, o] = k
                 key_slope[h, o] = 2.0 * (n[o] - n[r] + 1)
             if o != r + 1:
+                # moving value mass to o changes the logits of the phases where head h is
+                # unkeyed (weight 1/L per block) and, at its own phase r, the target column
                 rest = sum(
                     col[p][o] - (o == target[p]) - col[p][r + 1]
                     for p in phases
@@ -660,6 +671,8 @@ def selection_edges(task: Task, offsets, coordination: float = 0.0) -> Selection
                         + rest / L
                     )
                 )
+    # lambda* of this selection: only key edges with a negative penalty slope can turn
+    # negative as lambda grows, each at key_loss / -key_slope
     down = key_slope < 0
     threshold = (
         float(np.min(key_loss[down] / -key_slope[down])) if down.any() else math.inf

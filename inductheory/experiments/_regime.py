@@ -242,6 +242,8 @@ def regime_map(
             for N, s in zip(N_grid, points[b * len(N_grid) : (b + 1) * len(N_grid)])
         }
         N_star, N_below = None, None
+        # the boundary is where the conclusion holds from there on up: a grid N that passes
+        # below one that fails is not yet the regime (Theorem 1 is a large-N statement)
         for i, N in enumerate(N_grid):
             if all(ok[n] for n in N_grid[i:]):
                 N_star, N_below = N, (N_grid[i - 1] if i > 0 else None)
@@ -252,6 +254,7 @@ def regime_map(
         mids = {}
         for beta, (lo, hi) in brackets.items():
             if lo is not None and hi is not None:
+                # the geometric midpoint: the threshold is linear in beta on a log N scale
                 mid = int(round(math.sqrt(lo * hi)))
                 if lo < mid < hi:
                     mids[beta] = mid

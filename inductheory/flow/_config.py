@@ -15,7 +15,7 @@ from jaxtyping import Array, Float
 
 from ..internal._modes import _enum
 from ..internal._warnings import warn_at_caller
-from ..model._objective import Objective
+from ..model._objective import Objective, ObjectiveKind
 from ..model._task import (
     Task,
     TheoryAssumptionWarning,
@@ -208,11 +208,11 @@ class FlowConfig(eqx.Module):
         goal = Objective(
             objective, 1.0 if tau is None else tau, coordination
         )  # validates
-        if tau is not None and goal.kind != "worst-phase":
+        if tau is not None and goal.kind is not ObjectiveKind.WORST_PHASE:
             # the mean objective has no temperature: a tau would change nothing
             raise ValueError(
                 f"tau applies to objective='worst-phase' only (the temperature of its soft "
-                f"maximum), got tau={tau!r} with objective={goal.kind!r}"
+                f"maximum), got tau={tau!r} with objective={goal.kind.value!r}"
             )
         ignored = [
             name
@@ -285,7 +285,7 @@ class FlowConfig(eqx.Module):
         # only when set, so the parameters (cache keys, stored data) of plain runs are unchanged
         if self.tied:
             out["tied"] = True
-        if self.objective != "mean":
+        if self.objective != ObjectiveKind.MEAN:
             out["objective"], out["tau"] = self.objective, float(self.tau)
         if self.coordination is not None:
             out["coordination"] = float(self.coordination)

@@ -14,14 +14,32 @@ retrieval uniform over phases. Two coordinations, both functions of per-phase lo
 
 from __future__ import annotations
 
+import enum
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from ..internal._modes import _enum
 from ._task import _require_real, traced_value
 
-OBJECTIVES = ("mean", "worst-phase")
+
+class ObjectiveKind(enum.StrEnum):
+    """How an `Objective` combines the per-phase losses.
+
+    - `MEAN`: their mean, the population loss of the theorems.
+    - `WORST_PHASE`: their soft maximum at a temperature tau (`soft_maximum`).
+
+    A member is the string of its value (`ObjectiveKind.MEAN == "mean"`), so `Objective` and
+    `FlowConfig` take either, and JSON, cache keys and command-line choices read the same.
+    """
+
+    MEAN = "mean"
+    WORST_PHASE = "worst-phase"
+
+
+OBJECTIVES = tuple(m.value for m in ObjectiveKind)
 
 
 def overlap(key: Float[Array, "*windows heads offsets"]) -> Float[Array, ""]:
@@ -50,7 +68,7 @@ class Objective(eqx.Module):
     mean with no penalty term (`coordination=None`), is the population loss of the theorems.
 
     **Arguments:**
-    - `kind`: `"mean"` or `"worst-phase"` (static).
+    - `kind`: `"mean"` or `"worst-phase"` (an `ObjectiveKind` or its value; static).
     - `tau`: temperature of the soft maximum, > 0 (traced).
     - `coordination`: the overlap penalty's weight lambda, >= 0 (traced), or None for no penalty
       term at all (a static choice: the program then has no overlap term).
@@ -60,17 +78,17 @@ class Objective(eqx.Module):
     ```
     """
 
-    kind: str = eqx.field(static=True)
+    kind: ObjectiveKind = eqx.field(static=True)
     tau: Float[Array, ""]
     coordination: Float[Array, ""] | None
 
     def __init__(
-        self, kind: str = "mean", tau: float = 1.0, coordination: float | None = None
+        self,
+        kind: ObjectiveKind | str = "mean",
+        tau: float = 1.0,
+        coordination: float | None = None,
     ):
-        if kind not in OBJECTIVES:
-            raise ValueError(
-                f"objective must be one of {', '.join(OBJECTIVES)}, got {kind!r}"
-            )
+        kind = _enum(ObjectiveKind, "objective", kind)
         tau = _require_real("tau", tau)
         if tau <= 0:
             raise ValueError(f"tau must be > 0, got {tau}")
@@ -91,7 +109,7 @@ class Objective(eqx.Module):
         under jit or vmap, so they are not validated again."""
         goal = object.__new__(cls)
         for name, value in (
-            ("kind", kind),
+            ("kind", ObjectiveKind(kind)),  # static: a member, whatever it was given
             ("tau", tau),
             ("coordination", coordination),
         ):
@@ -101,11 +119,11 @@ class Objective(eqx.Module):
     @property
     def is_default(self) -> bool:
         """Whether this is the plain mean loss with no penalty term (a static property)."""
-        return self.kind == "mean" and self.coordination is None
+        return self.kind is ObjectiveKind.MEAN and self.coordination is None
 
     def combine(self, losses: Float[Array, " phases"]) -> Float[Array, ""]:
         """The mean or the soft maximum of the per-phase losses."""
-        if self.kind == "mean":
+        if self.kind is ObjectiveKind.MEAN:
             return jnp.mean(losses)
         return soft_maximum(losses, self.tau)
 
@@ -120,4 +138,4 @@ class Objective(eqx.Module):
         return value + self.coordination * overlap(key)
 
 
-__all__ = ["OBJECTIVES", "Objective", "overlap", "soft_maximum"]
+__all__ = ["OBJECTIVES", "Objective", "ObjectiveKind", "overlap", "soft_maximum"]
