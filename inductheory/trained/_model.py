@@ -49,6 +49,7 @@ from ..model._logits import cross_entropy
 from ..model._loss import monte_carlo_loss, population_loss
 from ..model._positions import (
     entry_positions,
+    previous_positions,
     query_positions,
     window_tokens,
 )
@@ -351,7 +352,7 @@ class CompressedModel(eqx.Module):
         if w:
             # the w positions just before each query, one exact entry per token; the maps are
             # applied once per position and then gathered (not once per query and position)
-            near = (positions[:, None] - 1 - np.arange(w)[None, :]) % T  # (Q, w)
+            near = previous_positions(positions, w, T)  # (Q, w)
             zh = _heads(z, H)  # (H, T, D)
             scores = jnp.concatenate(
                 [scores, jnp.einsum("hqd,hqkd->hqk", q, _apply(M, 1, zh)[:, near])],
