@@ -335,7 +335,11 @@ class CompressedModel(eqx.Module):
     def _gates(self, space: _ContextSpace, z) -> Float[Array, "heads 2 blocks offsets"]:
         """softmax over the offsets of the scores of `_gate_scores`, per branch, then both
         branches (tied: the one branch twice, so that its gradient is the sum of both reads)."""
-        L, S, W = self.task.L, self.task.S, self.task.W
+        L, S, W, H = self.task.L, self.task.S, self.task.W, self.task.H
+        if self.gate_vectors is None and self.gate_biases is None:
+            # uniform gates as the constant itself: XLA folds a product with it otherwise
+            # than with softmax(0) (the same values): the numbers moved in their last bits
+            return jnp.full((H, 2, L, W), 1.0 / W, z.dtype)
         zw = z[entry_positions(L, S, W)]  # (L, W, D)
         return _both_branches(jax.nn.softmax(self._gate_scores(space, zw), axis=-1))
 
@@ -344,16 +348,14 @@ class CompressedModel(eqx.Module):
     ) -> Float[Array, "heads b blocks offsets"]:
         """$s = \\langle c, z \\rangle + b$ of every entry (L, W), each term where the model
         has its parameter: the linear class (c), its explicit bias or the bias class (b),
-        neither for uniform gates (zero scores: p = 1/W exactly, no gradient). The terms are
-        added in this order, as the scores always were."""
-        L, W, H = self.task.L, self.task.W, self.task.H
+        at least one of them (uniform gates have neither: `_gates`). The terms are added in
+        this order, as the scores always were."""
+        L, W = self.task.L, self.task.W
         terms = []
         if space.c is not None:
             terms.append(jnp.einsum("hbod,lod->hblo", space.c, zw))
         if self.gate_biases is not None:
             terms.append(self.gate_biases[:, :, None, :])
-        if not terms:
-            return jnp.zeros((H, 2, L, W), zw.dtype)
         s = functools.reduce(operator.add, terms)
         return jnp.broadcast_to(s, s.shape[:2] + (L, W))
 
