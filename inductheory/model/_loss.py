@@ -337,6 +337,19 @@ def per_phase_mean(
 ) -> Float[Array, " phases"]:
     """Mean over contexts and blocks of a per-query quantity (queries ordered as
     `query_positions`)."""
-    return jnp.mean(
-        per_query.reshape(-1, task.L, task.n_phases).astype(jnp.float64), axis=(0, 1)
-    )
+    return phase_means(per_query, task.n_phases, task.L)
+
+
+def phase_means(
+    values: Array, period: int, repeats: int, dtype=jnp.float64
+) -> Float[Array, " period"]:
+    """The mean per phase of per-query `values` (..., repeats * period) whose query q has
+    phase q mod `period` (each phase `repeats` times per context), over the contexts and
+    the repeats, in `dtype`: the one formula of the theorem task's `per_phase_mean` and the
+    paper family's `phase_mean` (phase = position mod period).
+
+    ```python
+    phase_means(jnp.arange(6.0).reshape(1, 6), 3, 2)  # [1.5, 2.5, 3.5]
+    ```
+    """
+    return jnp.mean(values.reshape(-1, repeats, period).astype(dtype), axis=(0, 1))

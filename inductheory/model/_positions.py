@@ -32,6 +32,18 @@ def entry_positions(L: int, S: int, W: int) -> np.ndarray:
     return (S * np.arange(L)[:, None] + np.arange(W)[None, :]) % (L * S)
 
 
+def previous_positions(positions: np.ndarray, w: int, T: int) -> np.ndarray:
+    """The w positions just before each of `positions` on the cycle of T, nearest first:
+    $(t - 1 - i) \\bmod T$, i = 0..w-1, shape (len(positions), w). The exact local slots of
+    the trained compressed model and of the paper's transformers.
+
+    ```python
+    previous_positions(np.arange(3), 2, 3)  # [[2, 1], [0, 2], [1, 0]]
+    ```
+    """
+    return (np.asarray(positions)[:, None] - 1 - np.arange(w)[None, :]) % T
+
+
 def query_positions(L: int, S: int, queries: str = "within") -> np.ndarray:
     """Every query position of a context, block-major: $lS + \\phi$ for each entry l and phase phi.
 
@@ -148,6 +160,7 @@ __all__ = [
     "PhaseClasses",
     "entry_positions",
     "phase_classes",
+    "previous_positions",
     "query_offsets",
     "query_phases",
     "query_positions",

@@ -19,6 +19,7 @@ from jaxtyping import Array, Float, Int
 
 from ..model._gates import rotate_offsets
 from ..model._logits import cross_entropy, top1_correct
+from ..model._loss import phase_means
 from ..model._measures import effective_offsets
 from ..model._objective import overlap
 from ._modules import CompressedAttention, Transformer
@@ -169,8 +170,7 @@ def phase_curves(
 def phase_mean(values: Array, period: int) -> Float[Array, " period"]:
     """The mean of per-query `values` (M, T) over the contexts and the T / `period` queries of
     each phase (position mod `period`), as float32."""
-    M, T = values.shape
-    return jnp.mean(values.astype(jnp.float32).reshape(M, T // period, period), (0, 1))
+    return phase_means(values, period, values.shape[1] // period, jnp.float32)
 
 
 def mean_head_reads(

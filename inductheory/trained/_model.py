@@ -24,6 +24,8 @@ explicit Euler scheme of the full flow.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 from typing import final
 
 import equinox as eqx
@@ -36,6 +38,7 @@ from ..flow._init import ball_uniform, initial_biases, initial_gate_vectors
 from ..model._gates import (
     LinearGates,
     OracleGates,
+    SharedGates,
     shared_gates_from_logits,
     uniform_gates,
 )
@@ -49,6 +52,7 @@ from ..model._logits import cross_entropy
 from ..model._loss import monte_carlo_loss, population_loss
 from ..model._positions import (
     entry_positions,
+    previous_positions,
     query_positions,
     window_tokens,
 )
@@ -194,8 +198,8 @@ class CompressedModel(eqx.Module):
         """
         cfg = self.config
         why = None
-        if cfg.gates is GateClass.LINEAR:
-            why = "gates='linear' makes the gates depend on the tokens"
+        if self.gate_vectors is not None:
+            why = f"gates='{cfg.gates}' makes the gates depend on the tokens"
         elif not self._embedding_geometry.exchangeable_tokens:
             why = f"embeddings='{cfg.embeddings}' is not the exact geometry"
         elif cfg.layers != 1:
@@ -204,11 +208,14 @@ class CompressedModel(eqx.Module):
             why = f"local_window={cfg.local_window} adds exact entries"
         if why is not None:
             raise ValueError(f"population_loss needs a closed form: {why}")
-        if cfg.gates is GateClass.UNIFORM:
-            gates = uniform_gates(self.task.H, self.task.W)
-        else:
-            gates = shared_gates_from_logits(_both_branches(self.gate_biases))
-        return population_loss(self.task, gates)
+        return population_loss(self.task, self._static_gates())
+
+    def _static_gates(self) -> SharedGates:
+        """The block-shared gates of a model without gate vectors: softmax of its biases
+        (`gates="bias"`), or the uniform gates (no gate parameters)."""
+        if self.gate_biases is None:
+            return uniform_gates(self.task.H, self.task.W)
+        return shared_gates_from_logits(_both_branches(self.gate_biases))
 
     def trainable(self) -> PyTree[bool]:
         """Filter spec for `eqx.partition`: True on the learnable leaves, False on the task, the
@@ -248,9 +255,13 @@ class CompressedModel(eqx.Module):
 
     @property
     def _theorem_gates(self) -> bool:
-        # the library path with the linear class itself: the loss is `monte_carlo_loss`
-        cfg = self.config
-        return self._library_path and cfg.gates is GateClass.LINEAR and not cfg.bias
+        # the library path with the linear class itself (gate vectors, no explicit bias): the
+        # loss is `monte_carlo_loss`
+        return (
+            self._library_path
+            and self.gate_vectors is not None
+            and self.gate_biases is None
+        )
 
     def _library_gates(self, tokens):
         if self._theorem_gates:
@@ -322,20 +333,31 @@ class CompressedModel(eqx.Module):
         return jax.nn.softmax(scores, axis=-1)
 
     def _gates(self, space: _ContextSpace, z) -> Float[Array, "heads 2 blocks offsets"]:
+        """softmax over the offsets of the scores of `_gate_scores`, per branch, then both
+        branches (tied: the one branch twice, so that its gradient is the sum of both reads)."""
         L, S, W, H = self.task.L, self.task.S, self.task.W, self.task.H
-        zw = z[entry_positions(L, S, W)]  # (L, W, D)
-        gates = self.config.gates
-        if gates is GateClass.UNIFORM:
+        if self.gate_vectors is None and self.gate_biases is None:
+            # uniform gates as the constant itself: XLA folds a product with it otherwise
+            # than with softmax(0) (the same values): the numbers moved in their last bits
             return jnp.full((H, 2, L, W), 1.0 / W, z.dtype)
-        if gates is GateClass.LINEAR:
-            s = jnp.einsum("hbod,lod->hblo", space.c, zw)
-            if self.gate_biases is not None:
-                s = s + self.gate_biases[:, :, None, :]
-        else:
-            s = jnp.broadcast_to(
-                self.gate_biases[:, :, None, :], self.gate_biases.shape[:2] + (L, W)
-            )
-        return _both_branches(jax.nn.softmax(s, axis=-1))
+        zw = z[entry_positions(L, S, W)]  # (L, W, D)
+        return _both_branches(jax.nn.softmax(self._gate_scores(space, zw), axis=-1))
+
+    def _gate_scores(
+        self, space: _ContextSpace, zw
+    ) -> Float[Array, "heads b blocks offsets"]:
+        """$s = \\langle c, z \\rangle + b$ of every entry (L, W), each term where the model
+        has its parameter: the linear class (c), its explicit bias or the bias class (b),
+        at least one of them (uniform gates have neither: `_gates`). The terms are added in
+        this order, as the scores always were."""
+        L, W = self.task.L, self.task.W
+        terms = []
+        if space.c is not None:
+            terms.append(jnp.einsum("hbod,lod->hblo", space.c, zw))
+        if self.gate_biases is not None:
+            terms.append(self.gate_biases[:, :, None, :])
+        s = functools.reduce(operator.add, terms)
+        return jnp.broadcast_to(s, s.shape[:2] + (L, W))
 
     def _attend(self, z, p) -> Float[Array, "heads queries dim"]:
         """Each head's output $O_h \\sum a v$ at every query position (H, Q, D)."""
@@ -351,7 +373,7 @@ class CompressedModel(eqx.Module):
         if w:
             # the w positions just before each query, one exact entry per token; the maps are
             # applied once per position and then gathered (not once per query and position)
-            near = (positions[:, None] - 1 - np.arange(w)[None, :]) % T  # (Q, w)
+            near = previous_positions(positions, w, T)  # (Q, w)
             zh = _heads(z, H)  # (H, T, D)
             scores = jnp.concatenate(
                 [scores, jnp.einsum("hqd,hqkd->hqk", q, _apply(M, 1, zh)[:, near])],
@@ -504,8 +526,7 @@ def init_model(
     if config.local_window:
         _require_int("local_window", config.local_window, 0, task.T - 1)
     geometry = _fixed_geometry(task, config, key, geometry)
-    H, W, T = task.H, task.W, task.T
-    B = 1 if config.tied else 2
+    H, T = task.H, task.T
     dim = geometry.dim if geometry is not None else config.d
     embeddings = unembedding = maps = first_maps = position_bias = None
     if config.embeddings is Embeddings.LEARNED:
@@ -526,26 +547,8 @@ def init_model(
     if config.layers == 2:
         position_bias = jnp.zeros((H, T))
 
-    gate_vectors = gate_biases = None
-    if config.gates is GateClass.LINEAR:
-        if geometry is not None:
-            gate_vectors = initial_gate_vectors(key, task, geometry, rho, config.tied)[
-                :, :B
-            ]
-        else:
-            gate_vectors = ball_uniform(key, (H, B, W, dim), rho)
-        if config.bias:
-            gate_biases = jnp.zeros((H, B, W))
-    elif config.gates is GateClass.BIAS:
-        if isinstance(geometry, ExactGeometry):
-            gate_biases = initial_biases(key, task, rho, config.tied)[:, :B]
-        else:
-            m = (
-                geometry.mean_embedding()
-                if geometry is not None
-                else jnp.mean(embeddings, axis=0)
-            )
-            gate_biases = ball_uniform(key, (H, B, W, dim), rho) @ m
+    init = _GATE_INIT[config.gates]
+    gate_vectors, gate_biases = init(key, task, config, geometry, embeddings, rho, dim)
     return CompressedModel(
         task=task,
         config=config,
@@ -558,6 +561,35 @@ def init_model(
         first_maps=first_maps,
         position_bias=position_bias,
     )
+
+
+def _linear_gates(key, task, config, geometry, embeddings, rho, dim):
+    """c ball-uniform of radius rho (the full flow's c(0) on a fixed geometry); the explicit
+    biases (`bias=True`) at zero."""
+    B = 1 if config.tied else 2
+    if geometry is not None:
+        c = initial_gate_vectors(key, task, geometry, rho, config.tied)[:, :B]
+    else:
+        c = ball_uniform(key, (task.H, B, task.W, dim), rho)
+    return c, jnp.zeros((task.H, B, task.W)) if config.bias else None
+
+
+def _bias_gates(key, task, config, geometry, embeddings, rho, dim):
+    """b = <c, m> of such a c (exact geometry: the reduced flow's b(0), `initial_biases`)."""
+    B = 1 if config.tied else 2
+    if isinstance(geometry, ExactGeometry):
+        return None, initial_biases(key, task, rho, config.tied)[:, :B]
+    m = geometry.mean_embedding() if geometry is not None else jnp.mean(embeddings, 0)
+    return None, ball_uniform(key, (task.H, B, task.W, dim), rho) @ m
+
+
+# The initial (gate vectors, gate biases) of each gate class; the model's paths follow from
+# which of the two it has (`CompressedModel._gate_scores`).
+_GATE_INIT = {
+    GateClass.LINEAR: _linear_gates,
+    GateClass.BIAS: _bias_gates,
+    GateClass.UNIFORM: lambda *args: (None, None),
+}
 
 
 def _fixed_geometry(task, config, key, geometry):

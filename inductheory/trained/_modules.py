@@ -35,7 +35,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from ..model._logits import cross_entropy
-from ..model._positions import entry_positions
+from ..model._positions import entry_positions, previous_positions
 from ._architecture import Architecture, Gate, Payload, RetrievalTask
 
 # Parameters of the paper model are float32 (its numbers check no theorem; the float64 of the
@@ -223,7 +223,7 @@ class CompressedAttention(AbstractAttention):
         if self.local_bias is None:
             return None
         T, w = h.shape[0], self.local_bias.shape[1]
-        near = (np.arange(T)[:, None] - 1 - np.arange(w)[None, :]) % T  # (T, w)
+        near = previous_positions(np.arange(T), w, T)  # (T, w)
         lk = jnp.einsum("ked,td->kte", self.local_key, h)[:, near]
         lv = jnp.einsum("ked,td->kte", self.local_value, h)[:, near]
         return lk, lv, self.local_bias
