@@ -1,7 +1,8 @@
 """Study figures (`Figure.study`): longer than the main job can hold, so a full `reproduce` of
 every figure redraws them from their committed data, `--only NAME` computes them in full, and
-a quick run redraws them too (its budget is two minutes); `--only` computes them in either mode. Checked with two stub figures in place of the registry,
-computed in this process (no workers), without a cache."""
+a quick run redraws them too (its budget is two minutes); `--only` computes them in either
+mode. Checked with two stub figures in place of the registry, computed in this process (no
+workers), without a cache."""
 
 from __future__ import annotations
 

@@ -34,8 +34,8 @@ from inductheory.figures._matrix_stats import (
     SeedLosses,
     stream_summary,
 )
-from inductheory.trained._transformer_train import PhaseMeasures
 from inductheory.trained._stream import StreamMeasures
+from inductheory.trained._transformer_train import PhaseMeasures
 
 
 def _cli_args(**options):

@@ -315,6 +315,48 @@ def _paper_mechanisms(d) -> tuple[str, str, str]:
     )
 
 
+def _paper_headline(d) -> tuple[str, str, str]:
+    big = [
+        f
+        for f in d.analysis.pairs
+        if f.kv_heads == max(q.kv_heads for q in d.analysis.pairs)
+    ]
+    regime = [f for f in big if f.regime]
+    # the number: the headline task's pair (V = 48) where it is in the regime
+    f = next((g for g in regime if g.vocab == 48), (regime or big)[0])
+    task = "distinct tokens" if f.vocab is None else f"V = {f.vocab}"
+    return (
+        "Where does the paper's regime (mean kept, worst phase collapsed) hold?",
+        (
+            "Where tokens repeat: at "
+            + ", ".join(
+                "distinct" if g.vocab is None else f"V={g.vocab}" for g in regime
+            )
+            + " the compressor's mean stays close while one phase collapses."
+            if regime
+            else "Nowhere in this sweep: the mean already shows the damage."
+        ),
+        f"{task}, {f.kv_heads} KV: mean deficit {100 * f.mean_deficit.mean:.1f} points "
+        f"[{100 * f.mean_deficit.ci95[0]:.1f}, {100 * f.mean_deficit.ci95[1]:.1f}] (Welch), "
+        f"W8/S8 worst phase {_percent(f.compressed_worst)}",
+    )
+
+
+def _open_questions(d) -> tuple[str, str, str]:
+    windows = [r for r in d.local if r.local_window]
+    k = sum(r.boundary.answered.k for r in windows)
+    n = sum(r.boundary.answered.n for r in windows)
+    plain = [r for r in d.local if not r.local_window]
+    k0 = sum(r.boundary.answered.k for r in plain)
+    n0 = sum(r.boundary.answered.n for r in plain)
+    return (
+        "Can a local window answer the boundary phase, and does coordination even the phases?",
+        f"A local window answers the boundary in {k} of {n} seeds ({k0} of {n0} without); "
+        "spread gates leave phases uneven.",
+        f"boundary answered with a local window {_count(k, n)}",
+    )
+
+
 # Each figure's chapter and headline function (question, answer, number), in story order.
 HEADLINES: dict[str, tuple[Chapter, Callable[[Any], tuple[str, str, str]]]] = {
     "theorem1_oracle": (Chapter.THEOREM_1, _theorem1_oracle),
@@ -333,6 +375,8 @@ HEADLINES: dict[str, tuple[Chapter, Callable[[Any], tuple[str, str, str]]]] = {
     "relaxation_ladder": (Chapter.TRAINED, _relaxation_ladder),
     "paper_matrix": (Chapter.TRAINED, _paper_matrix),
     "paper_mechanisms": (Chapter.TRAINED, _paper_mechanisms),
+    "paper_headline": (Chapter.TRAINED, _paper_headline),
+    "open_questions": (Chapter.TRAINED, _open_questions),
 }
 
 

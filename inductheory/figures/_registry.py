@@ -10,6 +10,8 @@ from . import (
     coverage_map,
     effective_offsets,
     mitigations,
+    open_questions,
+    paper_headline,
     paper_matrix,
     paper_mechanisms,
     phase_uniformity,
@@ -41,6 +43,8 @@ FIGURES: dict[str, Figure] = {
         relaxation_ladder,
         paper_matrix,
         paper_mechanisms,
+        paper_headline,
+        open_questions,
     )
 }
 

@@ -30,6 +30,8 @@ COMPILE_FLAGS: dict[str, dict[str, str]] = {
             (
                 "paper_matrix",
                 "paper_mechanisms",
+                "paper_headline",
+                "open_questions",
                 "relaxation_ladder",
                 "boundary",
                 "convergence_rates",

@@ -26,9 +26,12 @@ from ._open_questions import BoundaryAnswers, boundary_answers
 from ._stats import share_text, t_interval, wilson_count
 
 ROW = "W8/S8 8 KV"
-LOCAL_WINDOWS = (0, 1, 2, 8)
+# The rows this figure trains (8 seeds a row); w in {1, S} and the
+# weights between 0 and 1 are a `sweep matrix` away (docs/trained.md, "Open questions").
+LOCAL_WINDOWS = (0, 2)
 LOCAL_VOCAB = (None, 48)
-PENALTIES = (0.0, 0.1, 1.0)
+# The overlap penalty's weights at each KV-head count (0: the matrix's row).
+PENALTIES = {4: (0.0, 1.0), 8: (0.0, 0.1, 1.0)}
 COORDINATION_ROWS = {4: "W8/S8 4 KV", 8: "W8/S8 8 KV"}
 # A key gate is concentrated when its static effective offset is at most this (the
 # mechanisms figure's criterion).
@@ -42,13 +45,13 @@ def _local(w: int, vocab) -> StudyRow:
 
 def full_studies() -> tuple[list[StudyRow], list[StudyRow]]:
     """`(local, coordination)`: the local-window rows (every w of `LOCAL_WINDOWS` on each
-    task of `LOCAL_VOCAB`) and the coordination rows (every weight of `PENALTIES` at 4 and 8
+    task of `LOCAL_VOCAB`) and the coordination rows (the weights of `PENALTIES` at 4 and 8
     KV heads, distinct tokens)."""
     local = [_local(w, v) for v in LOCAL_VOCAB for w in LOCAL_WINDOWS]
     coordination = [
         StudyRow(row, overlap_penalty=lam, mechanisms=bool(lam))
-        for row in COORDINATION_ROWS.values()
-        for lam in PENALTIES
+        for kv, row in COORDINATION_ROWS.items()
+        for lam in PENALTIES[kv]
     ]
     return local, coordination
 
@@ -166,9 +169,7 @@ def local_row(study: StudyRow, base, result) -> LocalRow:
             closed_boundary_per_seed=closed[:, phases].mean(axis=1).tolist(),
             boundary_gate_per_seed=[
                 bool(np.any(g.answers_boundary & g.concentrated))
-                for g in (
-                    boundary_gates(_gates(m, s), arch.S) for s in range(len(acc))
-                )
+                for g in (boundary_gates(_gates(m, s), arch.S) for s in range(len(acc)))
             ],
         )
     return LocalRow(
@@ -239,11 +240,15 @@ def parameters(base, quick: bool) -> dict[str, str]:
     t, tr = base.task, base.train
     return {
         "rows": f"'{ROW}' with an exact local window of w in "
-        + ("{0, 2}" if quick else "{0 (none), 1, 2, 8}")
+        + "{0 (none), 2}"
         + " positions on the context stream, on distinct tokens"
         + ("" if quick else " and on tokens drawn with replacement from V = 48")
         + "; the key gates' overlap penalty lambda in "
-        + ("{0, 1} at 8 KV heads" if quick else "{0, 0.1, 1} at 4 and 8 KV heads"),
+        + (
+            "{0, 1} at 8 KV heads"
+            if quick
+            else "{0, 1} at 4 and {0, 0.1, 1} at 8 KV heads"
+        ),
         "task": f"the matrix's: T={t.T}, N={t.N}, phases mod {t.period}",
         "training": f"the matrix's: {tr.steps} steps of {tr.batch} contexts, "
         f"{base.seeds} seeds a row",
@@ -255,7 +260,7 @@ def findings(rows: list[LocalRow], points: list[CoordinationPoint]) -> str:
     parts = [
         f"w={r.local_window} "
         f"{'distinct' if r.vocab is None else f'V={r.vocab}'}: boundary answered in "
-        f"{r.boundary.answered.k}/{r.boundary.answered.n} seeds"
+        f"{share_text(r.boundary.answered.k, r.boundary.answered.n)} seeds"
         for r in rows
     ]
     parts += [
@@ -402,9 +407,11 @@ def draw(data: OpenQuestionsData):
             (axes[1, 0], lambda p: p.covered, 1, "Phases the key gates answer"),
             (axes[1, 1], lambda p: p.worst_within, 100, "Worst within-window phase"),
         ):
+            weights = sorted({p.overlap_penalty for p in data.coordination})
             for k, kv in enumerate(sorted({p.kv_heads for p in data.coordination})):
                 pts = [p for p in data.coordination if p.kv_heads == kv]
-                x = np.arange(len(pts))
+                # one column per weight (evenly spaced: 0 has no place on a log axis)
+                x = np.array([weights.index(p.overlap_penalty) for p in pts])
                 m = [value(p) for p in pts]
                 ax.errorbar(
                     x + 0.1 * k,
@@ -420,8 +427,8 @@ def draw(data: OpenQuestionsData):
                     capsize=3,
                     label=f"{kv} KV heads",
                 )
-                ax.set_xticks(x)
-                ax.set_xticklabels([f"{p.overlap_penalty:g}" for p in pts])
+            ax.set_xticks(range(len(weights)))
+            ax.set_xticklabels([f"{w:g}" for w in weights])
             ax.set_xlabel("overlap penalty lambda")
             ax.set_title(title)
             ax.legend(fontsize=7)
@@ -440,7 +447,7 @@ def claim(data: OpenQuestionsData) -> str:
         "overlap penalty (§9's coordination, lambda* from the idealized flow). Boundary "
         "answered in "
         + "; ".join(
-            f"{r.boundary.answered.k}/{r.boundary.answered.n} seeds at w="
+            f"{share_text(r.boundary.answered.k, r.boundary.answered.n)} seeds at w="
             f"{r.local_window} ({_task(r.vocab)})"
             for r in data.local
         )
@@ -465,5 +472,5 @@ FIGURE = Figure(
     tables=tables,
     data=OpenQuestionsData,
     after=("paper_matrix",),
-    study=True,  # about four hours of training on 2 cores (docs/trained.md)
+    study=True,  # hours of training on 2 cores: `reproduce --only` (docs/trained.md)
 )
