@@ -216,10 +216,11 @@ def analyze(points: list[HeadlinePoint]) -> HeadlineAnalysis:
             pairs.append(pair_finding(full, compressed))
         else:
             streams.append(stream_finding(full, compressed))
+    most = max((p.kv_heads for p in pairs), default=0)
     regime = [
         "distinct" if p.vocab is None else str(p.vocab)
         for p in pairs
-        if p.regime and p.kv_heads == max(q.kv_heads for q in pairs)
+        if p.regime and p.kv_heads == most
     ]
     text = (
         f"{len(pairs)} pairs; the paper's regime (mean within {REGIME_MEAN_POINTS:g} points, "

@@ -163,6 +163,18 @@ class MechanismRow(Record):
     joint_rotation: RotationSummary
 
 
+def covered_phases(peak, static) -> list[int]:
+    """Per seed, the distinct phases (offset = phase mod S) that its statically concentrated
+    key gates answer, from the final gates' `peak` and `static` effective offsets (seeds,
+    layers, branches, kv, channels): the paper's coverage (Figure 4) in gate peaks."""
+    peak, static = np.asarray(peak), np.asarray(static)
+    concentrated = static[:, :, KEY] <= CONCENTRATED
+    return [
+        len(set(peak[s, :, KEY][concentrated[s]].tolist()))
+        for s in range(peak.shape[0])
+    ]
+
+
 def gate_summary(m, W: int) -> GateSummary:
     """Figure 5a and 5b counts over every (seed, layer, KV head) of a row's final gates."""
     static, avg, peak = (np.asarray(m.static), np.asarray(m.avg), np.asarray(m.peak))
@@ -172,11 +184,7 @@ def gate_summary(m, W: int) -> GateSummary:
     input_dependent = (key_static >= W / 2) & (key_avg <= CONCENTRATED)
     both = concentrated & (static[:, :, VALUE] <= CONCENTRATED)
     follows = both & (peak[:, :, VALUE] == peak[:, :, KEY] + 1)
-    # the distinct phases the concentrated key gates of a seed answer (offset = phase mod S)
-    covered = [
-        len(set(peak[s, :, KEY][concentrated[s]].tolist()))
-        for s in range(peak.shape[0])
-    ]
+    covered = covered_phases(peak, static)
     trajectory = np.asarray(m.trajectory)  # (seeds, points, layers, B, kv, g, 2)
     return GateSummary(
         key_gates=int(key_static.size),

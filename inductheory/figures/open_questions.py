@@ -22,6 +22,7 @@ from ..trained._mechanisms import GateOffsets
 from . import _style
 from ._figure import Figure, FigureData, MeasuredTable
 from ._matrix_stats import percent_text
+from ._mechanism_summaries import covered_phases
 from ._open_questions import BoundaryAnswers, boundary_answers
 from ._stats import share_text, t_interval, wilson_count
 
@@ -33,9 +34,6 @@ LOCAL_VOCAB = (None, 48)
 # The overlap penalty's weights at each KV-head count (0: the matrix's row).
 PENALTIES = {4: (0.0, 1.0), 8: (0.0, 0.1, 1.0)}
 COORDINATION_ROWS = {4: "W8/S8 4 KV", 8: "W8/S8 8 KV"}
-# A key gate is concentrated when its static effective offset is at most this (the
-# mechanisms figure's criterion).
-CONCENTRATED = 2.0
 
 
 def _local(w: int, vocab) -> StudyRow:
@@ -189,13 +187,8 @@ def coordination_point(study: StudyRow, base, result) -> CoordinationPoint:
     size, arch = study.size(base), study.architecture(base)
     answers = boundary_answers(np.asarray(result.measures.phase_accuracy), arch.S)
     m = result.mechanisms
-    peak, static = np.asarray(m.peak), np.asarray(m.static)
-    seeds = peak.shape[0]
-    key = 0  # branch of the key gates
-    covered = [
-        len(set(peak[s, :, key][static[s, :, key] <= CONCENTRATED].tolist()))
-        for s in range(seeds)
-    ]
+    covered = covered_phases(m.peak, m.static)  # as the mechanisms figure counts them
+    seeds = len(covered)
     within, worst = np.asarray(answers.within_mean), np.asarray(answers.worst_within)
     return CoordinationPoint(
         kv_heads=arch.kv_heads,

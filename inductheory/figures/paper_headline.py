@@ -144,10 +144,6 @@ def _x(vocab):
     return 2 * FULL_SIZE.task.N if vocab is None else vocab
 
 
-def _pct(m) -> str:
-    return percent_text(m)
-
-
 def tables(data: PaperHeadlineData) -> list[MeasuredTable]:
     rows = []
     for f in data.analysis.pairs:
@@ -156,13 +152,13 @@ def tables(data: PaperHeadlineData) -> list[MeasuredTable]:
             [
                 f"{f.kv_heads}",
                 "distinct" if f.vocab is None else f"{f.vocab}",
-                _pct(f.full_mean),
-                _pct(f.compressed_mean),
+                percent_text(f.full_mean),
+                percent_text(f.compressed_mean),
                 f"{100 * f.mean_deficit.mean:.1f} [{100 * f.mean_deficit.ci95[0]:.1f}, "
                 f"{100 * f.mean_deficit.ci95[1]:.1f}]",
                 ceiling,
-                _pct(f.full_worst),
-                _pct(f.compressed_worst),
+                percent_text(f.full_worst),
+                percent_text(f.compressed_worst),
                 "-" if f.guess is None else f"{100 * f.guess:.1f}",
                 f"{100 * f.covered_minus_baseline.mean:+.1f} "
                 f"[{100 * f.covered_minus_baseline.ci95[0]:+.1f}, "
@@ -206,8 +202,8 @@ def tables(data: PaperHeadlineData) -> list[MeasuredTable]:
                     f"{m.loss.mean:.3f} [{m.loss.ci95[0]:.3f}, {m.loss.ci95[1]:.3f}]",
                     f"{m.local_loss.mean:.3f}",
                     f"{m.retrieval_loss.mean:.3f}",
-                    _pct(m.retrieval_mean),
-                    _pct(m.retrieval_worst),
+                    percent_text(m.retrieval_mean),
+                    percent_text(m.retrieval_worst),
                 ]
             )
         d = s.loss_difference
