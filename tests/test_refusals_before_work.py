@@ -117,7 +117,7 @@ def test_times_that_cannot_be_kept_are_a_warning_not_a_failure(tmp_path, monkeyp
             tmp_path / "out",
             quick=True,
             only=["coverage"],
-            cache_dir=tmp_path / "cache",
+            cache=tmp_path / "cache",
             progress=False,
         )
     assert (tmp_path / "out" / "data" / "coverage.json").exists()

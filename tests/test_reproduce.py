@@ -52,9 +52,7 @@ def regenerate(tmp_path_factory, names, jobs=1):
     return (
         out,
         cache,
-        reproduce(
-            out, quick=True, cache_dir=cache, progress=False, only=names, jobs=jobs
-        ),
+        reproduce(out, quick=True, cache=cache, progress=False, only=names, jobs=jobs),
     )
 
 
@@ -172,7 +170,7 @@ def test_a_rerun_resumes_from_the_cache(quick_run, tmp_path, monkeypatch):
 
     monkeypatch.setattr(runs, "run_flow", refuse)
     again = reproduce(
-        tmp_path, quick=True, cache_dir=cache, progress=False, only=["coverage"]
+        tmp_path, quick=True, cache=cache, progress=False, only=["coverage"]
     )
     assert sorted(again) == ["coverage"]
     for name in again:  # the stored data of the rerun equal those of the first run
@@ -214,7 +212,7 @@ def test_an_interrupted_run_keeps_what_it_finished(tmp_path, monkeypatch):
         reproduce(
             tmp_path / "out",
             quick=True,
-            cache_dir=tmp_path / "cache",
+            cache=tmp_path / "cache",
             progress=False,
             only=["weak_spots"],
         )
@@ -308,7 +306,7 @@ def test_cli_lists_figures_and_rejects_unknown_ones(capsys):
 
 @pytest.mark.slow
 def test_committed_full_data_are_reproduced(tmp_path):
-    reproduce(tmp_path, quick=False, cache_dir=tmp_path / "cache", progress=False)
+    reproduce(tmp_path, quick=False, cache=tmp_path / "cache", progress=False)
     for name in figure_names():
         old = json.loads((ROOT / "figures" / "data" / f"{name}.json").read_text())
         new = json.loads((tmp_path / "data" / f"{name}.json").read_text())

@@ -17,9 +17,11 @@ from inductheory.internal._warnings import FigureNote
 
 
 def _stub(name: str, study: bool, computed: list[str], drawn: list) -> Figure:
-    def compute(quick, cache_dir):
+    def compute(context):
         computed.append(name)
-        return FigureData(parameters={"quick": quick}, findings=f"{name} computed")
+        return FigureData(
+            parameters={"quick": context.quick}, findings=f"{name} computed"
+        )
 
     def draw(data):
         import matplotlib.pyplot as plt
@@ -62,7 +64,7 @@ def stubs(monkeypatch):
 def _run(out, **kwargs):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        results = module.reproduce(out, cache_dir=None, progress=False, **kwargs)
+        results = module.reproduce(out, cache=False, progress=False, **kwargs)
     return results, [w for w in caught if issubclass(w.category, FigureNote)]
 
 

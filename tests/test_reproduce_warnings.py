@@ -16,7 +16,7 @@ import pytest
 import inductheory.figures._reproduce as module
 import inductheory.figures._runs as runs
 from inductheory.experiments import NoSelectionWarning
-from inductheory.figures._figure import Figure, FigureData
+from inductheory.figures._figure import Figure, FigureContext, FigureData
 from inductheory.flow import FlowConfig
 from inductheory.internal._pool import serve_tasks
 
@@ -39,8 +39,10 @@ def warning_figure(monkeypatch):
     monkeypatch.setattr(runs, "_flow_result", lambda run, trajectories: {})
     monkeypatch.setattr(runs, "FlowOutcomes", types.SimpleNamespace(from_dict=dict))
 
-    def compute(quick, cache_dir):
-        runs.flow_runs(runs.task_of(L=4, S=3, H=2, N=64), FlowConfig(), 5, cache_dir)
+    def compute(context):
+        runs.flow_runs(
+            runs.task_of(L=4, S=3, H=2, N=64), FlowConfig(), 5, context.cache
+        )
         return FigureData(parameters={}, findings="none")
 
     _register(monkeypatch, "stub", compute)
@@ -81,7 +83,7 @@ def test_a_worker_sends_each_distinct_warning_once_named(warning_figure, tmp_pat
     with their categories."""
     tasks, events = queue.Queue(), queue.Queue()
     (tmp_path / "data").mkdir()
-    tasks.put(("stub", "", ("stub", True, None, tmp_path)))
+    tasks.put(("stub", "", ("stub", FigureContext(quick=True), tmp_path)))
     tasks.put(None)
     serve_tasks(0, (None, None), "", module._make, tasks, events, False)
     sent = []
@@ -97,7 +99,7 @@ def test_warnings_in_this_process_are_named_once(warning_figure, tmp_path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         module.reproduce(
-            tmp_path / "out", quick=True, only=["stub"], cache_dir=None, progress=False
+            tmp_path / "out", quick=True, only=["stub"], cache=False, progress=False
         )
     _check([str(w.message) for w in caught])
     assert not any("multiprocessing" in w.filename for w in caught)
@@ -119,8 +121,8 @@ def run_flow(task, config, seeds, seed=0):
         warnings.warn(MESSAGE, NoSelectionWarning, stacklevel=2)
     warnings.warn("a second, different warning", UserWarning, stacklevel=2)
 
-def compute(quick, cache_dir):
-    runs.flow_runs(runs.task_of(L=4, S=3, H=2, N=64), FlowConfig(), 5, cache_dir)
+def compute(context):
+    runs.flow_runs(runs.task_of(L=4, S=3, H=2, N=64), FlowConfig(), 5, context.cache)
     return FigureData(parameters={}, findings="none")
 
 def draw(data):
@@ -183,7 +185,7 @@ def bisection_figure(monkeypatch):
 
     monkeypatch.setattr(regime._runs, "flow_runs", flow_runs)
 
-    def compute(quick, cache_dir):
+    def compute(context):
         task_of = lambda **kw: runs.task_of(L=4, S=4, H=2, gamma=1.0, **kw)  # noqa: E731
         bracket = regime.flow_bracket(
             task_of, 8.0, 16, 1024, 3, FlowConfig(), 4, None, prediction=None

@@ -63,7 +63,7 @@ def _reproduce(tmp_path, cache):
             tmp_path / "out",
             quick=True,
             only=["coverage"],
-            cache_dir=cache,
+            cache=cache,
             progress=False,
         )
     return [w for w in caught if issubclass(w.category, CacheWarning)]

@@ -642,9 +642,7 @@ def test_an_unwritable_cache_directory_is_refused_before_any_figure(tmp_path):
     file.write_text("x")
     out = tmp_path / "out"
     with pytest.raises(ValueError, match=f"the cache directory {file}/quick cannot"):
-        reproduce(
-            out, quick=True, only=["toy_stability"], cache_dir=file, progress=False
-        )
+        reproduce(out, quick=True, only=["toy_stability"], cache=file, progress=False)
     assert not list(out.glob("*.png"))  # nothing was computed
 
 

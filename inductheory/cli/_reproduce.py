@@ -97,13 +97,13 @@ def run(args) -> int:
         + (" --quick" if args.quick else "")
         + (f" --out {shlex.quote(str(out))}" if Path(out) != Path("figures") else "")
     )
-    cache = None if args.no_cache else (args.cache or "default")
+    cache = False if args.no_cache else (args.cache or True)
     jobs = args.jobs if args.jobs is not None else default_jobs()
     results = reproduce(
         out,
         quick=args.quick,
         only=only,
-        cache_dir=cache,
+        cache=cache,
         progress=not args.quiet,
         command=command,
         jobs=jobs,

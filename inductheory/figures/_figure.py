@@ -27,6 +27,24 @@ class FigureData(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class FigureContext:
+    """What a figure's `compute` is run under, made once per `reproduce` run.
+
+    **Fields:**
+    - `quick`: the quick mode's small sizes (else the full ones).
+    - `cache`: the mode's directory of finished computations (`<cache>/quick` or
+      `<cache>/full`), or None: no cache, everything is computed.
+
+    ```python
+    data = FIGURES["toy_stability"].compute(FigureContext(quick=True, cache=None))
+    ```
+    """
+
+    quick: bool
+    cache: Path | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Figure:
     """One reproducible figure.
 
@@ -36,8 +54,9 @@ class Figure:
       every measured number from the figure's data, so the claim in a README is that of the data
       beside it; a plain string (a claim not yet written that way) is printed as it is.
     - `data`: the figure's `FigureData` subclass.
-    - `compute(quick, cache_dir) -> data`: the figure's numbers as that record, with
-      `parameters` and `findings`; expensive parts are cached by their parameters.
+    - `compute(context) -> data`: the figure's numbers as that record, with `parameters` and
+      `findings`, in the run's `FigureContext` (its mode and cache); expensive parts are cached
+      by their parameters.
     - `draw(data) -> matplotlib.figure.Figure`: the drawing, from the data alone (no
       computation), so a figure can be redrawn from its stored JSON.
     - `tables(data) -> list[MeasuredTable]` (optional): the measured numbers as tables, printed
@@ -63,7 +82,7 @@ class Figure:
     name: str
     title: str
     claim: str | Callable[[Any], str]
-    compute: Callable[[bool, Path | None], Any]
+    compute: Callable[[FigureContext], Any]
     draw: Callable[[Any], object]
     cost: float = 0.0
     tables: Callable[[Any], list[MeasuredTable]] | None = None

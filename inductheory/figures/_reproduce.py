@@ -29,7 +29,7 @@ from ..internal._pool import Task, run_in_workers
 from ..internal._progress import HEARTBEAT_S, Heartbeat, report_to
 from ..internal._warnings import FigureNote, warn_at_caller, warnings_named
 from . import _style
-from ._figure import Figure, FigureData
+from ._figure import Figure, FigureContext, FigureData
 from ._overview import SOURCES as OVERVIEW_SOURCES, overview
 from ._readme import as_stored, write_readme
 from ._registry import FIGURES
@@ -111,7 +111,7 @@ class FigureRun:
         return {**self.stored(), **self.times.to_dict()}
 
 
-def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> FigureRun:
+def _make(name: str, context: FigureContext, out: Path, report=None) -> FigureRun:
     """Compute, store and draw one figure; returns its data with what it cost this process
     (`FigureRun`). Warnings raised meanwhile name the figure (and the run, where `_runs` names
     it), each distinct one once (`warnings_named`; `report`: see there)."""
@@ -120,7 +120,7 @@ def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> FigureR
     f = FIGURES[name]
     clock, counter = Clock(), CompileCount()
     with warnings_named(f"figure {name}", report):
-        record = f.compute(quick, mode_cache)
+        record = f.compute(context)
     # numbers only: no timings
     write_json_atomic(out / "data" / f"{f.name}.json", record.to_dict())
     _draw_and_save(f, record, out)
@@ -139,8 +139,7 @@ def _make(name: str, quick: bool, mode_cache, out: Path, report=None) -> FigureR
 def _make_in_workers(
     figures: list[Figure],
     jobs: int,
-    quick: bool,
-    mode_cache,
+    context: FigureContext,
     out: Path,
     previous: dict,
     status: FigureConsole,
@@ -154,11 +153,11 @@ def _make_in_workers(
     tasks = [
         Task(
             name,
-            compile_flags(name, quick),
-            (name, quick, mode_cache, out),
+            compile_flags(name, context.quick),
+            (name, context, out),
             FIGURES[name].after,
         )
-        for name in run_order(figures, quick, previous)
+        for name in run_order(figures, context.quick, previous)
     ]
     return run_in_workers(
         tasks,
@@ -166,8 +165,8 @@ def _make_in_workers(
         jobs,
         status,
         status.figure_done,
-        own_cores=OWN_CORES["quick" if quick else "full"],
-        wait_for_after=mode_cache is not None,
+        own_cores=OWN_CORES["quick" if context.quick else "full"],
+        wait_for_after=context.cache is not None,
         noun="figure",
     )
 
@@ -181,7 +180,7 @@ def reproduce(
     *,
     quick: bool = False,
     only: list[str] | None = None,
-    cache_dir: str | Path | None = "default",
+    cache: str | Path | bool = True,
     progress: bool = True,
     command: str | None = None,
     jobs: int | None = None,
@@ -193,8 +192,9 @@ def reproduce(
       `figures/` (full) or `figures/quick/` (`DEFAULT_OUT`).
     - `quick`: small sizes (minutes on 2 cores, used by the tests).
     - `only`: names of the figures to make (default all, see `figure_names()`).
-    - `cache_dir`: where finished computations are kept by their parameters (`"default"`:
-      `default_cache_dir() / "reproduce"`, in the user's XDG cache directory; `None`: no cache).
+    - `cache`: the directory where finished computations are kept by their parameters (each
+      mode in its own subdirectory); True: `default_cache_dir() / "reproduce"`, in the user's
+      XDG cache directory; False: no cache.
     - `progress`: show progress on stderr.
     - `command`: the command line recorded in the README.
     - `jobs`: worker processes computing figures at once, each taking the next figure when
@@ -220,11 +220,7 @@ def reproduce(
         _require_jobs(jobs)
     figures = _select(only)
     out = DEFAULT_OUT[bool(quick)] if out is None else Path(out)
-    if cache_dir == "default":
-        cache_dir = default_cache_dir() / "reproduce"
-    mode_cache = (
-        None if cache_dir is None else Path(cache_dir) / ("quick" if quick else "full")
-    )
+    mode_cache = _mode_cache(cache, bool(quick))
     unwritable = None if mode_cache is None else require_cache_dir(mode_cache)
     reading = contextlib.nullcontext()
     if unwritable is not None and mode_cache.is_dir():
@@ -243,14 +239,22 @@ def reproduce(
         mode_cache = None
     # one mode per directory: quick figures over full ones (or back) are refused, not mixed
     with reading, claimed_output_dir(out, "reproduce", {"quick": bool(quick)}):
-        return _reproduce(
-            figures, out, quick, only, mode_cache, progress, command, jobs
-        )
+        context = FigureContext(quick=bool(quick), cache=mode_cache)
+        return _reproduce(figures, out, context, only, progress, command, jobs)
 
 
-def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
-    """The body of `reproduce`, in the directory it claimed (`mode_cache`: the mode's cache
+def _mode_cache(cache: str | Path | bool, quick: bool) -> Path | None:
+    """The mode's cache directory under `cache` (see `reproduce`), or None for no cache."""
+    if cache is False:
+        return None
+    root = default_cache_dir() / "reproduce" if cache is True else Path(cache)
+    return root / ("quick" if quick else "full")
+
+
+def _reproduce(figures, out, context: FigureContext, only, progress, command, jobs):
+    """The body of `reproduce`, in the directory it claimed (`context.cache`: the mode's cache
     directory, already checked, or None)."""
+    quick, mode_cache = context.quick, context.cache
     (out / "data").mkdir(parents=True, exist_ok=True)
     # a run of every figure keeps the studies' committed data (`Figure.study`): the main job's
     # hour and the quick run's two minutes hold only without them
@@ -263,9 +267,7 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
     status = FigureConsole(figures, previous, progress, jobs=jobs or 1, quick=quick)
     cpu_start = cpu_seconds_with_children()
     if jobs is not None:
-        results = _make_in_workers(
-            figures, jobs, quick, mode_cache, out, previous, status
-        )
+        results = _make_in_workers(figures, jobs, context, out, previous, status)
     else:
         for f in (FIGURES[n] for n in dependencies_first([f.name for f in figures])):
             status.started(f.name)
@@ -282,9 +284,9 @@ def _reproduce(figures, out, quick, only, mode_cache, progress, command, jobs):
                         )
                     ),
                 ):
-                    results[f.name] = _make(f.name, quick, mode_cache, out)
+                    results[f.name] = _make(f.name, context, out)
             else:
-                results[f.name] = _make(f.name, quick, mode_cache, out)
+                results[f.name] = _make(f.name, context, out)
             status.figure_done(f.name, results[f.name])
     status.total(cpu_seconds_with_children() - cpu_start)
     results = {f.name: results[f.name] for f in figures}  # registry order

@@ -17,7 +17,7 @@ from ..model._geometry import make_geometry
 from ..model._task import welch_bound
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import plural, share_text, wilson_interval
 
 SHAPE = dict(L=4, S=3, H=2, N=240, gamma=1.0, beta=4.0, kappa=1.0)
@@ -150,7 +150,8 @@ def _share(flags) -> Share:
     return Share(k=k, n=n, share=k / n, ci95=[lo, hi])
 
 
-def compute(quick: bool, cache_dir) -> ApproximateGeometryData:
+def compute(context: FigureContext) -> ApproximateGeometryData:
+    quick = context.quick
     dims = [16, 128] if quick else [12, 16, 24, 32, 64, 1024]
     # BFGS, the method the data were measured with
     oracle_config = OracleMinimizer(method="bfgs", restarts=8)
@@ -169,13 +170,13 @@ def compute(quick: bool, cache_dir) -> ApproximateGeometryData:
     ):
         if group:
             runs = _runs.padded_flow_runs(
-                group, flow_config, seeds, cache_dir, seed=seed
+                group, flow_config, seeds, context.cache, seed=seed
             )
             flows.update({t.d: run for t, run in zip(group, runs)})
     rows = []
     for d, task in zip(dims, tasks):
         point = _runs.oracle_point(
-            task, oracle_config, cache_dir, contexts=contexts, seeds=4, seed=seed
+            task, oracle_config, context.cache, contexts=contexts, seeds=4, seed=seed
         )
         flow = flows[d]
         # the very geometries of the runs, re-created from their keys (checked against the

@@ -16,7 +16,7 @@ from ..model._logits import cross_entropy, exact_logits, top1_correct
 from ..model._loss import phase_accuracy, phase_losses
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import share_text, stored_parameter
 
 
@@ -145,7 +145,8 @@ def _oracle(task, config, cache_dir) -> OracleWindow:
     )
 
 
-def compute(quick: bool, cache_dir) -> BoundaryData:
+def compute(context: FigureContext) -> BoundaryData:
+    quick = context.quick
     S, H = 4, 2
     config, seeds = _runs.reduced_config(quick)
     learned = [
@@ -153,7 +154,7 @@ def compute(quick: bool, cache_dir) -> BoundaryData:
             _runs.task_of(**_runs.BASE, S=S, H=H, W=W, queries="all"),
             config,
             seeds,
-            cache_dir,
+            context.cache,
         )
         for W in _windows(S)
     ]
@@ -177,7 +178,7 @@ def compute(quick: bool, cache_dir) -> BoundaryData:
                 queries="all",
             ),
             minimizer,
-            cache_dir,
+            context.cache,
         )
         for W in _windows(S)
     ]

@@ -13,7 +13,7 @@ from ..flow._config import FlowConfig
 from ..flow._rates import EscapeRates
 from ..internal._records import Record, optional_field
 from . import _runs, _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import (
     bootstrap_interval,
     compact,
@@ -329,7 +329,8 @@ def _log_slope(deltas, *times) -> float:
     )
 
 
-def compute(quick: bool, cache_dir) -> ConvergenceRatesData:
+def compute(context: FigureContext) -> ConvergenceRatesData:
+    quick = context.quick
     task = _runs.task_of(**SHAPE)
     rates = _rates.reduced_escape_rates(task)
     rhos = [1e-3, 1e-1] if quick else [1e-4, 1e-3, 1e-2, 1e-1, 0.5]
@@ -337,7 +338,7 @@ def compute(quick: bool, cache_dir) -> ConvergenceRatesData:
     tails = []
     for rho in rhos:
         run = _runs.flow_runs(
-            task, _tail_config(quick, rho), seeds, cache_dir, trajectories=True
+            task, _tail_config(quick, rho), seeds, context.cache, trajectories=True
         )
         t, mass = np.asarray(run.t, float), np.asarray(run.mass, float)
         for i in range(seeds):
@@ -374,7 +375,7 @@ def compute(quick: bool, cache_dir) -> ConvergenceRatesData:
     d_seeds = 8 if quick else 64
     by_delta, times = [], []
     for delta in deltas:
-        run = _runs.flow_runs(task, _delta_config(delta), d_seeds, cache_dir)
+        run = _runs.flow_runs(task, _delta_config(delta), d_seeds, context.cache)
         ok = np.asarray(run.status) == "selected"
         tf = np.asarray(run.t_final, float)[ok]
         C = np.array(

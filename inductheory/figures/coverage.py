@@ -12,7 +12,7 @@ import numpy as np
 from ..experiments._flows import independent_distinct_baseline
 from ..internal._records import Record
 from . import _runs, _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import compact, quartile_median_coverage, share_text, span_text
 
 N = 4096  # the vocabulary of every flow here (`_runs.BASE`)
@@ -75,7 +75,8 @@ class CoverageData(FigureData):
     by_kappa: list[TimesAtKappa]
 
 
-def compute(quick: bool, cache_dir) -> CoverageData:
+def compute(context: FigureContext) -> CoverageData:
+    quick = context.quick
     config, seeds = _runs.reduced_config(quick)
     shapes = (
         [(2, 4), (3, 4)]
@@ -85,7 +86,7 @@ def compute(quick: bool, cache_dir) -> CoverageData:
     distinct = []
     for H, S in shapes:
         run = _runs.flow_runs(
-            _runs.task_of(**_runs.BASE, S=S, H=H), config, seeds, cache_dir
+            _runs.task_of(**_runs.BASE, S=S, H=H), config, seeds, context.cache
         )
         distinct.append(
             DistinctShare(
@@ -100,7 +101,7 @@ def compute(quick: bool, cache_dir) -> CoverageData:
     kappas = [0.5, 1.0, 2.0] if quick else [0.25, 0.5, 1.0, 2.0, 4.0]
 
     def t_final(task, cfg):
-        return _runs.flow_runs(task, cfg, seeds, cache_dir).t_final
+        return _runs.flow_runs(task, cfg, seeds, context.cache).t_final
 
     base = {**_runs.BASE, "S": 4, "H": 2}
     by_rho = [

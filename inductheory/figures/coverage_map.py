@@ -17,7 +17,7 @@ from ..internal._io import cached
 from ..model._task import assumptions_silenced
 from ..toy._toy import ToyConfig, split_advantage
 from . import _runs, _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import (
     compact,
     grid_text,
@@ -106,7 +106,8 @@ def grid(quick: bool) -> dict:
     }, 128
 
 
-def compute(quick: bool, cache_dir) -> CoverageMapData:
+def compute(context: FigureContext) -> CoverageMapData:
+    quick = context.quick
     g, seeds = grid(quick)
     config, _ = _runs.reduced_config(quick)
     task = _runs.task_of(**{**_runs.BASE, "S": S, "H": H})
@@ -127,8 +128,8 @@ def compute(quick: bool, cache_dir) -> CoverageMapData:
             ).hexdigest()[:16]
             out = (
                 None
-                if cache_dir is None
-                else Path(cache_dir) / "coverage_map_blocks" / tag
+                if context.cache is None
+                else Path(context.cache) / "coverage_map_blocks" / tag
             )
             n_points = len(g["N"]) * len(g["beta"]) * len(g["rho"])
             ds = sweep(
@@ -145,7 +146,7 @@ def compute(quick: bool, cache_dir) -> CoverageMapData:
             "selected_fraction": ds.selected_fraction.values.tolist(),
         }
 
-    res = cached(cache_dir, params, run)
+    res = cached(context.cache, params, run)
     distinct = np.asarray(res["distinct_fraction"], float)  # (N, beta, rho)
     n_sel = np.rint(np.asarray(res["selected_fraction"], float) * seeds)
     lo, hi = distinct_intervals(distinct, n_sel)

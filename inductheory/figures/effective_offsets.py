@@ -11,7 +11,7 @@ from matplotlib.lines import Line2D
 
 from ..internal._records import Record
 from . import _runs, _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import compact, plural, stored_parameter
 
 BRANCHES = ("key", "value")
@@ -85,16 +85,17 @@ def _approximate_setup(quick: bool):
     return task, _runs.theorem2_setups(quick)[1][1], 1 if quick else 2
 
 
-def compute(quick: bool, cache_dir) -> EffectiveOffsetsData:
+def compute(context: FigureContext) -> EffectiveOffsetsData:
+    quick = context.quick
     task, config, seeds = _runs.theorem2_setups(quick)[1]
-    r = _runs.flow_runs(task, config, seeds, cache_dir, trajectories=True)
+    r = _runs.flow_runs(task, config, seeds, context.cache, trajectories=True)
     static, avg = (
         np.asarray(r.static_offsets, float),
         np.asarray(r.avg_offsets, float),
     )
     difference = float(np.nanmax(np.abs(static - avg)))
     a_task, a_config, a_seeds = _approximate_setup(quick)
-    ra = _runs.flow_runs(a_task, a_config, a_seeds, cache_dir, trajectories=True)
+    ra = _runs.flow_runs(a_task, a_config, a_seeds, context.cache, trajectories=True)
     a_difference = float(
         np.nanmax(
             np.abs(

@@ -23,7 +23,7 @@ from ..experiments._mitigations import (
 from ..flow._config import FlowConfig
 from ..internal._records import field_values
 from . import _runs
-from ._figure import Figure
+from ._figure import Figure, FigureContext
 from ._mitigations_claim import paper_claim, settings_claim
 from ._mitigations_coordination import coordination_claim
 from ._mitigations_data import (
@@ -163,12 +163,13 @@ def _label(variant: dict) -> str:
     return "mean"
 
 
-def compute(quick: bool, cache_dir) -> MitigationsData:
+def compute(context: FigureContext) -> MitigationsData:
+    quick = context.quick
     config, seeds = _runs.reduced_config(quick)
     seeds = 4 if quick else seeds
 
     def runner(task, cfg, n):
-        return _runs.flow_runs(task, cfg, n, cache_dir)
+        return _runs.flow_runs(task, cfg, n, context.cache)
 
     settings = (
         ((4, 4),) if quick else SETTINGS
@@ -180,7 +181,7 @@ def compute(quick: bool, cache_dir) -> MitigationsData:
         (((2, 4),), ("all",)) if quick else (((2, 4), (3, 4)), ("within", "all"))
     )
     task = {k: v for k, v in TASK.items() if k not in ("H", "queries")}
-    _group_flows(quick, shapes, queries, config, cache_dir, task)
+    _group_flows(quick, shapes, queries, config, context.cache, task)
     coordination = [
         LabelledCoordinationRow(**field_values(row), label=_label(row.variant))
         for row in _coordination(quick, shapes, queries, config, runner, task)

@@ -20,7 +20,7 @@ from ..internal._records import Record, optional_field
 from ..trained._local_path import boundary_gates
 from ..trained._mechanisms import GateOffsets
 from . import _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._matrix_stats import percent_text
 from ._mechanism_summaries import covered_phases
 from ._open_questions import BoundaryAnswers, boundary_answers
@@ -203,15 +203,18 @@ def coordination_point(study: StudyRow, base, result) -> CoordinationPoint:
     )
 
 
-def compute(quick: bool, cache_dir) -> OpenQuestionsData:
+def compute(context: FigureContext) -> OpenQuestionsData:
+    quick = context.quick
     base = QUICK_SIZE if quick else FULL_SIZE
     local, coordination = quick_studies() if quick else full_studies()
     rows = [
-        local_row(s, base, study_result(s, base, cache_dir, announce=announce))
+        local_row(s, base, study_result(s, base, context.cache, announce=announce))
         for s in local
     ]
     points = [
-        coordination_point(s, base, study_result(s, base, cache_dir, announce=announce))
+        coordination_point(
+            s, base, study_result(s, base, context.cache, announce=announce)
+        )
         for s in coordination
     ]
     kv = sorted({p.kv_heads for p in points})

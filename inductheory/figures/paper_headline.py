@@ -15,7 +15,7 @@ from ..experiments._studies import StudyRow, study_result
 from ..internal._progress import announce
 from ..trained._architecture import Attention
 from . import _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._headline_stats import (
     REGIME_MEAN_POINTS,
     REGIME_WORST_SHARE,
@@ -74,11 +74,12 @@ class PaperHeadlineData(FigureData):
     analysis: HeadlineAnalysis
 
 
-def compute(quick: bool, cache_dir) -> PaperHeadlineData:
+def compute(context: FigureContext) -> PaperHeadlineData:
+    quick = context.quick
     base = QUICK_SIZE if quick else FULL_SIZE
     points = []
     for study in quick_studies() if quick else full_studies():
-        result = study_result(study, base, cache_dir, announce=announce)
+        result = study_result(study, base, context.cache, announce=announce)
         size = study.size(base)
         arch = study.architecture(base)
         ceilings = study.ceilings(base)

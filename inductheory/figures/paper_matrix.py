@@ -20,7 +20,7 @@ from ..experiments._paper_matrix import (
 )
 from ..internal._progress import announce
 from . import _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._matrix_stats import (
     COVERED,
     FULL_ROWS,
@@ -52,7 +52,8 @@ class PaperMatrixData(FigureData):
     analysis: MatrixAnalysis
 
 
-def compute(quick: bool, cache_dir) -> PaperMatrixData:
+def compute(context: FigureContext) -> PaperMatrixData:
+    quick = context.quick
     size = QUICK_SIZE if quick else FULL_SIZE
     rows = {}
     for row in size.matrix:
@@ -61,7 +62,7 @@ def compute(quick: bool, cache_dir) -> PaperMatrixData:
         result = matrix_row_result(
             row,
             size,
-            cache_dir,
+            context.cache,
             mechanisms=row.name in MECHANISM_ROWS,
             announce=announce,
         )

@@ -21,7 +21,7 @@ from ..experiments._paper_matrix import (
 )
 from ..internal._progress import announce
 from . import _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._mechanism_summaries import (
     DAMAGE,
     GateSummary,
@@ -50,13 +50,14 @@ class PaperMechanismsData(FigureData):
         return [(name, self.rows[name]) for name in MECHANISM_ROWS if name in self.rows]
 
 
-def compute(quick: bool, cache_dir) -> PaperMechanismsData:
+def compute(context: FigureContext) -> PaperMechanismsData:
+    quick = context.quick
     size = QUICK_SIZE if quick else FULL_SIZE
     names = [n for n in MECHANISM_ROWS if n in {r.name for r in size.matrix}]
     rows = {}
     for row in (r for r in size.matrix if r.name in names):
         result = matrix_row_result(
-            row, size, cache_dir, mechanisms=True, announce=announce
+            row, size, context.cache, mechanisms=True, announce=announce
         )
         arch = row.architecture(size.reference)
         m = result.mechanisms

@@ -22,7 +22,7 @@ from ..internal._io import cached
 from ..internal._records import Record, optional_field
 from ..model._gates import hard_selection, selectable_offsets, uniform_gates
 from . import _runs, _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import (
     compact,
     interval_text,
@@ -389,7 +389,8 @@ def _points(task, run) -> list[tuple[float, float, int]]:
     return [(m, w, n) for m, w, n in sorted(rounded.values())]
 
 
-def compute(quick: bool, cache_dir) -> PhaseUniformityData:
+def compute(context: FigureContext) -> PhaseUniformityData:
+    quick = context.quick
     config, seeds = _runs.reduced_config(quick)
     few = 8 if quick else 32
     panels = []
@@ -403,7 +404,7 @@ def compute(quick: bool, cache_dir) -> PhaseUniformityData:
             _runs.reduced_config(quick, **change)[0] for *_, change in COORDINATED
         ]
         runs = _runs.flow_runs_together(
-            task, [config, *configs], [seeds] + [few] * len(configs), cache_dir
+            task, [config, *configs], [seeds] + [few] * len(configs), context.cache
         )
         learned = _points(task, runs[0])
         coordinated = {
@@ -422,7 +423,7 @@ def compute(quick: bool, cache_dir) -> PhaseUniformityData:
             + [w for v in coordinated.values() for _, w, _ in v]
             + [w for *_, w in vertices]
         )
-        fr = _frontier(task, quick, cache_dir, placed)
+        fr = _frontier(task, quick, context.cache, placed)
 
         def point(mean, worst, fr=fr, **extra):  # with its height above the frontier
             above = float(mean - frontier_mean_at(fr, worst))

@@ -18,7 +18,7 @@ from ..internal._warnings import FigureNote, warn_at_caller
 from ..oracle._boundary import hard_vertex_boundary
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import share_text, span_text, stored_parameter
 
 SHAPE = dict(S=4, kappa=1.0)
@@ -189,7 +189,8 @@ def _say_non_selection(flow: list[FlowBracket]) -> None:
         )
 
 
-def compute(quick: bool, cache_dir) -> RegimeBoundaryData:
+def compute(context: FigureContext) -> RegimeBoundaryData:
+    quick = context.quick
     # BFGS, the method the data were measured with
     config = OracleMinimizer(method="bfgs", restarts=8 if quick else 16)
     series_spec = SERIES[:1] if quick else SERIES
@@ -207,7 +208,7 @@ def compute(quick: bool, cache_dir) -> RegimeBoundaryData:
             N_grid,
             betas,
             config=config,
-            directory=cache_dir,
+            directory=context.cache,
             refine=1 if quick else 3,
         )
         pred = predicted(L, H, gamma, betas)
@@ -252,7 +253,7 @@ def compute(quick: bool, cache_dir) -> RegimeBoundaryData:
                 3 if quick else 6,
                 flow_config,
                 seeds,
-                cache_dir,
+                context.cache,
                 prediction=p,
             )
         )

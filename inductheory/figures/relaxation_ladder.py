@@ -27,7 +27,7 @@ from ..internal._progress import announce
 from ..internal._records import field_values
 from ..model._task import assumptions_silenced
 from . import _runs, _style, _trained
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import (
     mean_interval,
     mean_text,
@@ -137,7 +137,8 @@ def _intervals(s: RungSummary) -> LadderRung:
     )
 
 
-def compute(quick: bool, cache_dir) -> RelaxationLadderData:
+def compute(context: FigureContext) -> RelaxationLadderData:
+    quick = context.quick
     seeds, settings = _settings(quick)
     with assumptions_silenced():
         task = _runs.task_of(**TASK)
@@ -145,12 +146,12 @@ def compute(quick: bool, cache_dir) -> RelaxationLadderData:
     result = run_ladder(
         rungs,
         seeds,
-        runner=lambda r, n, seed: cached_rung(r, n, seed, cache_dir=cache_dir),
+        runner=lambda r, n, seed: cached_rung(r, n, seed, cache_dir=context.cache),
     )
     announce(f"summarizing {len(rungs)} rungs (bootstrap intervals over seeds)")
     summaries = [_intervals(s) for s in result.summaries()]
     trained = summaries[0].per_seed
-    flow = _trained.theorem_flow(rungs[0], seeds, cache_dir).beside(
+    flow = _trained.theorem_flow(rungs[0], seeds, context.cache).beside(
         trained.key_offsets, trained.value_offsets
     )
     s = LadderSettings(**settings)

@@ -17,7 +17,7 @@ from ..experiments._regime import (
 from ..internal._records import Record
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import compact, grid_text, plural, span_text
 
 BRANCHES = ("key", "value")
@@ -106,7 +106,8 @@ def claim(data: Theorem1Data) -> str:
     )
 
 
-def compute(quick: bool, cache_dir) -> Theorem1Data:
+def compute(context: FigureContext) -> Theorem1Data:
+    quick = context.quick
     config = OracleMinimizer(restarts=8 if quick else 32)
     shape = dict(L=4, S=4, H=2, gamma=1.0, kappa=1.0)
     N_grid = [16, 64, 256] if quick else [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -116,7 +117,7 @@ def compute(quick: bool, cache_dir) -> Theorem1Data:
         N_grid,
         beta_grid,
         config=config,
-        directory=cache_dir,
+        directory=context.cache,
         refine=0 if quick else 2,
     )
     by_point = {(int(p.task.N), float(p.task.beta)): p for p in regime.points}
@@ -129,7 +130,7 @@ def compute(quick: bool, cache_dir) -> Theorem1Data:
         "outside": (16, 10.0) if quick else (16, 8.0),
     }.items():
         point = _runs.oracle_point(
-            _runs.task_of(**shape, N=N, beta=beta), config, cache_dir
+            _runs.task_of(**shape, N=N, beta=beta), config, context.cache
         )  # a grid point: cached
         ctx = point.contexts[0]
         examples[label] = OracleExample(

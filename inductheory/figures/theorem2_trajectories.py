@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from ..internal._records import Record
 from ..model._gates import value_follows_key
 from . import _runs, _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import compact, median_interval, share_text, span_text
 
 BRANCHES = ("key", "value")
@@ -85,10 +85,11 @@ def claim(data: Theorem2Data) -> str:
     )
 
 
-def compute(quick: bool, cache_dir) -> Theorem2Data:
+def compute(context: FigureContext) -> Theorem2Data:
+    quick = context.quick
     runs = {}
     for label, (task, config, seeds) in zip(FLOWS, _runs.theorem2_setups(quick)):
-        r = _runs.flow_runs(task, config, seeds, cache_dir, trajectories=True)
+        r = _runs.flow_runs(task, config, seeds, context.cache, trajectories=True)
         runs[label] = FlowTrajectories(
             task=task.to_dict(),
             config=config.to_dict(),

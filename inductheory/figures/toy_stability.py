@@ -21,7 +21,7 @@ from ..toy._toy import (
     toy_loss,
 )
 from . import _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import compact, stored_parameter
 
 GAMMA = 1.0
@@ -239,7 +239,8 @@ def _landscape(beta, K, n, ts):
     )
 
 
-def compute(quick: bool, cache_dir) -> ToyStabilityData:
+def compute(context: FigureContext) -> ToyStabilityData:
+    quick = context.quick
     n_beta, n_K, n_curve, n_grid = (33, 29, 100, 41) if quick else (129, 113, 400, 101)
     betas = np.linspace(*BETA_RANGE, n_beta)
     Ks = np.geomspace(*K_RANGE, n_K)

@@ -16,7 +16,7 @@ from ..model._interventions import (
 )
 from ..model._loss import phase_accuracy, phase_gap, phase_losses
 from . import _runs, _style
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._stats import compact, share_text, span_text
 
 
@@ -108,7 +108,8 @@ def claim(data: WeakSpotsData) -> str:
     )
 
 
-def compute(quick: bool, cache_dir) -> WeakSpotsData:
+def compute(context: FigureContext) -> WeakSpotsData:
+    quick = context.quick
     shapes = (
         [(1, 4), (2, 4)] if quick else [(1, 4), (2, 4), (3, 4), (2, 6), (3, 6), (3, 8)]
     )
@@ -117,7 +118,7 @@ def compute(quick: bool, cache_dir) -> WeakSpotsData:
     models = []
     for H, S in shapes:
         task = _runs.task_of(**_runs.BASE, S=S, H=H)
-        run = _runs.flow_runs(task, config, seeds, cache_dir)
+        run = _runs.flow_runs(task, config, seeds, context.cache)
         curves = [
             np.asarray(phase_accuracy(task, _runs.converged_gates(run, i))).tolist()
             for i in range(seeds)
@@ -134,7 +135,7 @@ def compute(quick: bool, cache_dir) -> WeakSpotsData:
     # rotation and knockout on one converged model
     H, S = (2, 4) if quick else (2, 6)
     task = _runs.task_of(**_runs.BASE, S=S, H=H)
-    run = _runs.flow_runs(task, config, seeds, cache_dir)
+    run = _runs.flow_runs(task, config, seeds, context.cache)
     gates = _runs.converged_gates(run, 0)
     rotation = {
         str(d): np.asarray(phase_accuracy(task, rotate_gates(gates, d))).tolist()
