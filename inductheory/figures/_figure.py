@@ -10,20 +10,38 @@ from typing import Any
 from ..internal._records import Record
 
 
+class FigureParameters(Record):
+    """Base of a figure's typed parameters (use on a frozen dataclass): the settings behind
+    its numbers as fields, which its claim reads, and `text()`, the entries of its
+    "Parameters." line."""
+
+    def text(self) -> dict[str, str]:
+        """The "Parameters." line's entries, by name."""
+        raise NotImplementedError(f"{type(self).__name__} has no text()")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FigureData(Record):
     """Base of every figure's data: the record its `compute` returns, stored as
     `data/<name>.json` by `to_dict()` and read back by `from_dict()`.
 
     **Fields:**
-    - `parameters`: the settings behind the numbers, by name (printed under the claim).
+    - `parameters`: the settings behind the numbers (printed under the claim): a figure's
+      `FigureParameters` record, or a dict of their texts by name.
     - `findings`: one line of the measured values.
 
-    Each figure's subclass adds its own named fields (keyword-only).
+    Each figure's subclass adds its own named fields (keyword-only), and may narrow
+    `parameters` to its record.
     """
 
-    parameters: dict[str, Any]
+    parameters: dict[str, Any] | FigureParameters
     findings: str
+
+    def parameter_text(self) -> dict[str, Any]:
+        """The entries of the "Parameters." line, by name."""
+        if isinstance(self.parameters, FigureParameters):
+            return self.parameters.text()
+        return dict(self.parameters)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +121,10 @@ class Figure:
         if isinstance(self.claim, str):
             return self.claim
         return self.claim(self.record(stored))
+
+    def parameter_text(self, stored: Mapping | FigureData) -> dict[str, Any]:
+        """The entries of the "Parameters." line printed beside the data, by name."""
+        return self.record(stored).parameter_text()
 
     def drawing(self, stored: Mapping | FigureData):
         """The matplotlib figure drawn from the data."""

@@ -62,10 +62,11 @@ def readme(
             f"**Claim.** {f.claim_text(d)}",
             "",
         ]
-        if d.get("parameters"):
+        parameters = f.parameter_text(d)
+        if parameters:
             lines += [
                 "**Parameters.** "
-                + "; ".join(f"{k} = {v}" for k, v in _parameter_order(d["parameters"])),
+                + "; ".join(f"{k} = {v}" for k, v in _parameter_order(parameters)),
                 "",
             ]
         if f.tables is not None:
