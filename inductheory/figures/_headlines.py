@@ -150,17 +150,8 @@ def _convergence_rates(d) -> tuple[str, str, str]:
     )
 
 
-def _seeds_per_point(parameters: Mapping[str, str]) -> int:
-    found = re.search(r"(\d+) seeds per point", parameters["flow"])
-    if found is None:
-        raise ValueError(
-            f"no 'seeds per point' in the flow parameters {parameters['flow']!r}"
-        )
-    return int(found.group(1))
-
-
 def _coverage(d) -> tuple[str, str, str]:
-    n = _seeds_per_point(d.parameters)
+    n = d.parameters.seeds
     row = max(d.distinct, key=lambda r: abs(r.distinct_fraction - r.baseline))
     chance = abs(row.distinct_fraction - row.baseline) <= 0.1
     k = round(row.distinct_fraction * row.selected_fraction * n)

@@ -14,7 +14,6 @@ from ._stats import (
     kendall_tau,
     share_text,
     span_text,
-    stored_parameter,
     wilson_interval,
 )
 
@@ -62,8 +61,7 @@ def phases_word(r) -> str:
 
 def settings_claim(data: MitigationsData) -> str:
     """The mitigation table's part of the claim."""
-    table, task = data.table, data.parameters["task"]
-    flow = data.parameters["flow"]
+    table, p = data.table, data.parameters
     rows = {(r.S, r.W, r.gates): r for r in table}
     settings = list(dict.fromkeys((r.S, r.W) for r in table))
     learned = [rows[(S, W, "learned")] for S, W in settings]
@@ -89,13 +87,11 @@ def settings_claim(data: MitigationsData) -> str:
         sel = f"selected: {share_text(selected, total)} seeds (Wilson 95%)"
     text = (
         "Exact per-phase measures (docs/theory.md §9, §10) on exact-geometry tasks with T "
-        f"= L*S = {T} positions, H={H}, N={stored_parameter(task, 'N')}, beta="
-        f"{stored_parameter(task, 'beta')}, gamma={stored_parameter(task, 'gamma')}, kappa="
-        f"{stored_parameter(task, 'kappa')} and all queries (the boundary phase S-1 included), "
+        f"= L*S = {T} positions, H={H}, {p.task_text()} and all queries (the boundary phase "
+        "S-1 included), "
         f"for (S, W) in {{{', '.join(pair_text(S, W) for S, W in settings)}}}. Learned gates: the "
         f"final gates of {'/'.join(map(str, seeds))} reduced flows per setting (rho="
-        f"{compact(float(stored_parameter(flow, 'rho')))}, delta="
-        f"{compact(float(stored_parameter(flow, 'delta')))}; {sel}); hard optimum: the one-hot "
+        f"{compact(p.rho)}, delta={compact(p.delta)}; {sel}); hard optimum: the one-hot "
         "shared gate of least population loss, by exhaustive enumeration of key and value "
         "offsets of both heads (a vertex, not shown to be optimal among all gates); uniform "
         "gates 1/W. "

@@ -9,6 +9,7 @@ import dataclasses
 from ..experiments._mitigations import CoordinationRow, MitigationRow
 from ..internal._records import Record
 from ._figure import FigureData
+from ._parameters import MitigationsParameters
 
 # The kinds of gates of the mitigation table, in the order of its rows and bars.
 KINDS = ("learned", "hard optimum", "uniform")
@@ -84,6 +85,7 @@ class MitigationsData(FigureData):
     coordination: list[LabelledCoordinationRow]
     threshold: list[ThresholdRow]
     paper: list[PaperComparison]
+    parameters: MitigationsParameters
 
 
 def tau_of(r) -> float:

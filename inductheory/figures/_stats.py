@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import typing
 
 import numpy as np
@@ -153,14 +152,6 @@ def grid_text(values) -> str:
 def plural(n: int, noun: str) -> str:
     """`n` and `noun`, plural unless n is 1: `1 seed`, `2 seeds`."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def stored_parameter(text: str, name: str) -> str:
-    """The value of `name=value` in a stored parameters line such as `'L=8 S=4 N=1024'`."""
-    found = re.search(rf"(?<![\w.]){re.escape(name)}=([^\s,;)]+)", text)
-    if found is None:
-        raise KeyError(f"no {name}= in the parameters {text!r}")
-    return found.group(1)
 
 
 class MedianInterval(typing.NamedTuple):

@@ -17,7 +17,8 @@ from ..model._loss import phase_accuracy, phase_losses
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
 from ._figure import Figure, FigureContext, FigureData, MeasuredTable
-from ._stats import share_text, stored_parameter
+from ._parameters import BoundaryParameters
+from ._stats import share_text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +75,7 @@ class BoundaryData(FigureData):
     H: int
     learned: list[LearnedWindow]
     oracle: list[OracleWindow]
+    parameters: BoundaryParameters
 
 
 def _windows(S: int) -> list[int]:
@@ -187,12 +189,17 @@ def compute(context: FigureContext) -> BoundaryData:
         H=H,
         learned=learned,
         oracle=oracle,
-        parameters={
-            "task": f"L=8 S={S} H={H} N=4096 beta=4 gamma=1 kappa=1 queries=all",
-            "flow": f"reduced, rho={config.rho}, delta={config.delta}, {seeds} seeds per W",
-            "oracle": f"L={o_L} S={S} H={o_H} queries=all, restarts={minimizer.restarts}, "
-            f"steps={minimizer.steps}, 8 vertex seeds",
-        },
+        parameters=BoundaryParameters(
+            S=S,
+            H=H,
+            rho=config.rho,
+            delta=config.delta,
+            seeds=seeds,
+            oracle_L=o_L,
+            oracle_H=o_H,
+            restarts=minimizer.restarts,
+            steps=minimizer.steps,
+        ),
         findings="; ".join(
             f"W={m.W}: selections {m.pairs}, boundary accuracy learned "
             f"{m.accuracy_mean[-1]:.2f}, "
@@ -347,7 +354,7 @@ def claim(data: BoundaryData) -> str:
     n = {m.seeds for m in learned}
     selected = [m.status_counts.get("selected", 0) for m in learned]
     value_follows = all(m.value_is_key_plus_one == 1.0 for m in learned)
-    restarts = stored_parameter(data.parameters["oracle"], "restarts")
+    restarts = data.parameters.restarts
     o = oracle[0]
     losses = [x.best_loss for x in oracle]
     return (

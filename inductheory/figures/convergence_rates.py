@@ -4,7 +4,6 @@ then a 1/t tail."""
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 
@@ -14,12 +13,12 @@ from ..flow._rates import EscapeRates
 from ..internal._records import Record, optional_field
 from . import _runs, _style
 from ._figure import Figure, FigureContext, FigureData, MeasuredTable
+from ._parameters import ConvergenceRatesParameters
 from ._stats import (
     bootstrap_interval,
     compact,
     interval_text,
     median_interval,
-    stored_parameter,
     wilson_interval,
 )
 
@@ -147,6 +146,7 @@ class ConvergenceRatesData(FigureData):
     per_rho: list[RhoTailFit]
     by_delta: list[DeltaRuns]
     summary: TailSummary
+    parameters: ConvergenceRatesParameters
 
 
 def _small(x: float) -> str:
@@ -172,10 +172,8 @@ def _selects(rows) -> str:
 def claim(data: ConvergenceRatesData) -> str:
     """The claim, its shapes, seeds, grids, saves and selections from `data`."""
     params, summary = data.parameters, data.summary
-    task, tail = params["task"], params["tail"]
     per_rho, by_delta = data.per_rho, data.by_delta
-    lo, hi = re.search(r"1-p in \(([^,]+), ([^)]+)\)", tail).groups()
-    saves = re.search(r"saves in \[([^\]]+)\]", tail).group(1)
+    lo, hi = params.fit_window
     n_rho = sorted({r.seeds for r in per_rho})
     n_delta = sorted({r.seeds for r in by_delta})
     exponents = [r.exponent_mean for r in sorted(per_rho, key=lambda r: r.rho)]
@@ -192,20 +190,17 @@ def claim(data: ConvergenceRatesData) -> str:
     )
     return (
         "Convergence of the reduced flow (docs/theory.md §6). Reduced flows (exact geometry, "
-        + ", ".join(
-            f"{p}={stored_parameter(task, p)}"
-            for p in ("L", "S", "H", "N", "beta", "gamma", "kappa")
-        )
-        + f"), the selection time located by {params['root_finder']}. Tail: "
+        + params.task_text(", ")
+        + f"), the selection time located by {params.root_finder}. Tail: "
         f"{'/'.join(map(str, n_rho))} seeds for each rho in "
         f"{{{', '.join(_small(r.rho) for r in per_rho)}}} ({n} in all), run to delta = "
-        f"{_small(float(stored_parameter(tail, 'delta')))} with "
-        f"{len(data.tails[0].t) - 1} log-spaced saves in [{saves}]; "
+        f"{_small(params.tail_delta)} with "
+        f"{len(data.tails[0].t) - 1} log-spaced saves in [{params.saves_text()}]; "
         + ("every seed selects" if _selects(per_rho) else "not every seed selects")
         + f" (n/n with its Wilson 95% interval under Measured: {k}/{n} "
         f"{interval_text(*summary.selected_ci95)}). The unselected mass 1 - p(t) (largest "
         "mass off the final selection over heads and branches) is fitted on log-log axes over "
-        f"1 - p in ({_small(float(lo))}, {_small(float(hi))}]: the exponent is "
+        f"1 - p in ({_small(lo)}, {_small(hi)}]: the exponent is "
         + ("close to -1, a little below it" if below else "not just below -1")
         + (
             ", and nearer -1 the larger rho"
@@ -219,7 +214,7 @@ def claim(data: ConvergenceRatesData) -> str:
         "median ratio with its 95% order-statistic interval). Hence the time to "
         f"delta-selection is about C/delta plus the escape time: delta in "
         f"{_grid([r.delta for r in by_delta])} ({'/'.join(map(str, n_delta))} seeds per "
-        f"delta, rho = {_small(float(stored_parameter(params['delta'], 'rho')))}; "
+        f"delta, rho = {_small(params.delta_rho)}; "
         + (
             f"every seed selects at every delta, {delta_rows} each"
             if _selects(by_delta)
@@ -419,22 +414,28 @@ def compute(context: FigureContext) -> ConvergenceRatesData:
         for rho in rhos
     ]
     s = summary
+    tail_config = _tail_config(quick, rhos[0])
     return ConvergenceRatesData(
         rates=rates,
         tails=tails,
         per_rho=per_rho,
         by_delta=by_delta,
         summary=summary,
-        parameters={
-            "task": "L=8 S=4 H=2 N=4096 beta=4 gamma=1 kappa=1, reduced flow",
-            "tail": f"rho in {rhos}, {seeds} seeds each, delta={TAIL_DELTA}, saves in [1, 1e9], "
-            f"exponent fitted over 1-p in {FIT_WINDOW}",
-            "delta": f"delta in {deltas}, rho=0.1, {d_seeds} seeds each",
-            "root_finder": ROOT_FINDER,
-            "intervals": f"{LEVEL:.0%}: Wilson for shares, order statistics for medians, "
-            f"percentile bootstrap over seeds ({BOOTSTRAP['resamples']} resamples, seed "
-            f"{BOOTSTRAP['seed']}) for the mean exponent and the slope",
-        },
+        parameters=ConvergenceRatesParameters(
+            **SHAPE,
+            rhos=rhos,
+            tail_seeds=seeds,
+            tail_delta=TAIL_DELTA,
+            save_range=[tail_config.t_save_min, tail_config.t_max],
+            fit_window=list(FIT_WINDOW),
+            deltas=deltas,
+            delta_rho=_delta_config(deltas[0]).rho,
+            delta_seeds=d_seeds,
+            root_finder=ROOT_FINDER,
+            level=LEVEL,
+            resamples=BOOTSTRAP["resamples"],
+            bootstrap_seed=BOOTSTRAP["seed"],
+        ),
         findings=(
             f"escape rates lambda sym {rates.sym:.4f}, anti {rates.anti:.4f}; "
             f"exponent of 1-p(t) {s.exponent_mean:.4f} "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 
 import numpy as np
 
@@ -13,6 +12,7 @@ from ..experiments._flows import independent_distinct_baseline
 from ..internal._records import Record
 from . import _runs, _style
 from ._figure import Figure, FigureContext, FigureData, MeasuredTable
+from ._parameters import CoverageParameters
 from ._stats import compact, quartile_median_coverage, share_text, span_text
 
 N = 4096  # the vocabulary of every flow here (`_runs.BASE`)
@@ -73,6 +73,7 @@ class CoverageData(FigureData):
     distinct: list[DistinctShare]
     by_rho: list[TimesAtRho]
     by_kappa: list[TimesAtKappa]
+    parameters: CoverageParameters
 
 
 def compute(context: FigureContext) -> CoverageData:
@@ -119,10 +120,7 @@ def compute(context: FigureContext) -> CoverageData:
         distinct=distinct,
         by_rho=by_rho,
         by_kappa=by_kappa,
-        parameters={
-            "task": "L=8 N=4096 beta=4 gamma=1 (S=4 H=2 for the times)",
-            "flow": f"reduced, delta={config.delta}, {seeds} seeds per point",
-        },
+        parameters=CoverageParameters(delta=config.delta, seeds=seeds),
         findings="distinct fraction vs independent-uniform baseline: "
         + ", ".join(
             f"H={d.H},S={d.S}: {d.distinct_fraction:.2f} vs {d.baseline:.2f}"
@@ -185,11 +183,6 @@ def draw(data: CoverageData):
     return fig
 
 
-def _seeds(data: CoverageData) -> int:
-    """The seeds per point, as the parameters state them."""
-    return int(re.search(r"(\d+) seeds per point", data.parameters["flow"]).group(1))
-
-
 def _quartile_confidence(n: int) -> str:
     """How surely the quartiles of n values bound their median, as text (`1 - 1e-15`, `0.92`)."""
     cover = quartile_median_coverage(n)
@@ -206,7 +199,7 @@ def _rate_scaled(row: TimesAtKappa) -> float:
 
 def claim(data: CoverageData) -> str:
     """The claim, its shapes, shares, quartiles and times from `data`."""
-    n = _seeds(data)
+    n = data.parameters.seeds
     distinct = data.distinct
     excess = [d.distinct_fraction - d.baseline for d in distinct]
     above = sum(e >= 0 for e in excess)
@@ -259,7 +252,7 @@ def claim(data: CoverageData) -> str:
 def tables(data: CoverageData) -> list[MeasuredTable]:
     """Distinct-offset shares (Wilson 95% intervals) against the independent-choice baseline,
     and the quartiles of the time to delta-selection against rho and kappa."""
-    n = _seeds(data)
+    n = data.parameters.seeds
     distinct = []
     for d in data.distinct:
         # the share is over the seeds that selected (all of them where selected_fraction = 1)

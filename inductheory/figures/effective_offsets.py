@@ -12,7 +12,8 @@ from matplotlib.lines import Line2D
 from ..internal._records import Record
 from . import _runs, _style
 from ._figure import Figure, FigureContext, FigureData, MeasuredTable
-from ._stats import compact, plural, stored_parameter
+from ._parameters import EffectiveOffsetsParameters
+from ._stats import compact, plural
 
 BRANCHES = ("key", "value")
 
@@ -47,16 +48,16 @@ class EffectiveOffsetsData(FigureData):
     S: int
     max_static_avg_difference: float
     approximate: ApproximateFlows
+    parameters: EffectiveOffsetsParameters
 
 
 def claim(data: EffectiveOffsetsData) -> str:
     """The claim, its sizes, seeds and largest differences from `data`."""
-    task, approx = data.parameters["task"], data.approximate
-    M = stored_parameter(data.parameters["flow"], "M")
+    p, approx = data.parameters, data.approximate
     return (
         "Along the full gradient flow of the linear gate class (exact geometry, L=8, "
-        f"S={data.S}, H=2, N={stored_parameter(task, 'N')}, beta=4, gamma=1, rho=0.1, "
-        f"M={M} balanced contexts, {plural(len(data.static), 'seed')}) the static "
+        f"S={data.S}, H=2, N={p.N}, beta=4, gamma=1, rho=0.1, "
+        f"M={p.M} balanced contexts, {plural(len(data.static), 'seed')}) the static "
         "effective number of offsets exp(H(E[alpha])) and the average one E[exp(H(alpha))] "
         "(docs/theory.md §9, measured on the training contexts) both fall from "
         f"S={data.S} to 1 for key and value gates, and they coincide along the whole "
@@ -120,13 +121,21 @@ def compute(context: FigureContext) -> EffectiveOffsetsData:
         S=task.S,
         max_static_avg_difference=difference,
         approximate=approximate,
-        parameters={
-            "task": f"L={task.L} S={task.S} H={task.H} N={task.N} beta={task.beta}",
-            "flow": f"full, rho={config.rho}, M={r.sample['M']} balanced contexts, "
-            f"{seeds} seeds",
-            "approximate": f"same flow and shape, N={a_task.N}, d={a_task.d} (realized eps "
-            f"{approximate.eps:.2f}), M={ra.sample['M']} balanced contexts, {a_seeds} seeds",
-        },
+        parameters=EffectiveOffsetsParameters(
+            L=task.L,
+            S=task.S,
+            H=task.H,
+            N=task.N,
+            beta=task.beta,
+            rho=config.rho,
+            M=r.sample["M"],
+            seeds=seeds,
+            approximate_N=a_task.N,
+            approximate_d=a_task.d,
+            approximate_eps=approximate.eps,
+            approximate_M=ra.sample["M"],
+            approximate_seeds=a_seeds,
+        ),
         findings=f"start (static, avg) ~ ({static[:, 0].mean():.2f}, "
         f"{avg[:, 0].mean():.2f}) of S={task.S}; "
         f"end max static {_runs.last_finite(static).max():.4f}, max avg "

@@ -34,6 +34,7 @@ from ._mitigations_data import (
     ThresholdRow,
 )
 from ._mitigations_draw import draw_mitigations, tables
+from ._parameters import MitigationsParameters
 
 # worst-phase flows often end unselected (stiff at small tau): a smaller budget
 WORST_BUDGET = {"t_max": 1e6, "max_steps": 20_000}
@@ -193,18 +194,16 @@ def compute(context: FigureContext) -> MitigationsData:
         table,
         coordination,
         threshold,
-        {
-            "task": "T=L*S=48 positions, H=2, N=4096, beta=4, gamma=1, kappa=1, exact "
-            "geometry, queries=all",
-            "flow": f"reduced, rho={config.rho}, delta={config.delta}, "
-            f"t_max={config.t_max:g}, {seeds} seeds per row",
-            "coordination": "W=S=4, H in {2, 3} (quick: 2), queries within and all (quick: all), "
-            f"{4 if quick else COORDINATION_SEEDS} seeds per variant "
-            f"({4 if quick else BUDGET_SEEDS} for the worst-phase objective at tau < 1)",
-            "threshold": "lambda* = coordination_threshold (closed form); flows at "
-            f"{' and '.join(f'{f:g}' for f in THRESHOLD_FACTORS)} lambda*, "
-            f"{4 if quick else COORDINATION_SEEDS} seeds each",
-        },
+        MitigationsParameters(
+            **{k: v for k, v in TASK.items() if k != "queries"},
+            rho=config.rho,
+            delta=config.delta,
+            t_max=config.t_max,
+            seeds=seeds,
+            coordination_seeds=4 if quick else COORDINATION_SEEDS,
+            budget_seeds=4 if quick else BUDGET_SEEDS,
+            threshold_factors=list(THRESHOLD_FACTORS),
+        ),
     )
 
 
@@ -253,7 +252,8 @@ def restated(stored) -> MitigationsData:
         LabelledCoordinationRow.from_dict(r) for r in stored["coordination"]
     ]
     threshold = [ThresholdRow.from_dict(r) for r in stored["threshold"]]
-    return _with_paper(table, coordination, threshold, dict(stored["parameters"]))
+    parameters = MitigationsParameters.from_dict(stored["parameters"])
+    return _with_paper(table, coordination, threshold, parameters)
 
 
 def _with_paper(table, coordination, threshold, parameters) -> MitigationsData:

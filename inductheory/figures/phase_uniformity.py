@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 
 import numpy as np
 
@@ -23,12 +22,12 @@ from ..internal._records import Record, optional_field
 from ..model._gates import hard_selection, selectable_offsets, uniform_gates
 from . import _runs, _style
 from ._figure import Figure, FigureContext, FigureData, MeasuredTable
+from ._parameters import PhaseUniformityParameters
 from ._stats import (
     compact,
     interval_text,
     share_text,
     span_text,
-    stored_parameter,
     wilson_interval,
 )
 
@@ -104,6 +103,7 @@ class PhaseUniformityData(FigureData):
 
     S: int
     panels: list[UniformityPanel]
+    parameters: PhaseUniformityParameters
 
 
 def _hits(k: int, n: int) -> str:
@@ -143,7 +143,7 @@ def _end_text(end: FrontierEnd, H: int) -> str:
     )
 
 
-def _panel_text(p: UniformityPanel, S: int, rho: str, delta: str) -> str:
+def _panel_text(p: UniformityPanel, S: int, rho: float, delta: float) -> str:
     """One H's part of the claim."""
     H, fr, end = p.H, p.frontier, p.frontier.end
     phases = len(end.losses)
@@ -209,7 +209,7 @@ def _panel_text(p: UniformityPanel, S: int, rho: str, delta: str) -> str:
     return text + _flows_text(p, hard, rho, delta)
 
 
-def _flows_text(p: UniformityPanel, hard: bool, rho: str, delta: str) -> str:
+def _flows_text(p: UniformityPanel, hard: bool, rho: float, delta: float) -> str:
     """Where the plain and coordinated flows of one H end."""
     fr, end = p.frontier, p.frontier.end
     learned = p.learned
@@ -255,7 +255,7 @@ def _flows_text(p: UniformityPanel, hard: bool, rho: str, delta: str) -> str:
     at_best = all(abs(g.worst - fr.unconstrained_worst) < 0.01 for g in learned)
     text = (
         " Plain reduced flows ("
-        + f"rho={compact(float(rho))}, delta={compact(float(delta))}"
+        + f"rho={compact(rho)}, delta={compact(delta)}"
         + f", {total} seeds) "
         + ("all end at the mean-optimal end: " if at_best else "end: ")
         + ", ".join(
@@ -290,13 +290,10 @@ def _flows_text(p: UniformityPanel, hard: bool, rho: str, delta: str) -> str:
 def claim(data: PhaseUniformityData) -> str:
     """The claim, its starts, bounds, ends, frontier, placed points and seeds from `data`."""
     params = data.parameters
-    task, frontier, flows = params["task"], params["frontier"], params["flows"]
     S = data.S
     panels = data.panels
-    bounds, starts = re.search(r"(\d+) bounds x (\d+) starts", frontier).groups()
-    plain, coordinated = re.search(
-        r"plain (\d+) seeds, coordinated (\d+) seeds", flows
-    ).groups()
+    bounds, starts = params.bounds, params.starts
+    plain, coordinated = params.seeds, params.coordinated_seeds
     (n_end,) = {p.frontier.end.starts for p in panels}
     agree = max(
         float(np.max(np.abs(np.subtract(p.frontier.mean, p.frontier.slsqp_mean))))
@@ -309,9 +306,7 @@ def claim(data: PhaseUniformityData) -> str:
     )
     text = (
         "Exact per-phase losses of block-shared gates (docs/theory.md §4, §9), "
-        + ", ".join(
-            f"{k}={stored_parameter(task, k)}" for k in ("L", "S", "N", "beta", "gamma")
-        )
+        + params.task_text(("L", "S", "N", "beta", "gamma"), ", ")
         + ". Left end of the frontier (the least achievable worst-phase loss): min over gates "
         "of max_p l_p by two solvers, SLSQP on the simplices and the library's augmented "
         f"Lagrangian (AL) in logits, {n_end} starts each drawn independently per head and "
@@ -325,14 +320,18 @@ def claim(data: PhaseUniformityData) -> str:
         + f"the two solvers agree within {compact(agree, 1)} at every bound and F is "
         + ("non-increasing." if monotone else "not monotone.")
     )
-    rho, delta = stored_parameter(flows, "rho"), stored_parameter(flows, "delta")
-    return text + "".join(_panel_text(p, S, rho, delta) for p in panels)
+    return text + "".join(_panel_text(p, S, params.rho, params.delta) for p in panels)
+
+
+def _frontier_sizes(quick: bool) -> tuple[int, int, int]:
+    """The frontier's bounds, its starts per bound and the left end's starts."""
+    return (6, 8, 8) if quick else (16, 32, 24)
 
 
 def _frontier(task, quick, cache_dir, placed) -> FrontierCurve:
     """The left end (two solvers, KKT-checked), the AL frontier at every bound and SLSQP's
     check of it at every bound, cached together."""
-    n_bounds, starts, end_starts = (6, 8, 8) if quick else (16, 32, 24)
+    n_bounds, starts, end_starts = _frontier_sizes(quick)
     placed = sorted(set(placed))
     params = {
         "kind": "uniformity_frontier",
@@ -393,6 +392,7 @@ def compute(context: FigureContext) -> PhaseUniformityData:
     quick = context.quick
     config, seeds = _runs.reduced_config(quick)
     few = 8 if quick else 32
+    n_bounds, starts, end_starts = _frontier_sizes(quick)
     panels = []
     for H in (
         HEADS[:1] if quick else HEADS
@@ -451,23 +451,19 @@ def compute(context: FigureContext) -> PhaseUniformityData:
     return PhaseUniformityData(
         S=S,
         panels=panels,
-        parameters={
-            "task": "L=8 S=4 N=4096 beta=4 gamma=1 kappa=1, H in {2, 3}",
-            "left end": (
-                "min over gates of the worst phase by SLSQP on the simplices and by the "
-                "augmented Lagrangian in logits, "
-                + ("8" if quick else "24")
-                + " starts each, the best Newton-polished on its KKT equations"
-            ),
-            "frontier": (
-                "augmented Lagrangian + BFGS, "
-                + ("6 bounds x 8 starts" if quick else "16 bounds x 32 starts")
-                + " (plus the placed points' worst phases); SLSQP on the simplices "
-                "at every bound as a check"
-            ),
-            "flows": f"reduced, rho={config.rho}, delta={config.delta}; plain {seeds} "
-            f"seeds, coordinated {few} seeds",
-        },
+        parameters=PhaseUniformityParameters(
+            **{k: _runs.BASE[k] for k in ("L", "N", "beta", "gamma", "kappa")},
+            S=S,
+            # both head counts, as the quick data have always said (quick: H = 2 only)
+            Hs=list(HEADS),
+            end_starts=end_starts,
+            bounds=n_bounds,
+            starts=starts,
+            rho=config.rho,
+            delta=config.delta,
+            seeds=seeds,
+            coordinated_seeds=few,
+        ),
         findings="; ".join(
             f"H={p.H}: frontier from (worst {p.frontier.min_worst:.4f}, mean "
             f"{p.frontier.unconstrained_mean + p.price:.4f}) "

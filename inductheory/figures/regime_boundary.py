@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import warnings
 
 import numpy as np
@@ -19,7 +18,8 @@ from ..oracle._boundary import hard_vertex_boundary
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
 from ._figure import Figure, FigureContext, FigureData, MeasuredTable
-from ._stats import share_text, span_text, stored_parameter
+from ._parameters import RegimeBoundaryParameters
+from ._stats import share_text, span_text
 
 SHAPE = dict(S=4, kappa=1.0)
 # (label, L, H, gamma, betas) of the oracle measurements; the first is the flow's setting too.
@@ -100,6 +100,7 @@ class RegimeBoundaryData(FigureData):
     oracle: list[OracleSeries]
     flow: list[FlowBracket]
     flow_label: str
+    parameters: RegimeBoundaryParameters
 
 
 def predicted(L: int, H: int, gamma: float, betas) -> list[float | None]:
@@ -194,6 +195,7 @@ def compute(context: FigureContext) -> RegimeBoundaryData:
     # BFGS, the method the data were measured with
     config = OracleMinimizer(method="bfgs", restarts=8 if quick else 16)
     series_spec = SERIES[:1] if quick else SERIES
+    refine = 1 if quick else 3  # bisection steps of the oracle's boundary
     oracle = []
     for label, L, H, gamma, betas in series_spec:
         betas = (8.0, 12.0) if quick else betas
@@ -209,7 +211,7 @@ def compute(context: FigureContext) -> RegimeBoundaryData:
             betas,
             config=config,
             directory=context.cache,
-            refine=1 if quick else 3,
+            refine=refine,
         )
         pred = predicted(L, H, gamma, betas)
         boundary = [
@@ -271,13 +273,18 @@ def compute(context: FigureContext) -> RegimeBoundaryData:
         oracle=oracle,
         flow=flow,
         flow_label=label,
-        parameters={
-            "oracle": f"S=4 kappa=1, exact geometry; {config.restarts} restarts + 8 vertex seeds; "
-            f"{'1' if quick else '3'} bisection steps",
-            "flow": f"reduced, {label}, {seeds} seeds, rho=0.1, delta=1e-3, t_max=1e7, "
-            "max_steps=5e4; criterion: at least half of the seeds delta-select with "
-            "distinct heads",
-        },
+        parameters=RegimeBoundaryParameters(
+            **SHAPE,
+            restarts=config.restarts,
+            vertex_seeds=8,
+            bisection_steps=refine,
+            series=label,
+            seeds=seeds,
+            rho=flow_config.rho,
+            delta=flow_config.delta,
+            t_max=flow_config.t_max,
+            max_steps=flow_config.max_steps,
+        ),
         findings=f"{sum(b.agrees for _, b in rows)}/{len(rows)} brackets agree "
         "with the prediction"
         + (
@@ -471,7 +478,7 @@ def tables(data: RegimeBoundaryData) -> list[MeasuredTable]:
         for s in data.oracle
         for b in s.boundary
     ]
-    seeds = int(re.search(r"(\d+) seeds", data.parameters["flow"]).group(1))
+    seeds = data.parameters.seeds
     flow = []
     for b in data.flow:
         at = {p.N: p for p in b.points}
@@ -515,10 +522,6 @@ def tables(data: RegimeBoundaryData) -> list[MeasuredTable]:
             points,
         ),
     ]
-
-
-def _flow_seeds(data: RegimeBoundaryData) -> int:
-    return int(re.search(r"(\d+) seeds", data.parameters["flow"]).group(1))
 
 
 def _series_text(oracle: list[OracleSeries]) -> str:
@@ -588,15 +591,15 @@ def claim(data: RegimeBoundaryData) -> str:
     widths = [100 * (b.N_star / b.N_below - 1) for b in closed]
     n_betas = {len(s.boundary) for s in oracle}
     each = " each" if len(oracle) > 1 else ""
-    S = int(stored_parameter(params["oracle"], "S"))
+    S = params.S
     covered = [
         s
         for s in oracle
         if all(b.predicted is None for b in s.boundary)
         and all(b.agrees for b in s.boundary)
     ]
-    restarts = re.search(r"\d+ restarts \+ \d+ vertex seeds", params["oracle"]).group(0)
-    oracle_steps = int(re.search(r"(\d+) bisection steps", params["oracle"]).group(1))
+    restarts = params.restarts_text()
+    oracle_steps = params.bisection_steps
     grids = list(dict.fromkeys(tuple(s.N_grid) for s in oracle))
     doubling = all(
         list(s.N_grid) == [2**k for k in range(20) if s.L * S <= 2**k <= s.N_grid[-1]]
@@ -608,7 +611,7 @@ def claim(data: RegimeBoundaryData) -> str:
         else "N grid " + " / ".join("{" + ", ".join(map(str, g)) + "}" for g in grids)
     )
     agree_oracle = sum(b.agrees for b in brackets)
-    seeds = _flow_seeds(data)
+    seeds = params.seeds
     flow_steps = {len(b.points) - 2 for b in flow}
     f_label = dict(kv.split("=") for kv in data.flow_label.split())
     missed = [b for b in flow if not b.agrees]
@@ -653,10 +656,7 @@ def claim(data: RegimeBoundaryData) -> str:
     text += (
         f". Reduced flow (docs/theory.md §6; L={f_label['L']}, S={S}, H={f_label['H']}, "
         f"gamma={f_label['gamma']}, {seeds} seeds, "
-        + ", ".join(
-            f"{k}={stored_parameter(params['flow'], k)}"
-            for k in ("rho", "delta", "t_max")
-        )
+        + params.flow_text()
         + f"; {len(flow)} beta{'' if len(flow) == 1 else 's'}): the N below which fewer "
         "than half of the seeds delta-select with distinct heads, bisected in log N between "
         f"LS and {max(p.N for b in flow for p in b.points)} "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 
 import numpy as np
 
@@ -28,11 +27,11 @@ from ..internal._records import field_values
 from ..model._task import assumptions_silenced
 from . import _runs, _style, _trained
 from ._figure import Figure, FigureContext, FigureData, MeasuredTable
+from ._parameters import RelaxationLadderParameters
 from ._stats import (
     mean_interval,
     mean_text,
     share_text,
-    stored_parameter,
     wilson_interval,
 )
 from ._trained import FlowCheck
@@ -115,6 +114,7 @@ class RelaxationLadderData(FigureData):
 
     rungs: list[LadderRung]
     flow_check: FlowCheck
+    parameters: RelaxationLadderParameters
 
 
 def _intervals(s: RungSummary) -> LadderRung:
@@ -154,24 +154,19 @@ def compute(context: FigureContext) -> RelaxationLadderData:
     flow = _trained.theorem_flow(rungs[0], seeds, context.cache).beside(
         trained.key_offsets, trained.value_offsets
     )
-    s = LadderSettings(**settings)
     return RelaxationLadderData(
         rungs=summaries,
         flow_check=flow,
-        parameters={
-            "task": "L=4, S=3 (W=S), H=2, N=48, beta=4, gamma=1, kappa=1, queries=within",
-            "training": f"{seeds} seeds per rung, {s.steps} steps; theorem rung: gradient "
-            f"descent, lr={s.lr}, the full flow's balanced sample of M={s.M} contexts, "
-            "rho=0.1",
-            "switches": f"minibatch: {s.batch} fresh contexts a step; Adam: lr={s.adam_lr}; "
-            f"approximate geometry: d={s.approximate_d}; learned embeddings, maps and "
-            f"unembedding: d={s.d}; gate bias: <c, x> + b; exact local branch: "
-            f"w={s.local_window}; two layers",
-            "measures": f"{s.eval_contexts} held-out contexts per seed; selected: argmax "
-            f"mass >= {SELECTED_MASS}; input-dependent: static - avg >= {INPUT_DEPENDENT}; "
-            f"phase-uniform: per-seed gap <= {PHASE_UNIFORM}; boundary phase: the "
-            "within-trained models evaluated with queries=all",
-        },
+        parameters=RelaxationLadderParameters(
+            **TASK,
+            queries=task.queries,
+            seeds=seeds,
+            **field_values(LadderSettings(**settings)),
+            rho=rungs[0].train_config.rho,
+            selected_mass=SELECTED_MASS,
+            input_dependent=INPUT_DEPENDENT,
+            phase_uniform=PHASE_UNIFORM,
+        ),
         findings=_findings(summaries, flow),
     )
 
@@ -573,11 +568,6 @@ NAMES = dict(
 )
 
 
-def _param(text: str, pattern: str) -> str:
-    """The first group of `pattern` in a stored parameters line."""
-    return re.search(pattern, text).group(1)
-
-
 def _share(c: Count) -> str:
     return share_text(c.k, c.n)
 
@@ -626,21 +616,18 @@ def claim(data: RelaxationLadderData) -> str:
         if all(getattr(r, c).k == getattr(r, c).n for c in full)
         and all(p.mean == 1 for p in r.phase_accuracy)
     ]
-    N = int(stored_parameter(par["task"], "N"))
+    N = par.N
     n_flow = len(flow.status)
     text = (
         "The trained compressed model (docs/trained.md; beyond docs/theory.md §10) on "
-        + par["task"].replace("queries=within", "within queries")
-        + f"; {_param(par['training'], r'^(.*? steps)')}, measured on "
-        f"{_param(par['measures'], r'^([0-9]+ held-out contexts per seed)')}. Theorem rung: "
-        f"gradient descent, lr={_param(par['training'], r'lr=([^,]+)')}, on the full flow's "
-        f"balanced sample (M={_param(par['training'], r'M=([0-9]+)')}); switches: minibatch of "
-        f"{_param(par['switches'], r'minibatch: ([0-9]+)')} fresh contexts, Adam "
-        f"lr={_param(par['switches'], r'Adam: lr=([^;]+)')}, approximate geometry "
-        f"d={_param(par['switches'], r'geometry: d=([0-9]+)')}, learned embeddings, maps and "
-        f"unembedding d={_param(par['switches'], r'unembedding: d=([0-9]+)')}, a per-offset "
+        + par.task_text().replace("queries=within", "within queries")
+        + f"; {par.rungs_text()}, measured on {par.measured_text()}. Theorem rung: "
+        f"gradient descent, lr={par.lr}, on the full flow's balanced sample (M={par.M}); "
+        f"switches: minibatch of {par.batch} fresh contexts, Adam lr={par.adam_lr}, "
+        f"approximate geometry d={par.approximate_d}, learned embeddings, maps and "
+        f"unembedding d={par.d}, a per-offset "
         "gate bias, an exact local branch "
-        f"w={_param(par['switches'], r'branch: w=([0-9]+)')}, two layers; each alone and "
+        f"w={par.local_window}, two layers; each alone and "
         "cumulatively; a control with bias-only gates on the cumulative learned rung. The "
         "boundary phase is measured by evaluating the within-trained models with queries=all "
         f"(no retraining). Measured: the full flow at the same task, sample and seeds, "

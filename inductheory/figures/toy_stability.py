@@ -22,7 +22,8 @@ from ..toy._toy import (
 )
 from . import _style
 from ._figure import Figure, FigureContext, FigureData, MeasuredTable
-from ._stats import compact, stored_parameter
+from ._parameters import ToyStabilityParameters
+from ._stats import compact
 
 GAMMA = 1.0
 LS = (4, 8, 64)  # panels of the stability diagram
@@ -135,6 +136,7 @@ class ToyStabilityData(FigureData):
     corner_same: float
     corner_opposite: float
     split_advantage: float
+    parameters: ToyStabilityParameters
 
 
 def _beta0(x: float) -> str:
@@ -167,7 +169,7 @@ def claim(data: ToyStabilityData) -> str:
     Ls = [d.L for d in diagrams]
     anti_everywhere = all(min(map(min, d.region)) >= 1 for d in diagrams)
     agree = all(d.boundary_agrees_with_signs == d.grid_points for d in diagrams)
-    main_L = stored_parameter(data.parameters["landscapes"], "L")
+    main_L = data.parameters.L
     starts = {len(land.trajectories) for land in lands}
     (K,) = {land.config["K"] for land in lands}
     first, *rest = [_landscape_text(land, p) for land, p in zip(lands, "abcdefgh")]
@@ -320,14 +322,16 @@ def compute(context: FigureContext) -> ToyStabilityData:
         corner_same=float(same),
         corner_opposite=float(opposite),
         split_advantage=float(split_advantage(main)),
-        parameters={
-            "diagram": f"gamma={GAMMA}, L in {list(LS)}, beta in [{BETA_RANGE[0]}, "
-            f"{BETA_RANGE[1]}] "
-            f"({n_beta} points), K in [{K_RANGE[0]:g}, {K_RANGE[1]:g}] ({n_K} points, log)",
-            "landscapes": "; ".join(
-                f"beta={b} K={k:g} L={MAIN_L}" for b, k in LANDSCAPES
-            ),
-        },
+        parameters=ToyStabilityParameters(
+            gamma=GAMMA,
+            Ls=list(LS),
+            beta_range=list(BETA_RANGE),
+            n_beta=n_beta,
+            K_range=list(K_RANGE),
+            n_K=n_K,
+            landscapes=[list(bk) for bk in LANDSCAPES],
+            L=MAIN_L,
+        ),
         findings="boundary agrees with the signs of the rates at "
         + ", ".join(
             f"L={d.L}: {d.boundary_agrees_with_signs}/{d.grid_points}" for d in diagrams
