@@ -1,7 +1,7 @@
 """ONE-TIME MIGRATION (issue 64 item 2): the committed figure data's display-string parameters
 into the typed records of `inductheory.figures._parameters`.
 
-Before, nine figures stored their parameters as display strings and their claims parsed
+Before, eleven figures stored their parameters as display strings and their claims parsed
 numbers back out of them with regular expressions. Their data now store the typed record
 (`FigureData.parameters`) and render the strings from it. The full data cannot be recomputed
 here (hours), so this script parses each committed JSON's strings once, builds the record,
@@ -206,6 +206,24 @@ def relaxation_ladder(p: dict) -> P.FigureParameters:
     )
 
 
+def theorem1_oracle(p: dict) -> P.FigureParameters:
+    refine = re.search(r"refined by (\d+) bisection steps", p["boundary"])
+    return P.Theorem1Parameters(
+        restarts=_int(p["minimizer"], r"(\d+) restarts"),
+        vertex_seeds=_int(p["minimizer"], r"(\d+) vertex seeds"),
+        refine=int(refine.group(1)) if refine else 0,
+    )
+
+
+def approximate_geometry(p: dict) -> P.FigureParameters:
+    return P.ApproximateGeometryParameters(
+        dims=[int(d) for d in _str(p["task"], r"through d \(([^)]+)\)").split(", ")],
+        contexts=_int(p["oracle"], r"^(\d+) contexts"),
+        restarts=_int(p["oracle"], r"(\d+) restarts"),
+        seeds=_int(p["flow"], r"(\d+) seeds"),
+    )
+
+
 MIGRATIONS = {
     f.__name__: f
     for f in (
@@ -218,6 +236,8 @@ MIGRATIONS = {
         boundary,
         mitigations,
         relaxation_ladder,
+        theorem1_oracle,
+        approximate_geometry,
     )
 }
 

@@ -357,3 +357,61 @@ class RelaxationLadderParameters(FigureParameters):
             f"{self.input_dependent}; phase-uniform: per-seed gap <= {self.phase_uniform}; "
             "boundary phase: the within-trained models evaluated with queries=all",
         }
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Theorem1Parameters(FigureParameters):
+    """The Theorem 1 figure's minimizer (`restarts`, `vertex_seeds`) and the boundary's
+    bisection steps (`refine`; 0: the grid's bracket as it is)."""
+
+    restarts: int
+    vertex_seeds: int
+    refine: int
+
+    def restarts_text(self) -> str:
+        """`32 restarts + 8 vertex seeds`."""
+        return f"{self.restarts} restarts + {self.vertex_seeds} vertex seeds"
+
+    def refined_text(self) -> str:
+        """`refined by 2 bisection steps in log N` (empty without refinement)."""
+        return (
+            f"refined by {self.refine} bisection steps in log N" if self.refine else ""
+        )
+
+    def text(self) -> dict[str, str]:
+        refined = self.refined_text()
+        return {
+            "task": "L=4 S=4 H=2 gamma=1 kappa=1, exact geometry",
+            "minimizer": f"active-set Newton, {self.restarts_text()}",
+            "boundary": "smallest grid N from which every larger N is hard with distinct "
+            "heads" + (f", {refined}" if refined else ""),
+        }
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ApproximateGeometryParameters(FigureParameters):
+    """The approximate-geometry figure's dimensions `dims`, oracle (`contexts` per d,
+    `restarts`) and full flows (`seeds` per d)."""
+
+    dims: list[int]
+    contexts: int
+    restarts: int
+    seeds: int
+
+    def oracle_text(self, per: str = "of one geometry per d") -> str:
+        """`24 contexts of one geometry per d, 8 restarts + 4 best vertices as starts`."""
+        return (
+            f"{self.contexts} contexts {per}, {self.restarts} restarts + 4 best vertices "
+            "as starts"
+        )
+
+    def text(self) -> dict[str, str]:
+        return {
+            "task": "L=4 S=3 H=2 N=240 beta=4 gamma=1 kappa=1, approximate geometry "
+            f"through d ({', '.join(map(str, self.dims))})",
+            "oracle": self.oracle_text(),
+            "flow": f"full, rho=0.1, balanced sample of N/L contexts, {self.seeds} seeds "
+            "of one geometry per d, t_max=1e6",
+            "intervals": "95% Wilson score intervals of each share (binomial over contexts "
+            "or seeds)",
+        }

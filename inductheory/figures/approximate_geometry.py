@@ -18,6 +18,7 @@ from ..model._task import welch_bound
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
 from ._figure import Figure, FigureContext, FigureData, MeasuredTable
+from ._parameters import ApproximateGeometryParameters
 from ._stats import plural, share_text, wilson_interval
 
 SHAPE = dict(L=4, S=3, H=2, N=240, gamma=1.0, beta=4.0, kappa=1.0)
@@ -60,6 +61,7 @@ class ApproximateGeometryData(FigureData):
     """A `GeometryRow` per dimension d (`rows`)."""
 
     rows: list[GeometryRow]
+    parameters: ApproximateGeometryParameters
 
 
 def _orders(rows: list[GeometryRow], share: str, eps: str) -> bool:
@@ -87,7 +89,7 @@ def _shares(rows: list[GeometryRow], share: str, source: str) -> str:
 
 def claim(data: ApproximateGeometryData) -> str:
     """The claim, its dimensions, contexts, seeds, shares and coherences from `data`."""
-    rows, parameters = data.rows, data.parameters
+    rows = data.rows
     ordered = [
         _orders(rows, "oracle_hard", f"oracle_eps_{kind}") for kind in ("max", "mean")
     ]
@@ -102,7 +104,7 @@ def claim(data: ApproximateGeometryData) -> str:
         "coherences of that very geometry (re-created from the runs' keys): the realized "
         "eps = max_{i != j} |<v_i, v_j>| and the mean coherence mean_{i != j} |<v_i, v_j>| "
         "over all token pairs (Welch bound: the smallest max possible at that d). Oracle "
-        f"minimizers: {parameters['oracle'].replace(' of one geometry per d', ' per d')}. "
+        f"minimizers: {data.parameters.oracle_text(per='per d')}. "
         f"Full gradient flows: {rows[0].flow_hard.n} seeds per d on one balanced "
         "sample of N/L contexts, rho=0.1, t_max=1e6. Error bars are 95% Wilson intervals "
         "over the contexts or seeds of one geometry per d (they do not cover the spread "
@@ -218,18 +220,9 @@ def compute(context: FigureContext) -> ApproximateGeometryData:
 
     return ApproximateGeometryData(
         rows=rows,
-        parameters={
-            "task": "L=4 S=3 H=2 N=240 beta=4 gamma=1 kappa=1, approximate geometry through d "
-            f"({', '.join(map(str, dims))})",
-            "oracle": f"{contexts} contexts of one geometry per d, "
-            f"{oracle_config.restarts} restarts "
-            "+ 4 best vertices as starts",
-            "flow": f"full, rho=0.1, balanced sample of N/L contexts, {seeds} seeds of "
-            "one geometry "
-            "per d, t_max=1e6",
-            "intervals": "95% Wilson score intervals of each share (binomial over "
-            "contexts or seeds)",
-        },
+        parameters=ApproximateGeometryParameters(
+            dims=dims, contexts=contexts, restarts=oracle_config.restarts, seeds=seeds
+        ),
         findings="; ".join(
             f"d={r.d}: oracle (eps max {r.oracle_eps_max:.2f}, mean "
             f"{r.oracle_eps_mean:.3f}) hard "

@@ -18,6 +18,7 @@ from ..internal._records import Record
 from ..oracle._minimize import OracleMinimizer
 from . import _runs, _style
 from ._figure import Figure, FigureContext, FigureData, MeasuredTable
+from ._parameters import Theorem1Parameters
 from ._stats import compact, grid_text, plural, span_text
 
 BRANCHES = ("key", "value")
@@ -65,6 +66,7 @@ class Theorem1Data(FigureData):
     gap: list[list[float]]
     boundary: list[BoundaryBracket]
     fit: LogThresholdFit | None
+    parameters: Theorem1Parameters
 
     def in_order(self) -> list[tuple[str, OracleExample]]:
         """The examples by label, inside the regime first (whatever the dict's order: stored
@@ -78,8 +80,8 @@ def claim(data: Theorem1Data) -> str:
     gap = np.asarray(data.gap, float)[~hard]
     N = np.asarray(data.N_grid)
     above = all((N[row] >= b.N_star).all() for row, b in zip(hard, data.boundary))
-    restarts = data.parameters["minimizer"].split(", ")[1]
-    refined = data.parameters["boundary"].partition(", ")[2]
+    restarts = data.parameters.restarts_text()
+    refined = data.parameters.refined_text()
     return (
         "Theorem 1 (docs/theory.md §7), checked numerically, not proved, at L=4, S=4, H=2, "
         f"gamma=1, kappa=1, exact geometry, over N in {grid_text(data.N_grid)} and beta "
@@ -108,6 +110,7 @@ def claim(data: Theorem1Data) -> str:
 
 def compute(context: FigureContext) -> Theorem1Data:
     quick = context.quick
+    refine = 0 if quick else 2  # bisection steps of the boundary in log N
     config = OracleMinimizer(restarts=8 if quick else 32)
     shape = dict(L=4, S=4, H=2, gamma=1.0, kappa=1.0)
     N_grid = [16, 64, 256] if quick else [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -118,7 +121,7 @@ def compute(context: FigureContext) -> Theorem1Data:
         beta_grid,
         config=config,
         directory=context.cache,
-        refine=0 if quick else 2,
+        refine=refine,
     )
     by_point = {(int(p.task.N), float(p.task.beta)): p for p in regime.points}
     share = [
@@ -152,12 +155,9 @@ def compute(context: FigureContext) -> Theorem1Data:
         gap=[[by_point[(N, beta)].gap for N in N_grid] for beta in beta_grid],
         boundary=boundary,
         fit=fit,
-        parameters={
-            "task": "L=4 S=4 H=2 gamma=1 kappa=1, exact geometry",
-            "minimizer": f"active-set Newton, {config.restarts} restarts + 8 vertex seeds",
-            "boundary": "smallest grid N from which every larger N is hard with distinct heads"
-            + ("" if quick else ", refined by 2 bisection steps in log N"),
-        },
+        parameters=Theorem1Parameters(
+            restarts=config.restarts, vertex_seeds=8, refine=refine
+        ),
         findings="boundary N*(beta) in (N_below, N*]: "
         + ", ".join(f"beta={b.beta}: ({b.N_below}, {b.N_star}]" for b in boundary)
         + (f"; log N* ~ {fit.intercept:.2f} + {fit.slope:.3f} beta" if fit else ""),
