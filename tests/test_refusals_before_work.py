@@ -97,7 +97,7 @@ def test_times_that_cannot_be_kept_are_a_warning_not_a_failure(tmp_path, monkeyp
     """The figures are written; losing the next run's ETA does not turn that into exit 1."""
     (tmp_path / "cache" / "quick").mkdir(parents=True)
 
-    def make(name, quick, mode_cache, out, report=None):
+    def make(name, context, out, report=None):
         (out / "data" / f"{name}.json").write_text("{}")
         data = module.FigureData(parameters={}, findings="")
         return module.FigureRun(name, data, module.FigureTimes(1.0, 1.0, 0.0, 0, 0, 1))

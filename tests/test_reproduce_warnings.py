@@ -204,8 +204,8 @@ def test_flows_past_the_boundary_are_one_note_not_a_warning_each(
     prints one note for them all, never a NoSelectionWarning per flow."""
     from inductheory.cli import main
 
-    def in_this_process(figures, jobs, quick, mode_cache, out, previous, status):
-        return {f.name: module._make(f.name, quick, mode_cache, out) for f in figures}
+    def in_this_process(figures, jobs, context, out, previous, status):
+        return {f.name: module._make(f.name, context, out) for f in figures}
 
     # the command line's workers would not have the figure registered here
     monkeypatch.setattr(module, "_make_in_workers", in_this_process)

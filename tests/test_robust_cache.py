@@ -29,7 +29,9 @@ def _files(directory):
 def _fake_make(calls):
     """A figure that caches two results: one the cache holds, one it does not."""
 
-    def make(name, quick, mode_cache, out, report=None):
+    def make(name, context, out, report=None):
+        mode_cache = context.cache
+
         def known():
             raise AssertionError("the cached entry was not read")
 
