@@ -600,10 +600,10 @@ def _record_runs(monkeypatch):
 
     made = []
 
-    def stub(figures, out, quick, only, mode_cache, progress, command, jobs):
+    def stub(figures, out, context, only, progress, command, jobs):
         (out / "data").mkdir(parents=True, exist_ok=True)
-        (out / "data" / "stub.json").write_text(json.dumps({"quick": quick}))
-        made.append((Path(out), quick))
+        (out / "data" / "stub.json").write_text(json.dumps({"quick": context.quick}))
+        made.append((Path(out), context.quick))
         return {}
 
     monkeypatch.setattr(module, "_reproduce", stub)

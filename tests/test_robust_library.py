@@ -362,7 +362,7 @@ def test_quick_figures_are_not_written_over_full_ones(tmp_path, monkeypatch):
     )
     monkeypatch.setattr(_reproduce, "_make", lambda *a: pytest.fail("computed"))
     with pytest.raises(ValueError, match=r"`inductheory reproduce` \(full\).*--quick"):
-        _reproduce.reproduce(tmp_path, quick=True, only=["coverage"], cache_dir=None)
+        _reproduce.reproduce(tmp_path, quick=True, only=["coverage"], cache=False)
 
 
 @pytest.mark.parametrize("damage", ["garbage", "list", "directory"])
