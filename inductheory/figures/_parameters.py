@@ -28,6 +28,14 @@ def _task_text(task, keys, sep: str = " ") -> str:
     )
 
 
+class _OracleStarts:
+    """The oracle's starts of a record with `restarts` and `vertex_seeds` fields, as text."""
+
+    def restarts_text(self) -> str:
+        """`16 restarts + 8 vertex seeds`."""
+        return f"{self.restarts} restarts + {self.vertex_seeds} vertex seeds"
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CoverageParameters(FigureParameters):
     """The coverage figure's reduced flows: `delta` and `seeds` per point."""
@@ -114,7 +122,7 @@ class PhaseUniformityParameters(FigureParameters):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RegimeBoundaryParameters(FigureParameters):
+class RegimeBoundaryParameters(_OracleStarts, FigureParameters):
     """The regime-boundary figure's oracle (`S`, `kappa`, `restarts`, `vertex_seeds`,
     `bisection_steps`) and reduced flows (the `series` label, `seeds`, `rho`, `delta`,
     `t_max`, `max_steps`)."""
@@ -130,10 +138,6 @@ class RegimeBoundaryParameters(FigureParameters):
     delta: float
     t_max: float
     max_steps: int
-
-    def restarts_text(self) -> str:
-        """`16 restarts + 8 vertex seeds`."""
-        return f"{self.restarts} restarts + {self.vertex_seeds} vertex seeds"
 
     def flow_text(self) -> str:
         """`rho=0.1, delta=1e-3, t_max=1e7`."""
@@ -360,17 +364,13 @@ class RelaxationLadderParameters(FigureParameters):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Theorem1Parameters(FigureParameters):
+class Theorem1Parameters(_OracleStarts, FigureParameters):
     """The Theorem 1 figure's minimizer (`restarts`, `vertex_seeds`) and the boundary's
     bisection steps (`refine`; 0: the grid's bracket as it is)."""
 
     restarts: int
     vertex_seeds: int
     refine: int
-
-    def restarts_text(self) -> str:
-        """`32 restarts + 8 vertex seeds`."""
-        return f"{self.restarts} restarts + {self.vertex_seeds} vertex seeds"
 
     def refined_text(self) -> str:
         """`refined by 2 bisection steps in log N` (empty without refinement)."""
