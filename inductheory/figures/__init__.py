@@ -11,7 +11,13 @@ reproduce("figures/quick", quick=True, only=["toy_stability"])
 ```
 """
 
-from ._figure import Figure, FigureData, MeasuredTable
+from ._figure import (
+    Figure,
+    FigureContext,
+    FigureData,
+    FigureParameters,
+    MeasuredTable,
+)
 from ._overview import draw_overview, overview
 from ._readme import readme
 from ._registry import FIGURES, figure_names
@@ -20,7 +26,9 @@ from ._reproduce import FigureRun, redraw, reproduce
 __all__ = [
     "FIGURES",
     "Figure",
+    "FigureContext",
     "FigureData",
+    "FigureParameters",
     "FigureRun",
     "MeasuredTable",
     "draw_overview",

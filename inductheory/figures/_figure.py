@@ -13,7 +13,17 @@ from ..internal._records import Record
 class FigureParameters(Record):
     """Base of a figure's typed parameters (use on a frozen dataclass): the settings behind
     its numbers as fields, which its claim reads, and `text()`, the entries of its
-    "Parameters." line."""
+    "Parameters." line (figures/_parameters.py holds the figures' records).
+
+    ```python
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class SeedsParameters(FigureParameters):
+        seeds: int
+
+        def text(self) -> dict[str, str]:
+            return {"flow": f"{self.seeds} seeds"}
+    ```
+    """
 
     def text(self) -> dict[str, str]:
         """The "Parameters." line's entries, by name."""
