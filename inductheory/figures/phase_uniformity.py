@@ -394,9 +394,10 @@ def compute(context: FigureContext) -> PhaseUniformityData:
     few = 8 if quick else 32
     n_bounds, starts, end_starts = _frontier_sizes(quick)
     panels = []
-    for H in (
+    heads = (
         HEADS[:1] if quick else HEADS
-    ):  # quick: H = 2 only (each flow setting compiles once)
+    )  # quick: H = 2 only (each setting compiles once)
+    for H in heads:
         task = _runs.task_of(**{**_runs.BASE, "S": S, "H": H})
         # the learned and coordinated flows together: those of one compiled program run as one
         # batch (the same numbers as one run each)
@@ -454,8 +455,7 @@ def compute(context: FigureContext) -> PhaseUniformityData:
         parameters=PhaseUniformityParameters(
             **{k: _runs.BASE[k] for k in ("L", "N", "beta", "gamma", "kappa")},
             S=S,
-            # both head counts, as the quick data have always said (quick: H = 2 only)
-            Hs=list(HEADS),
+            Hs=list(heads),
             end_starts=end_starts,
             bounds=n_bounds,
             starts=starts,
