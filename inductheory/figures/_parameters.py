@@ -15,7 +15,16 @@ from ._stats import compact
 
 
 def exponent_text(x: float) -> str:
-    """A power of ten or a round number as the parameters write it: `1e-3`, `1e7`, `5e4`."""
+    """A power of ten or a round number as the parameters write it, one significant digit.
+
+    **Arguments:** `x`: the number.
+
+    **Returns:** its text.
+
+    ```python
+    exponent_text(1e-3), exponent_text(50_000)  # ('1e-3', '5e4')
+    ```
+    """
     mantissa, _, exponent = f"{x:.0e}".partition("e")
     return f"{mantissa}e{int(exponent)}"
 
