@@ -56,7 +56,7 @@ def coverage(p: dict) -> P.FigureParameters:
     )
 
 
-def effective_offsets(p: dict) -> P.FigureParameters:
+def effective_offsets(p: dict, data: dict) -> P.FigureParameters:
     task, flow, approx = p["task"], p["flow"], p["approximate"]
     return P.EffectiveOffsetsParameters(
         **{k: int(_kv(task, k)) for k in ("L", "S", "H", "N")},
@@ -66,7 +66,8 @@ def effective_offsets(p: dict) -> P.FigureParameters:
         seeds=_int(flow, r"(\d+) seeds"),
         approximate_N=int(_kv(approx, "N")),
         approximate_d=int(_kv(approx, "d")),
-        approximate_eps=_float(approx, r"realized eps ([0-9.]+)"),
+        # the realized eps as measured (the text rounds it to 2 decimals)
+        approximate_eps=data["approximate"]["eps"],
         approximate_M=int(_kv(approx, "M")),
         approximate_seeds=_int(approx, r"(\d+) seeds"),
     )
@@ -251,7 +252,7 @@ def migrate(folder: Path) -> list[str]:
         old = data["parameters"]
         if not all(isinstance(v, str) for v in old.values()):
             continue  # already the record
-        record = parse(old)
+        record = parse(old, data) if name == "effective_offsets" else parse(old)
         if record.text() != old:
             raise ValueError(f"{path}: {record.text()} renders differently from {old}")
         data["parameters"] = record.to_dict()
