@@ -243,6 +243,15 @@ def test_open_questions_rows_count_covered_phases_and_the_path_by_hand():
         if f.default is dataclasses.MISSING
     }
     fields.update(peak=peak, static=static, mass=static, avg=static)
+    # knockouts (seeds, layers, q_heads, period); rotations by -1 and +1
+    knockout = rng.uniform(size=(seeds, 2, 8, period))
+    rotated = rng.uniform(size=(seeds, 2, period))
+    fields.update(
+        knockout_accuracy=knockout,
+        base_accuracy=rng.uniform(size=(seeds, period)),
+        rotations=np.array([-1, 1]),
+        rotated_accuracy=rotated,
+    )
     mechanisms = RowMechanisms(
         **fields,
         previous_mass=rng.uniform(size=(seeds, 1, 8)),
@@ -276,3 +285,20 @@ def test_open_questions_rows_count_covered_phases_and_the_path_by_hand():
     assert local.closed_boundary_per_seed == pytest.approx(closed)
     # key = value = 0 on a concentrated gate answers phase S - 1 through the path
     assert local.boundary_gate_per_seed[0]
+    assert [(g.layer, g.kv_head) for g in local.path_gates_per_seed[0]] == [
+        (layer, kv) for layer in range(2) for kv in range(4)
+    ]
+    assert all(g.key_peak == g.value_peak == 0 for g in local.path_gates_per_seed[0])
+    boundary = [7, 15, 23]
+    for s in range(
+        seeds
+    ):  # the first layer's head with the most mass on the position before
+        head = int(np.argmax(mechanisms.previous_mass[s, 0]))
+        assert local.knocked_boundary_per_seed[s] == pytest.approx(
+            knockout[s, 0, head, boundary].mean()
+        )
+        assert local.rotated_boundary_per_seed[s] == pytest.approx(
+            rotated[s, 1, boundary].mean()
+        )
+    back = type(local).from_dict(local.to_dict())
+    assert back.path_gates_per_seed == local.path_gates_per_seed

@@ -65,6 +65,18 @@ def quick_studies() -> tuple[list[StudyRow], list[StudyRow]]:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class PathGate(Record):
+    """A concentrated KV head whose key and value gates answer the boundary phase through the
+    previous-token path (`boundary_gates`): its `layer` (block index), `kv_head`, and the
+    peak offsets `key_peak`, `value_peak` of its key and value gates (key = value = 0)."""
+
+    layer: int
+    kv_head: int
+    key_peak: int
+    value_peak: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class LocalRow(Record):
     """One local-window row.
 
@@ -73,7 +85,12 @@ class LocalRow(Record):
     window only (else None): `previous_mass_per_seed` (the largest attention mass on the
     position before over the first layer's query heads), `closed_boundary_per_seed` (the
     boundary accuracy with the window closed at evaluation), `boundary_gate_per_seed` (a
-    concentrated KV head whose key and value gates answer the boundary, `boundary_gates`).
+    concentrated KV head whose key and value gates answer the boundary, `boundary_gates`),
+    `path_gates_per_seed` (those gates, `PathGate`s), and the causal checks on the
+    knockouts' own prompts (`RowMechanisms`): `knock_base_boundary_per_seed` (unablated),
+    `knocked_boundary_per_seed` (with the query head of largest previous-token mass in the
+    first local layer mean-ablated), `rotated_boundary_per_seed` and
+    `rotated_mean_per_seed` (every gate rotated by one offset).
     """
 
     vocab: int | None = optional_field()
@@ -86,6 +103,11 @@ class LocalRow(Record):
     previous_mass_per_seed: list[float] | None = optional_field()
     closed_boundary_per_seed: list[float] | None = optional_field()
     boundary_gate_per_seed: list[bool] | None = optional_field()
+    path_gates_per_seed: list[list[PathGate]] | None = optional_field()
+    knock_base_boundary_per_seed: list[float] | None = optional_field()
+    knocked_boundary_per_seed: list[float] | None = optional_field()
+    rotated_boundary_per_seed: list[float] | None = optional_field()
+    rotated_mean_per_seed: list[float] | None = optional_field()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -150,6 +172,48 @@ def _gates(m, seed: int) -> GateOffsets:
     )
 
 
+def _path_gates(m, seed: int, S: int) -> list[PathGate]:
+    """The concentrated KV heads of one seed that answer the boundary (`boundary_gates`;
+    `layer` counts the gated layers, which are every block of the matrix's rows)."""
+    g = boundary_gates(_gates(m, seed), S)
+    layers = np.nonzero(np.asarray(g.answers_boundary & g.concentrated))
+    return [
+        PathGate(
+            layer=int(i),
+            kv_head=int(kv),
+            key_peak=int(g.key_peak[i, kv]),
+            value_peak=int(g.value_peak[i, kv]),
+        )
+        for i, kv in zip(*layers, strict=True)
+    ]
+
+
+def _path_measures(m, phases, S: int) -> dict:
+    """The local path's measures and causal checks of a row with an exact local window (the
+    `LocalRow` fields after `boundary_gate_per_seed`'s description)."""
+    previous = np.asarray(m.previous_mass)[:, 0]  # (seeds, q_heads): first local layer
+    seeds = previous.shape[0]
+    path_heads = previous.argmax(axis=-1)  # the head most on the position before
+    # knockouts index blocks; the first local layer is block 0 (`local_blocks`)
+    knocked = np.asarray(m.knockout_accuracy)[np.arange(seeds), 0, path_heads]
+    rotated = np.asarray(m.rotated_accuracy)[:, list(m.rotations).index(1)]
+    gates = [_path_gates(m, s, S) for s in range(seeds)]
+    return dict(
+        previous_mass_per_seed=previous.max(axis=-1).tolist(),
+        closed_boundary_per_seed=np.asarray(m.closed_window_accuracy)[:, phases]
+        .mean(axis=1)
+        .tolist(),
+        boundary_gate_per_seed=[bool(g) for g in gates],
+        path_gates_per_seed=gates,
+        knock_base_boundary_per_seed=np.asarray(m.base_accuracy)[:, phases]
+        .mean(axis=1)
+        .tolist(),
+        knocked_boundary_per_seed=knocked[:, phases].mean(axis=1).tolist(),
+        rotated_boundary_per_seed=rotated[:, phases].mean(axis=1).tolist(),
+        rotated_mean_per_seed=rotated.mean(axis=1).tolist(),
+    )
+
+
 def local_row(study: StudyRow, base, result) -> LocalRow:
     """A `LocalRow` from a trained row's `RowResult`."""
     size, arch = study.size(base), study.architecture(base)
@@ -158,18 +222,7 @@ def local_row(study: StudyRow, base, result) -> LocalRow:
     extra = {}
     m = result.mechanisms
     if arch.local_window and m is not None and m.previous_mass is not None:
-        closed = np.asarray(m.closed_window_accuracy)
-        phases = boundary_phases(arch.S, size.task.period)
-        extra = dict(
-            previous_mass_per_seed=np.asarray(m.previous_mass)[:, 0]
-            .max(axis=-1)
-            .tolist(),
-            closed_boundary_per_seed=closed[:, phases].mean(axis=1).tolist(),
-            boundary_gate_per_seed=[
-                bool(np.any(g.answers_boundary & g.concentrated))
-                for g in (boundary_gates(_gates(m, s), arch.S) for s in range(len(acc)))
-            ],
-        )
+        extra = _path_measures(m, boundary_phases(arch.S, size.task.period), arch.S)
     return LocalRow(
         vocab=size.task.vocab,
         local_window=arch.local_window,
@@ -268,6 +321,24 @@ def _task(vocab) -> str:
     return "distinct" if vocab is None else f"V={vocab}"
 
 
+def _percents(values) -> str:
+    return ", ".join(f"{100 * v:.0f}" for v in values)
+
+
+def _path_gate_text(per_seed) -> str:
+    """The boundary gates of the seeds that have one: seed: layer/KV head (key, value)."""
+    found = [
+        f"seed {s}: "
+        + ", ".join(
+            f"layer {g.layer} KV {g.kv_head} (key {g.key_peak}, value {g.value_peak})"
+            for g in gates
+        )
+        for s, gates in enumerate(per_seed or [])
+        if gates
+    ]
+    return f" ({'; '.join(found)})" if found else ""
+
+
 def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
     local = []
     for r in data.local:
@@ -279,8 +350,15 @@ def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
                 "previous-token mass "
                 + ", ".join(f"{v:.2f}" for v in r.previous_mass_per_seed)
                 + "; boundary with the window closed "
-                + ", ".join(f"{100 * v:.0f}" for v in r.closed_boundary_per_seed)
+                + _percents(r.closed_boundary_per_seed)
+                + "%, with the head of largest previous-token mass knocked out "
+                + _percents(r.knocked_boundary_per_seed)
+                + " (unablated "
+                + _percents(r.knock_base_boundary_per_seed)
+                + ")%, with the gates rotated by one offset "
+                + _percents(r.rotated_boundary_per_seed)
                 + f"%; boundary gates in {gates}/{r.seeds} seeds"
+                + _path_gate_text(r.path_gates_per_seed)
             )
         local.append(
             [
