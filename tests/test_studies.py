@@ -300,5 +300,16 @@ def test_open_questions_rows_count_covered_phases_and_the_path_by_hand():
         assert local.rotated_boundary_per_seed[s] == pytest.approx(
             rotated[s, 1, boundary].mean()
         )
+    # only a boundary answered takes the loss under the within-window reader's: at most the
+    # boundary's eighth of the queries guessing among the N = 128 tokens, and more than zero
+    assert 0 < local.no_boundary_loss <= math.log(128) / S
+    assert local.crossed_step_per_seed == [None] * seeds  # curves of 1-2 nats
+    dipping = dataclasses.replace(
+        result, curve=np.array([[2.0, 1.0, 0.9]] * 2 + [[2, 0.5, 0.3]])
+    )
+    crossed = local_row(
+        StudyRow("W8/S8 8 KV", changes=(("local_window", 2),)), FULL_SIZE, dipping
+    ).crossed_step_per_seed
+    assert crossed == [None, None, 1]
     back = type(local).from_dict(local.to_dict())
     assert back.path_gates_per_seed == local.path_gates_per_seed

@@ -11,6 +11,7 @@ import dataclasses
 
 import numpy as np
 
+from ..experiments._ceilings import architecture_coverage, retrieval_ceilings
 from ..experiments._measured import Count, MeanInterval
 from ..experiments._mitigations import coordination_threshold, mitigation_task
 from ..experiments._paper_matrix import FULL_SIZE, QUICK_SIZE, boundary_phases
@@ -90,7 +91,11 @@ class LocalRow(Record):
     knockouts' own prompts (`RowMechanisms`): `knock_base_boundary_per_seed` (unablated),
     `knocked_boundary_per_seed` (with the query head of largest previous-token mass in the
     first local layer mean-ablated), `rotated_boundary_per_seed` and
-    `rotated_mean_per_seed` (every gate rotated by one offset).
+    `rotated_mean_per_seed` (every gate rotated by one offset). For every row:
+    `no_boundary_loss`, the Bayes loss of a reader of the within-window pairs only (the
+    W = S compressor's `retrieval_ceilings`), which only a model that answers the boundary
+    can go below; `crossed_step_per_seed`, the first logged training step whose loss is
+    below it (None: never); `loss_per_seed`, the held-out loss.
     """
 
     vocab: int | None = optional_field()
@@ -108,6 +113,9 @@ class LocalRow(Record):
     knocked_boundary_per_seed: list[float] | None = optional_field()
     rotated_boundary_per_seed: list[float] | None = optional_field()
     rotated_mean_per_seed: list[float] | None = optional_field()
+    no_boundary_loss: float | None = optional_field()
+    crossed_step_per_seed: list[int | None] | None = optional_field()
+    loss_per_seed: list[float] | None = optional_field()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -223,7 +231,20 @@ def local_row(study: StudyRow, base, result) -> LocalRow:
     m = result.mechanisms
     if arch.local_window and m is not None and m.previous_mass is not None:
         extra = _path_measures(m, boundary_phases(arch.S, size.task.period), arch.S)
+    # the compressor's reader without the boundary: the local window adds no coverage
+    covered = architecture_coverage(
+        dataclasses.replace(arch, local_window=0), size.task.T
+    )
+    floor = retrieval_ceilings(size.task, covered).mean_loss
+    curve = np.asarray(result.curve)
+    crossed = [
+        int(result.curve_steps[np.argmax(c < floor)]) if np.any(c < floor) else None
+        for c in curve
+    ]
     return LocalRow(
+        no_boundary_loss=floor,
+        crossed_step_per_seed=crossed,
+        loss_per_seed=np.asarray(result.measures.loss).tolist(),
         vocab=size.task.vocab,
         local_window=arch.local_window,
         seeds=len(acc),
