@@ -313,3 +313,35 @@ def test_open_questions_rows_count_covered_phases_and_the_path_by_hand():
     assert crossed == [None, None, 1]
     back = type(local).from_dict(local.to_dict())
     assert back.path_gates_per_seed == local.path_gates_per_seed
+
+
+def test_path_seeds_split_the_window_rows_by_the_answer_rule():
+    from inductheory.experiments._measured import MeanInterval
+    from inductheory.figures._open_questions import (
+        LocalRow,
+        boundary_answers,
+        path_seeds,
+    )
+
+    acc = np.full((3, 24), 0.9)
+    acc[:, [7, 15, 23]] = [[0.9], [0.01], [0.5]]  # seeds 0, 2 answer (0.5 >= 0.45)
+    answers = boundary_answers(acc, 8)
+    mi = MeanInterval(mean=0.5, ci95=[0.0, 1.0])
+    row = LocalRow(
+        local_window=2,
+        seeds=3,
+        steps=5600,
+        boundary=answers,
+        mean=mi,
+        worst_within=mi,
+        previous_mass_per_seed=[0.9, 0.1, 0.6],
+        closed_boundary_per_seed=[0.01, 0.01, 0.02],
+        knocked_boundary_per_seed=[0.5, 0.01, 0.3],
+        crossed_step_per_seed=[2000, None, 3000],
+    )
+    plain = dataclasses.replace(row, local_window=0, previous_mass_per_seed=None)
+    seeds = path_seeds([plain, row])
+    assert answers.answered_per_seed() == [True, False, True]
+    assert seeds.answered["previous"] == [0.9, 0.6]
+    assert seeds.answered["crossed"] == [2000, 3000]
+    assert seeds.others["previous"] == [0.1] and seeds.others["knocked"] == [0.01]

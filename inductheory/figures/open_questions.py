@@ -17,36 +17,53 @@ from ..experiments._mitigations import coordination_threshold, mitigation_task
 from ..experiments._paper_matrix import FULL_SIZE, QUICK_SIZE, boundary_phases
 from ..experiments._studies import StudyRow, study_result
 from ..internal._progress import announce
-from ..internal._records import Record, optional_field
+from ..internal._records import Record
 from ..trained._local_path import boundary_gates
 from ..trained._mechanisms import GateOffsets
-from . import _style
 from ._figure import Figure, FigureData, MeasuredTable
 from ._matrix_stats import percent_text
 from ._mechanism_summaries import covered_phases
-from ._open_questions import BoundaryAnswers, boundary_answers
+from ._open_questions import (
+    LocalRow,
+    PathGate,
+    boundary_answers,
+    path_seeds,
+    row_label,
+    task_label,
+)
+from ._open_questions_draw import draw
 from ._stats import share_text, t_interval, wilson_count
 
 ROW = "W8/S8 8 KV"
-# The rows this figure trains (8 seeds a row); w in {1, S} and the
-# weights between 0 and 1 are a `sweep matrix` away (docs/trained.md, "Open questions").
-LOCAL_WINDOWS = (0, 2)
-LOCAL_VOCAB = (None, 48)
+# The local-window rows this figure trains, 8 seeds each: (vocab (None: distinct tokens),
+# window w (0: none), steps (None: the matrix's 2,800)). The other (w, steps) pairs are a
+# `sweep matrix` away (docs/trained.md, "Open questions").
+LOCAL_ROWS = (
+    (None, 0, None),
+    (None, 2, None),
+    (48, 0, None),
+    (48, 2, None),
+    (None, 0, 5600),
+    (None, 1, 5600),
+    (None, 2, 5600),
+    (None, 8, 5600),
+    (48, 0, 5600),
+    (48, 2, 5600),
+)
 # The overlap penalty's weights at each KV-head count (0: the matrix's row).
 PENALTIES = {4: (0.0, 1.0), 8: (0.0, 0.1, 1.0)}
 COORDINATION_ROWS = {4: "W8/S8 4 KV", 8: "W8/S8 8 KV"}
 
 
-def _local(w: int, vocab) -> StudyRow:
+def _local(w: int, vocab, steps=None) -> StudyRow:
     changes = (("local_window", w),) if w else ()
-    return StudyRow(ROW, vocab=vocab, changes=changes, mechanisms=bool(w))
+    return StudyRow(ROW, vocab=vocab, changes=changes, steps=steps, mechanisms=bool(w))
 
 
 def full_studies() -> tuple[list[StudyRow], list[StudyRow]]:
-    """`(local, coordination)`: the local-window rows (every w of `LOCAL_WINDOWS` on each
-    task of `LOCAL_VOCAB`) and the coordination rows (the weights of `PENALTIES` at 4 and 8
-    KV heads, distinct tokens)."""
-    local = [_local(w, v) for v in LOCAL_VOCAB for w in LOCAL_WINDOWS]
+    """`(local, coordination)`: the local-window rows (`LOCAL_ROWS`) and the coordination
+    rows (the weights of `PENALTIES` at 4 and 8 KV heads, distinct tokens)."""
+    local = [_local(w, v, steps) for v, w, steps in LOCAL_ROWS]
     coordination = [
         StudyRow(row, overlap_penalty=lam, mechanisms=bool(lam))
         for kv, row in COORDINATION_ROWS.items()
@@ -63,59 +80,6 @@ def quick_studies() -> tuple[list[StudyRow], list[StudyRow]]:
         StudyRow(ROW, overlap_penalty=lam, mechanisms=bool(lam)) for lam in (0.0, 1.0)
     ]
     return local, coordination
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class PathGate(Record):
-    """A concentrated KV head whose key and value gates answer the boundary phase through the
-    previous-token path (`boundary_gates`): its `layer` (block index), `kv_head`, and the
-    peak offsets `key_peak`, `value_peak` of its key and value gates (key = value = 0)."""
-
-    layer: int
-    kv_head: int
-    key_peak: int
-    value_peak: int
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class LocalRow(Record):
-    """One local-window row.
-
-    **Fields:** `vocab` (None: distinct tokens), `local_window` (0: none), `seeds`, `steps`;
-    `boundary`: its `BoundaryAnswers`; `mean`, `worst_within`: t intervals over seeds; with a
-    window only (else None): `previous_mass_per_seed` (the largest attention mass on the
-    position before over the first layer's query heads), `closed_boundary_per_seed` (the
-    boundary accuracy with the window closed at evaluation), `boundary_gate_per_seed` (a
-    concentrated KV head whose key and value gates answer the boundary, `boundary_gates`),
-    `path_gates_per_seed` (those gates, `PathGate`s), and the causal checks on the
-    knockouts' own prompts (`RowMechanisms`): `knock_base_boundary_per_seed` (unablated),
-    `knocked_boundary_per_seed` (with the query head of largest previous-token mass in the
-    first local layer mean-ablated), `rotated_boundary_per_seed` and
-    `rotated_mean_per_seed` (every gate rotated by one offset). For every row:
-    `no_boundary_loss`, the Bayes loss of a reader of the within-window pairs only (the
-    W = S compressor's `retrieval_ceilings`), which only a model that answers the boundary
-    can go below; `crossed_step_per_seed`, the first logged training step whose loss is
-    below it (None: never); `loss_per_seed`, the held-out loss.
-    """
-
-    vocab: int | None = optional_field()
-    local_window: int
-    seeds: int
-    steps: int
-    boundary: BoundaryAnswers
-    mean: MeanInterval
-    worst_within: MeanInterval
-    previous_mass_per_seed: list[float] | None = optional_field()
-    closed_boundary_per_seed: list[float] | None = optional_field()
-    boundary_gate_per_seed: list[bool] | None = optional_field()
-    path_gates_per_seed: list[list[PathGate]] | None = optional_field()
-    knock_base_boundary_per_seed: list[float] | None = optional_field()
-    knocked_boundary_per_seed: list[float] | None = optional_field()
-    rotated_boundary_per_seed: list[float] | None = optional_field()
-    rotated_mean_per_seed: list[float] | None = optional_field()
-    no_boundary_loss: float | None = optional_field()
-    crossed_step_per_seed: list[int | None] | None = optional_field()
-    loss_per_seed: list[float] | None = optional_field()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -244,6 +208,8 @@ def local_row(study: StudyRow, base, result) -> LocalRow:
     return LocalRow(
         no_boundary_loss=floor,
         crossed_step_per_seed=crossed,
+        curve_steps=np.asarray(result.curve_steps).tolist(),
+        curve_per_seed=curve.tolist(),
         loss_per_seed=np.asarray(result.measures.loss).tolist(),
         vocab=size.task.vocab,
         local_window=arch.local_window,
@@ -305,28 +271,35 @@ def compute(quick: bool, cache_dir) -> OpenQuestionsData:
 
 def parameters(base, quick: bool) -> dict[str, str]:
     t, tr = base.task, base.train
+    local, coordination = quick_studies() if quick else full_studies()
+    rows = "; ".join(
+        f"w={s.changes[0][1] if s.changes else 0} ({task_label(s.vocab)}, "
+        f"{s.size(base).train.steps:,} steps)"
+        for s in local
+    )
+    weights = "; ".join(
+        f"{kv} KV heads: "
+        + ", ".join(
+            f"{s.overlap_penalty:g}"
+            for s in coordination
+            if s.architecture(base).kv_heads == kv
+        )
+        for kv in sorted({s.architecture(base).kv_heads for s in coordination})
+    )
     return {
-        "rows": f"'{ROW}' with an exact local window of w in "
-        + "{0 (none), 2}"
-        + " positions on the context stream, on distinct tokens"
-        + ("" if quick else " and on tokens drawn with replacement from V = 48")
-        + "; the key gates' overlap penalty lambda in "
-        + (
-            "{0, 1} at 8 KV heads"
-            if quick
-            else "{0, 1} at 4 and {0, 0.1, 1} at 8 KV heads"
-        ),
+        "rows": f"'{ROW}' with an exact local window of w positions on the context "
+        f"stream (0: none), on distinct tokens or tokens drawn with replacement from V "
+        f"symbols: {rows}; the key gates' overlap penalty lambda ({weights})",
         "task": f"the matrix's: T={t.T}, N={t.N}, phases mod {t.period}",
-        "training": f"the matrix's: {tr.steps} steps of {tr.batch} contexts, "
-        f"{base.seeds} seeds a row",
+        "training": f"the matrix's: {tr.steps} steps of {tr.batch} contexts unless a row "
+        f"says otherwise, {base.seeds} seeds a row",
         "held out": f"{tr.eval_contexts} contexts",
     }
 
 
 def findings(rows: list[LocalRow], points: list[CoordinationPoint]) -> str:
     parts = [
-        f"w={r.local_window} "
-        f"{'distinct' if r.vocab is None else f'V={r.vocab}'}: boundary answered in "
+        f"{row_label(r)}: boundary answered in "
         f"{share_text(r.boundary.answered.k, r.boundary.answered.n)} seeds"
         for r in rows
     ]
@@ -336,10 +309,6 @@ def findings(rows: list[LocalRow], points: list[CoordinationPoint]) -> str:
         for p in points
     ]
     return "; ".join(parts)
-
-
-def _task(vocab) -> str:
-    return "distinct" if vocab is None else f"V={vocab}"
 
 
 def _percents(values) -> str:
@@ -383,8 +352,9 @@ def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
             )
         local.append(
             [
-                _task(r.vocab),
+                task_label(r.vocab),
                 str(r.local_window or "none"),
+                f"{r.steps:,}",
                 ", ".join(f"{100 * b:.0f}" for b in r.boundary.boundary),
                 share_text(a.k, a.n),
                 percent_text(r.mean),
@@ -414,6 +384,7 @@ def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
             [
                 "task",
                 "w",
+                "steps",
                 "boundary per seed",
                 "answered",
                 "mean",
@@ -448,102 +419,61 @@ def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
     ]
 
 
-def draw(data: OpenQuestionsData):
-    import matplotlib.pyplot as plt
+def _span(values, scale=1.0, digits=0) -> str:
+    lo, hi = scale * min(values), scale * max(values)
+    return (
+        f"{lo:.{digits}f}"
+        if f"{lo:.{digits}f}" == f"{hi:.{digits}f}"
+        else (f"{lo:.{digits}f}-{hi:.{digits}f}")
+    )
 
-    with _style.context():
-        fig, axes = plt.subplots(2, 2, figsize=(11, 8))
-        ax = axes[0, 0]
-        labels = []
-        for i, r in enumerate(data.local):
-            b = 100 * np.asarray(r.boundary.boundary)
-            x = i + np.linspace(-0.15, 0.15, b.size)
-            ax.scatter(x, b, color=_style.color(0 if r.vocab is None else 1), s=14)
-            a = r.boundary.answered
-            ax.annotate(f"{a.k}/{a.n}", (i, 103), ha="center", fontsize=7, color="0.3")
-            labels.append(f"w={r.local_window}\n{_task(r.vocab)}")
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, fontsize=7)
-        ax.set_xlim(-0.5, len(labels) - 0.5)
-        ax.set_ylim(-3, 110)
-        ax.set_ylabel("boundary-phase accuracy per seed (%)")
-        ax.set_title("The boundary with an exact local window (seeds answering)")
 
-        ax = axes[0, 1]
-        for r in data.local:
-            if r.previous_mass_per_seed is None:
-                continue
-            c = _style.color(LOCAL_WINDOWS.index(r.local_window) % 8)
-            marker = "o" if r.vocab is None else "s"
-            ax.scatter(
-                r.previous_mass_per_seed,
-                100 * np.asarray(r.boundary.boundary),
-                color=c,
-                marker=marker,
-                label=f"w={r.local_window} {_task(r.vocab)}",
-            )
-            ax.scatter(
-                r.previous_mass_per_seed,
-                100 * np.asarray(r.closed_boundary_per_seed),
-                color=c,
-                marker=marker,
-                facecolors="none",
-            )
-        ax.set_xlabel("previous-token attention mass (first layer, largest head)")
-        ax.set_ylabel("boundary accuracy (%); open: window closed")
-        ax.set_ylim(-3, 105)
-        ax.set_title("The path: previous-token attention and the causal check")
-        ax.legend(fontsize=6.5)
-
-        for ax, value, scale, title in (
-            (axes[1, 0], lambda p: p.covered, 1, "Phases the key gates answer"),
-            (axes[1, 1], lambda p: p.worst_within, 100, "Worst within-window phase"),
-        ):
-            weights = sorted({p.overlap_penalty for p in data.coordination})
-            for k, kv in enumerate(sorted({p.kv_heads for p in data.coordination})):
-                pts = [p for p in data.coordination if p.kv_heads == kv]
-                # one column per weight (evenly spaced: 0 has no place on a log axis)
-                x = np.array([weights.index(p.overlap_penalty) for p in pts])
-                m = [value(p) for p in pts]
-                ax.errorbar(
-                    x + 0.1 * k,
-                    [scale * v.mean for v in m],
-                    yerr=np.array(
-                        [
-                            [scale * (v.mean - v.ci95[0]), scale * (v.ci95[1] - v.mean)]
-                            for v in m
-                        ]
-                    ).T,
-                    color=_style.color(k),
-                    marker=_style.MARKERS[k],
-                    capsize=3,
-                    label=f"{kv} KV heads",
-                )
-            ax.set_xticks(range(len(weights)))
-            ax.set_xticklabels([f"{w:g}" for w in weights])
-            ax.set_xlabel("overlap penalty lambda")
-            ax.set_title(title)
-            ax.legend(fontsize=7)
-        axes[1, 0].set_ylabel(f"distinct phases (of S = {data.S})")
-        axes[1, 0].set_ylim(-0.3, data.S + 0.3)
-        axes[1, 1].set_ylabel("accuracy (%)")
-        axes[1, 1].set_ylim(-3, 105)
-        fig.tight_layout()
-    return fig
+def _path_claim(rows: list[LocalRow]) -> str:
+    seeds = path_seeds(rows)
+    a, o = seeds.answered, seeds.others
+    n = len(a["previous"]) + len(o["previous"])
+    if not a["previous"]:
+        return (
+            f" No seed with a local window answers it (0 of {n}); their largest "
+            f"previous-token mass is {_span(o['previous'], digits=2)}."
+        )
+    crossed = [c for c in a["crossed"] if c is not None]
+    where = sorted(set(a["rows"]))
+    text = (
+        f" The {len(a['previous'])} of {n} seeds with a window that answer it "
+        f"({'; '.join(where)}) put {_span(a['previous'], digits=2)} of a first-layer "
+        f"head's attention on the position before, against "
+        f"{_span(o['previous'], digits=2)} in the others; closing the window at "
+        f"evaluation takes their boundary from {_span(a['boundary'], 100)}% to "
+        f"{_span(a['closed'], 100)}%, knocking out that one head to "
+        f"{_span(a['knocked'], 100)}%."
+    )
+    if crossed:
+        text += (
+            " Their training loss falls below the no-boundary reader's (a second drop) "
+            f"at step {_span(crossed)}; in {sum(c is None for c in a['crossed'])} of "
+            "them it never does."
+            if len(crossed) < len(a["crossed"])
+            else " Their training loss falls below the no-boundary reader's (a second "
+            f"drop) at step {_span(crossed)}."
+        )
+    return text
 
 
 def claim(data: OpenQuestionsData) -> str:
-    text = (
+    return (
         "The paper's open questions on trained models: an exact local window beside the "
         "8-KV W8/S8 compressor (docs/theory.md §10: the boundary phase), and the key gates' "
         "overlap penalty (§9's coordination, lambda* from the idealized flow). Boundary "
         "answered in "
         + "; ".join(
-            f"{share_text(r.boundary.answered.k, r.boundary.answered.n)} seeds at w="
-            f"{r.local_window} ({_task(r.vocab)})"
+            f"{share_text(r.boundary.answered.k, r.boundary.answered.n)} seeds at "
+            f"{row_label(r)}"
             for r in data.local
         )
-        + ". With the penalty: "
+        + "."
+        + _path_claim(data.local)
+        + " With the penalty: "
         + "; ".join(
             f"{p.kv_heads} KV, lambda={p.overlap_penalty:g}: {p.covered.mean:.1f} phases "
             f"covered, worst within-window {100 * p.worst_within.mean:.1f}%"
@@ -551,7 +481,6 @@ def claim(data: OpenQuestionsData) -> str:
         )
         + "."
     )
-    return text
 
 
 FIGURE = Figure(
