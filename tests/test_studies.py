@@ -290,12 +290,18 @@ def test_open_questions_rows_count_covered_phases_and_the_path_by_hand():
     ]
     assert all(g.key_peak == g.value_peak == 0 for g in local.path_gates_per_seed[0])
     boundary = [7, 15, 23]
-    for s in range(
-        seeds
-    ):  # the first layer's head with the most mass on the position before
-        head = int(np.argmax(mechanisms.previous_mass[s, 0]))
-        assert local.knocked_boundary_per_seed[s] == pytest.approx(
-            knockout[s, 0, head, boundary].mean()
+    # the most damaging single head of the first and of the last layer
+    for s in range(seeds):
+        by_head = [
+            [knockout[s, layer, q, boundary].mean() for q in range(8)]
+            for layer in (0, 1)
+        ]
+        assert local.knocked_path_boundary_per_seed[s] == pytest.approx(min(by_head[0]))
+        assert local.knocked_reader_boundary_per_seed[s] == pytest.approx(
+            min(by_head[1])
+        )
+        assert local.path_heads_per_seed[s] == sum(
+            v >= 0.5 for v in mechanisms.previous_mass[s, 0]
         )
         assert local.rotated_boundary_per_seed[s] == pytest.approx(
             rotated[s, 1, boundary].mean()
@@ -336,7 +342,9 @@ def test_path_seeds_split_the_window_rows_by_the_answer_rule():
         worst_within=mi,
         previous_mass_per_seed=[0.9, 0.1, 0.6],
         closed_boundary_per_seed=[0.01, 0.01, 0.02],
-        knocked_boundary_per_seed=[0.5, 0.01, 0.3],
+        path_heads_per_seed=[3, 0, 1],
+        knocked_path_boundary_per_seed=[0.5, 0.01, 0.3],
+        knocked_reader_boundary_per_seed=[0.1, 0.01, 0.0],
         crossed_step_per_seed=[2000, None, 3000],
     )
     plain = dataclasses.replace(row, local_window=0, previous_mass_per_seed=None)
@@ -344,4 +352,5 @@ def test_path_seeds_split_the_window_rows_by_the_answer_rule():
     assert answers.answered_per_seed() == [True, False, True]
     assert seeds.answered["previous"] == [0.9, 0.6]
     assert seeds.answered["crossed"] == [2000, 3000]
-    assert seeds.others["previous"] == [0.1] and seeds.others["knocked"] == [0.01]
+    assert seeds.answered["heads"] == [3, 1] and seeds.answered["reader"] == [0.1, 0.0]
+    assert seeds.others["previous"] == [0.1] and seeds.others["path"] == [0.01]

@@ -24,6 +24,10 @@ from ._stats import wilson_count
 # the rest: about 1% everywhere, which the share alone would count as answered).
 ANSWERED = 0.5
 LEARNED_WITHIN = 0.1
+# A first-layer head carries the previous-token path where at least this share of its attention
+# is on the position before (a head spread evenly over the 12 compressed entries and 2 local
+# slots of the matrix's rows puts about 0.07 there).
+PATH_MASS = 0.5
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -110,8 +114,10 @@ class LocalRow(Record):
     concentrated KV head whose key and value gates answer the boundary, `boundary_gates`),
     `path_gates_per_seed` (those gates, `PathGate`s), and the causal checks on the
     knockouts' own prompts (`RowMechanisms`): `knock_base_boundary_per_seed` (unablated),
-    `knocked_boundary_per_seed` (with the query head of largest previous-token mass in the
-    first local layer mean-ablated), `rotated_boundary_per_seed` and
+    `path_heads_per_seed` (first-layer query heads with at least `PATH_MASS` of their
+    attention on the position before), `knocked_path_boundary_per_seed` and
+    `knocked_reader_boundary_per_seed` (the boundary with the single query head of the first,
+    and of the last, layer whose mean ablation lowers it most), `rotated_boundary_per_seed` and
     `rotated_mean_per_seed` (every gate rotated by one offset). For every row:
     `no_boundary_loss`, the Bayes loss of a reader of the within-window pairs only (the
     W = S compressor's `retrieval_ceilings`), which only a model that answers the boundary
@@ -132,7 +138,9 @@ class LocalRow(Record):
     boundary_gate_per_seed: list[bool] | None = optional_field()
     path_gates_per_seed: list[list[PathGate]] | None = optional_field()
     knock_base_boundary_per_seed: list[float] | None = optional_field()
-    knocked_boundary_per_seed: list[float] | None = optional_field()
+    path_heads_per_seed: list[int] | None = optional_field()
+    knocked_path_boundary_per_seed: list[float] | None = optional_field()
+    knocked_reader_boundary_per_seed: list[float] | None = optional_field()
     rotated_boundary_per_seed: list[float] | None = optional_field()
     rotated_mean_per_seed: list[float] | None = optional_field()
     curve_steps: list[int] | None = optional_field()
@@ -154,8 +162,8 @@ def row_label(r: LocalRow) -> str:
 @dataclasses.dataclass(frozen=True)
 class PathSeeds:
     """The seeds of every row with a local window, split by whether they answer the
-    boundary: per group the lists `previous`, `boundary`, `closed`, `knocked`, `crossed`
-    (the `LocalRow` per-seed fields) and `rows` (labels)."""
+    boundary: per group the lists `previous`, `heads`, `boundary`, `closed`, `path`,
+    `reader`, `crossed` (the `LocalRow` per-seed fields) and `rows` (labels)."""
 
     answered: dict[str, list]
     others: dict[str, list]
@@ -163,7 +171,16 @@ class PathSeeds:
 
 def path_seeds(rows: list[LocalRow]) -> PathSeeds:
     """`PathSeeds` of the rows with a local window."""
-    keys = ("previous", "boundary", "closed", "knocked", "crossed", "rows")
+    keys = (
+        "previous",
+        "heads",
+        "boundary",
+        "closed",
+        "path",
+        "reader",
+        "crossed",
+        "rows",
+    )
     groups = ({k: [] for k in keys}, {k: [] for k in keys})
     for r in rows:
         if r.previous_mass_per_seed is None:
@@ -173,7 +190,9 @@ def path_seeds(rows: list[LocalRow]) -> PathSeeds:
             g["previous"].append(r.previous_mass_per_seed[i])
             g["boundary"].append(r.boundary.boundary[i])
             g["closed"].append(r.closed_boundary_per_seed[i])
-            g["knocked"].append(r.knocked_boundary_per_seed[i])
+            g["heads"].append(r.path_heads_per_seed[i])
+            g["path"].append(r.knocked_path_boundary_per_seed[i])
+            g["reader"].append(r.knocked_reader_boundary_per_seed[i])
             g["crossed"].append(r.crossed_step_per_seed[i])
             g["rows"].append(row_label(r))
     return PathSeeds(answered=groups[0], others=groups[1])
@@ -182,6 +201,7 @@ def path_seeds(rows: list[LocalRow]) -> PathSeeds:
 __all__ = [
     "ANSWERED",
     "LEARNED_WITHIN",
+    "PATH_MASS",
     "BoundaryAnswers",
     "LocalRow",
     "PathGate",

@@ -52,7 +52,7 @@ def _path_panel(ax, local) -> None:
             s=18,
         )
     seeds = path_seeds(local).answered
-    for x, b, k in zip(seeds["previous"], seeds["boundary"], seeds["knocked"]):
+    for x, b, k in zip(seeds["previous"], seeds["boundary"], seeds["reader"]):
         ax.annotate(
             "",
             (x, 100 * k),
@@ -61,7 +61,7 @@ def _path_panel(ax, local) -> None:
         )
     ax.set_xlabel("previous-token attention mass (first layer, largest head)")
     ax.set_ylabel(
-        "boundary accuracy (%)\nopen: window closed; arrow: that head knocked out"
+        "boundary accuracy (%)\nopen: window closed; arrow: the reader head knocked out"
     )
     ax.set_ylim(-3, 105)
     ax.set_title("The path: previous-token attention and the causal checks")

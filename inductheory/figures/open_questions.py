@@ -24,6 +24,7 @@ from ._figure import Figure, FigureData, MeasuredTable
 from ._matrix_stats import percent_text
 from ._mechanism_summaries import covered_phases
 from ._open_questions import (
+    PATH_MASS,
     LocalRow,
     PathGate,
     boundary_answers,
@@ -164,12 +165,11 @@ def _path_measures(m, phases, S: int) -> dict:
     """The local path's measures and causal checks of a row with an exact local window (the
     `LocalRow` fields after `boundary_gate_per_seed`'s description)."""
     previous = np.asarray(m.previous_mass)[:, 0]  # (seeds, q_heads): first local layer
-    seeds = previous.shape[0]
-    path_heads = previous.argmax(axis=-1)  # the head most on the position before
-    # knockouts index blocks; the first local layer is block 0 (`local_blocks`)
-    knocked = np.asarray(m.knockout_accuracy)[np.arange(seeds), 0, path_heads]
+    # knockouts (seeds, layers, q_heads, period) index blocks; the first local layer is block
+    # 0 (`local_blocks`), the reader the last block
+    knocked = np.asarray(m.knockout_accuracy)[..., phases].mean(axis=-1)
     rotated = np.asarray(m.rotated_accuracy)[:, list(m.rotations).index(1)]
-    gates = [_path_gates(m, s, S) for s in range(seeds)]
+    gates = [_path_gates(m, s, S) for s in range(previous.shape[0])]
     return dict(
         previous_mass_per_seed=previous.max(axis=-1).tolist(),
         closed_boundary_per_seed=np.asarray(m.closed_window_accuracy)[:, phases]
@@ -180,7 +180,9 @@ def _path_measures(m, phases, S: int) -> dict:
         knock_base_boundary_per_seed=np.asarray(m.base_accuracy)[:, phases]
         .mean(axis=1)
         .tolist(),
-        knocked_boundary_per_seed=knocked[:, phases].mean(axis=1).tolist(),
+        path_heads_per_seed=(previous >= PATH_MASS).sum(axis=-1).tolist(),
+        knocked_path_boundary_per_seed=knocked[:, 0].min(axis=-1).tolist(),
+        knocked_reader_boundary_per_seed=knocked[:, -1].min(axis=-1).tolist(),
         rotated_boundary_per_seed=rotated[:, phases].mean(axis=1).tolist(),
         rotated_mean_per_seed=rotated.mean(axis=1).tolist(),
     )
@@ -341,11 +343,16 @@ def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
                 + ", ".join(f"{v:.2f}" for v in r.previous_mass_per_seed)
                 + "; boundary with the window closed "
                 + _percents(r.closed_boundary_per_seed)
-                + "%, with the head of largest previous-token mass knocked out "
-                + _percents(r.knocked_boundary_per_seed)
-                + " (unablated "
+                + f"%; first-layer heads with at least {PATH_MASS:g} of their attention "
+                "on the position before "
+                + ", ".join(map(str, r.path_heads_per_seed))
+                + "; boundary with the most damaging single head knocked out, first layer "
+                + _percents(r.knocked_path_boundary_per_seed)
+                + "%, last layer "
+                + _percents(r.knocked_reader_boundary_per_seed)
+                + "% (unablated "
                 + _percents(r.knock_base_boundary_per_seed)
-                + ")%, with the gates rotated by one offset "
+                + "%); with the gates rotated by one offset "
                 + _percents(r.rotated_boundary_per_seed)
                 + f"%; boundary gates in {gates}/{r.seeds} seeds"
                 + _path_gate_text(r.path_gates_per_seed)
@@ -445,8 +452,10 @@ def _path_claim(rows: list[LocalRow]) -> str:
         f"head's attention on the position before, against "
         f"{_span(o['previous'], digits=2)} in the others; closing the window at "
         f"evaluation takes their boundary from {_span(a['boundary'], 100)}% to "
-        f"{_span(a['closed'], 100)}%, knocking out that one head to "
-        f"{_span(a['knocked'], 100)}%."
+        f"{_span(a['closed'], 100)}%. The path is carried by {_span(a['heads'])} "
+        "first-layer heads: knocking out the most damaging single one leaves "
+        f"{_span(a['path'], 100)}%, the most damaging single last-layer head (the reader) "
+        f"{_span(a['reader'], 100)}%."
     )
     if crossed:
         text += (
