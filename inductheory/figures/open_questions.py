@@ -28,7 +28,6 @@ from ._open_questions import (
     LocalRow,
     PathGate,
     boundary_answers,
-    path_seeds,
     row_label,
     task_label,
 )
@@ -435,37 +434,59 @@ def _span(values, scale=1.0, digits=0) -> str:
     )
 
 
+def _values(values, seeds, scale=100.0, digits=0) -> str:
+    return ", ".join(f"{scale * values[i]:.{digits}f}" for i in seeds)
+
+
+def _row_path_claim(r: LocalRow) -> str:
+    """What the seeds of one window row that answer the boundary show."""
+    answered = [i for i, a in enumerate(r.boundary.answered_per_seed()) if a]
+    others = [v for i, v in enumerate(r.previous_mass_per_seed) if i not in answered]
+    crossed = [r.crossed_step_per_seed[i] for i in answered]
+    return (
+        f" At {row_label(r)} seeds {', '.join(map(str, answered))} answer it "
+        f"({_values(r.boundary.boundary, answered)}%): a first-layer head puts "
+        f"{_values(r.previous_mass_per_seed, answered, 1.0, 2)} of its attention on the "
+        f"position before (the other seeds at most {max(others, default=0):.2f}); with the "
+        f"window closed at evaluation their boundary is "
+        f"{_values(r.closed_boundary_per_seed, answered)}%, with the most damaging single "
+        f"first-layer head knocked out {_values(r.knocked_path_boundary_per_seed, answered)}"
+        f"% ({_values(r.path_heads_per_seed, answered, 1.0)} heads carry the path), with "
+        f"the most damaging last-layer head (the reader) "
+        f"{_values(r.knocked_reader_boundary_per_seed, answered)}%; "
+        + (
+            "their training loss never goes below the no-boundary reader's."
+            if all(c is None for c in crossed)
+            else "their training loss goes below the no-boundary reader's at step "
+            + ", ".join("never" if c is None else f"{c:,}" for c in crossed)
+            + "."
+        )
+    )
+
+
 def _path_claim(rows: list[LocalRow]) -> str:
-    seeds = path_seeds(rows)
-    a, o = seeds.answered, seeds.others
-    n = len(a["previous"]) + len(o["previous"])
-    if not a["previous"]:
+    window = [r for r in rows if r.previous_mass_per_seed is not None]
+    answering = [r for r in window if r.boundary.answered.k]
+    if not answering:
+        n = sum(r.seeds for r in window)
+        top = max(v for r in window for v in r.previous_mass_per_seed)
         return (
             f" No seed with a local window answers it (0 of {n}); their largest "
-            f"previous-token mass is {_span(o['previous'], digits=2)}."
+            f"previous-token mass is {top:.2f}."
         )
-    crossed = [c for c in a["crossed"] if c is not None]
-    where = sorted(set(a["rows"]))
-    text = (
-        f" The {len(a['previous'])} of {n} seeds with a window that answer it "
-        f"({'; '.join(where)}) put {_span(a['previous'], digits=2)} of a first-layer "
-        f"head's attention on the position before, against "
-        f"{_span(o['previous'], digits=2)} in the others; closing the window at "
-        f"evaluation takes their boundary from {_span(a['boundary'], 100)}% to "
-        f"{_span(a['closed'], 100)}%. The path is carried by {_span(a['heads'])} "
-        "first-layer heads: knocking out the most damaging single one leaves "
-        f"{_span(a['path'], 100)}%, the most damaging single last-layer head (the reader) "
-        f"{_span(a['reader'], 100)}%."
-    )
-    if crossed:
-        text += (
-            " Their training loss falls below the no-boundary reader's (a second drop) "
-            f"at step {_span(crossed)}; in {sum(c is None for c in a['crossed'])} of "
-            "them it never does."
-            if len(crossed) < len(a["crossed"])
-            else " Their training loss falls below the no-boundary reader's (a second "
-            f"drop) at step {_span(crossed)}."
-        )
+    text = "".join(_row_path_claim(r) for r in answering)
+    for vocab in sorted({r.vocab or 0 for r in answering}):
+        sets = {
+            tuple(i for i, a in enumerate(r.boundary.answered_per_seed()) if a)
+            for r in answering
+            if (r.vocab or 0) == vocab
+        }
+        rows = sum((r.vocab or 0) == vocab for r in answering)
+        if rows > 1 and len(sets) == 1:
+            text += (
+                f" The same seeds ({', '.join(map(str, sets.pop()))}) answer it in the "
+                f"{rows} rows on {task_label(vocab or None)} tokens that do."
+            )
     return text
 
 
