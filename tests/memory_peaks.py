@@ -50,9 +50,6 @@ COMMANDS = {
     # the oracle: every start's n x n Newton matrices
     "oracle": ["oracle", "--L", "4", "--N", "64", "--restarts", "300", "--steps", "3"]
     + ["--vertex-starts", "1"],
-    # train: every seed's loss and gradient on a batch of contexts
-    "train": ["train", "--L", "4", "--N", "4096", "--steps", "1", "--seeds", "2"]
-    + ["--batch", "8192"],
     # train paper (and matrix, whose rows it trains): the transformer's activations on a batch
     "train-paper": [
         "train",

@@ -7,10 +7,13 @@ import json
 import pytest
 
 import inductheory as it
+from inductheory.flow._config import Init, Sample
 from inductheory.internal._io import parameter_key, to_json
 
 MODES = [
     (it.FlowConfig, "dynamics", it.Dynamics),
+    (it.FlowConfig, "sample", Sample),
+    (it.FlowConfig, "init", Init),
     (it.ModelConfig, "embeddings", it.Embeddings),
     (it.ModelConfig, "maps", it.Maps),
     (it.ModelConfig, "unembedding", it.Unembedding),
@@ -31,6 +34,8 @@ def test_members_hash_and_serialise_as_their_strings(kind):
 def test_config_fields_hold_members():
     assert it.FlowConfig(dynamics="full").dynamics is it.Dynamics.FULL
     assert it.FlowConfig().to_dict()["dynamics"] is it.Dynamics.REDUCED
+    full = it.FlowConfig(dynamics="full", sample="iid", init="projected")
+    assert full.sample is Sample.IID and full.init is Init.PROJECTED
     config = it.ModelConfig(
         embeddings="learned", d=4, maps="learned", unembedding="learned", gates="bias"
     )
@@ -55,6 +60,14 @@ def test_config_fields_hold_members():
         (
             lambda: it.FlowConfig(dynamics="x"),
             "dynamics must be one of reduced, full, got 'x'",
+        ),
+        (
+            lambda: it.FlowConfig(dynamics="full", sample="x"),
+            "sample must be one of balanced, iid, got 'x'",
+        ),
+        (
+            lambda: it.FlowConfig(dynamics="full", init="x"),
+            "init must be one of ball, projected, got 'x'",
         ),
         (
             lambda: it.ModelConfig(embeddings="x"),

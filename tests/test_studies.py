@@ -243,6 +243,15 @@ def test_open_questions_rows_count_covered_phases_and_the_path_by_hand():
         if f.default is dataclasses.MISSING
     }
     fields.update(peak=peak, static=static, mass=static, avg=static)
+    # knockouts (seeds, layers, q_heads, period); rotations by -1 and +1
+    knockout = rng.uniform(size=(seeds, 2, 8, period))
+    rotated = rng.uniform(size=(seeds, 2, period))
+    fields.update(
+        knockout_accuracy=knockout,
+        base_accuracy=rng.uniform(size=(seeds, period)),
+        rotations=np.array([-1, 1]),
+        rotated_accuracy=rotated,
+    )
     mechanisms = RowMechanisms(
         **fields,
         previous_mass=rng.uniform(size=(seeds, 1, 8)),
@@ -276,3 +285,72 @@ def test_open_questions_rows_count_covered_phases_and_the_path_by_hand():
     assert local.closed_boundary_per_seed == pytest.approx(closed)
     # key = value = 0 on a concentrated gate answers phase S - 1 through the path
     assert local.boundary_gate_per_seed[0]
+    assert [(g.layer, g.kv_head) for g in local.path_gates_per_seed[0]] == [
+        (layer, kv) for layer in range(2) for kv in range(4)
+    ]
+    assert all(g.key_peak == g.value_peak == 0 for g in local.path_gates_per_seed[0])
+    boundary = [7, 15, 23]
+    # the most damaging single head of the first and of the last layer
+    for s in range(seeds):
+        by_head = [
+            [knockout[s, layer, q, boundary].mean() for q in range(8)]
+            for layer in (0, 1)
+        ]
+        assert local.knocked_path_boundary_per_seed[s] == pytest.approx(min(by_head[0]))
+        assert local.knocked_reader_boundary_per_seed[s] == pytest.approx(
+            min(by_head[1])
+        )
+        assert local.path_heads_per_seed[s] == sum(
+            v >= 0.5 for v in mechanisms.previous_mass[s, 0]
+        )
+        assert local.rotated_boundary_per_seed[s] == pytest.approx(
+            rotated[s, 1, boundary].mean()
+        )
+    # only a boundary answered takes the loss under the within-window reader's: at most the
+    # boundary's eighth of the queries guessing among the N = 128 tokens, and more than zero
+    assert 0 < local.no_boundary_loss <= math.log(128) / S
+    assert local.crossed_step_per_seed == [None] * seeds  # curves of 1-2 nats
+    dipping = dataclasses.replace(
+        result, curve=np.array([[2.0, 1.0, 0.9]] * 2 + [[2, 0.5, 0.3]])
+    )
+    crossed = local_row(
+        StudyRow("W8/S8 8 KV", changes=(("local_window", 2),)), FULL_SIZE, dipping
+    ).crossed_step_per_seed
+    assert crossed == [None, None, 1]
+    back = type(local).from_dict(local.to_dict())
+    assert back.path_gates_per_seed == local.path_gates_per_seed
+
+
+def test_path_seeds_split_the_window_rows_by_the_answer_rule():
+    from inductheory.experiments._measured import MeanInterval
+    from inductheory.figures._open_questions import (
+        LocalRow,
+        boundary_answers,
+        path_seeds,
+    )
+
+    acc = np.full((3, 24), 0.9)
+    acc[:, [7, 15, 23]] = [[0.9], [0.01], [0.5]]  # seeds 0, 2 answer (0.5 >= 0.45)
+    answers = boundary_answers(acc, 8)
+    mi = MeanInterval(mean=0.5, ci95=[0.0, 1.0])
+    row = LocalRow(
+        local_window=2,
+        seeds=3,
+        steps=5600,
+        boundary=answers,
+        mean=mi,
+        worst_within=mi,
+        previous_mass_per_seed=[0.9, 0.1, 0.6],
+        closed_boundary_per_seed=[0.01, 0.01, 0.02],
+        path_heads_per_seed=[3, 0, 1],
+        knocked_path_boundary_per_seed=[0.5, 0.01, 0.3],
+        knocked_reader_boundary_per_seed=[0.1, 0.01, 0.0],
+        crossed_step_per_seed=[2000, None, 3000],
+    )
+    plain = dataclasses.replace(row, local_window=0, previous_mass_per_seed=None)
+    seeds = path_seeds([plain, row])
+    assert answers.answered_per_seed() == [True, False, True]
+    assert seeds.answered["previous"] == [0.9, 0.6]
+    assert seeds.answered["crossed"] == [2000, 3000]
+    assert seeds.answered["heads"] == [3, 1] and seeds.answered["reader"] == [0.1, 0.0]
+    assert seeds.others["previous"] == [0.1] and seeds.others["path"] == [0.01]

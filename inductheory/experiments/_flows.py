@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from ..flow._config import Dynamics, FlowConfig, check_flow
+from ..flow._config import Dynamics, FlowConfig, Init, check_flow
 from ..flow._init import initial_biases, initial_gate_vectors, project_to_mean
 from ..flow._integrate import solve_full, solve_reduced
 from ..flow._sample import flow_sample, sample_size, seed_keys
@@ -74,7 +74,7 @@ def one_lane(task: Task, config: FlowConfig, key_data, shared) -> dict:
     # an exact geometry takes the lane's traced kappa
     geometry = geometry.for_task(task)
     c0 = initial_gate_vectors(key, task, geometry, config.rho, config.tied)
-    if config.init == "projected":
+    if config.init is Init.PROJECTED:
         c0 = project_to_mean(c0, geometry)
     out = solve_full(task, config, geometry, contexts, c0).to_dict(state=False)
     if task.exact:
@@ -611,7 +611,7 @@ def run_flows(
             c0 = initial_gate_vectors(
                 jax.random.wrap_key_data(k), t, g, config.rho, config.tied
             )
-            return project_to_mean(c0, g) if config.init == "projected" else c0
+            return project_to_mean(c0, g) if config.init is Init.PROJECTED else c0
 
         c0s.append(pad_columns(jax.vmap(draw)(keys), width))
         padded = DenseGeometry(

@@ -11,41 +11,59 @@ import dataclasses
 
 import numpy as np
 
+from ..experiments._ceilings import architecture_coverage, retrieval_ceilings
 from ..experiments._measured import Count, MeanInterval
 from ..experiments._mitigations import coordination_threshold, mitigation_task
 from ..experiments._paper_matrix import FULL_SIZE, QUICK_SIZE, boundary_phases
 from ..experiments._studies import StudyRow, study_result
 from ..internal._progress import announce
-from ..internal._records import Record, optional_field
+from ..internal._records import Record
 from ..trained._local_path import boundary_gates
 from ..trained._mechanisms import GateOffsets
-from . import _style
 from ._figure import Figure, FigureContext, FigureData, MeasuredTable
 from ._matrix_stats import percent_text
 from ._mechanism_summaries import covered_phases
-from ._open_questions import BoundaryAnswers, boundary_answers
+from ._open_questions import (
+    PATH_MASS,
+    LocalRow,
+    PathGate,
+    boundary_answers,
+    row_label,
+    task_label,
+)
+from ._open_questions_draw import draw
 from ._stats import share_text, t_interval, wilson_count
 
 ROW = "W8/S8 8 KV"
-# The rows this figure trains (8 seeds a row); w in {1, S} and the
-# weights between 0 and 1 are a `sweep matrix` away (docs/trained.md, "Open questions").
-LOCAL_WINDOWS = (0, 2)
-LOCAL_VOCAB = (None, 48)
+# The local-window rows this figure trains, 8 seeds each: (vocab (None: distinct tokens),
+# window w (0: none), steps (None: the matrix's 2,800)). The other (w, steps) pairs are a
+# `sweep matrix` away (docs/trained.md, "Open questions").
+LOCAL_ROWS = (
+    (None, 0, None),
+    (None, 2, None),
+    (48, 0, None),
+    (48, 2, None),
+    (None, 0, 5600),
+    (None, 1, 5600),
+    (None, 2, 5600),
+    (None, 8, 5600),
+    (48, 0, 5600),
+    (48, 2, 5600),
+)
 # The overlap penalty's weights at each KV-head count (0: the matrix's row).
 PENALTIES = {4: (0.0, 1.0), 8: (0.0, 0.1, 1.0)}
 COORDINATION_ROWS = {4: "W8/S8 4 KV", 8: "W8/S8 8 KV"}
 
 
-def _local(w: int, vocab) -> StudyRow:
+def _local(w: int, vocab, steps=None) -> StudyRow:
     changes = (("local_window", w),) if w else ()
-    return StudyRow(ROW, vocab=vocab, changes=changes, mechanisms=bool(w))
+    return StudyRow(ROW, vocab=vocab, changes=changes, steps=steps, mechanisms=bool(w))
 
 
 def full_studies() -> tuple[list[StudyRow], list[StudyRow]]:
-    """`(local, coordination)`: the local-window rows (every w of `LOCAL_WINDOWS` on each
-    task of `LOCAL_VOCAB`) and the coordination rows (the weights of `PENALTIES` at 4 and 8
-    KV heads, distinct tokens)."""
-    local = [_local(w, v) for v in LOCAL_VOCAB for w in LOCAL_WINDOWS]
+    """`(local, coordination)`: the local-window rows (`LOCAL_ROWS`) and the coordination
+    rows (the weights of `PENALTIES` at 4 and 8 KV heads, distinct tokens)."""
+    local = [_local(w, v, steps) for v, w, steps in LOCAL_ROWS]
     coordination = [
         StudyRow(row, overlap_penalty=lam, mechanisms=bool(lam))
         for kv, row in COORDINATION_ROWS.items()
@@ -62,30 +80,6 @@ def quick_studies() -> tuple[list[StudyRow], list[StudyRow]]:
         StudyRow(ROW, overlap_penalty=lam, mechanisms=bool(lam)) for lam in (0.0, 1.0)
     ]
     return local, coordination
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class LocalRow(Record):
-    """One local-window row.
-
-    **Fields:** `vocab` (None: distinct tokens), `local_window` (0: none), `seeds`, `steps`;
-    `boundary`: its `BoundaryAnswers`; `mean`, `worst_within`: t intervals over seeds; with a
-    window only (else None): `previous_mass_per_seed` (the largest attention mass on the
-    position before over the first layer's query heads), `closed_boundary_per_seed` (the
-    boundary accuracy with the window closed at evaluation), `boundary_gate_per_seed` (a
-    concentrated KV head whose key and value gates answer the boundary, `boundary_gates`).
-    """
-
-    vocab: int | None = optional_field()
-    local_window: int
-    seeds: int
-    steps: int
-    boundary: BoundaryAnswers
-    mean: MeanInterval
-    worst_within: MeanInterval
-    previous_mass_per_seed: list[float] | None = optional_field()
-    closed_boundary_per_seed: list[float] | None = optional_field()
-    boundary_gate_per_seed: list[bool] | None = optional_field()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -150,6 +144,49 @@ def _gates(m, seed: int) -> GateOffsets:
     )
 
 
+def _path_gates(m, seed: int, S: int) -> list[PathGate]:
+    """The concentrated KV heads of one seed that answer the boundary (`boundary_gates`;
+    `layer` counts the gated layers, which are every block of the matrix's rows)."""
+    g = boundary_gates(_gates(m, seed), S)
+    layers = np.nonzero(np.asarray(g.answers_boundary & g.concentrated))
+    return [
+        PathGate(
+            layer=int(i),
+            kv_head=int(kv),
+            key_peak=int(g.key_peak[i, kv]),
+            value_peak=int(g.value_peak[i, kv]),
+        )
+        for i, kv in zip(*layers, strict=True)
+    ]
+
+
+def _path_measures(m, phases, S: int) -> dict:
+    """The local path's measures and causal checks of a row with an exact local window (the
+    `LocalRow` fields after `boundary_gate_per_seed`'s description)."""
+    previous = np.asarray(m.previous_mass)[:, 0]  # (seeds, q_heads): first local layer
+    # knockouts (seeds, layers, q_heads, period) index blocks; the first local layer is block
+    # 0 (`local_blocks`), the reader the last block
+    knocked = np.asarray(m.knockout_accuracy)[..., phases].mean(axis=-1)
+    rotated = np.asarray(m.rotated_accuracy)[:, list(m.rotations).index(1)]
+    gates = [_path_gates(m, s, S) for s in range(previous.shape[0])]
+    return dict(
+        previous_mass_per_seed=previous.max(axis=-1).tolist(),
+        closed_boundary_per_seed=np.asarray(m.closed_window_accuracy)[:, phases]
+        .mean(axis=1)
+        .tolist(),
+        boundary_gate_per_seed=[bool(g) for g in gates],
+        path_gates_per_seed=gates,
+        knock_base_boundary_per_seed=np.asarray(m.base_accuracy)[:, phases]
+        .mean(axis=1)
+        .tolist(),
+        path_heads_per_seed=(previous >= PATH_MASS).sum(axis=-1).tolist(),
+        knocked_path_boundary_per_seed=knocked[:, 0].min(axis=-1).tolist(),
+        knocked_reader_boundary_per_seed=knocked[:, -1].min(axis=-1).tolist(),
+        rotated_boundary_per_seed=rotated[:, phases].mean(axis=1).tolist(),
+        rotated_mean_per_seed=rotated.mean(axis=1).tolist(),
+    )
+
+
 def local_row(study: StudyRow, base, result) -> LocalRow:
     """A `LocalRow` from a trained row's `RowResult`."""
     size, arch = study.size(base), study.architecture(base)
@@ -158,19 +195,23 @@ def local_row(study: StudyRow, base, result) -> LocalRow:
     extra = {}
     m = result.mechanisms
     if arch.local_window and m is not None and m.previous_mass is not None:
-        closed = np.asarray(m.closed_window_accuracy)
-        phases = boundary_phases(arch.S, size.task.period)
-        extra = dict(
-            previous_mass_per_seed=np.asarray(m.previous_mass)[:, 0]
-            .max(axis=-1)
-            .tolist(),
-            closed_boundary_per_seed=closed[:, phases].mean(axis=1).tolist(),
-            boundary_gate_per_seed=[
-                bool(np.any(g.answers_boundary & g.concentrated))
-                for g in (boundary_gates(_gates(m, s), arch.S) for s in range(len(acc)))
-            ],
-        )
+        extra = _path_measures(m, boundary_phases(arch.S, size.task.period), arch.S)
+    # the compressor's reader without the boundary: the local window adds no coverage
+    covered = architecture_coverage(
+        dataclasses.replace(arch, local_window=0), size.task.T
+    )
+    floor = retrieval_ceilings(size.task, covered).mean_loss
+    curve = np.asarray(result.curve)
+    crossed = [
+        int(result.curve_steps[np.argmax(c < floor)]) if np.any(c < floor) else None
+        for c in curve
+    ]
     return LocalRow(
+        no_boundary_loss=floor,
+        crossed_step_per_seed=crossed,
+        curve_steps=np.asarray(result.curve_steps).tolist(),
+        curve_per_seed=curve.tolist(),
+        loss_per_seed=np.asarray(result.measures.loss).tolist(),
         vocab=size.task.vocab,
         local_window=arch.local_window,
         seeds=len(acc),
@@ -234,28 +275,35 @@ def compute(context: FigureContext) -> OpenQuestionsData:
 
 def parameters(base, quick: bool) -> dict[str, str]:
     t, tr = base.task, base.train
+    local, coordination = quick_studies() if quick else full_studies()
+    rows = "; ".join(
+        f"w={s.changes[0][1] if s.changes else 0} ({task_label(s.vocab)}, "
+        f"{s.size(base).train.steps:,} steps)"
+        for s in local
+    )
+    weights = "; ".join(
+        f"{kv} KV heads: "
+        + ", ".join(
+            f"{s.overlap_penalty:g}"
+            for s in coordination
+            if s.architecture(base).kv_heads == kv
+        )
+        for kv in sorted({s.architecture(base).kv_heads for s in coordination})
+    )
     return {
-        "rows": f"'{ROW}' with an exact local window of w in "
-        + "{0 (none), 2}"
-        + " positions on the context stream, on distinct tokens"
-        + ("" if quick else " and on tokens drawn with replacement from V = 48")
-        + "; the key gates' overlap penalty lambda in "
-        + (
-            "{0, 1} at 8 KV heads"
-            if quick
-            else "{0, 1} at 4 and {0, 0.1, 1} at 8 KV heads"
-        ),
+        "rows": f"'{ROW}' with an exact local window of w positions on the context "
+        f"stream (0: none), on distinct tokens or tokens drawn with replacement from V "
+        f"symbols: {rows}; the key gates' overlap penalty lambda ({weights})",
         "task": f"the matrix's: T={t.T}, N={t.N}, phases mod {t.period}",
-        "training": f"the matrix's: {tr.steps} steps of {tr.batch} contexts, "
-        f"{base.seeds} seeds a row",
+        "training": f"the matrix's: {tr.steps} steps of {tr.batch} contexts unless a row "
+        f"says otherwise, {base.seeds} seeds a row",
         "held out": f"{tr.eval_contexts} contexts",
     }
 
 
 def findings(rows: list[LocalRow], points: list[CoordinationPoint]) -> str:
     parts = [
-        f"w={r.local_window} "
-        f"{'distinct' if r.vocab is None else f'V={r.vocab}'}: boundary answered in "
+        f"{row_label(r)}: boundary answered in "
         f"{share_text(r.boundary.answered.k, r.boundary.answered.n)} seeds"
         for r in rows
     ]
@@ -267,8 +315,22 @@ def findings(rows: list[LocalRow], points: list[CoordinationPoint]) -> str:
     return "; ".join(parts)
 
 
-def _task(vocab) -> str:
-    return "distinct" if vocab is None else f"V={vocab}"
+def _percents(values) -> str:
+    return ", ".join(f"{100 * v:.0f}" for v in values)
+
+
+def _path_gate_text(per_seed) -> str:
+    """The boundary gates of the seeds that have one: seed: layer/KV head (key, value)."""
+    found = [
+        f"seed {s}: "
+        + ", ".join(
+            f"layer {g.layer} KV {g.kv_head} (key {g.key_peak}, value {g.value_peak})"
+            for g in gates
+        )
+        for s, gates in enumerate(per_seed or [])
+        if gates
+    ]
+    return f" ({'; '.join(found)})" if found else ""
 
 
 def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
@@ -282,13 +344,26 @@ def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
                 "previous-token mass "
                 + ", ".join(f"{v:.2f}" for v in r.previous_mass_per_seed)
                 + "; boundary with the window closed "
-                + ", ".join(f"{100 * v:.0f}" for v in r.closed_boundary_per_seed)
+                + _percents(r.closed_boundary_per_seed)
+                + f"%; first-layer heads with at least {PATH_MASS:g} of their attention "
+                "on the position before "
+                + ", ".join(map(str, r.path_heads_per_seed))
+                + "; boundary with the most damaging single head knocked out, first layer "
+                + _percents(r.knocked_path_boundary_per_seed)
+                + "%, last layer "
+                + _percents(r.knocked_reader_boundary_per_seed)
+                + "% (unablated "
+                + _percents(r.knock_base_boundary_per_seed)
+                + "%); with the gates rotated by one offset "
+                + _percents(r.rotated_boundary_per_seed)
                 + f"%; boundary gates in {gates}/{r.seeds} seeds"
+                + _path_gate_text(r.path_gates_per_seed)
             )
         local.append(
             [
-                _task(r.vocab),
+                task_label(r.vocab),
                 str(r.local_window or "none"),
+                f"{r.steps:,}",
                 ", ".join(f"{100 * b:.0f}" for b in r.boundary.boundary),
                 share_text(a.k, a.n),
                 percent_text(r.mean),
@@ -318,6 +393,7 @@ def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
             [
                 "task",
                 "w",
+                "steps",
                 "boundary per seed",
                 "answered",
                 "mean",
@@ -352,102 +428,85 @@ def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
     ]
 
 
-def draw(data: OpenQuestionsData):
-    import matplotlib.pyplot as plt
+def _span(values, scale=1.0, digits=0) -> str:
+    lo, hi = scale * min(values), scale * max(values)
+    return (
+        f"{lo:.{digits}f}"
+        if f"{lo:.{digits}f}" == f"{hi:.{digits}f}"
+        else (f"{lo:.{digits}f}-{hi:.{digits}f}")
+    )
 
-    with _style.context():
-        fig, axes = plt.subplots(2, 2, figsize=(11, 8))
-        ax = axes[0, 0]
-        labels = []
-        for i, r in enumerate(data.local):
-            b = 100 * np.asarray(r.boundary.boundary)
-            x = i + np.linspace(-0.15, 0.15, b.size)
-            ax.scatter(x, b, color=_style.color(0 if r.vocab is None else 1), s=14)
-            a = r.boundary.answered
-            ax.annotate(f"{a.k}/{a.n}", (i, 103), ha="center", fontsize=7, color="0.3")
-            labels.append(f"w={r.local_window}\n{_task(r.vocab)}")
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, fontsize=7)
-        ax.set_xlim(-0.5, len(labels) - 0.5)
-        ax.set_ylim(-3, 110)
-        ax.set_ylabel("boundary-phase accuracy per seed (%)")
-        ax.set_title("The boundary with an exact local window (seeds answering)")
 
-        ax = axes[0, 1]
-        for r in data.local:
-            if r.previous_mass_per_seed is None:
-                continue
-            c = _style.color(LOCAL_WINDOWS.index(r.local_window) % 8)
-            marker = "o" if r.vocab is None else "s"
-            ax.scatter(
-                r.previous_mass_per_seed,
-                100 * np.asarray(r.boundary.boundary),
-                color=c,
-                marker=marker,
-                label=f"w={r.local_window} {_task(r.vocab)}",
+def _values(values, seeds, scale=100.0, digits=0) -> str:
+    return ", ".join(f"{scale * values[i]:.{digits}f}" for i in seeds)
+
+
+def _row_path_claim(r: LocalRow) -> str:
+    """What the seeds of one window row that answer the boundary show."""
+    answered = [i for i, a in enumerate(r.boundary.answered_per_seed()) if a]
+    others = [v for i, v in enumerate(r.previous_mass_per_seed) if i not in answered]
+    crossed = [r.crossed_step_per_seed[i] for i in answered]
+    return (
+        f" At {row_label(r)} seeds {', '.join(map(str, answered))} answer it "
+        f"({_values(r.boundary.boundary, answered)}%): a first-layer head puts "
+        f"{_values(r.previous_mass_per_seed, answered, 1.0, 2)} of its attention on the "
+        f"position before (the other seeds at most {max(others, default=0):.2f}); with the "
+        f"window closed at evaluation their boundary is "
+        f"{_values(r.closed_boundary_per_seed, answered)}%, with the most damaging single "
+        f"first-layer head knocked out {_values(r.knocked_path_boundary_per_seed, answered)}"
+        f"% ({_values(r.path_heads_per_seed, answered, 1.0)} heads carry the path), with "
+        f"the most damaging last-layer head (the reader) "
+        f"{_values(r.knocked_reader_boundary_per_seed, answered)}%; "
+        + (
+            "their training loss never goes below the no-boundary reader's."
+            if all(c is None for c in crossed)
+            else "their training loss goes below the no-boundary reader's at step "
+            + ", ".join("never" if c is None else f"{c:,}" for c in crossed)
+            + "."
+        )
+    )
+
+
+def _path_claim(rows: list[LocalRow]) -> str:
+    window = [r for r in rows if r.previous_mass_per_seed is not None]
+    answering = [r for r in window if r.boundary.answered.k]
+    if not answering:
+        n = sum(r.seeds for r in window)
+        top = max(v for r in window for v in r.previous_mass_per_seed)
+        return (
+            f" No seed with a local window answers it (0 of {n}); their largest "
+            f"previous-token mass is {top:.2f}."
+        )
+    text = "".join(_row_path_claim(r) for r in answering)
+    for vocab in sorted({r.vocab or 0 for r in answering}):
+        sets = {
+            tuple(i for i, a in enumerate(r.boundary.answered_per_seed()) if a)
+            for r in answering
+            if (r.vocab or 0) == vocab
+        }
+        rows = sum((r.vocab or 0) == vocab for r in answering)
+        if rows > 1 and len(sets) == 1:
+            text += (
+                f" The same seeds ({', '.join(map(str, sets.pop()))}) answer it in the "
+                f"{rows} rows on {task_label(vocab or None)} tokens that do."
             )
-            ax.scatter(
-                r.previous_mass_per_seed,
-                100 * np.asarray(r.closed_boundary_per_seed),
-                color=c,
-                marker=marker,
-                facecolors="none",
-            )
-        ax.set_xlabel("previous-token attention mass (first layer, largest head)")
-        ax.set_ylabel("boundary accuracy (%); open: window closed")
-        ax.set_ylim(-3, 105)
-        ax.set_title("The path: previous-token attention and the causal check")
-        ax.legend(fontsize=6.5)
-
-        for ax, value, scale, title in (
-            (axes[1, 0], lambda p: p.covered, 1, "Phases the key gates answer"),
-            (axes[1, 1], lambda p: p.worst_within, 100, "Worst within-window phase"),
-        ):
-            weights = sorted({p.overlap_penalty for p in data.coordination})
-            for k, kv in enumerate(sorted({p.kv_heads for p in data.coordination})):
-                pts = [p for p in data.coordination if p.kv_heads == kv]
-                # one column per weight (evenly spaced: 0 has no place on a log axis)
-                x = np.array([weights.index(p.overlap_penalty) for p in pts])
-                m = [value(p) for p in pts]
-                ax.errorbar(
-                    x + 0.1 * k,
-                    [scale * v.mean for v in m],
-                    yerr=np.array(
-                        [
-                            [scale * (v.mean - v.ci95[0]), scale * (v.ci95[1] - v.mean)]
-                            for v in m
-                        ]
-                    ).T,
-                    color=_style.color(k),
-                    marker=_style.MARKERS[k],
-                    capsize=3,
-                    label=f"{kv} KV heads",
-                )
-            ax.set_xticks(range(len(weights)))
-            ax.set_xticklabels([f"{w:g}" for w in weights])
-            ax.set_xlabel("overlap penalty lambda")
-            ax.set_title(title)
-            ax.legend(fontsize=7)
-        axes[1, 0].set_ylabel(f"distinct phases (of S = {data.S})")
-        axes[1, 0].set_ylim(-0.3, data.S + 0.3)
-        axes[1, 1].set_ylabel("accuracy (%)")
-        axes[1, 1].set_ylim(-3, 105)
-        fig.tight_layout()
-    return fig
+    return text
 
 
 def claim(data: OpenQuestionsData) -> str:
-    text = (
+    return (
         "The paper's open questions on trained models: an exact local window beside the "
         "8-KV W8/S8 compressor (docs/theory.md §10: the boundary phase), and the key gates' "
         "overlap penalty (§9's coordination, lambda* from the idealized flow). Boundary "
         "answered in "
         + "; ".join(
-            f"{share_text(r.boundary.answered.k, r.boundary.answered.n)} seeds at w="
-            f"{r.local_window} ({_task(r.vocab)})"
+            f"{share_text(r.boundary.answered.k, r.boundary.answered.n)} seeds at "
+            f"{row_label(r)}"
             for r in data.local
         )
-        + ". With the penalty: "
+        + "."
+        + _path_claim(data.local)
+        + " With the penalty: "
         + "; ".join(
             f"{p.kv_heads} KV, lambda={p.overlap_penalty:g}: {p.covered.mean:.1f} phases "
             f"covered, worst within-window {100 * p.worst_within.mean:.1f}%"
@@ -455,7 +514,6 @@ def claim(data: OpenQuestionsData) -> str:
         )
         + "."
     )
-    return text
 
 
 FIGURE = Figure(

@@ -48,8 +48,26 @@ class Dynamics(enum.StrEnum):
 
 
 DYNAMICS = tuple(m.value for m in Dynamics)
-SAMPLES = ("balanced", "iid")
-INITS = ("ball", "projected")
+
+
+class Sample(enum.StrEnum):
+    """How the full flow's Monte-Carlo sample of contexts is drawn: `BALANCED`
+    (`balanced_contexts`) or `IID` (`sample_contexts`)."""
+
+    BALANCED = "balanced"
+    IID = "iid"
+
+
+class Init(enum.StrEnum):
+    """The full flow's initial gate vectors: `BALL` (uniform in the ball of radius rho) or
+    `PROJECTED` (that draw projected on span(m), where the gates are static)."""
+
+    BALL = "ball"
+    PROJECTED = "projected"
+
+
+SAMPLES = tuple(m.value for m in Sample)
+INITS = tuple(m.value for m in Init)
 # How the selection Event locates its time (tolerances in `integrate`).
 ROOT_FINDERS = {"newton": optx.Newton, "bisection": optx.Bisection}
 # Fields that flow through a program (0-d arrays, traced); the others set it (static).
@@ -129,8 +147,8 @@ class FlowConfig(eqx.Module):
     atol: Float[Array, ""]
     max_steps: int = eqx.field(static=True)
     M: int = eqx.field(static=True)
-    sample: str = eqx.field(static=True)
-    init: str = eqx.field(static=True)
+    sample: Sample = eqx.field(static=True)
+    init: Init = eqx.field(static=True)
     batch_size: int | None = eqx.field(static=True)
     n_save: int = eqx.field(static=True)
     t_save_min: Float[Array, ""]
@@ -151,8 +169,8 @@ class FlowConfig(eqx.Module):
         atol: float = 1e-10,
         max_steps: int = 100_000,
         M: int = 1024,
-        sample: str = "balanced",
-        init: str = "ball",
+        sample: Sample | str = Sample.BALANCED,
+        init: Init | str = Init.BALL,
         batch_size: int | None = None,
         n_save: int = 64,
         t_save_min: float = 1e-2,
@@ -180,10 +198,8 @@ class FlowConfig(eqx.Module):
                 raise ValueError(f"{name} must be > 0, got {value}")
         max_steps = _require_int("max_steps", max_steps, 1)
         M = _require_int("M", M, 1)
-        if sample not in SAMPLES:
-            raise ValueError(f"sample must be one of {SAMPLES}, got {sample!r}")
-        if init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {init!r}")
+        sample = _enum(Sample, "sample", sample)
+        init = _enum(Init, "init", init)
         if batch_size is not None:
             batch_size = _require_int("batch_size", batch_size, 1)
         n_save = _require_int("n_save", n_save, 1)
@@ -349,8 +365,10 @@ __all__ = [
     "Dynamics",
     "FlowConfig",
     "INITS",
+    "Init",
     "ROOT_FINDERS",
     "SAMPLES",
+    "Sample",
     "SOLVERS",
     "check_flow",
 ]

@@ -16,12 +16,12 @@ import numpy as np
 from ..model._contexts import balanced_contexts, sample_contexts
 from ..model._geometry import make_geometry
 from ..model._task import Task
-from ._config import FlowConfig
+from ._config import FlowConfig, Sample
 
 
 def sample_size(task: Task, config: FlowConfig) -> int:
     """Contexts actually used: M, rounded up to a multiple of N/L for balanced samples."""
-    if config.sample == "iid":
+    if config.sample is Sample.IID:
         return config.M
     per_permutation = task.vocabulary // task.L
     return per_permutation * max(1, math.ceil(config.M / per_permutation))
@@ -38,7 +38,7 @@ def flow_sample(task: Task, config: FlowConfig, seed: int = 0):
     base = jax.random.key(seed)
     geometry = make_geometry(task, jax.random.fold_in(base, 3))
     ckey = jax.random.fold_in(base, 2)
-    if config.sample == "iid":
+    if config.sample is Sample.IID:
         contexts = sample_contexts(ckey, task, config.M)
     else:
         contexts = balanced_contexts(

@@ -24,6 +24,7 @@ from ...flow._config import (
     TRACED_FIELDS as FLOW_FIELDS,
     Dynamics,
     FlowConfig,
+    Sample,
     check_flow,
 )
 from ...internal._warnings import warn_at_caller
@@ -201,7 +202,11 @@ def _check_flow_points(
         for (n, t), (r, c) in itertools.product(tasks.items(), configs.items()):
             point = {k: v for k, v in (("N", n), ("rho", r)) if k in grid}
             seen.attempt(point, lambda t=t, c=c: check_flow(t, c))
-    if config.dynamics is Dynamics.FULL and config.sample == "balanced" and "N" in grid:
+    if (
+        config.dynamics is Dynamics.FULL
+        and config.sample is Sample.BALANCED
+        and "N" in grid
+    ):
         T = task.L * task.S
         for n in grid["N"]:
             if n % T:
