@@ -26,9 +26,19 @@ from inductheory.oracle._minimize import (
 
 # inside the hard-selection regime, outside it, and near its boundary (both verdicts occur)
 POINTS = [(16, 4.0), (16, 10.0), (64, 8.0), (256, 12.0), (4096, 12.0)]
+# The default run compares the first two (one of each verdict, and N=16, beta=10, the non-vertex
+# optimum whose stop depends on the loss's last bits, which test_newton_under_a_second_cpu_target
+# reruns by this id); the other three are more points of the same comparison, in the slow target.
+DEFAULT_POINTS = POINTS[:2]
 
 
-@pytest.mark.parametrize("N, beta", POINTS)
+@pytest.mark.parametrize(
+    "N, beta",
+    [
+        p if p in DEFAULT_POINTS else pytest.param(*p, marks=pytest.mark.slow)
+        for p in POINTS
+    ],
+)
 def test_default_newton_matches_bfgs(N, beta):
     """The default method (Newton) against BFGS, the independent second method: same verdicts,
     best losses within 1e-9 relative, at L4 S4 H2 exact geometry."""
@@ -61,14 +71,16 @@ def test_verdicts_differ_across_the_points():
     """The comparison above covers both verdicts (it could not pass by one constant answer):
     the same calls as its Newton side (restarts=4, so the compiled programs are shared)."""
     verdicts = {
-        oracle_point(
+        (N, beta): oracle_point(
             it.Task(L=4, S=4, H=2, N=N, beta=beta),
             jax.random.key(0),
             OracleMinimizer(method="newton", restarts=4),
         ).distinct_heads
         for N, beta in POINTS
     }
-    assert verdicts == {True, False}
+    assert set(verdicts.values()) == {True, False}
+    # and so do the points the default run compares
+    assert {verdicts[p] for p in DEFAULT_POINTS} == {True, False}, verdicts
 
 
 def _loss(task):

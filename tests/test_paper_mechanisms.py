@@ -429,15 +429,22 @@ def test_shift_correlation_of_a_curve_flat_up_to_rounding_is_undefined():
     assert np.isnan(shift_correlation(flat, flat, 1))
 
 
+SWITCHES = [
+    {"mlp": True},
+    {"local_window": 2},
+    {"first_layer_full": True},
+    {"gate": Gate.VECTOR, "tied": True},
+    {"norm": False},
+]
+
+
+# The default run trains every switch at once (one compiled chunk, about 6 s; each alone is another
+# 5-6 s compile), the slow target each switch alone as well.
 @pytest.mark.parametrize(
     "changes",
-    [
-        {"mlp": True},
-        {"local_window": 2},
-        {"first_layer_full": True},
-        {"gate": Gate.VECTOR, "tied": True},
-        {"norm": False},
-    ],
+    [{k: v for switch in SWITCHES for k, v in switch.items()}]
+    + [pytest.param(switch, marks=pytest.mark.slow) for switch in SWITCHES],
+    ids=["all"] + [f"changes{i}" for i in range(len(SWITCHES))],
 )
 def test_every_switch_trains_with_its_trajectory(changes):
     """Each switch of the family through the compiled training chunk (an MLP's activation

@@ -240,7 +240,8 @@ def _redraw_from_stored_data(tmp_path, monkeypatch, names):
 
 
 def test_redraw_from_stored_data_needs_no_computation(tmp_path, monkeypatch):
-    # the figures the quick run above does not draw, every other one (all of them under -m slow)
+    # the figures the quick run above does not draw, every other one (all of them under -m slow;
+    # test_figure_data.py draws the others in the default run)
     names = [n for n in figure_names() if n not in DEFAULT_QUICK][::2]
     _redraw_from_stored_data(tmp_path, monkeypatch, names)
 
