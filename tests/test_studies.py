@@ -354,3 +354,36 @@ def test_path_seeds_split_the_window_rows_by_the_answer_rule():
     assert seeds.answered["crossed"] == [2000, 3000]
     assert seeds.answered["heads"] == [3, 1] and seeds.answered["reader"] == [0.1, 0.0]
     assert seeds.others["previous"] == [0.1] and seeds.others["path"] == [0.01]
+
+
+def test_seed_overlap_against_counting_the_draws():
+    from inductheory.experiments._measured import MeanInterval
+    from inductheory.figures._open_questions import LocalRow, boundary_answers
+    from inductheory.figures.open_questions import seed_overlap
+
+    def row(w, answering, vocab=None):
+        acc = np.full((8, 24), 0.9)
+        acc[:, [7, 15, 23]] = 0.01
+        acc[answering] = 0.9  # these seeds answer the boundary
+        mi = MeanInterval(mean=0.5, ci95=[0.0, 1.0])
+        b = boundary_answers(acc, 8)
+        return LocalRow(
+            vocab=vocab,
+            local_window=w,
+            seeds=8,
+            steps=5600,
+            boundary=b,
+            mean=mi,
+            worst_within=mi,
+        )
+
+    rows = [row(1, [0, 2]), row(2, [0, 2]), row(8, [0, 7]), row(2, [0, 2], vocab=48)]
+    one, two, shared, chance, pairs = seed_overlap(rows)
+    # both draws of 2 of 8 seeds the same pair: 1 of C(8, 2) = 28 equally likely pairs
+    assert (one.local_window, two.local_window, shared) == (1, 2, [0, 2])
+    assert chance == pytest.approx(1 / math.comb(8, 2), rel=1e-12) and pairs == 3
+    # one shared seed of two draws of 2: 1 - C(6, 2) / C(8, 2) of the second draw meet it
+    _, _, shared, chance, _ = seed_overlap([rows[1], rows[2]])
+    assert shared == [0]
+    assert chance == pytest.approx(1 - math.comb(6, 2) / math.comb(8, 2), rel=1e-12)
+    assert seed_overlap([row(1, [1]), row(2, [3])]) is None

@@ -51,7 +51,7 @@ LOCAL_ROWS = (
     (48, 2, 5600),
 )
 # The overlap penalty's weights at each KV-head count (0: the matrix's row).
-PENALTIES = {4: (0.0, 1.0), 8: (0.0, 0.1, 1.0)}
+PENALTIES = {4: (0.0, 0.1, 1.0), 8: (0.0, 0.01, 0.1, 1.0)}
 COORDINATION_ROWS = {4: "W8/S8 4 KV", 8: "W8/S8 8 KV"}
 
 
@@ -478,19 +478,42 @@ def _path_claim(rows: list[LocalRow]) -> str:
             f"previous-token mass is {top:.2f}."
         )
     text = "".join(_row_path_claim(r) for r in answering)
-    for vocab in sorted({r.vocab or 0 for r in answering}):
-        sets = {
-            tuple(i for i, a in enumerate(r.boundary.answered_per_seed()) if a)
-            for r in answering
-            if (r.vocab or 0) == vocab
-        }
-        rows = sum((r.vocab or 0) == vocab for r in answering)
-        if rows > 1 and len(sets) == 1:
-            text += (
-                f" The same seeds ({', '.join(map(str, sets.pop()))}) answer it in the "
-                f"{rows} rows on {task_label(vocab or None)} tokens that do."
-            )
+    overlap = seed_overlap(answering)
+    if overlap is not None:
+        one, two, shared, chance, pairs = overlap
+        text += (
+            f" Seeds {', '.join(map(str, shared))} answer it both at {row_label(one)} and at "
+            f"{row_label(two)}: were each row's answering seeds drawn at random, an overlap "
+            f"this large would have the chance {chance:.3f} (hypergeometric; the smallest "
+            f"of {pairs} pairs of rows on one task)."
+        )
     return text
+
+
+def seed_overlap(rows: list[LocalRow]):
+    """The pair of rows on one task (same vocab and seeds) whose answering seeds overlap
+    least by chance: `(row, row, shared seeds, chance, pairs compared)`, the chance
+    $P(|A \\cap B| \\ge k)$ of the hypergeometric law of two independent draws of $|A|$ and
+    $|B|$ of the n seeds; None where no pair shares a seed."""
+    from scipy.stats import hypergeom
+
+    sets = [
+        (r, {i for i, a in enumerate(r.boundary.answered_per_seed()) if a})
+        for r in rows
+    ]
+    best, pairs = None, 0
+    for i, (r, a) in enumerate(sets):
+        for q, b in sets[i + 1 :]:
+            if r.vocab != q.vocab or r.seeds != q.seeds:
+                continue
+            pairs += 1
+            shared = sorted(a & b)
+            if not shared:
+                continue
+            chance = float(hypergeom.sf(len(shared) - 1, r.seeds, len(a), len(b)))
+            if best is None or chance < best[3]:
+                best = (r, q, shared, chance)
+    return None if best is None else (*best, pairs)
 
 
 def claim(data: OpenQuestionsData) -> str:
