@@ -40,8 +40,10 @@ ROW = "W8/S8 8 KV"
 # `sweep matrix` away (docs/trained.md, "Open questions").
 LOCAL_ROWS = (
     (None, 0, None),
+    (None, 1, None),
     (None, 2, None),
     (48, 0, None),
+    (48, 1, None),
     (48, 2, None),
     (None, 0, 5600),
     (None, 1, 5600),
