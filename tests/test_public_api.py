@@ -36,7 +36,7 @@ def test_every_imported_distribution_is_declared():
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.split(".")[0])
-    # the distribution's own modules: the package and any top-level py-modules
+    # the distribution's own modules: the package and its top-level py-modules (the entry point)
     own = {"inductheory", *declared["tool"]["setuptools"].get("py-modules", [])}
     third_party = {
         m for m in imported if m not in sys.stdlib_module_names and m not in own
