@@ -52,7 +52,7 @@ def children_usage() -> tuple[float, int]:
 
 # `python -m inductheory` with the workers of every mode sharing every core (`OWN_CORES` off)
 _SHARING_CORES = (
-    "import sys, inductheory._entry as entry; entry.command_line_environment(); "
+    "import sys, _inductheory_entry as entry; entry.command_line_environment(); "
     "import inductheory.figures._schedule as r; r.OWN_CORES.update(quick=False, full=False); "
     "sys.exit(entry.main())"
 )

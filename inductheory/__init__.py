@@ -17,12 +17,15 @@ loss = it.population_loss(task, it.hard_selection(task.S, [[0, 2]]))
 ```
 """
 
-from . import _entry
+import sys as _sys
 
-# Both entry points of the command line import the package before their `main` runs: its
-# process-wide options are set here, before equinox is imported (see _entry.py).
-if _entry.is_command_line():
-    _entry.command_line_environment()
+# `python -m inductheory` imports the package before its __main__ runs: the command line's
+# process-wide options are set here, before equinox is imported (see _inductheory_entry.py).
+if _sys.argv[:1] == ["-m"]:
+    import _inductheory_entry
+
+    if _inductheory_entry.run_as_main_module():
+        _inductheory_entry.command_line_environment()
 
 from .internal._xla_defaults import set_xla_defaults as _set_xla_defaults
 

@@ -1,8 +1,8 @@
-"""`python -m inductheory`: the command line through its one entry point, `_entry.main` (the
-console script's)."""
+"""`python -m inductheory`: the command line through its one entry point,
+`_inductheory_entry.main` (the console script's)."""
 
 import sys
 
-from inductheory._entry import main
+from _inductheory_entry import main
 
 sys.exit(main())

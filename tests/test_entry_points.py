@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import inductheory._entry as entry
+import _inductheory_entry as entry
 from inductheory.internal._gc import YOUNG_THRESHOLD
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,22 +28,20 @@ def _report():
 atexit.register(_report)
 """
 
-# What pip writes as the console script `inductheory` (pyproject.toml: inductheory =
-# "inductheory._entry:main"), run by its path as the installed script is.
-CONSOLE_SCRIPT = """import sys
-from inductheory._entry import main
-sys.exit(main())
-"""
-ENTRY_POINTS = {"console script": ["inductheory"], "python -m": ["-m", "inductheory"]}
+ENTRY_POINTS = {
+    # what the console script runs (pyproject.toml: inductheory = "_inductheory_entry:main")
+    "console script": [
+        "-c",
+        "import sys, _inductheory_entry; sys.exit(_inductheory_entry.main())",
+    ],
+    "python -m": ["-m", "inductheory"],
+}
 
 
 def _seen(tmp_path, user_value):
     """(environment, equinox) values of EQX_ON_ERROR in each entry point's process, then its
     collector's youngest threshold and whether it froze its imports."""
     (tmp_path / "sitecustomize.py").write_text(REPORTER)
-    (tmp_path / "inductheory").write_text(
-        CONSOLE_SCRIPT
-    )  # run from tmp_path by its name
     env = {k: v for k, v in os.environ.items() if k != "EQX_ON_ERROR"}
     if user_value is not None:
         env["EQX_ON_ERROR"] = user_value
@@ -102,18 +100,3 @@ def test_only_python_m_inductheory_counts_as_running_the_package(monkeypatch):
         monkeypatch.setattr(sys, "argv", argv)
         monkeypatch.setattr(sys, "orig_argv", orig_argv)
         assert entry.run_as_main_module() is want, orig_argv
-
-
-def test_the_console_script_counts_as_the_command_line_and_a_library_user_does_not(
-    monkeypatch,
-):
-    for argv, want in (
-        (["/venv/bin/inductheory", "flow"], True),
-        (["C:\\venv\\Scripts\\inductheory.exe"], True),
-        (["/home/me/analysis.py"], False),
-        (["-c"], False),
-        ([], False),
-    ):
-        monkeypatch.setattr(sys, "argv", argv)
-        monkeypatch.setattr(sys, "orig_argv", ["python", *argv])
-        assert entry.is_command_line() is want, argv

@@ -6,11 +6,10 @@ it.
 return NaN instead of calling back to Python, which the command line reports as an explicit
 non-finite status; programs without host callbacks can be kept in the persistent compilation
 cache, so a second run of the same shape starts in seconds. Equinox reads the variable when it is
-first imported, and both entry points import this package before `main` runs (the console
-script imports `inductheory._entry`; `python -m inductheory` imports the package before its
-`__main__`), so the package's `__init__` calls `command_line_environment` first, before it
-imports equinox, when `is_command_line()` says that this process is the command. This module
-imports nothing heavy. Library users are not affected.
+first imported, hence this module, which runs before the package is imported. `python -m
+inductheory` imports the package before its `__main__` runs, so the package's `__init__` calls
+`command_line_environment` first when `run_as_main_module()` says that this process is that
+command. Library users are not affected.
 """
 
 import os
@@ -40,22 +39,6 @@ def run_as_main_module(name: str = "inductheory") -> bool:
     return False
 
 
-def is_console_script(name: str = "inductheory") -> bool:
-    """Whether this process runs the console script `name` (the script pip writes, whose
-    `sys.argv[0]` is its path: `.../bin/inductheory`, or `inductheory.exe` on Windows)."""
-    if not sys.argv:
-        return False
-    # either separator: a Windows launcher's path read on any system
-    script = sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1]
-    return os.path.splitext(script)[0] == name
-
-
-def is_command_line() -> bool:
-    """Whether this process is the command line (`is_console_script` or
-    `run_as_main_module`)."""
-    return is_console_script() or run_as_main_module()
-
-
 def main() -> int:
     command_line_environment()
     from inductheory.cli import main as cli_main
@@ -63,3 +46,7 @@ def main() -> int:
 
     tune_garbage_collector()
     return cli_main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
