@@ -334,17 +334,20 @@ def _paper_headline(d) -> tuple[str, str, str]:
 
 
 def _open_questions(d) -> tuple[str, str, str]:
-    windows = [r for r in d.local if r.local_window]
+    # at the longest budget trained, where the path can have formed
+    longest = max(r.steps for r in d.local)
+    rows = [r for r in d.local if r.steps == longest]
+    windows = [r for r in rows if r.local_window]
     k = sum(r.boundary.answered.k for r in windows)
     n = sum(r.boundary.answered.n for r in windows)
-    plain = [r for r in d.local if not r.local_window]
+    plain = [r for r in rows if not r.local_window]
     k0 = sum(r.boundary.answered.k for r in plain)
     n0 = sum(r.boundary.answered.n for r in plain)
     return (
         "Can a local window answer the boundary phase, and does coordination even the phases?",
-        f"A local window answers the boundary in {k} of {n} seeds ({k0} of {n0} without); "
-        "spread gates leave phases uneven.",
-        f"boundary answered with a local window {_count(k, n)}",
+        f"At {longest:,} steps windows answer the boundary in {k} of {n} seeds "
+        f"({k0} of {n0} without); coordination: phases uneven.",
+        f"boundary answered with a local window at {longest:,} steps {_count(k, n)}",
     )
 
 

@@ -122,7 +122,7 @@ def _coordination_panel(ax, coordination, value, scale, title) -> None:
     ax.legend(fontsize=7)
 
 
-def draw(data):
+def draw_open_questions(data):
     import matplotlib.pyplot as plt
 
     with _style.context():

@@ -31,7 +31,7 @@ from ._open_questions import (
     row_label,
     task_label,
 )
-from ._open_questions_draw import draw
+from ._open_questions_draw import draw_open_questions
 from ._stats import share_text, t_interval, wilson_count
 
 ROW = "W8/S8 8 KV"
@@ -539,6 +539,12 @@ def claim(data: OpenQuestionsData) -> str:
         )
         + "."
     )
+
+
+def draw(data: OpenQuestionsData):
+    """The figure (`_open_questions_draw.draw_open_questions`): the boundary per seed, the
+    path's causal checks, the loss curves, and the coordination sweep."""
+    return draw_open_questions(data)
 
 
 FIGURE = Figure(
