@@ -317,10 +317,6 @@ def findings(rows: list[LocalRow], points: list[CoordinationPoint]) -> str:
     return "; ".join(parts)
 
 
-def _percents(values) -> str:
-    return ", ".join(f"{100 * v:.0f}" for v in values)
-
-
 def _path_gate_text(per_seed) -> str:
     """The boundary gates of the seeds that have one: seed: layer/KV head (key, value)."""
     found = [
@@ -344,20 +340,20 @@ def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
             gates = sum(r.boundary_gate_per_seed)
             mech = (
                 "previous-token mass "
-                + ", ".join(f"{v:.2f}" for v in r.previous_mass_per_seed)
+                + _values(r.previous_mass_per_seed, scale=1.0, digits=2)
                 + "; boundary with the window closed "
-                + _percents(r.closed_boundary_per_seed)
+                + _values(r.closed_boundary_per_seed)
                 + f"%; first-layer heads with at least {PATH_MASS:g} of their attention "
                 "on the position before "
                 + ", ".join(map(str, r.path_heads_per_seed))
                 + "; boundary with the most damaging single head knocked out, first layer "
-                + _percents(r.knocked_path_boundary_per_seed)
+                + _values(r.knocked_path_boundary_per_seed)
                 + "%, last layer "
-                + _percents(r.knocked_reader_boundary_per_seed)
+                + _values(r.knocked_reader_boundary_per_seed)
                 + "% (unablated "
-                + _percents(r.knock_base_boundary_per_seed)
+                + _values(r.knock_base_boundary_per_seed)
                 + "%); with the gates rotated by one offset "
-                + _percents(r.rotated_boundary_per_seed)
+                + _values(r.rotated_boundary_per_seed)
                 + f"%; boundary gates in {gates}/{r.seeds} seeds"
                 + _path_gate_text(r.path_gates_per_seed)
             )
@@ -366,7 +362,7 @@ def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
                 task_label(r.vocab),
                 str(r.local_window or "none"),
                 f"{r.steps:,}",
-                ", ".join(f"{100 * b:.0f}" for b in r.boundary.boundary),
+                _values(r.boundary.boundary),
                 share_text(a.k, a.n),
                 percent_text(r.mean),
                 percent_text(r.worst_within),
@@ -430,16 +426,9 @@ def tables(data: OpenQuestionsData) -> list[MeasuredTable]:
     ]
 
 
-def _span(values, scale=1.0, digits=0) -> str:
-    lo, hi = scale * min(values), scale * max(values)
-    return (
-        f"{lo:.{digits}f}"
-        if f"{lo:.{digits}f}" == f"{hi:.{digits}f}"
-        else (f"{lo:.{digits}f}-{hi:.{digits}f}")
-    )
-
-
-def _values(values, seeds, scale=100.0, digits=0) -> str:
+def _values(values, seeds=None, scale=100.0, digits=0) -> str:
+    """`values` of the `seeds` (None: every seed), scaled (percent by default), joined."""
+    seeds = range(len(values)) if seeds is None else seeds
     return ", ".join(f"{scale * values[i]:.{digits}f}" for i in seeds)
 
 
